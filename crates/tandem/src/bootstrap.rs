@@ -1,0 +1,266 @@
+//! The rank's side of the launcher's key-value and fence service.
+//!
+//! `tandem run` is the job's master. It gives every rank these environment
+//! variables:
+//!
+//! | variable | meaning |
+//! |---|---|
+//! | `TANDEM_JOB_RANK` | this rank, `0..size` |
+//! | `TANDEM_JOB_SIZE` | ranks in the job |
+//! | `TANDEM_JOB_LOCAL_SIZE` | ranks on this host |
+//! | `TANDEM_JOB_ADDR` | `host:port` of the master's service (loopback for one host) |
+//! | `TANDEM_JOB_SECRET` | the per-job secret, 64 hex digits |
+//! | `TANDEM_JOB_ID` | a short job identifier |
+//!
+//! The service speaks a line protocol over TCP: one request per line, words
+//! separated by single spaces, each answered by one line. Keys and values are
+//! printable ASCII without spaces.
+//!
+//! | request | answer |
+//! |---|---|
+//! | `HELLO <secret> <rank>` | `OK`; anything else (wrong secret, bad or duplicate rank) and the master closes the connection |
+//! | `PUT <key> <value>` | `OK` |
+//! | `GET <key>` | `VALUE <value>` or `MISSING` |
+//! | `FENCE` | `OK`, sent once every rank of the job has sent `FENCE` |
+//! | `FINALIZE` | `OK`; the rank will exit normally. A rank that said `HELLO` and exits without `FINALIZE` is reported as failed |
+//! | `ABORT <code> <message...>` | none: the master reports the abort, stops every rank and exits with `code` |
+//!
+//! The master sends nothing unasked. When the connection closes, the job is
+//! over (the master died or is stopping everyone).
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use crate::error::{Error, ErrorClass};
+
+/// Names of the job environment variables.
+pub mod env {
+    pub const RANK: &str = "TANDEM_JOB_RANK";
+    pub const SIZE: &str = "TANDEM_JOB_SIZE";
+    pub const LOCAL_SIZE: &str = "TANDEM_JOB_LOCAL_SIZE";
+    pub const ADDR: &str = "TANDEM_JOB_ADDR";
+    pub const SECRET: &str = "TANDEM_JOB_SECRET";
+    pub const ID: &str = "TANDEM_JOB_ID";
+}
+
+/// Length of the job secret in bytes (it travels as twice as many hex digits).
+pub const SECRET_BYTES: usize = 32;
+
+/// What a rank learns about its job at start-up.
+#[derive(Clone, Debug)]
+pub struct JobInfo {
+    pub rank: u32,
+    pub size: u32,
+    pub local_size: u32,
+    pub secret: [u8; SECRET_BYTES],
+    pub id: String,
+    /// `None` for a singleton (a program started without `tandem run`).
+    pub master: Option<String>,
+}
+
+impl JobInfo {
+    /// Reads the job description from the environment; a program started
+    /// without `tandem run` is a singleton job of one rank.
+    pub fn from_env() -> Result<JobInfo, Error> {
+        let Ok(addr) = std::env::var(env::ADDR) else {
+            return Ok(JobInfo {
+                rank: 0,
+                size: 1,
+                local_size: 1,
+                secret: random_secret(),
+                id: format!("singleton-{}", std::process::id()),
+                master: None,
+            });
+        };
+        let num = |name: &str| -> Result<u32, Error> {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<u32>().ok())
+                .ok_or_else(|| Error::new(ErrorClass::Other, format!("launcher variable {name} is missing or malformed")))
+        };
+        let rank = num(env::RANK)?;
+        let size = num(env::SIZE)?;
+        let local_size = num(env::LOCAL_SIZE).unwrap_or(size);
+        if size == 0 || rank >= size {
+            return Err(Error::new(ErrorClass::Other, format!("launcher gave rank {rank} of {size}")));
+        }
+        let secret_hex = std::env::var(env::SECRET).unwrap_or_default();
+        let secret = decode_secret(&secret_hex)
+            .ok_or_else(|| Error::new(ErrorClass::Other, format!("{} is missing or malformed", env::SECRET)))?;
+        Ok(JobInfo {
+            rank,
+            size,
+            local_size,
+            secret,
+            id: std::env::var(env::ID).unwrap_or_default(),
+            master: Some(addr),
+        })
+    }
+}
+
+/// Random bytes from the kernel.
+pub fn random_secret() -> [u8; SECRET_BYTES] {
+    let mut buf = [0u8; SECRET_BYTES];
+    let mut filled = 0;
+    while filled < buf.len() {
+        // SAFETY: the pointer and length describe the unfilled tail of `buf`,
+        // which is valid for writes for its whole length.
+        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
+        if n > 0 {
+            filled += n as usize;
+        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            panic!("getrandom failed: {}", std::io::Error::last_os_error());
+        }
+    }
+    buf
+}
+
+/// Hex encoding of a secret.
+pub fn encode_secret(secret: &[u8; SECRET_BYTES]) -> String {
+    secret.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Decodes 64 hex digits.
+pub fn decode_secret(hex: &str) -> Option<[u8; SECRET_BYTES]> {
+    if hex.len() != SECRET_BYTES * 2 || !hex.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; SECRET_BYTES];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Compares secrets in time independent of where they differ.
+pub fn secrets_equal(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A connection to the master.
+pub struct MasterLink {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl MasterLink {
+    /// Connects and authenticates.
+    pub fn connect(job: &JobInfo) -> Result<MasterLink, Error> {
+        let addr = job.master.as_deref().expect("singleton has no master");
+        let stream = TcpStream::connect(addr).map_err(|e| {
+            Error::new(ErrorClass::Other, format!("cannot reach the launcher at {addr}: {e}"))
+        })?;
+        stream.set_nodelay(true).ok();
+        let writer = stream
+            .try_clone()
+            .map_err(|e| Error::new(ErrorClass::Other, format!("launcher socket: {e}")))?;
+        let mut link = MasterLink {
+            reader: BufReader::new(stream),
+            writer,
+        };
+        let reply = link.request(&format!("HELLO {} {}", encode_secret(&job.secret), job.rank))?;
+        if reply != "OK" {
+            return Err(Error::new(ErrorClass::Other, format!("launcher refused this rank: {reply}")));
+        }
+        Ok(link)
+    }
+
+    /// The socket, so the progress engine can notice when the master goes away.
+    pub fn fd(&self) -> RawFd {
+        self.writer.as_raw_fd()
+    }
+
+    fn send_line(&mut self, line: &str) -> Result<(), Error> {
+        let mut msg = String::with_capacity(line.len() + 1);
+        msg.push_str(line);
+        msg.push('\n');
+        self.writer
+            .write_all(msg.as_bytes())
+            .map_err(|e| Error::new(ErrorClass::Other, format!("lost the launcher: {e}")))
+    }
+
+    fn request(&mut self, line: &str) -> Result<String, Error> {
+        self.send_line(line)?;
+        let mut reply = String::new();
+        match self.reader.read_line(&mut reply) {
+            Ok(0) => Err(Error::new(ErrorClass::Other, "the launcher closed the connection (the job is ending)")),
+            Ok(_) => Ok(reply.trim_end().to_string()),
+            Err(e) => Err(Error::new(ErrorClass::Other, format!("lost the launcher: {e}"))),
+        }
+    }
+
+    /// Publishes `key = value`.
+    pub fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        check_token(key)?;
+        check_token(value)?;
+        expect_ok(self.request(&format!("PUT {key} {value}"))?)
+    }
+
+    /// Looks up a key published by any rank before the last fence.
+    pub fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
+        check_token(key)?;
+        let reply = self.request(&format!("GET {key}"))?;
+        if let Some(v) = reply.strip_prefix("VALUE ") {
+            Ok(Some(v.to_string()))
+        } else if reply == "MISSING" {
+            Ok(None)
+        } else {
+            Err(Error::new(ErrorClass::Other, format!("launcher answered '{reply}' to GET")))
+        }
+    }
+
+    /// Waits until every rank has reached the fence.
+    pub fn fence(&mut self) -> Result<(), Error> {
+        expect_ok(self.request("FENCE")?)
+    }
+
+    /// Says this rank finalized cleanly.
+    pub fn finalize(&mut self) -> Result<(), Error> {
+        expect_ok(self.request("FINALIZE")?)
+    }
+
+    /// Asks the master to end the job with `code`.
+    pub fn abort(&mut self, code: i32, message: &str) {
+        let clean: String = message.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+        let _ = self.send_line(&format!("ABORT {code} {clean}"));
+    }
+
+    /// Sets a bound on how long one request may take.
+    pub fn set_timeout(&self, t: Option<Duration>) {
+        let _ = self.writer.set_read_timeout(t);
+    }
+}
+
+fn expect_ok(reply: String) -> Result<(), Error> {
+    if reply == "OK" {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorClass::Other, format!("launcher answered '{reply}'")))
+    }
+}
+
+fn check_token(s: &str) -> Result<(), Error> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorClass::Intern, format!("'{s}' is not a valid key-value token")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_round_trip() {
+        let s = random_secret();
+        assert_eq!(decode_secret(&encode_secret(&s)), Some(s));
+        assert!(decode_secret("zz").is_none());
+        assert!(secrets_equal(&s, &s));
+        let mut t = s;
+        t[31] ^= 1;
+        assert!(!secrets_equal(&s, &t));
+    }
+}

@@ -1,0 +1,65 @@
+//! Errors, classified by MPI error class.
+
+use std::fmt;
+
+/// MPI error classes the core can raise. The numeric values are the MPI-5.0
+/// standard ABI's, so the C layer passes them through unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(i32)]
+pub enum ErrorClass {
+    Buffer = 1,
+    Count = 2,
+    Type = 3,
+    Tag = 4,
+    Comm = 5,
+    Rank = 6,
+    Request = 7,
+    Root = 8,
+    Group = 9,
+    Op = 10,
+    Arg = 13,
+    Unknown = 14,
+    Truncate = 15,
+    Other = 16,
+    Intern = 17,
+    Pending = 18,
+    InStatus = 19,
+    NoMem = 39,
+    Unsupported = 55,
+    /// A peer process went away (MPI_ERR_PROC_ABORTED).
+    ProcAborted = 58,
+}
+
+impl ErrorClass {
+    /// The MPI error class number.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+/// An error with its class and a human-readable reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(class: ErrorClass, message: impl Into<String>) -> Error {
+        Error {
+            class,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result type of the core.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,332 @@
+//! The one parameter registry.
+//!
+//! Every tunable is declared here once, with its type, default and help text.
+//! `TANDEM_<NAME>` environment variables, `tandem run --set name=value` and
+//! `tandem info` are all derived from this table.
+
+use std::collections::BTreeMap;
+
+/// The type of a parameter's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `0/1`, `true/false`, `yes/no`, `on/off`.
+    Bool,
+    /// A non-negative integer.
+    UInt,
+    /// A byte count; accepts suffixes `k`, `m`, `g` (powers of 1024) and `kib`, `mib`, `gib`.
+    Bytes,
+    /// One of a fixed list of words.
+    Choice(&'static [&'static str]),
+    /// Free text (a path, a list).
+    Text,
+}
+
+/// One registered parameter.
+#[derive(Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+/// Prefix of the environment variables that carry parameters to ranks.
+pub const ENV_PREFIX: &str = "TANDEM_";
+
+/// Environment variables the launcher sets for its own use (not parameters).
+pub const JOB_ENV_PREFIX: &str = "TANDEM_JOB_";
+
+/// All parameters, in the order `tandem info` lists them.
+pub static REGISTRY: &[Param] = &[
+    Param {
+        name: "eager_limit",
+        kind: Kind::Bytes,
+        default: "64k",
+        help: "largest message sent eagerly; larger ones use rendezvous (RTS/CTS, then data straight into the receive buffer)",
+    },
+    Param {
+        name: "transports",
+        kind: Kind::Text,
+        default: "tcp",
+        help: "comma-separated transports to use between ranks (available: tcp)",
+    },
+    Param {
+        name: "spin_us",
+        kind: Kind::UInt,
+        default: "50",
+        help: "microseconds a waiting rank polls before it blocks in the kernel until a peer wakes it",
+    },
+    Param {
+        name: "unexpected_limit",
+        kind: Kind::Bytes,
+        default: "64m",
+        help: "bytes of unexpected eager messages a rank buffers before it stops reading from senders (they are held back, nothing is dropped)",
+    },
+    Param {
+        name: "tcp_sndbuf",
+        kind: Kind::Bytes,
+        default: "0",
+        help: "SO_SNDBUF for TCP connections (0 = kernel default with auto-tuning)",
+    },
+    Param {
+        name: "tcp_rcvbuf",
+        kind: Kind::Bytes,
+        default: "0",
+        help: "SO_RCVBUF for TCP connections (0 = kernel default with auto-tuning)",
+    },
+    Param {
+        name: "connect_timeout_ms",
+        kind: Kind::UInt,
+        default: "10000",
+        help: "milliseconds to wait for a TCP connection and its handshake before reporting the peer unreachable",
+    },
+];
+
+/// Finds a parameter by name (case-insensitive).
+pub fn lookup(name: &str) -> Option<&'static Param> {
+    let lower = name.to_ascii_lowercase();
+    REGISTRY.iter().find(|p| p.name == lower)
+}
+
+/// The environment variable that carries `name`.
+pub fn env_name(name: &str) -> String {
+    format!("{ENV_PREFIX}{}", name.to_ascii_uppercase())
+}
+
+/// Registered names close to `name` (for "did you mean" messages).
+pub fn suggest(name: &str) -> Vec<&'static str> {
+    let lower = name.to_ascii_lowercase();
+    let mut scored: Vec<(usize, &'static str)> = REGISTRY
+        .iter()
+        .map(|p| (edit_distance(&lower, p.name), p.name))
+        .filter(|&(d, n)| d <= 3.max(lower.len() / 3) || n.contains(&lower) || lower.contains(n))
+        .collect();
+    scored.sort();
+    scored.into_iter().map(|(_, n)| n).take(3).collect()
+}
+
+/// A message for an unknown parameter name, listing close matches.
+pub fn unknown_message(name: &str) -> String {
+    let close = suggest(name);
+    if close.is_empty() {
+        format!("unknown parameter '{name}' (`tandem info` lists them all)")
+    } else {
+        format!(
+            "unknown parameter '{name}'; did you mean {}? (`tandem info` lists them all)",
+            close
+                .iter()
+                .map(|n| format!("'{n}'"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// A parsed value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    Bool(bool),
+    UInt(u64),
+    Text(String),
+}
+
+impl Param {
+    /// Parses `text` as a value of this parameter, or explains why it cannot.
+    pub fn parse(&self, text: &str) -> Result<Value, String> {
+        let t = text.trim();
+        match self.kind {
+            Kind::Bool => match t.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(Value::Bool(true)),
+                "0" | "false" | "no" | "off" => Ok(Value::Bool(false)),
+                _ => Err(format!("{}: expected a boolean (0/1), got '{t}'", self.name)),
+            },
+            Kind::UInt => t
+                .parse::<u64>()
+                .map(Value::UInt)
+                .map_err(|_| format!("{}: expected a non-negative integer, got '{t}'", self.name)),
+            Kind::Bytes => parse_bytes(t)
+                .map(Value::UInt)
+                .ok_or_else(|| format!("{}: expected a byte count like 65536 or 64k, got '{t}'", self.name)),
+            Kind::Choice(options) => {
+                let lower = t.to_ascii_lowercase();
+                if options.contains(&lower.as_str()) {
+                    Ok(Value::Text(lower))
+                } else {
+                    Err(format!("{}: expected one of {}, got '{t}'", self.name, options.join(", ")))
+                }
+            }
+            Kind::Text => Ok(Value::Text(t.to_string())),
+        }
+    }
+
+    /// A short description of the accepted values, for `tandem info`.
+    pub fn type_name(&self) -> String {
+        match self.kind {
+            Kind::Bool => "bool".into(),
+            Kind::UInt => "uint".into(),
+            Kind::Bytes => "bytes".into(),
+            Kind::Choice(o) => o.join("|"),
+            Kind::Text => "text".into(),
+        }
+    }
+}
+
+/// Parses `65536`, `64k`, `64KiB`, `1m`, `2g`.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (digits, suffix) = lower.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let mult: u64 = match suffix.trim() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// Where a parameter's current value came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    Environment,
+}
+
+/// The values in force for one process: defaults overridden by `TANDEM_<NAME>`.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    values: BTreeMap<&'static str, (Value, Source)>,
+}
+
+impl Settings {
+    /// Reads every registered parameter from the environment.
+    ///
+    /// Fails with a clear message on a malformed value or on a `TANDEM_*`
+    /// variable that names no parameter.
+    pub fn from_env() -> Result<Settings, String> {
+        Self::from_vars(std::env::vars())
+    }
+
+    /// Like [`Settings::from_env`] with explicit variables (for tests).
+    pub fn from_vars<I: IntoIterator<Item = (String, String)>>(vars: I) -> Result<Settings, String> {
+        let mut values = BTreeMap::new();
+        for p in REGISTRY {
+            let v = p.parse(p.default).expect("registry default must parse");
+            values.insert(p.name, (v, Source::Default));
+        }
+        for (key, val) in vars {
+            let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            if key.starts_with(JOB_ENV_PREFIX) {
+                continue;
+            }
+            let Some(p) = lookup(rest) else {
+                return Err(format!("environment variable {key}: {}", unknown_message(&rest.to_ascii_lowercase())));
+            };
+            let v = p.parse(&val)?;
+            values.insert(p.name, (v, Source::Environment));
+        }
+        Ok(Settings { values })
+    }
+
+    fn get(&self, name: &str) -> &Value {
+        &self
+            .values
+            .get(name)
+            .unwrap_or_else(|| panic!("parameter {name} is not registered"))
+            .0
+    }
+
+    /// The value of an integer or byte-count parameter.
+    pub fn uint(&self, name: &str) -> u64 {
+        match self.get(name) {
+            Value::UInt(v) => *v,
+            other => panic!("parameter {name} is not an integer: {other:?}"),
+        }
+    }
+
+    /// The value of a boolean parameter.
+    pub fn bool(&self, name: &str) -> bool {
+        match self.get(name) {
+            Value::Bool(v) => *v,
+            other => panic!("parameter {name} is not a boolean: {other:?}"),
+        }
+    }
+
+    /// The value of a text or choice parameter.
+    pub fn text(&self, name: &str) -> &str {
+        match self.get(name) {
+            Value::Text(v) => v,
+            other => panic!("parameter {name} is not text: {other:?}"),
+        }
+    }
+
+    /// The current value as text and where it came from, for `tandem info`.
+    pub fn describe(&self, name: &str) -> (String, Source) {
+        let (v, s) = &self.values[name];
+        let text = match v {
+            Value::Bool(b) => u8::from(*b).to_string(),
+            Value::UInt(n) => n.to_string(),
+            Value::Text(t) => t.clone(),
+        };
+        (text, *s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse_and_env_overrides() {
+        let s = Settings::from_vars(vec![("TANDEM_EAGER_LIMIT".to_string(), "128k".to_string())]).unwrap();
+        assert_eq!(s.uint("eager_limit"), 128 * 1024);
+        assert_eq!(s.describe("eager_limit").1, Source::Environment);
+        assert_eq!(s.uint("spin_us"), 50);
+        assert_eq!(s.describe("spin_us").1, Source::Default);
+    }
+
+    #[test]
+    fn unknown_env_name_is_an_error_with_suggestion() {
+        let err = Settings::from_vars(vec![("TANDEM_EAGER_LIMT".to_string(), "1".to_string())]).unwrap_err();
+        assert!(err.contains("eager_limit"), "{err}");
+    }
+
+    #[test]
+    fn job_variables_are_not_parameters() {
+        assert!(Settings::from_vars(vec![("TANDEM_JOB_RANK".to_string(), "3".to_string())]).is_ok());
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        let p = lookup("eager_limit").unwrap();
+        assert!(p.parse("12q").is_err());
+        assert!(p.parse("-1").is_err());
+        assert_eq!(p.parse("4MiB").unwrap(), Value::UInt(4 << 20));
+    }
+
+    #[test]
+    fn suggestions_find_close_names() {
+        assert_eq!(suggest("spin"), vec!["spin_us"]);
+        assert!(unknown_message("zzzzzzzzzzzzzzzzzzzz").contains("tandem info"));
+    }
+}
