@@ -78,17 +78,29 @@ impl JobInfo {
             std::env::var(name)
                 .ok()
                 .and_then(|v| v.parse::<u32>().ok())
-                .ok_or_else(|| Error::new(ErrorClass::Other, format!("launcher variable {name} is missing or malformed")))
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Other,
+                        format!("launcher variable {name} is missing or malformed"),
+                    )
+                })
         };
         let rank = num(env::RANK)?;
         let size = num(env::SIZE)?;
         let local_size = num(env::LOCAL_SIZE).unwrap_or(size);
         if size == 0 || rank >= size {
-            return Err(Error::new(ErrorClass::Other, format!("launcher gave rank {rank} of {size}")));
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("launcher gave rank {rank} of {size}"),
+            ));
         }
         let secret_hex = std::env::var(env::SECRET).unwrap_or_default();
-        let secret = decode_secret(&secret_hex)
-            .ok_or_else(|| Error::new(ErrorClass::Other, format!("{} is missing or malformed", env::SECRET)))?;
+        let secret = decode_secret(&secret_hex).ok_or_else(|| {
+            Error::new(
+                ErrorClass::Other,
+                format!("{} is missing or malformed", env::SECRET),
+            )
+        })?;
         Ok(JobInfo {
             rank,
             size,
@@ -107,7 +119,8 @@ pub fn random_secret() -> [u8; SECRET_BYTES] {
     while filled < buf.len() {
         // SAFETY: the pointer and length describe the unfilled tail of `buf`,
         // which is valid for writes for its whole length.
-        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
+        let n =
+            unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
         if n > 0 {
             filled += n as usize;
         } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
@@ -150,7 +163,10 @@ impl MasterLink {
     pub fn connect(job: &JobInfo) -> Result<MasterLink, Error> {
         let addr = job.master.as_deref().expect("singleton has no master");
         let stream = TcpStream::connect(addr).map_err(|e| {
-            Error::new(ErrorClass::Other, format!("cannot reach the launcher at {addr}: {e}"))
+            Error::new(
+                ErrorClass::Other,
+                format!("cannot reach the launcher at {addr}: {e}"),
+            )
         })?;
         stream.set_nodelay(true).ok();
         let writer = stream
@@ -160,9 +176,16 @@ impl MasterLink {
             reader: BufReader::new(stream),
             writer,
         };
-        let reply = link.request(&format!("HELLO {} {}", encode_secret(&job.secret), job.rank))?;
+        let reply = link.request(&format!(
+            "HELLO {} {}",
+            encode_secret(&job.secret),
+            job.rank
+        ))?;
         if reply != "OK" {
-            return Err(Error::new(ErrorClass::Other, format!("launcher refused this rank: {reply}")));
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("launcher refused this rank: {reply}"),
+            ));
         }
         Ok(link)
     }
@@ -185,9 +208,15 @@ impl MasterLink {
         self.send_line(line)?;
         let mut reply = String::new();
         match self.reader.read_line(&mut reply) {
-            Ok(0) => Err(Error::new(ErrorClass::Other, "the launcher closed the connection (the job is ending)")),
+            Ok(0) => Err(Error::new(
+                ErrorClass::Other,
+                "the launcher closed the connection (the job is ending)",
+            )),
             Ok(_) => Ok(reply.trim_end().to_string()),
-            Err(e) => Err(Error::new(ErrorClass::Other, format!("lost the launcher: {e}"))),
+            Err(e) => Err(Error::new(
+                ErrorClass::Other,
+                format!("lost the launcher: {e}"),
+            )),
         }
     }
 
@@ -207,7 +236,10 @@ impl MasterLink {
         } else if reply == "MISSING" {
             Ok(None)
         } else {
-            Err(Error::new(ErrorClass::Other, format!("launcher answered '{reply}' to GET")))
+            Err(Error::new(
+                ErrorClass::Other,
+                format!("launcher answered '{reply}' to GET"),
+            ))
         }
     }
 
@@ -223,7 +255,10 @@ impl MasterLink {
 
     /// Asks the master to end the job with `code`.
     pub fn abort(&mut self, code: i32, message: &str) {
-        let clean: String = message.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+        let clean: String = message
+            .chars()
+            .map(|c| if c == '\n' { ' ' } else { c })
+            .collect();
         let _ = self.send_line(&format!("ABORT {code} {clean}"));
     }
 
@@ -237,7 +272,10 @@ fn expect_ok(reply: String) -> Result<(), Error> {
     if reply == "OK" {
         Ok(())
     } else {
-        Err(Error::new(ErrorClass::Other, format!("launcher answered '{reply}'")))
+        Err(Error::new(
+            ErrorClass::Other,
+            format!("launcher answered '{reply}'"),
+        ))
     }
 }
 
@@ -245,7 +283,10 @@ fn check_token(s: &str) -> Result<(), Error> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic()) {
         Ok(())
     } else {
-        Err(Error::new(ErrorClass::Intern, format!("'{s}' is not a valid key-value token")))
+        Err(Error::new(
+            ErrorClass::Intern,
+            format!("'{s}' is not a valid key-value token"),
+        ))
     }
 }
 

@@ -1,13 +1,22 @@
-//! Tandem core: the engine beneath the MPI C ABI and the Rust API.
+//! Tandem core: the engine beneath the MPI C ABI, and its Rust API.
 //!
 //! Layers, bottom to top (each knows only the one beneath it):
 //! [`wire`] (frame headers), [`transport`] (moves frames), [`progress`]
 //! (owns and drives transports), [`p2p`] (matching, eager, rendezvous,
-//! requests), [`coll`] (collectives on point-to-point). [`params`] and
-//! [`bootstrap`] are shared by all layers and by the `tandem` command.
+//! requests), [`coll`] (collectives on point-to-point), [`runtime`] (the Rust
+//! API: init, communicators, finalize). [`params`] and [`bootstrap`] are
+//! shared by all layers and by the `tandem` command.
 
 pub mod bootstrap;
+pub mod coll;
+pub mod comm;
 pub mod error;
+pub mod p2p;
 pub mod params;
+pub mod progress;
+pub mod runtime;
+pub mod transport;
+pub mod wire;
 
 pub use error::{Error, ErrorClass, Result};
+pub use runtime::{CommId, Runtime, SELF, WORLD};

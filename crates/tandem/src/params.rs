@@ -75,6 +75,12 @@ pub static REGISTRY: &[Param] = &[
         help: "SO_RCVBUF for TCP connections (0 = kernel default with auto-tuning)",
     },
     Param {
+        name: "tcp_port_range",
+        kind: Kind::Text,
+        default: "",
+        help: "ports the TCP transport may listen on, as LOW-HIGH (empty = any free port); for firewalls",
+    },
+    Param {
         name: "connect_timeout_ms",
         kind: Kind::UInt,
         default: "10000",
@@ -152,21 +158,31 @@ impl Param {
             Kind::Bool => match t.to_ascii_lowercase().as_str() {
                 "1" | "true" | "yes" | "on" => Ok(Value::Bool(true)),
                 "0" | "false" | "no" | "off" => Ok(Value::Bool(false)),
-                _ => Err(format!("{}: expected a boolean (0/1), got '{t}'", self.name)),
+                _ => Err(format!(
+                    "{}: expected a boolean (0/1), got '{t}'",
+                    self.name
+                )),
             },
             Kind::UInt => t
                 .parse::<u64>()
                 .map(Value::UInt)
                 .map_err(|_| format!("{}: expected a non-negative integer, got '{t}'", self.name)),
-            Kind::Bytes => parse_bytes(t)
-                .map(Value::UInt)
-                .ok_or_else(|| format!("{}: expected a byte count like 65536 or 64k, got '{t}'", self.name)),
+            Kind::Bytes => parse_bytes(t).map(Value::UInt).ok_or_else(|| {
+                format!(
+                    "{}: expected a byte count like 65536 or 64k, got '{t}'",
+                    self.name
+                )
+            }),
             Kind::Choice(options) => {
                 let lower = t.to_ascii_lowercase();
                 if options.contains(&lower.as_str()) {
                     Ok(Value::Text(lower))
                 } else {
-                    Err(format!("{}: expected one of {}, got '{t}'", self.name, options.join(", ")))
+                    Err(format!(
+                        "{}: expected one of {}, got '{t}'",
+                        self.name,
+                        options.join(", ")
+                    ))
                 }
             }
             Kind::Text => Ok(Value::Text(t.to_string())),
@@ -226,7 +242,9 @@ impl Settings {
     }
 
     /// Like [`Settings::from_env`] with explicit variables (for tests).
-    pub fn from_vars<I: IntoIterator<Item = (String, String)>>(vars: I) -> Result<Settings, String> {
+    pub fn from_vars<I: IntoIterator<Item = (String, String)>>(
+        vars: I,
+    ) -> Result<Settings, String> {
         let mut values = BTreeMap::new();
         for p in REGISTRY {
             let v = p.parse(p.default).expect("registry default must parse");
@@ -240,7 +258,10 @@ impl Settings {
                 continue;
             }
             let Some(p) = lookup(rest) else {
-                return Err(format!("environment variable {key}: {}", unknown_message(&rest.to_ascii_lowercase())));
+                return Err(format!(
+                    "environment variable {key}: {}",
+                    unknown_message(&rest.to_ascii_lowercase())
+                ));
             };
             let v = p.parse(&val)?;
             values.insert(p.name, (v, Source::Environment));
@@ -298,7 +319,8 @@ mod tests {
 
     #[test]
     fn defaults_parse_and_env_overrides() {
-        let s = Settings::from_vars(vec![("TANDEM_EAGER_LIMIT".to_string(), "128k".to_string())]).unwrap();
+        let s = Settings::from_vars(vec![("TANDEM_EAGER_LIMIT".to_string(), "128k".to_string())])
+            .unwrap();
         assert_eq!(s.uint("eager_limit"), 128 * 1024);
         assert_eq!(s.describe("eager_limit").1, Source::Environment);
         assert_eq!(s.uint("spin_us"), 50);
@@ -307,13 +329,16 @@ mod tests {
 
     #[test]
     fn unknown_env_name_is_an_error_with_suggestion() {
-        let err = Settings::from_vars(vec![("TANDEM_EAGER_LIMT".to_string(), "1".to_string())]).unwrap_err();
+        let err = Settings::from_vars(vec![("TANDEM_EAGER_LIMT".to_string(), "1".to_string())])
+            .unwrap_err();
         assert!(err.contains("eager_limit"), "{err}");
     }
 
     #[test]
     fn job_variables_are_not_parameters() {
-        assert!(Settings::from_vars(vec![("TANDEM_JOB_RANK".to_string(), "3".to_string())]).is_ok());
+        assert!(
+            Settings::from_vars(vec![("TANDEM_JOB_RANK".to_string(), "3".to_string())]).is_ok()
+        );
     }
 
     #[test]

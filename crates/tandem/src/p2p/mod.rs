@@ -1,0 +1,862 @@
+//! Point-to-point protocol: MPI matching (per context, source and tag, with
+//! wildcards and non-overtaking order), eager and rendezvous protocols, and
+//! requests.
+//!
+//! * Eager (`len <= eager_limit`): one frame carries the message. If a
+//!   receive is posted, the transport reads the payload straight into it;
+//!   otherwise it is buffered as unexpected, up to `unexpected_limit` bytes,
+//!   past which the sender is held back by flow control.
+//! * Rendezvous: RTS carries the envelope; the receiver matches it, answers
+//!   CTS with its request id and the bytes it can take, and the sender
+//!   writes the data from its buffer; the transport reads it straight into
+//!   the receive buffer. An unexpected RTS is held as its header only.
+//! * Synchronous sends always use rendezvous, so completion implies a match.
+//! * Messages to self never touch a transport.
+
+pub mod request;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, ErrorClass, Result};
+use crate::progress::Engine;
+use crate::transport::{FrameSink, Payload, PayloadDest, SendState};
+use crate::wire::{FrameKind, Header};
+use request::Requests;
+pub use request::{ReqId, Request, Stage, Status};
+
+/// What a message carries besides its data: where it matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// Matching context (communicator).
+    pub ctx: u32,
+    /// The sender's rank in that communicator.
+    pub src: u32,
+    pub tag: i32,
+}
+
+/// How a send completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendMode {
+    /// Standard (and ready) mode: eager when small.
+    Standard,
+    /// Synchronous: completes only once a receive has matched.
+    Synchronous,
+}
+
+enum Body {
+    Eager(Vec<u8>),
+    Rts {
+        sreq: u64,
+    },
+    /// A synchronous send to self, waiting for its receive.
+    SelfHeld {
+        sreq: ReqId,
+    },
+}
+
+struct Unexpected {
+    src: u32,
+    peer: u32,
+    tag: i32,
+    len: u64,
+    body: Body,
+}
+
+#[derive(Default)]
+struct Context {
+    /// World ranks of the communicator's members, once it is registered here.
+    group: Option<Arc<[u32]>>,
+    posted: VecDeque<ReqId>,
+    unexpected: VecDeque<Unexpected>,
+}
+
+/// A frame the matcher wants sent; sent by [`P2p`] once the transport is free.
+struct Outgoing {
+    peer: u32,
+    header: Header,
+    payload: *const u8,
+    len: usize,
+    token: Option<u64>,
+}
+
+fn matches(src_filter: Option<u32>, tag_filter: Option<i32>, src: u32, tag: i32) -> bool {
+    src_filter.is_none_or(|s| s == src) && tag_filter.is_none_or(|t| t == tag)
+}
+
+/// Matching state: the transports' [`FrameSink`].
+pub struct Matcher {
+    me: u32,
+    reqs: Requests,
+    contexts: HashMap<u32, Context>,
+    /// Per peer: the receive its connection is filling right now.
+    filling: Vec<Option<ReqId>>,
+    unexpected_bytes: usize,
+    unexpected_limit: usize,
+    outbox: Vec<Outgoing>,
+    lost: Vec<Option<String>>,
+}
+
+impl Matcher {
+    fn context(&mut self, ctx: u32) -> &mut Context {
+        self.contexts.entry(ctx).or_default()
+    }
+
+    fn complete(&mut self, id: ReqId, count: usize, error: Option<Error>) {
+        let Some(r) = self.reqs.get_mut(id) else {
+            return;
+        };
+        r.stage = Stage::Complete;
+        r.status.count = count;
+        if r.status.error.is_none() {
+            r.status.error = error;
+        }
+        if r.detached {
+            self.reqs.remove(id);
+        }
+    }
+
+    fn truncation(msg_len: u64, cap: usize) -> Option<Error> {
+        (msg_len > cap as u64).then(|| {
+            Error::new(
+                ErrorClass::Truncate,
+                format!("message of {msg_len} bytes truncated to the receive buffer's {cap} bytes"),
+            )
+        })
+    }
+
+    /// Takes the first posted receive in `ctx` that matches.
+    fn take_posted(&mut self, ctx: u32, src: u32, tag: i32) -> Option<ReqId> {
+        let c = self.contexts.get_mut(&ctx)?;
+        let reqs = &self.reqs;
+        let pos = c.posted.iter().position(|&id| {
+            reqs.get(id)
+                .is_some_and(|r| matches(r.src_filter, r.tag, src, tag))
+        })?;
+        c.posted.remove(pos)
+    }
+
+    fn check_source(&self, ctx: u32, src: u32, peer: u32) -> std::result::Result<(), String> {
+        if let Some(group) = self.contexts.get(&ctx).and_then(|c| c.group.as_ref()) {
+            if group.get(src as usize) != Some(&peer) {
+                return Err(format!(
+                    "frame in context {ctx} claims source rank {src} but came from world rank {peer}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills a matched receive from a buffered message and completes it.
+    fn deliver_buffered(&mut self, id: ReqId, src: u32, tag: i32, data: &[u8]) {
+        let Some(r) = self.reqs.get_mut(id) else {
+            return;
+        };
+        let n = data.len().min(r.len);
+        if n > 0 {
+            // SAFETY: the receive buffer is valid for `r.len` bytes of writes
+            // (the caller's promise when posting it) and `n <= r.len`.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), r.buf, n) };
+        }
+        r.status.source = Some(src);
+        r.status.tag = Some(tag);
+        r.msg_len = data.len() as u64;
+        let err = Self::truncation(data.len() as u64, r.len);
+        self.complete(id, n, err);
+    }
+
+    /// A matched receive answers an RTS from `peer` with CTS.
+    fn accept_rts(&mut self, id: ReqId, peer: u32, src: u32, tag: i32, len: u64, sreq: u64) {
+        if let Some(why) = &self.lost[peer as usize] {
+            let e = Error::new(ErrorClass::ProcAborted, why.clone());
+            self.complete(id, 0, Some(e));
+            return;
+        }
+        let Some(r) = self.reqs.get_mut(id) else {
+            return;
+        };
+        r.stage = Stage::RecvAwaitData { peer };
+        r.peer = Some(peer);
+        r.msg_len = len;
+        r.status.source = Some(src);
+        r.status.tag = Some(tag);
+        let take = len.min(r.len as u64);
+        let header = Header {
+            kind: FrameKind::Cts,
+            context: r.context,
+            src: 0,
+            tag: 0,
+            len: take,
+            sreq,
+            rreq: id.0,
+        };
+        self.outbox.push(Outgoing {
+            peer,
+            header,
+            payload: std::ptr::null(),
+            len: 0,
+            token: None,
+        });
+    }
+
+    /// A receive matched a synchronous send to self: copy and complete both.
+    fn deliver_self_held(&mut self, rid: ReqId, sreq: ReqId) {
+        let Some(s) = self.reqs.get(sreq) else {
+            return;
+        };
+        let (sbuf, slen, src, tag) = (
+            s.buf as *const u8,
+            s.len,
+            s.status.source.unwrap_or(0),
+            s.tag.unwrap_or(0),
+        );
+        // SAFETY: the send buffer is valid for `slen` bytes until the send
+        // completes, which happens only below.
+        let data = unsafe { slice_or_empty(sbuf, slen) };
+        self.deliver_buffered(rid, src, tag, data);
+        self.complete(sreq, slen, None);
+    }
+}
+
+/// A slice from a raw buffer; empty for a zero length (the pointer may then be null).
+///
+/// # Safety
+/// For `len > 0`, `ptr` must be valid for reads of `len` bytes for `'a`.
+unsafe fn slice_or_empty<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+impl FrameSink for Matcher {
+    fn on_header(&mut self, peer: u32, h: &Header) -> std::result::Result<PayloadDest, String> {
+        match h.kind {
+            FrameKind::Eager => {
+                self.check_source(h.context, h.src, peer)?;
+                if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
+                    let r = self.reqs.get_mut(id).expect("posted receive is live");
+                    r.stage = Stage::RecvFilling { peer };
+                    r.peer = Some(peer);
+                    r.msg_len = h.len;
+                    r.status.source = Some(h.src);
+                    r.status.tag = Some(h.tag);
+                    self.filling[peer as usize] = Some(id);
+                    return Ok(PayloadDest::Direct {
+                        ptr: r.buf,
+                        cap: r.len,
+                    });
+                }
+                if self.unexpected_bytes > 0
+                    && self.unexpected_bytes + h.len as usize > self.unexpected_limit
+                {
+                    return Ok(PayloadDest::Pause);
+                }
+                self.unexpected_bytes += h.len as usize;
+                Ok(PayloadDest::Buffer)
+            }
+            FrameKind::Data => {
+                let id = ReqId(h.rreq);
+                let r = self
+                    .reqs
+                    .get(id)
+                    .ok_or_else(|| format!("data for unknown receive request {:#x}", h.rreq))?;
+                if r.is_send || r.stage != (Stage::RecvAwaitData { peer }) {
+                    return Err(format!(
+                        "data for receive request {:#x}, which is not waiting for it",
+                        h.rreq
+                    ));
+                }
+                if h.len != r.msg_len.min(r.len as u64) {
+                    return Err(format!(
+                        "data frame of {} bytes where {} were granted",
+                        h.len,
+                        r.msg_len.min(r.len as u64)
+                    ));
+                }
+                self.filling[peer as usize] = Some(id);
+                Ok(PayloadDest::Direct {
+                    ptr: r.buf,
+                    cap: r.len,
+                })
+            }
+            FrameKind::Rts | FrameKind::Cts => Err(format!("{:?} frame with a payload", h.kind)),
+        }
+    }
+
+    fn on_frame(
+        &mut self,
+        peer: u32,
+        h: &Header,
+        payload: Payload,
+    ) -> std::result::Result<(), String> {
+        match (h.kind, payload) {
+            (FrameKind::Eager, Payload::Buffer(data)) => {
+                self.context(h.context).unexpected.push_back(Unexpected {
+                    src: h.src,
+                    peer,
+                    tag: h.tag,
+                    len: h.len,
+                    body: Body::Eager(data),
+                });
+            }
+            (FrameKind::Eager | FrameKind::Data, Payload::Direct { written }) => {
+                let id = self.filling[peer as usize]
+                    .take()
+                    .ok_or("payload without a receive")?;
+                let (msg_len, cap) = {
+                    let r = self.reqs.get(id).ok_or("receive vanished")?;
+                    (r.msg_len, r.len)
+                };
+                self.complete(id, written, Self::truncation(msg_len, cap));
+            }
+            (FrameKind::Rts, Payload::Empty) => {
+                self.check_source(h.context, h.src, peer)?;
+                if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
+                    self.accept_rts(id, peer, h.src, h.tag, h.len, h.sreq);
+                } else {
+                    self.context(h.context).unexpected.push_back(Unexpected {
+                        src: h.src,
+                        peer,
+                        tag: h.tag,
+                        len: h.len,
+                        body: Body::Rts { sreq: h.sreq },
+                    });
+                }
+            }
+            (FrameKind::Cts, Payload::Empty) => {
+                let id = ReqId(h.sreq);
+                let r = self
+                    .reqs
+                    .get_mut(id)
+                    .ok_or_else(|| format!("CTS for unknown send request {:#x}", h.sreq))?;
+                if !r.is_send
+                    || r.stage != Stage::SendAwaitCts
+                    || r.peer != Some(peer)
+                    || h.len > r.len as u64
+                {
+                    return Err(format!(
+                        "CTS for send request {:#x}, which is not waiting for it",
+                        h.sreq
+                    ));
+                }
+                r.stage = Stage::SendData;
+                let header = Header {
+                    kind: FrameKind::Data,
+                    context: r.context,
+                    src: 0,
+                    tag: 0,
+                    len: h.len,
+                    sreq: id.0,
+                    rreq: h.rreq,
+                };
+                let (payload, len) = (r.buf as *const u8, h.len as usize);
+                self.outbox.push(Outgoing {
+                    peer,
+                    header,
+                    payload,
+                    len,
+                    token: Some(id.0),
+                });
+            }
+            (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
+        }
+        Ok(())
+    }
+
+    fn on_send_done(&mut self, token: u64) {
+        let id = ReqId(token);
+        if let Some(r) = self.reqs.get(id) {
+            if matches!(r.stage, Stage::SendQueued | Stage::SendData) {
+                let n = r.len;
+                self.complete(id, n, None);
+            }
+        }
+    }
+
+    fn on_peer_lost(&mut self, peer: u32, reason: &str) {
+        if self.lost[peer as usize].is_some() {
+            return;
+        }
+        self.lost[peer as usize] = Some(reason.to_string());
+        self.filling[peer as usize] = None;
+        // Contexts whose wildcard receives can no longer be sure to match.
+        let member_of: Vec<u32> = self
+            .contexts
+            .iter()
+            .filter(|(_, c)| c.group.as_ref().is_some_and(|g| g.contains(&peer)))
+            .map(|(&k, _)| k)
+            .collect();
+        let doomed = self.reqs.ids_where(|r| {
+            r.stage != Stage::Complete
+                && (r.peer == Some(peer)
+                    || (r.stage == Stage::RecvPosted
+                        && r.src_filter.is_none()
+                        && member_of.contains(&r.context)))
+        });
+        for id in doomed {
+            if let Some(r) = self.reqs.get(id) {
+                if r.stage == Stage::RecvPosted {
+                    let ctx = r.context;
+                    if let Some(c) = self.contexts.get_mut(&ctx) {
+                        c.posted.retain(|&x| x != id);
+                    }
+                }
+            }
+            self.complete(
+                id,
+                0,
+                Some(Error::new(ErrorClass::ProcAborted, reason.to_string())),
+            );
+        }
+    }
+}
+
+/// Settings of the point-to-point layer.
+pub struct P2pConfig {
+    pub eager_limit: usize,
+    pub unexpected_limit: usize,
+    pub spin: Duration,
+}
+
+/// The point-to-point engine of one rank.
+pub struct P2p {
+    rank: u32,
+    size: u32,
+    engine: Engine,
+    m: Matcher,
+    eager_limit: usize,
+    spin: Duration,
+}
+
+impl P2p {
+    pub fn new(rank: u32, size: u32, engine: Engine, cfg: P2pConfig) -> P2p {
+        P2p {
+            rank,
+            size,
+            engine,
+            m: Matcher {
+                me: rank,
+                reqs: Requests::default(),
+                contexts: HashMap::new(),
+                filling: vec![None; size as usize],
+                unexpected_bytes: 0,
+                unexpected_limit: cfg.unexpected_limit,
+                outbox: Vec::new(),
+                lost: vec![None; size as usize],
+            },
+            eager_limit: cfg.eager_limit,
+            spin: cfg.spin,
+        }
+    }
+
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+
+    pub fn engine(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// Tells matching which world ranks form the communicator behind `ctx`,
+    /// so arriving frames can be checked and wildcard receives failed when a
+    /// member dies.
+    pub fn register_context(&mut self, ctx: u32, group: Arc<[u32]>) {
+        self.m.context(ctx).group = Some(group);
+    }
+
+    /// Forgets a context (the communicator was freed).
+    pub fn release_context(&mut self, ctx: u32) {
+        if let Some(c) = self.m.contexts.get(&ctx) {
+            if c.posted.is_empty() && c.unexpected.is_empty() {
+                self.m.contexts.remove(&ctx);
+            }
+        }
+    }
+
+    /// A request that is already complete (e.g. for `MPI_PROC_NULL`).
+    pub fn completed(&mut self, is_send: bool, status: Status) -> ReqId {
+        self.m.reqs.insert(Request {
+            is_send,
+            stage: Stage::Complete,
+            context: 0,
+            peer: None,
+            src_filter: None,
+            tag: None,
+            buf: std::ptr::null_mut(),
+            len: 0,
+            msg_len: 0,
+            status,
+            detached: false,
+        })
+    }
+
+    /// Starts a send of `len` bytes at `buf` to world rank `dest`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes until the request completes.
+    pub unsafe fn isend(
+        &mut self,
+        env: Envelope,
+        dest: u32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<ReqId> {
+        let Envelope { ctx, src, tag } = env;
+        if let Some(why) = &self.m.lost[dest as usize] {
+            return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
+        }
+        let mut req = Request {
+            is_send: true,
+            stage: Stage::SendQueued,
+            context: ctx,
+            peer: Some(dest),
+            src_filter: None,
+            tag: Some(tag),
+            buf: buf as *mut u8,
+            len,
+            msg_len: len as u64,
+            status: Status {
+                source: Some(src),
+                tag: Some(tag),
+                ..Status::default()
+            },
+            detached: false,
+        };
+        if dest == self.rank {
+            return Ok(self.send_to_self(ctx, src, tag, req, mode));
+        }
+        let eager = mode == SendMode::Standard && len <= self.eager_limit;
+        req.stage = if eager {
+            Stage::SendQueued
+        } else {
+            Stage::SendAwaitCts
+        };
+        let id = self.m.reqs.insert(req);
+        let header = Header {
+            kind: if eager {
+                FrameKind::Eager
+            } else {
+                FrameKind::Rts
+            },
+            context: ctx,
+            src,
+            tag,
+            len: len as u64,
+            sreq: id.0,
+            rreq: 0,
+        };
+        let sent = if eager {
+            self.engine.send(dest, &header, buf, len, Some(id.0))
+        } else {
+            self.engine.send(dest, &header, std::ptr::null(), 0, None)
+        };
+        match sent {
+            Ok(SendState::Done) if eager => self.m.complete(id, len, None),
+            Ok(_) => {}
+            Err(e) => {
+                self.m.reqs.remove(id);
+                return Err(e);
+            }
+        }
+        Ok(id)
+    }
+
+    fn send_to_self(
+        &mut self,
+        ctx: u32,
+        src: u32,
+        tag: i32,
+        req: Request,
+        mode: SendMode,
+    ) -> ReqId {
+        let (buf, len) = (req.buf as *const u8, req.len);
+        let sync = mode == SendMode::Synchronous;
+        let id = self.m.reqs.insert(Request {
+            stage: if sync {
+                Stage::SendSelfHeld
+            } else {
+                Stage::SendQueued
+            },
+            ..req
+        });
+        if let Some(rid) = self.m.take_posted(ctx, src, tag) {
+            // SAFETY: the caller of `isend` keeps `buf` valid for `len` bytes.
+            let data = unsafe { slice_or_empty(buf, len) };
+            self.m.deliver_buffered(rid, src, tag, data);
+            self.m.complete(id, len, None);
+            return id;
+        }
+        let body = if sync {
+            Body::SelfHeld { sreq: id }
+        } else {
+            // SAFETY: as above; the copy makes the send complete at once.
+            let data = unsafe { slice_or_empty(buf, len) }.to_vec();
+            self.m.unexpected_bytes += len;
+            self.m.complete(id, len, None);
+            Body::Eager(data)
+        };
+        let me = self.rank;
+        self.m.context(ctx).unexpected.push_back(Unexpected {
+            src,
+            peer: me,
+            tag,
+            len: len as u64,
+            body,
+        });
+        id
+    }
+
+    /// Posts a receive into `cap` bytes at `buf`. `src` is the source filter
+    /// as (communicator rank, world rank), `None` for any source.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes until the request completes.
+    pub unsafe fn irecv(
+        &mut self,
+        ctx: u32,
+        src: Option<(u32, u32)>,
+        tag: Option<i32>,
+        buf: *mut u8,
+        cap: usize,
+    ) -> ReqId {
+        let id = self.m.reqs.insert(Request {
+            is_send: false,
+            stage: Stage::RecvPosted,
+            context: ctx,
+            peer: src.map(|s| s.1),
+            src_filter: src.map(|s| s.0),
+            tag,
+            buf,
+            len: cap,
+            msg_len: 0,
+            status: Status::default(),
+            detached: false,
+        });
+        let src_filter = src.map(|s| s.0);
+        let c = self.m.context(ctx);
+        if let Some(pos) = c
+            .unexpected
+            .iter()
+            .position(|u| matches(src_filter, tag, u.src, u.tag))
+        {
+            let u = c.unexpected.remove(pos).expect("position is in range");
+            match u.body {
+                Body::Eager(data) => {
+                    self.m.unexpected_bytes -= data.len();
+                    self.m.deliver_buffered(id, u.src, u.tag, &data);
+                }
+                Body::Rts { sreq } => self.m.accept_rts(id, u.peer, u.src, u.tag, u.len, sreq),
+                Body::SelfHeld { sreq } => self.m.deliver_self_held(id, sreq),
+            }
+            self.flush_outbox();
+            return id;
+        }
+        if let Some(why) = src.and_then(|s| self.m.lost[s.1 as usize].clone()) {
+            self.m
+                .complete(id, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
+            return id;
+        }
+        self.m.context(ctx).posted.push_back(id);
+        id
+    }
+
+    /// Looks for a matching message without receiving it.
+    pub fn iprobe(&mut self, ctx: u32, src: Option<u32>, tag: Option<i32>) -> Option<Status> {
+        self.progress(false);
+        self.peek(ctx, src, tag)
+    }
+
+    fn peek(&self, ctx: u32, src: Option<u32>, tag: Option<i32>) -> Option<Status> {
+        let c = self.m.contexts.get(&ctx)?;
+        c.unexpected
+            .iter()
+            .find(|u| matches(src, tag, u.src, u.tag))
+            .map(|u| Status {
+                source: Some(u.src),
+                tag: Some(u.tag),
+                count: u.len as usize,
+                ..Status::default()
+            })
+    }
+
+    /// Waits for a matching message without receiving it.
+    pub fn probe(&mut self, ctx: u32, src: Option<(u32, u32)>, tag: Option<i32>) -> Result<Status> {
+        let filter = src.map(|s| s.0);
+        let mut found = None;
+        self.wait_for(|p| {
+            found = p.peek(ctx, filter, tag);
+            found.is_some() || src.is_some_and(|s| p.m.lost[s.1 as usize].is_some())
+        });
+        match found {
+            Some(st) => Ok(st),
+            None => {
+                let why = src
+                    .and_then(|s| self.m.lost[s.1 as usize].clone())
+                    .unwrap_or_default();
+                Err(Error::new(ErrorClass::ProcAborted, why))
+            }
+        }
+    }
+
+    /// Whether the request has completed (`None` for an unknown id).
+    pub fn is_complete(&self, id: ReqId) -> Option<bool> {
+        self.m.reqs.get(id).map(|r| r.stage == Stage::Complete)
+    }
+
+    /// Whether `id` names a live request.
+    pub fn is_live(&self, id: ReqId) -> bool {
+        self.m.reqs.get(id).is_some()
+    }
+
+    /// Completes and releases a finished request, returning its status.
+    pub fn take_if_complete(&mut self, id: ReqId) -> Option<Status> {
+        if self.is_complete(id)? {
+            self.m.reqs.remove(id).map(|r| r.status)
+        } else {
+            None
+        }
+    }
+
+    /// Drives progress once; if `id` is complete, releases it.
+    pub fn test(&mut self, id: ReqId) -> Result<Option<Status>> {
+        if !self.is_live(id) {
+            return Err(Error::new(ErrorClass::Request, "invalid request"));
+        }
+        if self.is_complete(id) != Some(true) {
+            self.progress(false);
+        }
+        Ok(self.take_if_complete(id))
+    }
+
+    /// Blocks until `id` completes, then releases it.
+    pub fn wait(&mut self, id: ReqId) -> Result<Status> {
+        if !self.is_live(id) {
+            return Err(Error::new(ErrorClass::Request, "invalid request"));
+        }
+        self.wait_for(|p| p.is_complete(id) != Some(false));
+        Ok(self.take_if_complete(id).unwrap_or_default())
+    }
+
+    /// `MPI_Request_free`: the request is released when it completes.
+    pub fn detach(&mut self, id: ReqId) -> Result<()> {
+        let r = self
+            .m
+            .reqs
+            .get_mut(id)
+            .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request"))?;
+        if r.stage == Stage::Complete {
+            self.m.reqs.remove(id);
+        } else {
+            r.detached = true;
+        }
+        Ok(())
+    }
+
+    /// Cancels a receive that has not matched yet; sends cannot be cancelled.
+    pub fn cancel(&mut self, id: ReqId) -> Result<()> {
+        let r = self
+            .m
+            .reqs
+            .get(id)
+            .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request"))?;
+        if r.stage == Stage::RecvPosted {
+            let ctx = r.context;
+            if let Some(c) = self.m.contexts.get_mut(&ctx) {
+                c.posted.retain(|&x| x != id);
+            }
+            if let Some(r) = self.m.reqs.get_mut(id) {
+                r.status.cancelled = true;
+            }
+            self.m.complete(id, 0, None);
+        }
+        Ok(())
+    }
+
+    /// Why a peer is gone, if it is.
+    pub fn lost_reason(&self, peer: u32) -> Option<&str> {
+        self.m.lost[peer as usize].as_deref()
+    }
+
+    fn flush_outbox(&mut self) -> bool {
+        if self.m.outbox.is_empty() {
+            return false;
+        }
+        for o in std::mem::take(&mut self.m.outbox) {
+            match self
+                .engine
+                .send(o.peer, &o.header, o.payload, o.len, o.token)
+            {
+                Ok(SendState::Done) => {
+                    if let Some(t) = o.token {
+                        self.m.on_send_done(t);
+                    }
+                }
+                Ok(SendState::Queued) => {}
+                Err(e) => self.m.on_peer_lost(o.peer, &e.message),
+            }
+        }
+        true
+    }
+
+    /// Drives communication once; `block` waits in the kernel until
+    /// something happens. Returns whether anything happened.
+    pub fn progress(&mut self, block: bool) -> bool {
+        let did = self.engine.progress(&mut self.m, block);
+        self.flush_outbox() || did
+    }
+
+    /// Drives progress until `ready` holds: polls for up to `spin_us` after
+    /// the last activity, then blocks in the kernel until a peer wakes it.
+    pub fn wait_for(&mut self, mut ready: impl FnMut(&P2p) -> bool) {
+        if ready(self) {
+            return;
+        }
+        let mut idle_since = Instant::now();
+        loop {
+            if self.progress(false) {
+                if ready(self) {
+                    return;
+                }
+                idle_since = Instant::now();
+                continue;
+            }
+            if idle_since.elapsed() < self.spin {
+                std::hint::spin_loop();
+                continue;
+            }
+            self.progress(true);
+            if ready(self) {
+                return;
+            }
+            idle_since = Instant::now();
+        }
+    }
+
+    /// Sends every queued frame (bounded by `deadline`), for finalize.
+    pub fn flush(&mut self, deadline: Instant) {
+        while self.engine.has_queued() && Instant::now() < deadline {
+            self.engine.progress(&mut self.m, false);
+            self.flush_outbox();
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    /// Number of live requests (for leak checks).
+    pub fn live_requests(&self) -> usize {
+        self.m.reqs.len()
+    }
+
+    /// This rank's world rank as seen by matching.
+    pub fn me(&self) -> u32 {
+        self.m.me
+    }
+}

@@ -1,0 +1,361 @@
+//! The Rust API: one rank's runtime, from init to finalize.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::bootstrap::{JobInfo, MasterLink};
+use crate::comm::Comm;
+use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::{Envelope, P2p, P2pConfig, ReqId, SendMode, Status};
+use crate::params::Settings;
+use crate::progress::Engine;
+use crate::transport::tcp::{parse_port_range, TcpConfig, TcpTransport};
+use crate::{coll, params};
+
+/// Names a communicator of a [`Runtime`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CommId(pub usize);
+
+/// `MPI_COMM_WORLD`.
+pub const WORLD: CommId = CommId(0);
+/// `MPI_COMM_SELF`.
+pub const SELF: CommId = CommId(1);
+
+/// Key under which a rank publishes its TCP address.
+fn card_key(rank: u32) -> String {
+    format!("tcp.{rank}")
+}
+
+/// One rank of a Tandem job.
+pub struct Runtime {
+    p2p: P2p,
+    comms: Vec<Option<Comm>>,
+    master: Option<Arc<Mutex<MasterLink>>>,
+    job: JobInfo,
+    settings: Settings,
+    next_cid: u32,
+}
+
+fn config_error(msg: String) -> Error {
+    Error::new(ErrorClass::Arg, msg)
+}
+
+impl Runtime {
+    /// Joins the job described by the environment (`tandem run` sets it; a
+    /// program started on its own is a job of one rank).
+    pub fn init() -> Result<Runtime> {
+        let settings = Settings::from_env().map_err(config_error)?;
+        let job = JobInfo::from_env()?;
+        let master = match &job.master {
+            Some(_) => Some(Arc::new(Mutex::new(MasterLink::connect(&job)?))),
+            None => None,
+        };
+        let resolver_link = master.clone();
+        let resolver = Box::new(move |peer: u32| -> Result<String> {
+            let link = resolver_link
+                .as_ref()
+                .ok_or_else(|| Error::new(ErrorClass::Intern, "a singleton has no peers"))?;
+            let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
+            link.get(&card_key(peer))?.ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Other,
+                    format!("rank {peer} published no address"),
+                )
+            })
+        });
+        let tcp = TcpTransport::new(
+            TcpConfig {
+                rank: job.rank,
+                size: job.size,
+                secret: job.secret,
+                port_range: parse_port_range(settings.text("tcp_port_range"))
+                    .map_err(config_error)?,
+                sndbuf: settings.uint("tcp_sndbuf") as usize,
+                rcvbuf: settings.uint("tcp_rcvbuf") as usize,
+                connect_timeout: Duration::from_millis(settings.uint("connect_timeout_ms")),
+            },
+            resolver,
+        )?;
+        for name in settings
+            .text("transports")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            if name != "tcp" {
+                return Err(config_error(format!(
+                    "transports: '{name}' is not available (available: tcp)"
+                )));
+            }
+        }
+        let engine = Engine::new(tcp);
+        if let Some(link) = &master {
+            let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
+            link.put(&card_key(job.rank), engine.address())?;
+            link.fence()?;
+        }
+        let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
+        let mut p2p = P2p::new(
+            job.rank,
+            job.size,
+            engine,
+            P2pConfig {
+                eager_limit,
+                unexpected_limit: settings.uint("unexpected_limit") as usize,
+                spin: Duration::from_micros(settings.uint("spin_us")),
+            },
+        );
+        let world: Arc<[u32]> = (0..job.size).collect();
+        let world = Comm::new(0, job.rank, world);
+        let selfc = Comm::new(1, 0, Arc::from(vec![job.rank]));
+        for c in [&world, &selfc] {
+            p2p.register_context(c.p2p_context(), c.group.clone());
+            p2p.register_context(c.coll_context(), c.group.clone());
+        }
+        Ok(Runtime {
+            p2p,
+            comms: vec![Some(world), Some(selfc)],
+            master,
+            job,
+            settings,
+            next_cid: 2,
+        })
+    }
+
+    /// This rank in the world.
+    pub fn rank(&self) -> u32 {
+        self.job.rank
+    }
+
+    /// Ranks in the world.
+    pub fn size(&self) -> u32 {
+        self.job.size
+    }
+
+    /// The parameters in force.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The point-to-point engine, for layers built on it.
+    pub fn p2p(&mut self) -> &mut P2p {
+        &mut self.p2p
+    }
+
+    /// A live communicator.
+    pub fn comm(&self, id: CommId) -> Result<&Comm> {
+        self.comms
+            .get(id.0)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Error::new(ErrorClass::Comm, "invalid communicator"))
+    }
+
+    /// Starts a send to communicator rank `dest`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes until the request completes.
+    pub unsafe fn isend(
+        &mut self,
+        comm: CommId,
+        dest: u32,
+        tag: i32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<ReqId> {
+        let c = self.comm(comm)?;
+        if dest >= c.size() {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!("destination rank {dest} is not in 0..{}", c.size()),
+            ));
+        }
+        let (ctx, me, world) = (c.p2p_context(), c.rank, c.world_rank(dest));
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.p2p
+                .isend(Envelope { ctx, src: me, tag }, world, buf, len, mode)
+        }
+    }
+
+    /// Posts a receive from communicator rank `src` (`None` = any source).
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes until the request completes.
+    pub unsafe fn irecv(
+        &mut self,
+        comm: CommId,
+        src: Option<u32>,
+        tag: Option<i32>,
+        buf: *mut u8,
+        cap: usize,
+    ) -> Result<ReqId> {
+        let c = self.comm(comm)?;
+        let filter = match src {
+            Some(s) if s >= c.size() => {
+                return Err(Error::new(
+                    ErrorClass::Rank,
+                    format!("source rank {s} is not in 0..{}", c.size()),
+                ))
+            }
+            Some(s) => Some((s, c.world_rank(s))),
+            None => None,
+        };
+        let ctx = c.p2p_context();
+        // SAFETY: forwarded from the caller.
+        Ok(unsafe { self.p2p.irecv(ctx, filter, tag, buf, cap) })
+    }
+
+    /// Sends `data` and waits until the buffer may be reused.
+    pub fn send(&mut self, comm: CommId, dest: u32, tag: i32, data: &[u8]) -> Result<()> {
+        // SAFETY: `data` outlives the request, which is waited for here.
+        let id = unsafe {
+            self.isend(
+                comm,
+                dest,
+                tag,
+                data.as_ptr(),
+                data.len(),
+                SendMode::Standard,
+            )?
+        };
+        match self.p2p.wait(id)?.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Receives into `buf` and waits for the message.
+    pub fn recv(
+        &mut self,
+        comm: CommId,
+        src: Option<u32>,
+        tag: Option<i32>,
+        buf: &mut [u8],
+    ) -> Result<Status> {
+        // SAFETY: `buf` outlives the request, which is waited for here.
+        let id = unsafe { self.irecv(comm, src, tag, buf.as_mut_ptr(), buf.len())? };
+        let st = self.p2p.wait(id)?;
+        match &st.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(st),
+        }
+    }
+
+    /// Waits for a matching message without receiving it.
+    pub fn probe(&mut self, comm: CommId, src: Option<u32>, tag: Option<i32>) -> Result<Status> {
+        let c = self.comm(comm)?;
+        let filter = src.map(|s| (s, c.world_rank(s)));
+        let ctx = c.p2p_context();
+        self.p2p.probe(ctx, filter, tag)
+    }
+
+    /// Checks for a matching message without receiving it.
+    pub fn iprobe(
+        &mut self,
+        comm: CommId,
+        src: Option<u32>,
+        tag: Option<i32>,
+    ) -> Result<Option<Status>> {
+        let ctx = self.comm(comm)?.p2p_context();
+        Ok(self.p2p.iprobe(ctx, src, tag))
+    }
+
+    /// Blocks until every member of `comm` has called it.
+    pub fn barrier(&mut self, comm: CommId) -> Result<()> {
+        let c = self.comm(comm)?.clone();
+        coll::barrier(&mut self.p2p, &c)
+    }
+
+    /// A new communicator with the same group and a context of its own.
+    pub fn comm_dup(&mut self, comm: CommId) -> Result<CommId> {
+        let parent = self.comm(comm)?.clone();
+        let cid = coll::allreduce_max_u32(&mut self.p2p, &parent, self.next_cid)?;
+        self.next_cid = cid + 1;
+        let c = Comm::new(cid, parent.rank, parent.group.clone());
+        self.p2p.register_context(c.p2p_context(), c.group.clone());
+        self.p2p.register_context(c.coll_context(), c.group.clone());
+        let slot = self
+            .comms
+            .iter()
+            .skip(2)
+            .position(Option::is_none)
+            .map(|i| i + 2);
+        Ok(match slot {
+            Some(i) => {
+                self.comms[i] = Some(c);
+                CommId(i)
+            }
+            None => {
+                self.comms.push(Some(c));
+                CommId(self.comms.len() - 1)
+            }
+        })
+    }
+
+    /// Releases a communicator (not the predefined ones).
+    pub fn comm_free(&mut self, comm: CommId) -> Result<()> {
+        if comm == WORLD || comm == SELF {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "predefined communicators cannot be freed",
+            ));
+        }
+        let c = self
+            .comms
+            .get_mut(comm.0)
+            .and_then(Option::take)
+            .ok_or_else(|| Error::new(ErrorClass::Comm, "invalid communicator"))?;
+        self.p2p.release_context(c.p2p_context());
+        self.p2p.release_context(c.coll_context());
+        Ok(())
+    }
+
+    /// Leaves the job cleanly: flushes what is queued, waits for every rank
+    /// to arrive, then closes all connections.
+    pub fn finalize(mut self) -> Result<()> {
+        self.p2p.flush(Instant::now() + Duration::from_secs(10));
+        if let Some(link) = &self.master {
+            let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
+            link.fence()?;
+            self.p2p.engine().shutdown(Instant::now());
+            link.finalize()?;
+        } else {
+            self.p2p.engine().shutdown(Instant::now());
+        }
+        Ok(())
+    }
+
+    /// Ends the whole job with `code`. Does not return.
+    pub fn abort(&mut self, code: i32, message: &str) -> ! {
+        abort_job(self.master.as_ref(), self.job.rank, code, message)
+    }
+
+    /// The link to the launcher, if any (for aborting without a runtime).
+    pub fn master(&self) -> Option<Arc<Mutex<MasterLink>>> {
+        self.master.clone()
+    }
+}
+
+/// Asks the launcher to end the job, then exits with `code`.
+pub fn abort_job(
+    master: Option<&Arc<Mutex<MasterLink>>>,
+    rank: u32,
+    code: i32,
+    message: &str,
+) -> ! {
+    match master {
+        Some(link) => {
+            let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
+            link.abort(code, message);
+        }
+        None => eprintln!("tandem: rank {rank} called MPI_Abort with error code {code}: {message}"),
+    }
+    let status = if code & 0xff == 0 { 1 } else { code & 0xff };
+    std::process::exit(status)
+}
+
+/// Names a parameter's environment variable (re-exported for convenience).
+pub fn param_env(name: &str) -> String {
+    params::env_name(name)
+}

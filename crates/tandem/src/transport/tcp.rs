@@ -1,0 +1,1163 @@
+//! TCP transport: non-blocking sockets driven by epoll.
+//!
+//! * Connections are opened on the first frame to a peer and begin with a
+//!   handshake carrying the job secret, the rank and the protocol version; a
+//!   peer without the secret is dropped.
+//! * When two ranks connect to each other at once, the connection opened by
+//!   the lower rank wins; no frame travels before the handshake is answered,
+//!   so nothing is lost on the losing connection.
+//! * Header and payload leave in one `sendmsg`; a socket is watched for
+//!   writability only while it has queued frames (seed 000: polling idle send
+//!   sockets is pure cost); reads go through a per-connection buffer, and
+//!   large payloads are read straight into their destination.
+//! * EOF or an error on a connection reports the peer lost, naming it.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use super::{FrameSink, Payload, PayloadDest, SendState};
+use crate::bootstrap::secrets_equal;
+use crate::error::{Error, ErrorClass};
+use crate::wire::{self, Header, Hello, HEADER_LEN, HELLO_LEN, HELLO_REPLY_LEN};
+
+/// Looks up the listening address of a peer (its "business card").
+pub type Resolver = Box<dyn FnMut(u32) -> Result<String, Error>>;
+
+/// Settings of the TCP transport.
+pub struct TcpConfig {
+    pub rank: u32,
+    pub size: u32,
+    pub secret: [u8; 32],
+    /// Inclusive port range to listen on; `None` for any free port.
+    pub port_range: Option<(u16, u16)>,
+    pub sndbuf: usize,
+    pub rcvbuf: usize,
+    pub connect_timeout: Duration,
+}
+
+const LISTENER_TOKEN: u64 = u64::MAX;
+/// Receive buffer per connection; payloads larger than what is buffered are
+/// read straight into their destination.
+const RBUF_LEN: usize = 64 * 1024;
+/// Most iovecs handed to one `sendmsg`.
+const MAX_IOV: usize = 64;
+
+/// A frame waiting to leave. The payload pointer stays valid until the frame
+/// is reported done: the layer above owns that memory (a send buffer it may
+/// not touch until completion, or a buffer it keeps alive).
+struct OutFrame {
+    header: [u8; HEADER_LEN],
+    payload: *const u8,
+    len: usize,
+    /// Bytes of header and payload already written.
+    written: usize,
+    token: Option<u64>,
+}
+
+impl OutFrame {
+    fn total(&self) -> usize {
+        HEADER_LEN + self.len
+    }
+}
+
+#[derive(Default)]
+struct Peer {
+    /// The established connection.
+    conn: Option<usize>,
+    /// A connection this rank opened that has not been answered yet.
+    pending_out: Option<usize>,
+    sendq: VecDeque<OutFrame>,
+    lost: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ConnState {
+    /// Non-blocking connect in progress.
+    Connecting,
+    /// Hello sent, waiting for the acceptor's answer.
+    AwaitReply,
+    /// Accepted, waiting for the connector's hello.
+    AwaitHello,
+    Established,
+}
+
+struct RxTarget {
+    ptr: *mut u8,
+    cap: usize,
+    owned: Option<Vec<u8>>,
+}
+
+enum RxState {
+    Header,
+    Payload {
+        header: Header,
+        target: RxTarget,
+        /// Payload bytes consumed so far (stored or discarded).
+        done: u64,
+    },
+    /// A header whose payload the layer above cannot take yet.
+    Paused {
+        header: Header,
+    },
+}
+
+struct Conn {
+    fd: OwnedFd,
+    peer: Option<u32>,
+    state: ConnState,
+    deadline: Instant,
+    hs: [u8; HELLO_LEN],
+    hs_len: usize,
+    rbuf: Box<[u8]>,
+    rstart: usize,
+    rend: usize,
+    rx: RxState,
+    watching_out: bool,
+}
+
+/// What happened to a connection while it was being served.
+enum Served {
+    Fine,
+    /// Drop the connection; if it belonged to a peer, the peer is lost.
+    Close(String),
+}
+
+/// The TCP transport of one rank.
+pub struct TcpTransport {
+    cfg: TcpConfig,
+    epfd: OwnedFd,
+    listener: TcpListener,
+    address: String,
+    conns: Vec<Option<Conn>>,
+    peers: Vec<Peer>,
+    resolver: Resolver,
+    events: Vec<libc::epoll_event>,
+    paused: Vec<usize>,
+    handshakes: usize,
+    /// Losses found outside `progress` (during `send`), reported at the next one.
+    lost_pending: Vec<(u32, String)>,
+    /// Frames completed outside `progress`, reported at the next one.
+    done_later: Vec<u64>,
+}
+
+fn errno() -> io::Error {
+    io::Error::last_os_error()
+}
+
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(errno())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn set_int_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) {
+    // SAFETY: `value` lives for the call and its size is passed; a failure only
+    // leaves the option at its default.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Parses `LOW-HIGH`.
+pub fn parse_port_range(text: &str) -> Result<Option<(u16, u16)>, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    let (a, b) = t.split_once('-').unwrap_or((t, t));
+    let lo: u16 = a
+        .trim()
+        .parse()
+        .map_err(|_| format!("tcp_port_range: bad port '{a}'"))?;
+    let hi: u16 = b
+        .trim()
+        .parse()
+        .map_err(|_| format!("tcp_port_range: bad port '{b}'"))?;
+    if lo == 0 || lo > hi {
+        return Err(format!(
+            "tcp_port_range: '{t}' is not LOW-HIGH with 0 < LOW <= HIGH"
+        ));
+    }
+    Ok(Some((lo, hi)))
+}
+
+impl TcpTransport {
+    /// Listens on loopback (single-host jobs never listen elsewhere).
+    pub fn new(cfg: TcpConfig, resolver: Resolver) -> Result<TcpTransport, Error> {
+        let listener = Self::listen(cfg.port_range)?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::new(ErrorClass::Other, format!("tcp listener: {e}")))?;
+        let address = listener
+            .local_addr()
+            .map_err(|e| Error::new(ErrorClass::Other, format!("tcp listener: {e}")))?
+            .to_string();
+        // SAFETY: plain syscall; the result is checked before use.
+        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if ep < 0 {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("epoll_create1: {}", errno()),
+            ));
+        }
+        // SAFETY: `ep` is a fresh descriptor that nothing else owns.
+        let epfd = unsafe { OwnedFd::from_raw_fd(ep) };
+        let mut peers = Vec::with_capacity(cfg.size as usize);
+        peers.resize_with(cfg.size as usize, Peer::default);
+        let t = TcpTransport {
+            cfg,
+            epfd,
+            listener,
+            address,
+            conns: Vec::new(),
+            peers,
+            resolver,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; 64],
+            paused: Vec::new(),
+            handshakes: 0,
+            lost_pending: Vec::new(),
+            done_later: Vec::new(),
+        };
+        t.epoll_ctl(
+            libc::EPOLL_CTL_ADD,
+            t.listener.as_raw_fd(),
+            libc::EPOLLIN as u32,
+            LISTENER_TOKEN,
+        )
+        .map_err(|e| Error::new(ErrorClass::Other, format!("epoll_ctl: {e}")))?;
+        Ok(t)
+    }
+
+    fn listen(range: Option<(u16, u16)>) -> Result<TcpListener, Error> {
+        let Some((lo, hi)) = range else {
+            return TcpListener::bind("127.0.0.1:0").map_err(|e| {
+                Error::new(
+                    ErrorClass::Other,
+                    format!("cannot listen on 127.0.0.1: {e}"),
+                )
+            });
+        };
+        for port in lo..=hi {
+            if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+                return Ok(l);
+            }
+        }
+        Err(Error::new(
+            ErrorClass::Other,
+            format!("no free port in tcp_port_range {lo}-{hi} on 127.0.0.1"),
+        ))
+    }
+
+    /// The address peers connect to (this rank's business card).
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// The epoll descriptor, readable when this transport has events.
+    pub fn fd(&self) -> RawFd {
+        self.epfd.as_raw_fd()
+    }
+
+    /// Why `peer` is unusable, if it is.
+    pub fn lost_reason(&self, peer: u32) -> Option<&str> {
+        self.peers[peer as usize].lost.as_deref()
+    }
+
+    /// Whether any frame is still waiting to leave.
+    pub fn has_queued(&self) -> bool {
+        self.peers
+            .iter()
+            .any(|p| !p.sendq.is_empty() && p.lost.is_none())
+    }
+
+    fn epoll_ctl(&self, op: libc::c_int, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events, u64: token };
+        // SAFETY: `ev` is a valid epoll_event for the duration of the call.
+        cvt(unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), op, fd, &mut ev) }).map(|_| ())
+    }
+
+    /// Queues a frame to `peer` and tries to send it at once. `payload` must
+    /// stay valid until the frame is done: immediately if this returns
+    /// [`SendState::Done`], else until `on_send_done(token)`. Frames without a
+    /// token must have no payload or one that outlives the transport's queue.
+    pub fn send(
+        &mut self,
+        peer: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+        token: Option<u64>,
+    ) -> Result<SendState, Error> {
+        let p = peer as usize;
+        if let Some(why) = &self.peers[p].lost {
+            return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
+        }
+        let frame = OutFrame {
+            header: header.encode(),
+            payload,
+            len,
+            written: 0,
+            token,
+        };
+        let established = self.peers[p].conn;
+        self.peers[p].sendq.push_back(frame);
+        match established {
+            Some(c) => {
+                if self.peers[p].sendq.len() == 1 {
+                    if let Served::Close(why) = self.flush(c, None) {
+                        self.lose_peer_later(peer, why.clone());
+                        return Err(Error::new(ErrorClass::ProcAborted, why));
+                    }
+                    if self.peers[p].sendq.is_empty() {
+                        return Ok(SendState::Done);
+                    }
+                }
+            }
+            None => {
+                if self.peers[p].pending_out.is_none() {
+                    if let Err(e) = self.connect(peer) {
+                        self.lose_peer_later(peer, e.message.clone());
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(SendState::Queued)
+    }
+
+    fn lose_peer_later(&mut self, peer: u32, why: String) {
+        self.mark_lost(peer, &why);
+        self.lost_pending.push((peer, why));
+    }
+
+    fn new_conn(&mut self, fd: OwnedFd, peer: Option<u32>, state: ConnState) -> usize {
+        let conn = Conn {
+            fd,
+            peer,
+            state,
+            deadline: Instant::now() + self.cfg.connect_timeout,
+            hs: [0; HELLO_LEN],
+            hs_len: 0,
+            rbuf: vec![0u8; RBUF_LEN].into_boxed_slice(),
+            rstart: 0,
+            rend: 0,
+            rx: RxState::Header,
+            watching_out: false,
+        };
+        self.handshakes += 1;
+        if let Some(i) = self.conns.iter().position(Option::is_none) {
+            self.conns[i] = Some(conn);
+            i
+        } else {
+            self.conns.push(Some(conn));
+            self.conns.len() - 1
+        }
+    }
+
+    fn tune(&self, fd: RawFd) {
+        set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+        if self.cfg.sndbuf > 0 {
+            set_int_opt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                self.cfg.sndbuf as libc::c_int,
+            );
+        }
+        if self.cfg.rcvbuf > 0 {
+            set_int_opt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                self.cfg.rcvbuf as libc::c_int,
+            );
+        }
+    }
+
+    fn connect(&mut self, peer: u32) -> Result<(), Error> {
+        let addr_text = (self.resolver)(peer)?;
+        let addr: SocketAddr = addr_text.parse().map_err(|_| {
+            Error::new(
+                ErrorClass::Other,
+                format!("rank {peer} published a malformed address '{addr_text}'"),
+            )
+        })?;
+        let domain = if addr.is_ipv4() {
+            libc::AF_INET
+        } else {
+            libc::AF_INET6
+        };
+        // SAFETY: plain syscall; the result is checked.
+        let raw = unsafe {
+            libc::socket(
+                domain,
+                libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
+        if raw < 0 {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("socket: {}", errno()),
+            ));
+        }
+        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        self.tune(raw);
+        let (storage, len) = sockaddr_of(&addr);
+        // SAFETY: `storage` holds a valid sockaddr of length `len`.
+        let r =
+            unsafe { libc::connect(raw, (&storage as *const libc::sockaddr_storage).cast(), len) };
+        if r < 0 {
+            let e = errno();
+            if e.raw_os_error() != Some(libc::EINPROGRESS) {
+                return Err(Error::new(
+                    ErrorClass::ProcAborted,
+                    format!("cannot connect to rank {peer} at {addr}: {e}"),
+                ));
+            }
+        }
+        let c = self.new_conn(fd, Some(peer), ConnState::Connecting);
+        self.peers[peer as usize].pending_out = Some(c);
+        self.epoll_ctl(libc::EPOLL_CTL_ADD, raw, libc::EPOLLOUT as u32, c as u64)
+            .map_err(|e| Error::new(ErrorClass::Other, format!("epoll_ctl: {e}")))?;
+        Ok(())
+    }
+
+    /// Drives every connection once: waits up to `timeout_ms` (0 = just poll,
+    /// -1 = until something happens) for readiness, then serves it.
+    /// Returns whether any event was handled.
+    pub fn progress(&mut self, sink: &mut dyn FrameSink, timeout_ms: i32) -> bool {
+        let mut did = false;
+        for (peer, why) in std::mem::take(&mut self.lost_pending) {
+            sink.on_peer_lost(peer, &why);
+            did = true;
+        }
+        for token in std::mem::take(&mut self.done_later) {
+            sink.on_send_done(token);
+            did = true;
+        }
+        if !self.paused.is_empty() {
+            did |= self.resume_paused(sink);
+        }
+        let timeout = if self.handshakes > 0 && timeout_ms != 0 {
+            // Wake up in time to enforce handshake deadlines.
+            if timeout_ms < 0 {
+                100
+            } else {
+                timeout_ms.min(100)
+            }
+        } else {
+            timeout_ms
+        };
+        // SAFETY: `events` is a valid buffer of `len` epoll_event entries.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.epfd.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as libc::c_int,
+                timeout,
+            )
+        };
+        for i in 0..n.max(0) as usize {
+            let ev = self.events[i];
+            did = true;
+            if ev.u64 == LISTENER_TOKEN {
+                self.accept_all();
+                continue;
+            }
+            let c = ev.u64 as usize;
+            let outcome = self.serve(c, ev.events, sink);
+            if let Served::Close(why) = outcome {
+                self.close_conn(c, &why, sink);
+            }
+        }
+        if self.handshakes > 0 {
+            self.expire_handshakes(sink);
+        }
+        did
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    self.tune(stream.as_raw_fd());
+                    // SAFETY: `into_raw_fd` hands over sole ownership of the descriptor.
+                    let fd = unsafe { OwnedFd::from_raw_fd(stream.into_raw_fd()) };
+                    let raw = fd.as_raw_fd();
+                    let c = self.new_conn(fd, None, ConnState::AwaitHello);
+                    if self
+                        .epoll_ctl(libc::EPOLL_CTL_ADD, raw, libc::EPOLLIN as u32, c as u64)
+                        .is_err()
+                    {
+                        self.conns[c] = None;
+                        self.handshakes -= 1;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // Out of descriptors or similar: try again at the next event.
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn conn(&mut self, c: usize) -> &mut Conn {
+        self.conns[c].as_mut().expect("live connection")
+    }
+
+    fn serve(&mut self, c: usize, events: u32, sink: &mut dyn FrameSink) -> Served {
+        let Some(conn) = self.conns.get(c).and_then(Option::as_ref) else {
+            return Served::Fine;
+        };
+        match conn.state {
+            ConnState::Connecting => self.finish_connect(c),
+            ConnState::AwaitReply => self.read_reply(c),
+            ConnState::AwaitHello => self.read_hello(c),
+            ConnState::Established => {
+                let hangup = events & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
+                if hangup && matches!(conn.rx, RxState::Paused { .. }) {
+                    return Served::Close(
+                        "connection closed while its next message waited for room".into(),
+                    );
+                }
+                if events & libc::EPOLLOUT as u32 != 0 {
+                    if let Served::Close(why) = self.flush(c, Some(&mut *sink)) {
+                        return Served::Close(why);
+                    }
+                }
+                if events & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
+                    return self.read_frames(c, sink);
+                }
+                Served::Fine
+            }
+        }
+    }
+
+    fn finish_connect(&mut self, c: usize) -> Served {
+        let fd = self.conn(c).fd.as_raw_fd();
+        let mut err: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `err` and `len` are valid for writes of the sizes given.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        if r < 0 || err != 0 {
+            let e = if r < 0 {
+                errno()
+            } else {
+                io::Error::from_raw_os_error(err)
+            };
+            return Served::Close(format!("cannot connect: {e}"));
+        }
+        let hello = Hello {
+            version: wire::PROTOCOL_VERSION,
+            rank: self.cfg.rank,
+            secret: self.cfg.secret,
+        }
+        .encode();
+        // A fresh socket's send buffer always takes 48 bytes; anything less is an error.
+        match write_some(fd, &hello) {
+            Ok(n) if n == hello.len() => {}
+            Ok(_) => return Served::Close("handshake did not fit the socket buffer".into()),
+            Err(e) => return Served::Close(format!("cannot send handshake: {e}")),
+        }
+        self.conn(c).state = ConnState::AwaitReply;
+        if self
+            .epoll_ctl(libc::EPOLL_CTL_MOD, fd, libc::EPOLLIN as u32, c as u64)
+            .is_err()
+        {
+            return Served::Close("epoll_ctl failed".into());
+        }
+        Served::Fine
+    }
+
+    /// Reads into the handshake buffer up to `want` bytes; Ok(true) when complete.
+    fn read_handshake(&mut self, c: usize, want: usize) -> Result<bool, String> {
+        let conn = self.conn(c);
+        while conn.hs_len < want {
+            match read_some(conn.fd.as_raw_fd(), &mut conn.hs[conn.hs_len..want]) {
+                Ok(0) => return Err("closed during the handshake".into()),
+                Ok(n) => conn.hs_len += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(format!("handshake read failed: {e}")),
+            }
+        }
+        Ok(true)
+    }
+
+    fn read_reply(&mut self, c: usize) -> Served {
+        match self.read_handshake(c, HELLO_REPLY_LEN) {
+            Ok(false) => Served::Fine,
+            Err(why) => Served::Close(why),
+            Ok(true) => {
+                let conn = self.conn(c);
+                let reply: [u8; HELLO_REPLY_LEN] = conn.hs[..HELLO_REPLY_LEN].try_into().unwrap();
+                let peer = conn.peer.expect("outgoing connection has a peer");
+                match wire::decode_hello_reply(&reply) {
+                    Ok(true) => {
+                        self.peers[peer as usize].pending_out = None;
+                        self.establish(c, peer)
+                    }
+                    // The peer keeps the connection it opened to us.
+                    Ok(false) => {
+                        self.peers[peer as usize].pending_out = None;
+                        self.drop_conn(c);
+                        Served::Fine
+                    }
+                    Err(e) => Served::Close(e.to_string()),
+                }
+            }
+        }
+    }
+
+    fn read_hello(&mut self, c: usize) -> Served {
+        match self.read_handshake(c, HELLO_LEN) {
+            Ok(false) => Served::Fine,
+            // A stranger that hung up or sent garbage: drop it quietly.
+            Err(_) => {
+                self.drop_conn(c);
+                Served::Fine
+            }
+            Ok(true) => {
+                let bytes = self.conn(c).hs;
+                let hello = match Hello::decode(&bytes) {
+                    Ok(h)
+                        if h.version == wire::PROTOCOL_VERSION
+                            && h.rank < self.cfg.size
+                            && h.rank != self.cfg.rank
+                            && secrets_equal(&h.secret, &self.cfg.secret) =>
+                    {
+                        h
+                    }
+                    _ => {
+                        self.drop_conn(c);
+                        return Served::Fine;
+                    }
+                };
+                let peer = hello.rank;
+                let p = &self.peers[peer as usize];
+                // Simultaneous connects: the connection opened by the lower rank wins.
+                let accept = p.conn.is_none()
+                    && p.lost.is_none()
+                    && (p.pending_out.is_none() || peer < self.cfg.rank);
+                let fd = self.conn(c).fd.as_raw_fd();
+                let reply = wire::encode_hello_reply(accept);
+                if write_some(fd, &reply).ok() != Some(reply.len()) || !accept {
+                    self.drop_conn(c);
+                    return Served::Fine;
+                }
+                if let Some(old) = self.peers[peer as usize].pending_out.take() {
+                    self.drop_conn(old);
+                }
+                self.conn(c).peer = Some(peer);
+                self.establish(c, peer)
+            }
+        }
+    }
+
+    fn establish(&mut self, c: usize, peer: u32) -> Served {
+        self.handshakes -= 1;
+        let conn = self.conn(c);
+        conn.state = ConnState::Established;
+        conn.hs_len = 0;
+        self.peers[peer as usize].conn = Some(c);
+        let fd = self.conn(c).fd.as_raw_fd();
+        if self
+            .epoll_ctl(libc::EPOLL_CTL_MOD, fd, libc::EPOLLIN as u32, c as u64)
+            .is_err()
+        {
+            return Served::Close("epoll_ctl failed".into());
+        }
+        if self.peers[peer as usize].sendq.is_empty() {
+            Served::Fine
+        } else {
+            self.flush(c, None)
+        }
+    }
+
+    /// Closes a connection that belongs to no peer (yet), or a losing duplicate.
+    fn drop_conn(&mut self, c: usize) {
+        if let Some(conn) = self.conns[c].take() {
+            if conn.state != ConnState::Established {
+                self.handshakes -= 1;
+            }
+            let _ = self.epoll_ctl(libc::EPOLL_CTL_DEL, conn.fd.as_raw_fd(), 0, 0);
+            self.paused.retain(|&x| x != c);
+        }
+    }
+
+    fn mark_lost(&mut self, peer: u32, why: &str) {
+        let p = &mut self.peers[peer as usize];
+        if p.lost.is_none() {
+            p.lost = Some(why.to_string());
+        }
+        p.sendq.clear();
+        let conns = [p.conn.take(), p.pending_out.take()];
+        for c in conns.into_iter().flatten() {
+            self.drop_conn(c);
+        }
+    }
+
+    fn close_conn(&mut self, c: usize, why: &str, sink: &mut dyn FrameSink) {
+        let Some(conn) = self.conns[c].as_ref() else {
+            return;
+        };
+        let peer = conn.peer;
+        let owner = peer.filter(|&p| {
+            let pe = &self.peers[p as usize];
+            pe.conn == Some(c) || pe.pending_out == Some(c)
+        });
+        self.drop_conn(c);
+        if let Some(p) = owner {
+            let reason = format!("rank {p} is unreachable ({why})");
+            self.mark_lost(p, &reason);
+            sink.on_peer_lost(p, &reason);
+        }
+    }
+
+    fn expire_handshakes(&mut self, sink: &mut dyn FrameSink) {
+        let now = Instant::now();
+        let expired: Vec<usize> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                c.as_ref()
+                    .filter(|c| c.state != ConnState::Established && c.deadline < now)
+                    .map(|_| i)
+            })
+            .collect();
+        for c in expired {
+            self.close_conn(c, "connection or handshake timed out", sink);
+        }
+    }
+
+    /// Writes as much of the peer's queue as the socket takes.
+    fn flush(&mut self, c: usize, mut sink: Option<&mut dyn FrameSink>) -> Served {
+        let conn = self.conns[c].as_ref().expect("live connection");
+        let fd = conn.fd.as_raw_fd();
+        let peer = conn.peer.expect("established connection has a peer") as usize;
+        loop {
+            let q = &mut self.peers[peer].sendq;
+            if q.is_empty() {
+                break;
+            }
+            let mut iov: [libc::iovec; MAX_IOV] = [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; MAX_IOV];
+            let mut n_iov = 0;
+            for f in q.iter() {
+                if n_iov + 2 > MAX_IOV {
+                    break;
+                }
+                if f.written < HEADER_LEN {
+                    iov[n_iov] = libc::iovec {
+                        iov_base: f.header[f.written..].as_ptr() as *mut libc::c_void,
+                        iov_len: HEADER_LEN - f.written,
+                    };
+                    n_iov += 1;
+                }
+                let off = f.written.saturating_sub(HEADER_LEN);
+                if f.len > off {
+                    iov[n_iov] = libc::iovec {
+                        // SAFETY: `off < len`, so the pointer stays inside the payload.
+                        iov_base: unsafe { f.payload.add(off) } as *mut libc::c_void,
+                        iov_len: f.len - off,
+                    };
+                    n_iov += 1;
+                }
+            }
+            // SAFETY: a zeroed msghdr is valid; we set only the iovec fields,
+            // which point at `n_iov` initialised entries of `iov`.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = iov.as_mut_ptr();
+            msg.msg_iovlen = n_iov as _;
+            // SAFETY: every iovec describes memory that stays valid until its
+            // frame is done (the contract of `send`); MSG_NOSIGNAL turns a
+            // closed peer into EPIPE instead of SIGPIPE.
+            let r = unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) };
+            if r < 0 {
+                let e = errno();
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => break,
+                    io::ErrorKind::Interrupted => continue,
+                    _ => return Served::Close(format!("send failed: {e}")),
+                }
+            }
+            let mut left = r as usize;
+            while left > 0 {
+                let f = q
+                    .front_mut()
+                    .expect("bytes written belong to queued frames");
+                let take = left.min(f.total() - f.written);
+                f.written += take;
+                left -= take;
+                if f.written == f.total() {
+                    let f = q.pop_front().unwrap();
+                    if let (Some(t), Some(s)) = (f.token, sink.as_deref_mut()) {
+                        s.on_send_done(t);
+                    } else if let Some(t) = f.token {
+                        // Completed outside progress (first flush after connect):
+                        // report it at the next progress pass.
+                        self.done_later.push(t);
+                    }
+                }
+            }
+        }
+        let want_out = !self.peers[peer].sendq.is_empty();
+        let conn = self.conns[c].as_mut().expect("live connection");
+        if want_out != conn.watching_out {
+            conn.watching_out = want_out;
+            return self.rearm(c);
+        }
+        Served::Fine
+    }
+
+    /// Re-registers a connection's interest: readable unless paused,
+    /// writable only while frames are queued.
+    fn rearm(&mut self, c: usize) -> Served {
+        let conn = self.conns[c].as_ref().expect("live connection");
+        let mut ev = 0u32;
+        if !matches!(conn.rx, RxState::Paused { .. }) {
+            ev |= libc::EPOLLIN as u32;
+        }
+        if conn.watching_out {
+            ev |= libc::EPOLLOUT as u32;
+        }
+        let fd = conn.fd.as_raw_fd();
+        if self
+            .epoll_ctl(libc::EPOLL_CTL_MOD, fd, ev, c as u64)
+            .is_err()
+        {
+            return Served::Close("epoll_ctl failed".into());
+        }
+        Served::Fine
+    }
+
+    /// Retries connections paused for lack of room above.
+    fn resume_paused(&mut self, sink: &mut dyn FrameSink) -> bool {
+        let mut did = false;
+        for c in std::mem::take(&mut self.paused) {
+            let Some(conn) = self.conns.get(c).and_then(Option::as_ref) else {
+                continue;
+            };
+            let RxState::Paused { header } = conn.rx else {
+                continue;
+            };
+            let peer = conn.peer.expect("established connection has a peer");
+            let outcome = match sink.on_header(peer, &header) {
+                Err(why) => Served::Close(format!("bad frame: {why}")),
+                Ok(PayloadDest::Pause) => {
+                    self.paused.push(c);
+                    continue;
+                }
+                Ok(dest) => {
+                    did = true;
+                    self.conn(c).rx = RxState::Payload {
+                        header,
+                        target: RxTarget::new(dest, header.len),
+                        done: 0,
+                    };
+                    match self.rearm(c) {
+                        Served::Fine => self.read_frames(c, sink),
+                        closed => closed,
+                    }
+                }
+            };
+            if let Served::Close(why) = outcome {
+                self.close_conn(c, &why, sink);
+            }
+        }
+        did
+    }
+
+    /// Parses and delivers every complete piece in the receive buffer.
+    /// Returns Ok(true) when the connection is paused.
+    fn parse_buffered(
+        &mut self,
+        c: usize,
+        peer: u32,
+        sink: &mut dyn FrameSink,
+    ) -> Result<bool, String> {
+        loop {
+            let conn = self.conns[c].as_mut().expect("live connection");
+            match &mut conn.rx {
+                RxState::Paused { .. } => return Ok(true),
+                RxState::Header => {
+                    if conn.rend - conn.rstart < HEADER_LEN {
+                        return Ok(false);
+                    }
+                    let bytes: [u8; HEADER_LEN] = conn.rbuf[conn.rstart..conn.rstart + HEADER_LEN]
+                        .try_into()
+                        .unwrap();
+                    conn.rstart += HEADER_LEN;
+                    let h = Header::decode(&bytes).map_err(|e| format!("malformed frame: {e}"))?;
+                    if h.payload_len() == 0 {
+                        sink.on_frame(peer, &h, Payload::Empty)
+                            .map_err(|e| format!("bad frame: {e}"))?;
+                        continue;
+                    }
+                    match sink
+                        .on_header(peer, &h)
+                        .map_err(|e| format!("bad frame: {e}"))?
+                    {
+                        PayloadDest::Pause => {
+                            conn.rx = RxState::Paused { header: h };
+                            self.paused.push(c);
+                            if let Served::Close(why) = self.rearm(c) {
+                                return Err(why);
+                            }
+                            return Ok(true);
+                        }
+                        dest => {
+                            conn.rx = RxState::Payload {
+                                header: h,
+                                target: RxTarget::new(dest, h.len),
+                                done: 0,
+                            }
+                        }
+                    }
+                }
+                RxState::Payload {
+                    header,
+                    target,
+                    done,
+                } => {
+                    let avail = conn.rend - conn.rstart;
+                    let remaining = header.len - *done;
+                    let take = (avail as u64).min(remaining) as usize;
+                    let pos = *done as usize;
+                    if pos < target.cap {
+                        let n = take.min(target.cap - pos);
+                        // SAFETY: `pos + n <= cap`, and the target is valid for
+                        // `cap` bytes of writes (the sink's promise for Direct,
+                        // our own Vec for Buffer); the source is inside rbuf.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                conn.rbuf[conn.rstart..].as_ptr(),
+                                target.ptr.add(pos),
+                                n,
+                            )
+                        };
+                    }
+                    conn.rstart += take;
+                    *done += take as u64;
+                    if *done < header.len {
+                        return Ok(false);
+                    }
+                    let h = *header;
+                    let RxState::Payload { target, .. } =
+                        std::mem::replace(&mut conn.rx, RxState::Header)
+                    else {
+                        unreachable!()
+                    };
+                    sink.on_frame(peer, &h, target.finish(h.len))
+                        .map_err(|e| format!("bad frame: {e}"))?;
+                }
+            }
+        }
+    }
+
+    /// Reads and delivers frames until the socket would block.
+    fn read_frames(&mut self, c: usize, sink: &mut dyn FrameSink) -> Served {
+        let peer = self
+            .conn(c)
+            .peer
+            .expect("established connection has a peer");
+        loop {
+            match self.parse_buffered(c, peer, sink) {
+                Err(why) => return Served::Close(why),
+                Ok(true) => return Served::Fine,
+                Ok(false) => {}
+            }
+            let conn = self.conns[c].as_mut().expect("live connection");
+            let fd = conn.fd.as_raw_fd();
+            // Large payloads go straight to their destination, skipping rbuf.
+            let direct = match &conn.rx {
+                RxState::Payload {
+                    header,
+                    target,
+                    done,
+                } if conn.rstart == conn.rend => {
+                    let pos = *done as usize;
+                    let want =
+                        (header.len - *done).min(target.cap.saturating_sub(pos) as u64) as usize;
+                    (want >= RBUF_LEN / 2).then(|| {
+                        // SAFETY: `pos + want <= cap`; the target is valid for `cap` bytes.
+                        unsafe { std::slice::from_raw_parts_mut(target.ptr.add(pos), want) }
+                    })
+                }
+                _ => None,
+            };
+            let (result, asked) = match direct {
+                Some(dst) => {
+                    let asked = dst.len();
+                    let r = read_some(fd, dst);
+                    if let (Ok(n), RxState::Payload { done, .. }) = (&r, &mut conn.rx) {
+                        *done += *n as u64;
+                    }
+                    (r, asked)
+                }
+                None => {
+                    if conn.rstart == conn.rend {
+                        conn.rstart = 0;
+                        conn.rend = 0;
+                    } else if conn.rstart > 0 {
+                        conn.rbuf.copy_within(conn.rstart..conn.rend, 0);
+                        conn.rend -= conn.rstart;
+                        conn.rstart = 0;
+                    }
+                    let asked = RBUF_LEN - conn.rend;
+                    let r = read_some(fd, &mut conn.rbuf[conn.rend..]);
+                    if let Ok(n) = r {
+                        conn.rend += n;
+                    }
+                    (r, asked)
+                }
+            };
+            match result {
+                Ok(0) => return Served::Close("connection closed".into()),
+                Ok(n) => {
+                    if n < asked {
+                        // The socket is drained for now; level-triggered epoll
+                        // reports it again when more arrives.
+                        return match self.parse_buffered(c, peer, sink) {
+                            Err(why) => Served::Close(why),
+                            Ok(_) => Served::Fine,
+                        };
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Served::Fine,
+                Err(e) => return Served::Close(format!("receive failed: {e}")),
+            }
+        }
+    }
+
+    /// Closes every connection (at finalize, once queues are flushed).
+    pub fn close_all(&mut self) {
+        for c in 0..self.conns.len() {
+            self.drop_conn(c);
+        }
+        for p in &mut self.peers {
+            p.conn = None;
+            p.pending_out = None;
+            p.sendq.clear();
+        }
+    }
+}
+
+impl RxTarget {
+    fn new(dest: PayloadDest, len: u64) -> RxTarget {
+        match dest {
+            PayloadDest::Direct { ptr, cap } => RxTarget {
+                ptr,
+                cap,
+                owned: None,
+            },
+            _ => {
+                let mut v = vec![0u8; len as usize];
+                RxTarget {
+                    ptr: v.as_mut_ptr(),
+                    cap: v.len(),
+                    owned: Some(v),
+                }
+            }
+        }
+    }
+
+    fn finish(self, len: u64) -> Payload {
+        match self.owned {
+            Some(v) => Payload::Buffer(v),
+            None => Payload::Direct {
+                written: (len as usize).min(self.cap),
+            },
+        }
+    }
+}
+
+/// Reads into `buf`; `Ok(0)` is EOF.
+fn read_some(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid for writes of its length.
+        let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = errno();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn write_some(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid for reads of its length; MSG_NOSIGNAL avoids SIGPIPE.
+        let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = errno();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: an all-zero sockaddr_storage is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
