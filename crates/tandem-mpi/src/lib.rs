@@ -1,1 +1,16 @@
-pub fn _placeholder() {}
+//! Tandem's MPI C ABI: `libmpi_abi.so` / `libmpi_abi.a`, following the
+//! MPI-5.0 standard ABI (see `include/mpi.h`).
+//!
+//! Every exported function goes through [`state::call`]: it takes ownership
+//! of the library state with one atomic operation, checks its arguments,
+//! turns errors into MPI error classes handled by the communicator's error
+//! handler, and never lets a panic unwind into C.
+
+pub mod abi;
+mod args;
+mod env;
+mod errhandler;
+mod pt2pt;
+mod state;
+
+pub use env::library_version;

@@ -99,11 +99,17 @@ impl fmt::Display for WireError {
 }
 
 impl Header {
+    /// Whether a payload (possibly empty) follows this header.
+    pub fn carries_payload(&self) -> bool {
+        matches!(self.kind, FrameKind::Eager | FrameKind::Data)
+    }
+
     /// Bytes of payload that follow this header on the wire.
     pub fn payload_len(&self) -> u64 {
-        match self.kind {
-            FrameKind::Eager | FrameKind::Data => self.len,
-            FrameKind::Rts | FrameKind::Cts => 0,
+        if self.carries_payload() {
+            self.len
+        } else {
+            0
         }
     }
 

@@ -915,7 +915,7 @@ impl TcpTransport {
                         .unwrap();
                     conn.rstart += HEADER_LEN;
                     let h = Header::decode(&bytes).map_err(|e| format!("malformed frame: {e}"))?;
-                    if h.payload_len() == 0 {
+                    if !h.carries_payload() {
                         sink.on_frame(peer, &h, Payload::Empty)
                             .map_err(|e| format!("bad frame: {e}"))?;
                         continue;

@@ -1,0 +1,207 @@
+//! Argument checking and conversions shared by the exported functions.
+
+use std::os::raw::{c_int, c_void};
+
+use tandem::p2p::{ReqId, Status};
+use tandem::{CommId, ErrorClass};
+
+use crate::abi::*;
+use crate::state::{Fail, State};
+
+/// The largest tag Tandem accepts (the value of the `MPI_TAG_UB` attribute).
+pub const TAG_UB: c_int = c_int::MAX;
+
+/// A validated source argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Null,
+    Any,
+    Rank(u32),
+}
+
+/// Validates a communicator handle.
+pub fn comm(state: &State, comm: MPI_Comm) -> Result<CommId, Fail> {
+    state.comm_id(comm).map_err(|e| Fail { comm, error: e })
+}
+
+/// Size in bytes of a datatype Tandem can move.
+pub fn type_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
+    predefined_datatype_size(dt).ok_or_else(|| {
+        let what = if dt == MPI_DATATYPE_NULL {
+            "MPI_DATATYPE_NULL is not a datatype".to_string()
+        } else {
+            format!("invalid datatype handle {dt:#x}")
+        };
+        Fail::new(comm, ErrorClass::Type, what)
+    })
+}
+
+/// Checks a buffer description and returns its length in bytes.
+pub fn buffer(
+    comm: MPI_Comm,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> Result<usize, Fail> {
+    if count < 0 {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Count,
+            format!("negative count {count}"),
+        ));
+    }
+    let size = type_size(comm, dt)?;
+    let bytes = (count as usize).checked_mul(size).ok_or_else(|| {
+        Fail::new(
+            comm,
+            ErrorClass::Count,
+            "count times datatype size overflows",
+        )
+    })?;
+    if bytes > 0 && buf.is_null() {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Buffer,
+            format!("NULL buffer for {count} elements"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Checks a destination rank; `None` for `MPI_PROC_NULL`.
+pub fn dest(state: &State, comm: MPI_Comm, id: CommId, dest: c_int) -> Result<Option<u32>, Fail> {
+    let size = state
+        .rt
+        .comm(id)
+        .map_err(|e| Fail { comm, error: e })?
+        .size();
+    match dest {
+        MPI_PROC_NULL => Ok(None),
+        d if d >= 0 && (d as u32) < size => Ok(Some(d as u32)),
+        d => Err(Fail::new(
+            comm,
+            ErrorClass::Rank,
+            format!("rank {d} is not in 0..{size}"),
+        )),
+    }
+}
+
+/// Checks a source rank (wildcards allowed).
+pub fn source(state: &State, comm: MPI_Comm, id: CommId, src: c_int) -> Result<Source, Fail> {
+    match src {
+        MPI_ANY_SOURCE => Ok(Source::Any),
+        other => Ok(match dest(state, comm, id, other)? {
+            None => Source::Null,
+            Some(r) => Source::Rank(r),
+        }),
+    }
+}
+
+/// Checks a tag for sending.
+pub fn send_tag(comm: MPI_Comm, tag: c_int) -> Result<i32, Fail> {
+    if (0..=TAG_UB).contains(&tag) {
+        Ok(tag)
+    } else {
+        Err(Fail::new(
+            comm,
+            ErrorClass::Tag,
+            format!("invalid tag {tag} for a send"),
+        ))
+    }
+}
+
+/// Checks a tag for receiving; `None` for `MPI_ANY_TAG`.
+pub fn recv_tag(comm: MPI_Comm, tag: c_int) -> Result<Option<i32>, Fail> {
+    if tag == MPI_ANY_TAG {
+        Ok(None)
+    } else if (0..=TAG_UB).contains(&tag) {
+        Ok(Some(tag))
+    } else {
+        Err(Fail::new(
+            comm,
+            ErrorClass::Tag,
+            format!("invalid tag {tag} for a receive"),
+        ))
+    }
+}
+
+/// Checks an output pointer.
+pub fn out_ptr<T>(comm: MPI_Comm, p: *mut T, what: &str) -> Result<(), Fail> {
+    if p.is_null() {
+        Err(Fail::new(
+            comm,
+            ErrorClass::Arg,
+            format!("NULL {what} pointer"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Writes `v` through a pointer already checked with [`out_ptr`].
+///
+/// # Safety
+/// `p` must be non-null and valid for a write of `T`.
+pub unsafe fn put<T>(p: *mut T, v: T) {
+    // SAFETY: the caller's promise.
+    unsafe { p.write(v) }
+}
+
+/// Fills an `MPI_Status` (if not `MPI_STATUS_IGNORE`).
+///
+/// # Safety
+/// `status` must be null or valid for a write of `MPI_Status`.
+pub unsafe fn write_status(status: *mut MPI_Status, st: &Status) {
+    if status.is_null() {
+        return;
+    }
+    let count = st.count as u64;
+    let s = MPI_Status {
+        MPI_SOURCE: st.source.map_or(MPI_PROC_NULL, |r| r as c_int),
+        MPI_TAG: st.tag.unwrap_or(MPI_ANY_TAG),
+        MPI_ERROR: st.error.as_ref().map_or(MPI_SUCCESS, |e| e.class.code()),
+        internal: [
+            count as u32 as c_int,
+            (count >> 32) as u32 as c_int,
+            c_int::from(st.cancelled),
+            0,
+            0,
+        ],
+    };
+    // SAFETY: the caller's promise.
+    unsafe { status.write(s) }
+}
+
+/// The status of an operation on `MPI_REQUEST_NULL` (the standard's empty status).
+///
+/// # Safety
+/// As [`write_status`].
+pub unsafe fn write_empty_status(status: *mut MPI_Status) {
+    if status.is_null() {
+        return;
+    }
+    // SAFETY: the caller's promise.
+    unsafe {
+        status.write(MPI_Status {
+            MPI_SOURCE: MPI_ANY_SOURCE,
+            MPI_TAG: MPI_ANY_TAG,
+            MPI_ERROR: MPI_SUCCESS,
+            internal: [0; 5],
+        })
+    }
+}
+
+/// Bytes recorded in a status.
+pub fn status_bytes(s: &MPI_Status) -> u64 {
+    u64::from(s.internal[0] as u32) | (u64::from(s.internal[1] as u32) << 32)
+}
+
+/// The request id behind a handle (not `MPI_REQUEST_NULL`).
+pub fn req_id(h: MPI_Request) -> ReqId {
+    ReqId(h as u64)
+}
+
+/// The handle of a request id.
+pub fn req_handle(id: ReqId) -> MPI_Request {
+    id.0 as MPI_Request
+}

@@ -1,0 +1,385 @@
+//! Environment management, communicators, error handling and datatype
+//! queries.
+//!
+//! Safety contract of every function here: pointer arguments are valid as
+//! the MPI standard requires of the caller; null outputs are checked.
+#![allow(clippy::missing_safety_doc)]
+
+use std::os::raw::{c_char, c_int};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use tandem::ErrorClass;
+
+use crate::abi::*;
+use crate::args::{self, put};
+use crate::errhandler;
+use crate::state::{self, call, call_stateless, Fail, State};
+
+/// Thread support Tandem provides: one thread in the library at a time.
+const THREAD_LEVEL: c_int = MPI_THREAD_SERIALIZED;
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+    state::initialize("MPI_Init", MPI_THREAD_SINGLE)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    _argc: *mut c_int,
+    _argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    if provided.is_null() {
+        return MPI_ERR_ARG;
+    }
+    let level = if [
+        MPI_THREAD_SINGLE,
+        MPI_THREAD_FUNNELED,
+        MPI_THREAD_SERIALIZED,
+        MPI_THREAD_MULTIPLE,
+    ]
+    .contains(&required)
+    {
+        required.min(THREAD_LEVEL)
+    } else {
+        THREAD_LEVEL
+    };
+    let rc = state::initialize("MPI_Init_thread", level);
+    if rc == MPI_SUCCESS {
+        // SAFETY: checked non-null; writable by the MPI contract.
+        unsafe { put(provided, level) };
+    }
+    rc
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
+    call("MPI_Query_thread", |s| {
+        args::out_ptr(MPI_COMM_WORLD, provided, "provided")?;
+        // SAFETY: checked non-null.
+        unsafe { put(provided, s.thread_level) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    state::finalize("MPI_Finalize")
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Initialized(flag: *mut c_int) -> c_int {
+    call_stateless("MPI_Initialized", || {
+        if flag.is_null() {
+            return MPI_ERR_ARG;
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(flag, c_int::from(state::is_initialized())) };
+        MPI_SUCCESS
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalized(flag: *mut c_int) -> c_int {
+    call_stateless("MPI_Finalized", || {
+        if flag.is_null() {
+            return MPI_ERR_ARG;
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(flag, c_int::from(state::is_finalized())) };
+        MPI_SUCCESS
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    if !state::is_initialized() || state::is_finalized() {
+        eprintln!(
+            "tandem: MPI_Abort called with error code {errorcode} outside MPI_Init..MPI_Finalize"
+        );
+        std::process::exit(if errorcode & 0xff == 0 {
+            1
+        } else {
+            errorcode & 0xff
+        });
+    }
+    call("MPI_Abort", |s| {
+        // Any communicator (even an invalid one) aborts the whole job.
+        let _ = comm;
+        let msg = format!("MPI_Abort(comm={comm:#x}, errorcode={errorcode})");
+        s.rt.abort(errorcode, &msg)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+    call_stateless("MPI_Get_version", || {
+        if version.is_null() || subversion.is_null() {
+            return MPI_ERR_ARG;
+        }
+        // SAFETY: checked non-null.
+        unsafe {
+            put(version, MPI_VERSION);
+            put(subversion, MPI_SUBVERSION);
+        }
+        MPI_SUCCESS
+    })
+}
+
+/// Copies `text` into a C buffer of `cap` bytes with a terminating NUL and
+/// stores the length (without the NUL).
+///
+/// # Safety
+/// `buf` must be valid for `cap` bytes and `len` for one write.
+unsafe fn write_c_string(text: &str, buf: *mut c_char, cap: usize, len: *mut c_int) {
+    let n = text.len().min(cap.saturating_sub(1));
+    // SAFETY: `n + 1 <= cap` bytes fit the caller's buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+        put(len, n as c_int);
+    }
+}
+
+/// The library's self-description.
+pub fn library_version() -> String {
+    format!(
+        "Tandem {} (MPI {}.{} standard ABI; transports: tcp)",
+        env!("CARGO_PKG_VERSION"),
+        MPI_VERSION,
+        MPI_SUBVERSION
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_library_version(
+    version: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    call_stateless("MPI_Get_library_version", || {
+        if version.is_null() || resultlen.is_null() {
+            return MPI_ERR_ARG;
+        }
+        // SAFETY: the standard requires MPI_MAX_LIBRARY_VERSION_STRING bytes.
+        unsafe {
+            write_c_string(
+                &library_version(),
+                version,
+                MPI_MAX_LIBRARY_VERSION_STRING,
+                resultlen,
+            )
+        };
+        MPI_SUCCESS
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+    call_stateless("MPI_Get_processor_name", || {
+        if name.is_null() || resultlen.is_null() {
+            return MPI_ERR_ARG;
+        }
+        let mut host = [0u8; 256];
+        // SAFETY: `host` is valid for its length; gethostname NUL-terminates
+        // when the name fits, and we force a final NUL anyway.
+        let rc = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
+        let text = if rc == 0 {
+            let end = host.iter().position(|&b| b == 0).unwrap_or(host.len());
+            String::from_utf8_lossy(&host[..end]).into_owned()
+        } else {
+            "localhost".to_string()
+        };
+        // SAFETY: the standard requires MPI_MAX_PROCESSOR_NAME bytes.
+        unsafe { write_c_string(&text, name, MPI_MAX_PROCESSOR_NAME, resultlen) };
+        MPI_SUCCESS
+    })
+}
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Wtime() -> f64 {
+    epoch().elapsed().as_secs_f64()
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Wtick() -> f64 {
+    1e-9
+}
+
+fn comm_of(s: &State, comm: MPI_Comm) -> Result<&tandem::comm::Comm, Fail> {
+    let id = args::comm(s, comm)?;
+    s.rt.comm(id).map_err(|error| Fail { comm, error })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
+    call("MPI_Comm_rank", |s| {
+        args::out_ptr(comm, rank, "rank")?;
+        let r = comm_of(s, comm)?.rank;
+        // SAFETY: checked non-null.
+        unsafe { put(rank, r as c_int) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+    call("MPI_Comm_size", |s| {
+        args::out_ptr(comm, size, "size")?;
+        let n = comm_of(s, comm)?.size();
+        // SAFETY: checked non-null.
+        unsafe { put(size, n as c_int) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    call("MPI_Comm_dup", |s| {
+        args::out_ptr(comm, newcomm, "newcomm")?;
+        let id = args::comm(s, comm)?;
+        let errh = s.entry(id).errhandler;
+        let new = s.rt.comm_dup(id).map_err(|error| Fail { comm, error })?;
+        let h = s.add_comm(new, errh);
+        // SAFETY: checked non-null.
+        unsafe { put(newcomm, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+    call("MPI_Comm_free", |s| {
+        args::out_ptr(MPI_COMM_WORLD, comm, "comm")?;
+        // SAFETY: checked non-null.
+        let h = unsafe { *comm };
+        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+            return Err(Fail::new(
+                h,
+                ErrorClass::Comm,
+                "predefined communicators cannot be freed",
+            ));
+        }
+        let id = args::comm(s, h)?;
+        s.rt.comm_free(id)
+            .map_err(|error| Fail { comm: h, error })?;
+        s.comms[id.0] = None;
+        // SAFETY: checked non-null.
+        unsafe { put(comm, MPI_COMM_NULL) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_errhandler(
+    comm: MPI_Comm,
+    errhandler: MPI_Errhandler,
+) -> c_int {
+    call("MPI_Comm_set_errhandler", |s| {
+        let id = args::comm(s, comm)?;
+        if !errhandler::is_valid(errhandler) {
+            return Err(Fail::new(
+                comm,
+                ErrorClass::Arg,
+                format!("invalid error handler {errhandler:#x}"),
+            ));
+        }
+        s.entry(id).errhandler = errhandler;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_errhandler(
+    comm: MPI_Comm,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    call("MPI_Comm_get_errhandler", |s| {
+        args::out_ptr(comm, errhandler, "errhandler")?;
+        let id = args::comm(s, comm)?;
+        let h = s.entry(id).errhandler;
+        // SAFETY: checked non-null.
+        unsafe { put(errhandler, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
+    call("MPI_Errhandler_free", |_| {
+        args::out_ptr(MPI_COMM_WORLD, errhandler, "errhandler")?;
+        // Predefined handlers are never destroyed; the handle is reset as the standard says.
+        // SAFETY: checked non-null.
+        unsafe { put(errhandler, MPI_ERRHANDLER_NULL) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Error_string(
+    errorcode: c_int,
+    string: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    call_stateless("MPI_Error_string", || {
+        if string.is_null() || resultlen.is_null() {
+            return MPI_ERR_ARG;
+        }
+        let Some(text) = error_class_description(errorcode) else {
+            return MPI_ERR_ARG;
+        };
+        let full = format!("{}: {text}", errhandler::class_name(errorcode));
+        // SAFETY: the standard requires MPI_MAX_ERROR_STRING bytes.
+        unsafe { write_c_string(&full, string, MPI_MAX_ERROR_STRING, resultlen) };
+        MPI_SUCCESS
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+    call_stateless("MPI_Error_class", || {
+        if errorclass.is_null() || error_class_description(errorcode).is_none() {
+            return MPI_ERR_ARG;
+        }
+        // Tandem's error codes are its error classes.
+        // SAFETY: checked non-null.
+        unsafe { put(errorclass, errorcode) };
+        MPI_SUCCESS
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
+    call("MPI_Type_size", |_| {
+        args::out_ptr(MPI_COMM_WORLD, size, "size")?;
+        let n = args::type_size(MPI_COMM_WORLD, datatype)?;
+        // SAFETY: checked non-null.
+        unsafe { put(size, n as c_int) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Aint,
+    extent: *mut MPI_Aint,
+) -> c_int {
+    call("MPI_Type_get_extent", |_| {
+        args::out_ptr(MPI_COMM_WORLD, lb, "lb")?;
+        args::out_ptr(MPI_COMM_WORLD, extent, "extent")?;
+        let n = args::type_size(MPI_COMM_WORLD, datatype)?;
+        // SAFETY: both checked non-null.
+        unsafe {
+            put(lb, 0);
+            put(extent, n as MPI_Aint);
+        }
+        Ok(())
+    })
+}

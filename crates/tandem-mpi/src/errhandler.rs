@@ -1,0 +1,77 @@
+//! Error handlers: `MPI_ERRORS_ARE_FATAL` (the default) reports the rank, the
+//! function and the reason, then ends the job; `MPI_ERRORS_RETURN` hands the
+//! error class back to the caller.
+
+use std::os::raw::c_int;
+
+use crate::abi::*;
+use crate::state::{Fail, State};
+
+/// The name of an error class, e.g. `MPI_ERR_RANK`.
+pub fn class_name(class: c_int) -> &'static str {
+    match class {
+        MPI_SUCCESS => "MPI_SUCCESS",
+        MPI_ERR_BUFFER => "MPI_ERR_BUFFER",
+        MPI_ERR_COUNT => "MPI_ERR_COUNT",
+        MPI_ERR_TYPE => "MPI_ERR_TYPE",
+        MPI_ERR_TAG => "MPI_ERR_TAG",
+        MPI_ERR_COMM => "MPI_ERR_COMM",
+        MPI_ERR_RANK => "MPI_ERR_RANK",
+        MPI_ERR_REQUEST => "MPI_ERR_REQUEST",
+        MPI_ERR_ROOT => "MPI_ERR_ROOT",
+        MPI_ERR_GROUP => "MPI_ERR_GROUP",
+        MPI_ERR_OP => "MPI_ERR_OP",
+        MPI_ERR_ARG => "MPI_ERR_ARG",
+        MPI_ERR_UNKNOWN => "MPI_ERR_UNKNOWN",
+        MPI_ERR_TRUNCATE => "MPI_ERR_TRUNCATE",
+        MPI_ERR_OTHER => "MPI_ERR_OTHER",
+        MPI_ERR_INTERN => "MPI_ERR_INTERN",
+        MPI_ERR_PENDING => "MPI_ERR_PENDING",
+        MPI_ERR_IN_STATUS => "MPI_ERR_IN_STATUS",
+        MPI_ERR_NO_MEM => "MPI_ERR_NO_MEM",
+        MPI_ERR_PROC_ABORTED => "MPI_ERR_PROC_ABORTED",
+        MPI_ERR_ERRHANDLER => "MPI_ERR_ERRHANDLER",
+        _ => "MPI error",
+    }
+}
+
+fn rank_label() -> String {
+    std::env::var(tandem::bootstrap::env::RANK)
+        .map(|r| format!("rank {r}"))
+        .unwrap_or_else(|_| "rank 0".into())
+}
+
+/// Ends the job after an error that has no handler to go to.
+pub fn fatal_without_state(func: &str, why: &str) -> ! {
+    eprintln!("tandem: {}: fatal error in {func}: {why}", rank_label());
+    std::process::exit(MPI_ERR_OTHER)
+}
+
+/// Hands an error to the handler of its communicator (errors on an invalid
+/// communicator go to `MPI_COMM_SELF`'s, as the standard says).
+pub fn raise(state: &mut State, func: &str, fail: Fail) -> c_int {
+    let class = fail.error.class.code();
+    let handler = match state.comm_id(fail.comm) {
+        Ok(id) => state.entry(id).errhandler,
+        Err(_) => state.entry(tandem::SELF).errhandler,
+    };
+    if handler == MPI_ERRORS_RETURN {
+        return class;
+    }
+    eprintln!(
+        "tandem: rank {}: fatal error in {func}: {} ({})",
+        state.rt.rank(),
+        fail.error.message,
+        class_name(class)
+    );
+    // Exiting without MPI_Finalize makes the launcher stop the other ranks.
+    std::process::exit(class)
+}
+
+/// Whether `h` is an error handler Tandem knows.
+pub fn is_valid(h: MPI_Errhandler) -> bool {
+    matches!(
+        h,
+        MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT
+    )
+}

@@ -1,0 +1,929 @@
+//! Point-to-point communication: sends, receives, probes and completion.
+//!
+//! Safety contract of every function here: pointer arguments are valid as
+//! the MPI standard requires of the caller (buffers for `count` elements,
+//! arrays of `count` entries, writable outputs); null where the standard
+//! allows it (`MPI_STATUS_IGNORE`), and checked otherwise.
+#![allow(clippy::missing_safety_doc)]
+
+use std::os::raw::{c_int, c_void};
+
+use tandem::p2p::{ReqId, SendMode, Status};
+use tandem::{CommId, ErrorClass};
+
+use crate::abi::*;
+use crate::args::{self, put, req_handle, req_id, write_empty_status, write_status, Source};
+use crate::state::{call, Fail, Outcome, State};
+
+/// Starts a send; returns the request (already complete for `MPI_PROC_NULL`).
+fn start_send(
+    s: &mut State,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> Result<ReqId, Fail> {
+    let id = args::comm(s, comm)?;
+    let len = args::buffer(comm, buf, count, dt)?;
+    let tag = args::send_tag(comm, tag)?;
+    let id = match args::dest(s, comm, id, dest)? {
+        None => s.rt.p2p().completed(true, Status::default()),
+        // SAFETY: the MPI contract keeps `buf` valid for `len` bytes until
+        // the request completes.
+        Some(d) => unsafe { s.rt.isend(id, d, tag, buf.cast(), len, mode) }
+            .map_err(|error| Fail { comm, error })?,
+    };
+    s.note_request(id, comm);
+    Ok(id)
+}
+
+/// Posts a receive; returns the request (already complete for `MPI_PROC_NULL`).
+fn start_recv(
+    s: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Result<ReqId, Fail> {
+    let id = args::comm(s, comm)?;
+    let cap = args::buffer(comm, buf, count, dt)?;
+    let tag = args::recv_tag(comm, tag)?;
+    let src = match args::source(s, comm, id, src)? {
+        Source::Null => {
+            let r = s.rt.p2p().completed(false, Status::default());
+            s.note_request(r, comm);
+            return Ok(r);
+        }
+        Source::Any => None,
+        Source::Rank(r) => Some(r),
+    };
+    // SAFETY: the MPI contract keeps `buf` valid for `cap` bytes until the
+    // request completes.
+    let r = unsafe { s.rt.irecv(id, src, tag, buf.cast(), cap) }
+        .map_err(|error| Fail { comm, error })?;
+    s.note_request(r, comm);
+    Ok(r)
+}
+
+/// Waits for a request, writes its status, and reports its error.
+fn finish(s: &mut State, id: ReqId, status: *mut MPI_Status) -> Outcome {
+    let comm = s.request_comm(id);
+    let st = s.rt.p2p().wait(id).map_err(|error| Fail { comm, error })?;
+    // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
+    unsafe { write_status(status, &st) };
+    match st.error {
+        Some(error) => Err(Fail { comm, error }),
+        None => Ok(()),
+    }
+}
+
+fn blocking_send(
+    func: &'static str,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> c_int {
+    call(func, |s| {
+        let id = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
+        finish(s, id, std::ptr::null_mut())
+    })
+}
+
+fn nonblocking_send(
+    func: &'static str,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    mode: SendMode,
+) -> c_int {
+    call(func, |s| {
+        args::out_ptr(comm, request, "request")?;
+        let id = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
+        // SAFETY: checked non-null; writable by the MPI contract.
+        unsafe { put(request, req_handle(id)) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Send(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    blocking_send(
+        "MPI_Send",
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm,
+        SendMode::Standard,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    blocking_send(
+        "MPI_Rsend",
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm,
+        SendMode::Standard,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ssend(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    blocking_send(
+        "MPI_Ssend",
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm,
+        SendMode::Synchronous,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isend(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking_send(
+        "MPI_Isend",
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm,
+        request,
+        SendMode::Standard,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irsend(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking_send(
+        "MPI_Irsend",
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm,
+        request,
+        SendMode::Standard,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Issend(
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    nonblocking_send(
+        "MPI_Issend",
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm,
+        request,
+        SendMode::Synchronous,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Recv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Recv", |s| {
+        let id = start_recv(s, buf, count, dt, src, tag, comm)?;
+        finish(s, id, status)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Irecv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Irecv", |s| {
+        args::out_ptr(comm, request, "request")?;
+        let id = start_recv(s, buf, count, dt, src, tag, comm)?;
+        // SAFETY: checked non-null; writable by the MPI contract.
+        unsafe { put(request, req_handle(id)) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Sendrecv", |s| {
+        let r = start_recv(s, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+        let sent = start_send(
+            s,
+            sendbuf,
+            sendcount,
+            sendtype,
+            dest,
+            sendtag,
+            comm,
+            SendMode::Standard,
+        );
+        let sid = match sent {
+            Ok(id) => id,
+            Err(f) => {
+                let _ = s.rt.p2p().cancel(r);
+                let _ = s.rt.p2p().wait(r);
+                return Err(f);
+            }
+        };
+        let recv_result = finish(s, r, status);
+        let send_result = finish(s, sid, std::ptr::null_mut());
+        recv_result.and(send_result)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Sendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Sendrecv_replace", |s| {
+        let len = args::buffer(comm, buf, count, dt)?;
+        // The outgoing data must survive the incoming message overwriting it.
+        let copy: Vec<u8> = if len == 0 {
+            Vec::new()
+        } else {
+            // SAFETY: `buf` holds `len` readable bytes (checked description, MPI contract).
+            unsafe { std::slice::from_raw_parts(buf as *const u8, len) }.to_vec()
+        };
+        let r = start_recv(s, buf, count, dt, source, recvtag, comm)?;
+        let sent = start_send(
+            s,
+            copy.as_ptr().cast(),
+            count,
+            dt,
+            dest,
+            sendtag,
+            comm,
+            SendMode::Standard,
+        );
+        let sid = match sent {
+            Ok(id) => id,
+            Err(f) => {
+                let _ = s.rt.p2p().cancel(r);
+                let _ = s.rt.p2p().wait(r);
+                return Err(f);
+            }
+        };
+        let recv_result = finish(s, r, status);
+        // `copy` lives until the send has completed here.
+        let send_result = finish(s, sid, std::ptr::null_mut());
+        drop(copy);
+        recv_result.and(send_result)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+    call("MPI_Wait", |s| {
+        args::out_ptr(MPI_COMM_WORLD, request, "request")?;
+        // SAFETY: checked non-null; readable and writable by the MPI contract.
+        let h = unsafe { *request };
+        if h == MPI_REQUEST_NULL {
+            // SAFETY: MPI contract.
+            unsafe { write_empty_status(status) };
+            return Ok(());
+        }
+        let id = live_request(s, h)?;
+        // SAFETY: as above.
+        unsafe { put(request, MPI_REQUEST_NULL) };
+        finish(s, id, status)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Test", |s| {
+        args::out_ptr(MPI_COMM_WORLD, request, "request")?;
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        // SAFETY: checked non-null; valid by the MPI contract.
+        let h = unsafe { *request };
+        if h == MPI_REQUEST_NULL {
+            // SAFETY: MPI contract.
+            unsafe {
+                put(flag, 1);
+                write_empty_status(status);
+            }
+            return Ok(());
+        }
+        let id = live_request(s, h)?;
+        let comm = s.request_comm(id);
+        match s.rt.p2p().test(id).map_err(|error| Fail { comm, error })? {
+            None => {
+                // SAFETY: checked non-null.
+                unsafe { put(flag, 0) };
+                Ok(())
+            }
+            Some(st) => {
+                // SAFETY: checked non-null / MPI contract.
+                unsafe {
+                    put(flag, 1);
+                    put(request, MPI_REQUEST_NULL);
+                    write_status(status, &st);
+                }
+                match st.error {
+                    Some(error) => Err(Fail { comm, error }),
+                    None => Ok(()),
+                }
+            }
+        }
+    })
+}
+
+/// Validates a non-null request handle.
+fn live_request(s: &mut State, h: MPI_Request) -> Result<ReqId, Fail> {
+    let id = req_id(h);
+    if s.rt.p2p().is_live(id) {
+        Ok(id)
+    } else {
+        Err(Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Request,
+            format!("invalid request handle {h:#x}"),
+        ))
+    }
+}
+
+/// Reads and validates an array of request handles; `None` entries are null.
+///
+/// # Safety
+/// `requests` must be valid for `count` reads when `count > 0`.
+unsafe fn request_array(
+    s: &mut State,
+    count: c_int,
+    requests: *mut MPI_Request,
+) -> Result<Vec<Option<ReqId>>, Fail> {
+    if count < 0 {
+        return Err(Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Count,
+            format!("negative count {count}"),
+        ));
+    }
+    if count > 0 && requests.is_null() {
+        return Err(Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Arg,
+            "NULL request array",
+        ));
+    }
+    (0..count as usize)
+        .map(|i| {
+            // SAFETY: `i < count`, within the caller's array.
+            let h = unsafe { *requests.add(i) };
+            if h == MPI_REQUEST_NULL {
+                Ok(None)
+            } else {
+                live_request(s, h).map(Some)
+            }
+        })
+        .collect()
+}
+
+/// Releases completed request `i`, writing its status into slot `slot` of
+/// `statuses`; returns its error, if any.
+///
+/// # Safety
+/// `requests` has an entry `i`; `statuses` is null or has an entry `slot`.
+unsafe fn collect(
+    s: &mut State,
+    id: ReqId,
+    requests: *mut MPI_Request,
+    i: usize,
+    statuses: *mut MPI_Status,
+    slot: usize,
+) -> Option<Fail> {
+    let comm = s.request_comm(id);
+    let st = s.rt.p2p().take_if_complete(id).unwrap_or_default();
+    // SAFETY: the caller's promise.
+    unsafe {
+        *requests.add(i) = MPI_REQUEST_NULL;
+        if !statuses.is_null() {
+            write_status(statuses.add(slot), &st);
+        }
+    }
+    st.error.map(|error| Fail { comm, error })
+}
+
+/// The outcome of a multiple-completion call: `MPI_ERR_IN_STATUS` if any failed.
+fn in_status(first: Option<Fail>) -> Outcome {
+    match first {
+        None => Ok(()),
+        Some(f) => Err(Fail::new(
+            f.comm,
+            ErrorClass::InStatus,
+            format!("a request failed: {}", f.error.message),
+        )),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Waitall", |s| {
+        // SAFETY: MPI contract: `count` entries.
+        let ids = unsafe { request_array(s, count, requests)? };
+        let live: Vec<ReqId> = ids.iter().flatten().copied().collect();
+        s.rt.p2p()
+            .wait_for(|p| live.iter().all(|&id| p.is_complete(id) != Some(false)));
+        let mut first = None;
+        for (i, id) in ids.into_iter().enumerate() {
+            match id {
+                // SAFETY: `i < count`; statuses has `count` entries unless ignored.
+                Some(id) => {
+                    if let Some(f) = unsafe { collect(s, id, requests, i, statuses, i) } {
+                        first.get_or_insert(f);
+                    }
+                }
+                None if !statuses.is_null() => {
+                    // SAFETY: as above.
+                    unsafe { write_empty_status(statuses.add(i)) }
+                }
+                None => {}
+            }
+        }
+        in_status(first)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Testall", |s| {
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        // SAFETY: MPI contract: `count` entries.
+        let ids = unsafe { request_array(s, count, requests)? };
+        s.rt.p2p().progress(false);
+        let all = ids
+            .iter()
+            .flatten()
+            .all(|&id| s.rt.p2p().is_complete(id) != Some(false));
+        // SAFETY: checked non-null.
+        unsafe { put(flag, c_int::from(all)) };
+        if !all {
+            return Ok(());
+        }
+        let mut first = None;
+        for (i, id) in ids.into_iter().enumerate() {
+            match id {
+                Some(id) => {
+                    // SAFETY: `i < count`.
+                    if let Some(f) = unsafe { collect(s, id, requests, i, statuses, i) } {
+                        first.get_or_insert(f);
+                    }
+                }
+                None if !statuses.is_null() => {
+                    // SAFETY: `i < count`.
+                    unsafe { write_empty_status(statuses.add(i)) }
+                }
+                None => {}
+            }
+        }
+        in_status(first)
+    })
+}
+
+/// Shared by Waitany and Testany.
+unsafe fn any(
+    s: &mut State,
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+    block: bool,
+) -> Outcome {
+    args::out_ptr(MPI_COMM_WORLD, index, "index")?;
+    // SAFETY: MPI contract: `count` entries.
+    let ids = unsafe { request_array(s, count, requests)? };
+    if ids.iter().all(Option::is_none) {
+        // SAFETY: index checked; flag/status per contract.
+        unsafe {
+            put(index, MPI_UNDEFINED);
+            if !flag.is_null() {
+                put(flag, 1);
+            }
+            write_empty_status(status);
+        }
+        return Ok(());
+    }
+    let done = |p: &tandem::p2p::P2p| {
+        ids.iter()
+            .position(|id| id.is_some_and(|id| p.is_complete(id) != Some(false)))
+    };
+    if block {
+        s.rt.p2p().wait_for(|p| done(p).is_some());
+    } else {
+        s.rt.p2p().progress(false);
+    }
+    match done(s.rt.p2p()) {
+        None => {
+            // SAFETY: index checked; flag non-null in Testany (checked by caller).
+            unsafe {
+                put(index, MPI_UNDEFINED);
+                if !flag.is_null() {
+                    put(flag, 0);
+                }
+            }
+            Ok(())
+        }
+        Some(i) => {
+            let id = ids[i].expect("position found a live request");
+            // SAFETY: index checked; `i < count`; status single or ignored.
+            let err = unsafe {
+                put(index, i as c_int);
+                if !flag.is_null() {
+                    put(flag, 1);
+                }
+                collect(s, id, requests, i, status, 0)
+            };
+            err.map_or(Ok(()), Err)
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: forwarded MPI contract.
+    call("MPI_Waitany", |s| unsafe {
+        any(
+            s,
+            count,
+            requests,
+            index,
+            std::ptr::null_mut(),
+            status,
+            true,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testany(
+    count: c_int,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Testany", |s| {
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        // SAFETY: forwarded MPI contract.
+        unsafe { any(s, count, requests, index, flag, status, false) }
+    })
+}
+
+/// Shared by Waitsome and Testsome.
+unsafe fn some(
+    s: &mut State,
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+    block: bool,
+) -> Outcome {
+    args::out_ptr(MPI_COMM_WORLD, outcount, "outcount")?;
+    // SAFETY: MPI contract: `incount` entries.
+    let ids = unsafe { request_array(s, incount, requests)? };
+    if ids.iter().all(Option::is_none) {
+        // SAFETY: checked non-null.
+        unsafe { put(outcount, MPI_UNDEFINED) };
+        return Ok(());
+    }
+    if incount > 0 && indices.is_null() {
+        return Err(Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Arg,
+            "NULL indices array",
+        ));
+    }
+    let ready = |p: &tandem::p2p::P2p| {
+        ids.iter()
+            .flatten()
+            .any(|&id| p.is_complete(id) != Some(false))
+    };
+    if block {
+        s.rt.p2p().wait_for(ready);
+    } else {
+        s.rt.p2p().progress(false);
+    }
+    let mut n = 0usize;
+    let mut first = None;
+    for (i, id) in ids.iter().enumerate() {
+        let Some(id) = *id else { continue };
+        if s.rt.p2p().is_complete(id) == Some(false) {
+            continue;
+        }
+        // SAFETY: `i < incount`, `n <= i`; arrays have `incount` entries.
+        unsafe {
+            *indices.add(n) = i as c_int;
+            if let Some(f) = collect(s, id, requests, i, statuses, n) {
+                first.get_or_insert(f);
+            }
+        }
+        n += 1;
+    }
+    // SAFETY: checked non-null.
+    unsafe { put(outcount, n as c_int) };
+    in_status(first)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: forwarded MPI contract.
+    call("MPI_Waitsome", |s| unsafe {
+        some(s, incount, requests, outcount, indices, statuses, true)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testsome(
+    incount: c_int,
+    requests: *mut MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    // SAFETY: forwarded MPI contract.
+    call("MPI_Testsome", |s| unsafe {
+        some(s, incount, requests, outcount, indices, statuses, false)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
+    call("MPI_Request_free", |s| {
+        args::out_ptr(MPI_COMM_WORLD, request, "request")?;
+        // SAFETY: checked non-null.
+        let h = unsafe { *request };
+        if h == MPI_REQUEST_NULL {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Request,
+                "MPI_REQUEST_NULL cannot be freed",
+            ));
+        }
+        let id = live_request(s, h)?;
+        s.rt.p2p().detach(id).map_err(|error| Fail {
+            comm: MPI_COMM_WORLD,
+            error,
+        })?;
+        // SAFETY: checked non-null.
+        unsafe { put(request, MPI_REQUEST_NULL) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
+    call("MPI_Cancel", |s| {
+        args::out_ptr(MPI_COMM_WORLD, request, "request")?;
+        // SAFETY: checked non-null.
+        let h = unsafe { *request };
+        if h == MPI_REQUEST_NULL {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Request,
+                "MPI_REQUEST_NULL cannot be cancelled",
+            ));
+        }
+        let id = live_request(s, h)?;
+        s.rt.p2p().cancel(id).map_err(|error| Fail {
+            comm: MPI_COMM_WORLD,
+            error,
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
+    call("MPI_Test_cancelled", |_| {
+        args::out_ptr(MPI_COMM_WORLD, status as *mut MPI_Status, "status")?;
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        // SAFETY: both checked non-null; valid by the MPI contract.
+        unsafe { put(flag, c_int::from((*status).internal[2] != 0)) };
+        Ok(())
+    })
+}
+
+fn probe_args(
+    s: &State,
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Result<(CommId, Source, Option<i32>), Fail> {
+    let id = args::comm(s, comm)?;
+    let src = args::source(s, comm, id, source)?;
+    let tag = args::recv_tag(comm, tag)?;
+    Ok((id, src, tag))
+}
+
+fn proc_null_status() -> Status {
+    Status::default()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Probe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Probe", |s| {
+        let (id, src, tag) = probe_args(s, source, tag, comm)?;
+        let st = match src {
+            Source::Null => Ok(proc_null_status()),
+            Source::Any => s.rt.probe(id, None, tag),
+            Source::Rank(r) => s.rt.probe(id, Some(r), tag),
+        }
+        .map_err(|error| Fail { comm, error })?;
+        // SAFETY: MPI contract.
+        unsafe { write_status(status, &st) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Iprobe", |s| {
+        args::out_ptr(comm, flag, "flag")?;
+        let (id, src, tag) = probe_args(s, source, tag, comm)?;
+        let found = match src {
+            Source::Null => Ok(Some(proc_null_status())),
+            Source::Any => s.rt.iprobe(id, None, tag),
+            Source::Rank(r) => s.rt.iprobe(id, Some(r), tag),
+        }
+        .map_err(|error| Fail { comm, error })?;
+        // SAFETY: checked non-null / MPI contract.
+        unsafe {
+            put(flag, c_int::from(found.is_some()));
+            if let Some(st) = found {
+                write_status(status, &st);
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count(
+    status: *const MPI_Status,
+    dt: MPI_Datatype,
+    count: *mut c_int,
+) -> c_int {
+    call("MPI_Get_count", |_| {
+        args::out_ptr(MPI_COMM_WORLD, status as *mut MPI_Status, "status")?;
+        args::out_ptr(MPI_COMM_WORLD, count, "count")?;
+        let size = args::type_size(MPI_COMM_WORLD, dt)? as u64;
+        // SAFETY: checked non-null; valid by the MPI contract.
+        let bytes = args::status_bytes(unsafe { &*status });
+        let n = if size == 0 {
+            0
+        } else if bytes % size != 0 || bytes / size > c_int::MAX as u64 {
+            MPI_UNDEFINED
+        } else {
+            (bytes / size) as c_int
+        };
+        // SAFETY: checked non-null.
+        unsafe { put(count, n) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
+    call("MPI_Barrier", |s| {
+        let id = args::comm(s, comm)?;
+        s.rt.barrier(id).map_err(|error| Fail { comm, error })
+    })
+}

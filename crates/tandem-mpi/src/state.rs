@@ -1,0 +1,257 @@
+//! The process-wide MPI state behind the C ABI, and the boundary every
+//! exported function goes through: one owner at a time, argument errors
+//! turned into error classes, and no panic crossing into C.
+
+use std::cell::UnsafeCell;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use tandem::p2p::ReqId;
+use tandem::{CommId, Error, ErrorClass, Runtime, SELF, WORLD};
+
+use crate::abi::*;
+use crate::errhandler;
+
+/// First handle value of user communicators: far above every predefined handle.
+const USER_COMM_BASE: usize = 0x10000;
+
+/// Per-communicator state the C layer keeps.
+pub struct CommEntry {
+    pub errhandler: MPI_Errhandler,
+}
+
+/// Everything `MPI_Init` creates.
+pub struct State {
+    pub rt: Runtime,
+    /// Indexed like the runtime's communicators.
+    pub comms: Vec<Option<CommEntry>>,
+    /// The communicator of each live request, by the request's slab index.
+    req_comm: Vec<MPI_Comm>,
+    pub thread_level: c_int,
+}
+
+impl State {
+    pub fn new(rt: Runtime, thread_level: c_int) -> State {
+        let entry = || {
+            Some(CommEntry {
+                errhandler: MPI_ERRORS_ARE_FATAL,
+            })
+        };
+        State {
+            rt,
+            comms: vec![entry(), entry()],
+            req_comm: Vec::new(),
+            thread_level,
+        }
+    }
+
+    /// The runtime's id of a communicator handle.
+    pub fn comm_id(&self, comm: MPI_Comm) -> Result<CommId, Error> {
+        let id = match comm {
+            MPI_COMM_WORLD => WORLD,
+            MPI_COMM_SELF => SELF,
+            h if h >= USER_COMM_BASE => CommId(h - USER_COMM_BASE),
+            _ => return Err(Error::new(ErrorClass::Comm, "invalid communicator")),
+        };
+        match self.comms.get(id.0) {
+            Some(Some(_)) => Ok(id),
+            _ => Err(Error::new(ErrorClass::Comm, "invalid communicator")),
+        }
+    }
+
+    /// The handle of a runtime communicator.
+    pub fn comm_handle(id: CommId) -> MPI_Comm {
+        match id {
+            WORLD => MPI_COMM_WORLD,
+            SELF => MPI_COMM_SELF,
+            CommId(i) => USER_COMM_BASE + i,
+        }
+    }
+
+    pub fn add_comm(&mut self, id: CommId, errhandler: MPI_Errhandler) -> MPI_Comm {
+        if self.comms.len() <= id.0 {
+            self.comms.resize_with(id.0 + 1, || None);
+        }
+        self.comms[id.0] = Some(CommEntry { errhandler });
+        Self::comm_handle(id)
+    }
+
+    pub fn entry(&mut self, id: CommId) -> &mut CommEntry {
+        self.comms[id.0].as_mut().expect("validated communicator")
+    }
+
+    /// Remembers which communicator a request belongs to (for its errors).
+    pub fn note_request(&mut self, id: ReqId, comm: MPI_Comm) {
+        let i = (id.0 & 0xffff_ffff) as usize;
+        if self.req_comm.len() <= i {
+            self.req_comm.resize(i + 1, MPI_COMM_WORLD);
+        }
+        self.req_comm[i] = comm;
+    }
+
+    pub fn request_comm(&self, id: ReqId) -> MPI_Comm {
+        self.req_comm
+            .get((id.0 & 0xffff_ffff) as usize)
+            .copied()
+            .unwrap_or(MPI_COMM_WORLD)
+    }
+}
+
+const UNINIT: u8 = 0;
+const ACTIVE: u8 = 1;
+const FINALIZED: u8 = 2;
+
+struct Global {
+    phase: AtomicU8,
+    /// Held by the thread inside the library; one atomic operation to enter
+    /// and one to leave.
+    busy: AtomicBool,
+    state: UnsafeCell<Option<State>>,
+}
+
+// SAFETY: `state` is only touched by the thread that holds `busy` (see
+// `Owner`), so at most one thread accesses it at a time.
+unsafe impl Sync for Global {}
+
+static GLOBAL: Global = Global {
+    phase: AtomicU8::new(UNINIT),
+    busy: AtomicBool::new(false),
+    state: UnsafeCell::new(None),
+};
+
+/// Proof of holding the library; released on drop, also while unwinding.
+struct Owner;
+
+impl Owner {
+    fn acquire() -> Owner {
+        while GLOBAL
+            .busy
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            // Another thread is inside (the application promised it would not
+            // be, at MPI_THREAD_SERIALIZED); wait our turn rather than race.
+            std::thread::yield_now();
+        }
+        Owner
+    }
+
+    fn slot(&mut self) -> &mut Option<State> {
+        // SAFETY: holding `busy` gives exclusive access to the state; the
+        // borrow is tied to `self`, which cannot outlive the ownership.
+        unsafe { &mut *GLOBAL.state.get() }
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        GLOBAL.busy.store(false, Ordering::Release);
+    }
+}
+
+pub fn is_initialized() -> bool {
+    GLOBAL.phase.load(Ordering::Acquire) != UNINIT
+}
+
+pub fn is_finalized() -> bool {
+    GLOBAL.phase.load(Ordering::Acquire) == FINALIZED
+}
+
+/// A failed call: the error and the communicator whose handler deals with it.
+pub struct Fail {
+    pub comm: MPI_Comm,
+    pub error: Error,
+}
+
+impl Fail {
+    pub fn new(comm: MPI_Comm, class: ErrorClass, msg: impl Into<String>) -> Fail {
+        Fail {
+            comm,
+            error: Error::new(class, msg),
+        }
+    }
+}
+
+/// Result of an exported function's body.
+pub type Outcome = Result<(), Fail>;
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs the body of an exported function that needs an initialized library.
+pub fn call(func: &'static str, body: impl FnOnce(&mut State) -> Outcome) -> c_int {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let mut owner = Owner::acquire();
+        let Some(state) = owner.slot().as_mut() else {
+            let why = if is_finalized() {
+                "called after MPI_Finalize"
+            } else {
+                "called before MPI_Init"
+            };
+            errhandler::fatal_without_state(func, why);
+        };
+        match body(state) {
+            Ok(()) => MPI_SUCCESS,
+            Err(f) => errhandler::raise(state, func, f),
+        }
+    }));
+    match result {
+        Ok(code) => code,
+        Err(p) => {
+            eprintln!("tandem: internal error in {func}: {}", panic_message(&*p));
+            MPI_ERR_INTERN
+        }
+    }
+}
+
+/// Runs a body that needs no library state (it may run before init).
+pub fn call_stateless(func: &'static str, body: impl FnOnce() -> c_int) -> c_int {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(code) => code,
+        Err(p) => {
+            eprintln!("tandem: internal error in {func}: {}", panic_message(&*p));
+            MPI_ERR_INTERN
+        }
+    }
+}
+
+/// Creates the state (MPI_Init).
+pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
+    call_stateless(func, || {
+        let mut owner = Owner::acquire();
+        if GLOBAL.phase.load(Ordering::Acquire) != UNINIT {
+            errhandler::fatal_without_state(func, "MPI is already initialized (or finalized)");
+        }
+        match Runtime::init() {
+            Ok(rt) => {
+                *owner.slot() = Some(State::new(rt, thread_level));
+                GLOBAL.phase.store(ACTIVE, Ordering::Release);
+                MPI_SUCCESS
+            }
+            Err(e) => errhandler::fatal_without_state(func, &e.message),
+        }
+    })
+}
+
+/// Tears the state down (MPI_Finalize).
+pub fn finalize(func: &'static str) -> c_int {
+    call_stateless(func, || {
+        let mut owner = Owner::acquire();
+        let Some(state) = owner.slot().take() else {
+            errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");
+        };
+        GLOBAL.phase.store(FINALIZED, Ordering::Release);
+        match state.rt.finalize() {
+            Ok(()) => MPI_SUCCESS,
+            Err(e) => {
+                eprintln!("tandem: {func}: {}", e.message);
+                e.class.code()
+            }
+        }
+    })
+}
