@@ -295,6 +295,12 @@ impl FrameSink for Matcher {
     ) -> std::result::Result<(), String> {
         match (h.kind, payload) {
             (FrameKind::Eager, Payload::Buffer(data)) => {
+                // A receive posted while this payload was arriving matches it now.
+                if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
+                    self.unexpected_bytes -= data.len();
+                    self.deliver_buffered(id, h.src, h.tag, &data);
+                    return Ok(());
+                }
                 self.context(h.context).unexpected.push_back(Unexpected {
                     src: h.src,
                     peer,

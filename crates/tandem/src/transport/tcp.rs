@@ -139,8 +139,6 @@ pub struct TcpTransport {
     handshakes: usize,
     /// Losses found outside `progress` (during `send`), reported at the next one.
     lost_pending: Vec<(u32, String)>,
-    /// Frames completed outside `progress`, reported at the next one.
-    done_later: Vec<u64>,
 }
 
 fn errno() -> io::Error {
@@ -227,7 +225,6 @@ impl TcpTransport {
             paused: Vec::new(),
             handshakes: 0,
             lost_pending: Vec::new(),
-            done_later: Vec::new(),
         };
         t.epoll_ctl(
             libc::EPOLL_CTL_ADD,
@@ -444,13 +441,11 @@ impl TcpTransport {
             sink.on_peer_lost(peer, &why);
             did = true;
         }
-        for token in std::mem::take(&mut self.done_later) {
-            sink.on_send_done(token);
-            did = true;
-        }
         if !self.paused.is_empty() {
             did |= self.resume_paused(sink);
         }
+        // Work found above must reach the caller before it may sleep.
+        let timeout_ms = if did { 0 } else { timeout_ms };
         let timeout = if self.handshakes > 0 && timeout_ms != 0 {
             // Wake up in time to enforce handshake deadlines.
             if timeout_ms < 0 {
@@ -527,8 +522,8 @@ impl TcpTransport {
         };
         match conn.state {
             ConnState::Connecting => self.finish_connect(c),
-            ConnState::AwaitReply => self.read_reply(c),
-            ConnState::AwaitHello => self.read_hello(c),
+            ConnState::AwaitReply => self.read_reply(c, sink),
+            ConnState::AwaitHello => self.read_hello(c, sink),
             ConnState::Established => {
                 let hangup = events & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
                 if hangup && matches!(conn.rx, RxState::Paused { .. }) {
@@ -607,7 +602,7 @@ impl TcpTransport {
         Ok(true)
     }
 
-    fn read_reply(&mut self, c: usize) -> Served {
+    fn read_reply(&mut self, c: usize, sink: &mut dyn FrameSink) -> Served {
         match self.read_handshake(c, HELLO_REPLY_LEN) {
             Ok(false) => Served::Fine,
             Err(why) => Served::Close(why),
@@ -618,7 +613,7 @@ impl TcpTransport {
                 match wire::decode_hello_reply(&reply) {
                     Ok(true) => {
                         self.peers[peer as usize].pending_out = None;
-                        self.establish(c, peer)
+                        self.establish(c, peer, sink)
                     }
                     // The peer keeps the connection it opened to us.
                     Ok(false) => {
@@ -632,7 +627,7 @@ impl TcpTransport {
         }
     }
 
-    fn read_hello(&mut self, c: usize) -> Served {
+    fn read_hello(&mut self, c: usize, sink: &mut dyn FrameSink) -> Served {
         match self.read_handshake(c, HELLO_LEN) {
             Ok(false) => Served::Fine,
             // A stranger that hung up or sent garbage: drop it quietly.
@@ -672,12 +667,12 @@ impl TcpTransport {
                     self.drop_conn(old);
                 }
                 self.conn(c).peer = Some(peer);
-                self.establish(c, peer)
+                self.establish(c, peer, sink)
             }
         }
     }
 
-    fn establish(&mut self, c: usize, peer: u32) -> Served {
+    fn establish(&mut self, c: usize, peer: u32, sink: &mut dyn FrameSink) -> Served {
         self.handshakes -= 1;
         let conn = self.conn(c);
         conn.state = ConnState::Established;
@@ -693,7 +688,7 @@ impl TcpTransport {
         if self.peers[peer as usize].sendq.is_empty() {
             Served::Fine
         } else {
-            self.flush(c, None)
+            self.flush(c, Some(sink))
         }
     }
 
@@ -725,10 +720,18 @@ impl TcpTransport {
             return;
         };
         let peer = conn.peer;
+        // Only the peer's working connection, or its only attempt, matters;
+        // a losing duplicate may close without harm.
         let owner = peer.filter(|&p| {
             let pe = &self.peers[p as usize];
-            pe.conn == Some(c) || pe.pending_out == Some(c)
+            pe.conn == Some(c) || (pe.pending_out == Some(c) && pe.conn.is_none())
         });
+        if let Some(p) = peer {
+            let pe = &mut self.peers[p as usize];
+            if pe.pending_out == Some(c) {
+                pe.pending_out = None;
+            }
+        }
         self.drop_conn(c);
         if let Some(p) = owner {
             let reason = format!("rank {p} is unreachable ({why})");
@@ -817,12 +820,10 @@ impl TcpTransport {
                 left -= take;
                 if f.written == f.total() {
                     let f = q.pop_front().unwrap();
+                    // Without a sink (called from `send`), the caller learns
+                    // of completion from the emptied queue.
                     if let (Some(t), Some(s)) = (f.token, sink.as_deref_mut()) {
                         s.on_send_done(t);
-                    } else if let Some(t) = f.token {
-                        // Completed outside progress (first flush after connect):
-                        // report it at the next progress pass.
-                        self.done_later.push(t);
                     }
                 }
             }
