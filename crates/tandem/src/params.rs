@@ -53,8 +53,8 @@ pub static REGISTRY: &[Param] = &[
     Param {
         name: "spin_us",
         kind: Kind::UInt,
-        default: "50",
-        help: "microseconds a waiting rank polls before it blocks in the kernel until a peer wakes it",
+        default: "1000",
+        help: "microseconds a waiting rank polls before it blocks in the kernel until a peer wakes it (cut to 0 when a host has more ranks than CPUs, unless set explicitly)",
     },
     Param {
         name: "unexpected_limit",
@@ -323,7 +323,7 @@ mod tests {
             .unwrap();
         assert_eq!(s.uint("eager_limit"), 128 * 1024);
         assert_eq!(s.describe("eager_limit").1, Source::Environment);
-        assert_eq!(s.uint("spin_us"), 50);
+        assert_eq!(s.uint("spin_us"), 1000);
         assert_eq!(s.describe("spin_us").1, Source::Default);
     }
 

@@ -95,6 +95,12 @@ impl Runtime {
             link.fence()?;
         }
         let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
+        // Polling only helps while every rank has a CPU of its own; on an
+        // oversubscribed host it steals the time the peer needs to answer.
+        let mut spin_us = settings.uint("spin_us");
+        if settings.describe("spin_us").1 == params::Source::Default && job.local_size as usize > usable_cpus() {
+            spin_us = 0;
+        }
         let mut p2p = P2p::new(
             job.rank,
             job.size,
@@ -102,7 +108,7 @@ impl Runtime {
             P2pConfig {
                 eager_limit,
                 unexpected_limit: settings.uint("unexpected_limit") as usize,
-                spin: Duration::from_micros(settings.uint("spin_us")),
+                spin: Duration::from_micros(spin_us),
             },
         );
         let world: Arc<[u32]> = (0..job.size).collect();
@@ -335,6 +341,11 @@ impl Runtime {
     pub fn master(&self) -> Option<Arc<Mutex<MasterLink>>> {
         self.master.clone()
     }
+}
+
+/// CPUs this process may run on.
+fn usable_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Asks the launcher to end the job, then exits with `code`.

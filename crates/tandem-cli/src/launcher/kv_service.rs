@@ -1,0 +1,580 @@
+//! The master's key-value and fence service (the server side of the line
+//! protocol documented in `tandem::bootstrap`).
+//!
+//! Every connection must authenticate with `HELLO <secret> <rank>` first.
+//! Anything unexpected from a client — a wrong secret, a malformed or
+//! over-long line, a request before HELLO, a rank that already said HELLO,
+//! no HELLO within [`HELLO_TIMEOUT`] — silently closes that connection;
+//! the job carries on.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+use tandem::bootstrap::secrets_equal;
+
+/// Longest request line accepted, without its newline.
+pub const MAX_LINE: usize = 64 * 1024;
+/// How long a new connection has to say HELLO.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Unauthenticated connections held at once; further ones wait in the
+/// listen backlog, so strangers cannot exhaust the launcher's descriptors.
+const MAX_HANDSHAKES: usize = 64;
+/// Input held for a rank that pipelines requests behind a pending FENCE.
+const MAX_BUFFERED_INPUT: usize = 1 << 20;
+/// Pause after accept fails for lack of descriptors, so a listener that
+/// stays readable does not spin the event loop.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Replies held for a rank that does not read them.
+const MAX_UNSENT_OUTPUT: usize = 16 << 20;
+
+/// One request, parsed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Request<'a> {
+    Hello { secret: &'a str, rank: u32 },
+    Put { key: &'a str, value: &'a str },
+    Get { key: &'a str },
+    Fence,
+    Finalize,
+    Abort { code: i32, message: &'a str },
+}
+
+/// Parses one line (without its newline); `None` if it is malformed.
+pub fn parse_request(line: &str) -> Option<Request<'_>> {
+    // "FENCE " is as malformed as "PUT  k v": words are separated by single spaces.
+    let (verb, rest, words): (&str, &str, Vec<&str>) = match line.split_once(' ') {
+        Some((verb, rest)) => (verb, rest, rest.split(' ').collect()),
+        None => (line, "", Vec::new()),
+    };
+    match (verb, words.as_slice()) {
+        ("HELLO", [secret, rank]) => Some(Request::Hello {
+            secret,
+            rank: parse_rank(rank)?,
+        }),
+        ("PUT", [key, value]) if is_token(key) && is_token(value) => {
+            Some(Request::Put { key, value })
+        }
+        ("GET", [key]) if is_token(key) => Some(Request::Get { key }),
+        ("FENCE", []) => Some(Request::Fence),
+        ("FINALIZE", []) => Some(Request::Finalize),
+        ("ABORT", _) => {
+            // The message is free text, spaces included.
+            let (code, message) = rest.split_once(' ').unwrap_or((rest, ""));
+            let code = code.parse::<i32>().ok()?;
+            Some(Request::Abort { code, message })
+        }
+        _ => None,
+    }
+}
+
+fn parse_rank(text: &str) -> Option<u32> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// Keys and values are non-empty printable ASCII without spaces.
+fn is_token(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// A rank asked to end the job.
+#[derive(Debug, PartialEq, Eq)]
+pub struct AbortRequest {
+    pub rank: u32,
+    pub code: i32,
+    pub message: String,
+}
+
+/// Which of the service's descriptors became ready.
+#[derive(Clone, Copy, Debug)]
+pub enum Token {
+    Listener,
+    Conn(u64),
+}
+
+#[derive(Clone, Copy)]
+enum ConnState {
+    AwaitingHello { deadline: Instant },
+    Rank { rank: u32, in_fence: bool },
+}
+
+struct Conn {
+    stream: TcpStream,
+    input: Vec<u8>,
+    output: Vec<u8>,
+    state: ConnState,
+}
+
+impl Conn {
+    fn in_fence(&self) -> bool {
+        matches!(self.state, ConnState::Rank { in_fence: true, .. })
+    }
+}
+
+/// What to do after one request.
+enum Step {
+    Reply(String),
+    /// FENCE: the answer comes when every rank has arrived.
+    Wait,
+    Close,
+    Abort(AbortRequest),
+}
+
+/// The service: listener, connections, the shared map and fence state.
+pub struct KvService {
+    listener: Option<TcpListener>,
+    addr: SocketAddr,
+    secret_hex: String,
+    size: u32,
+    conns: BTreeMap<u64, Conn>,
+    next_id: u64,
+    store: HashMap<String, String>,
+    said_hello: Vec<bool>,
+    finalized: Vec<bool>,
+    ranks_in_fence: u32,
+    fence_released: bool,
+    accept_paused_until: Option<Instant>,
+}
+
+impl KvService {
+    /// Listens on a free loopback port for a job of `size` ranks.
+    pub fn bind(size: u32, secret_hex: String) -> io::Result<KvService> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        Ok(KvService {
+            listener: Some(listener),
+            addr,
+            secret_hex,
+            size,
+            conns: BTreeMap::new(),
+            next_id: 0,
+            store: HashMap::new(),
+            said_hello: vec![false; size as usize],
+            finalized: vec![false; size as usize],
+            ranks_in_fence: 0,
+            fence_released: false,
+            accept_paused_until: None,
+        })
+    }
+
+    /// The address ranks connect to.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn said_hello(&self, rank: u32) -> bool {
+        self.said_hello[rank as usize]
+    }
+
+    pub fn finalized(&self, rank: u32) -> bool {
+        self.finalized[rank as usize]
+    }
+
+    /// Ranks currently waiting in a fence.
+    pub fn ranks_in_fence(&self) -> u32 {
+        self.ranks_in_fence
+    }
+
+    /// Descriptors to poll, with their events.
+    pub fn interest(&self, out: &mut Vec<(RawFd, libc::c_short, Token)>) {
+        if let Some(l) = &self.listener {
+            if self.handshakes() < MAX_HANDSHAKES && self.accept_paused_until.is_none() {
+                out.push((l.as_raw_fd(), libc::POLLIN, Token::Listener));
+            }
+        }
+        for (&id, c) in &self.conns {
+            let mut events = libc::POLLIN;
+            if !c.output.is_empty() {
+                events |= libc::POLLOUT;
+            }
+            out.push((c.stream.as_raw_fd(), events, Token::Conn(id)));
+        }
+    }
+
+    /// Handles readiness of one descriptor; returns a rank's ABORT request.
+    pub fn on_ready(&mut self, token: Token, revents: libc::c_short) -> Option<AbortRequest> {
+        match token {
+            Token::Listener => {
+                self.accept_all();
+                None
+            }
+            Token::Conn(id) => {
+                if revents & libc::POLLOUT != 0 {
+                    self.flush(id);
+                }
+                if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                    if let Some(abort) = self.read(id) {
+                        return Some(abort);
+                    }
+                }
+                if self.fence_released {
+                    return self.process_all();
+                }
+                None
+            }
+        }
+    }
+
+    /// When the next unauthenticated connection times out (or accepting
+    /// resumes).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.conns
+            .values()
+            .filter_map(|c| match c.state {
+                ConnState::AwaitingHello { deadline } => Some(deadline),
+                ConnState::Rank { .. } => None,
+            })
+            .chain(self.accept_paused_until)
+            .min()
+    }
+
+    /// Drops connections that did not say HELLO in time; ends an accept pause.
+    pub fn expire(&mut self, now: Instant) {
+        if self.accept_paused_until.is_some_and(|t| t <= now) {
+            self.accept_paused_until = None;
+        }
+        let late: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.state, ConnState::AwaitingHello { deadline } if deadline <= now))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in late {
+            self.close(id);
+        }
+    }
+
+    /// Closes the listener and every connection: ranks see the job ending.
+    pub fn shutdown(&mut self) {
+        self.listener = None;
+        self.conns.clear();
+        self.ranks_in_fence = 0;
+    }
+
+    fn handshakes(&self) -> usize {
+        self.conns
+            .values()
+            .filter(|c| matches!(c.state, ConnState::AwaitingHello { .. }))
+            .count()
+    }
+
+    fn accept_all(&mut self) {
+        while self.handshakes() < MAX_HANDSHAKES {
+            let Some(listener) = &self.listener else {
+                return;
+            };
+            let stream = match listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                // Out of descriptors (or another transient error): the
+                // connection stays queued; try again a little later.
+                Err(_) => {
+                    self.accept_paused_until = Some(Instant::now() + ACCEPT_BACKOFF);
+                    return;
+                }
+            };
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
+            let _ = stream.set_nodelay(true);
+            let id = self.next_id;
+            self.next_id += 1;
+            self.conns.insert(
+                id,
+                Conn {
+                    stream,
+                    input: Vec::new(),
+                    output: Vec::new(),
+                    state: ConnState::AwaitingHello {
+                        deadline: Instant::now() + HELLO_TIMEOUT,
+                    },
+                },
+            );
+        }
+    }
+
+    /// Reads what the connection has, handling each complete line as it comes.
+    fn read(&mut self, id: u64) -> Option<AbortRequest> {
+        let mut buf = [0u8; 16 * 1024];
+        for _ in 0..64 {
+            let conn = self.conns.get_mut(&id)?;
+            match conn.stream.read(&mut buf) {
+                Ok(0) => {
+                    self.close(id);
+                    return None;
+                }
+                Ok(n) => {
+                    conn.input.extend_from_slice(&buf[..n]);
+                    if conn.input.len() > MAX_BUFFERED_INPUT {
+                        self.close(id);
+                        return None;
+                    }
+                    if let Some(abort) = self.process_lines(id) {
+                        return Some(abort);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                Err(_) => {
+                    self.close(id);
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    /// Handles the complete lines buffered for `id`, stopping at a FENCE
+    /// that is still waiting (its answer must come before later ones).
+    fn process_lines(&mut self, id: u64) -> Option<AbortRequest> {
+        loop {
+            let conn = self.conns.get_mut(&id)?;
+            if conn.in_fence() {
+                return None;
+            }
+            let Some(end) = conn.input.iter().position(|&b| b == b'\n') else {
+                if conn.input.len() > MAX_LINE {
+                    self.close(id);
+                }
+                return None;
+            };
+            if end > MAX_LINE {
+                self.close(id);
+                return None;
+            }
+            let line: Vec<u8> = conn.input.drain(..=end).collect();
+            match self.handle_line(id, &line[..end]) {
+                Step::Reply(text) => self.send(id, &text),
+                Step::Wait => {}
+                Step::Close => {
+                    self.close(id);
+                    return None;
+                }
+                Step::Abort(abort) => return Some(abort),
+            }
+        }
+    }
+
+    /// After a fence completes, ranks may have requests queued behind it.
+    fn process_all(&mut self) -> Option<AbortRequest> {
+        while self.fence_released {
+            self.fence_released = false;
+            let ids: Vec<u64> = self.conns.keys().copied().collect();
+            for id in ids {
+                if let Some(abort) = self.process_lines(id) {
+                    return Some(abort);
+                }
+            }
+        }
+        None
+    }
+
+    fn handle_line(&mut self, id: u64, line: &[u8]) -> Step {
+        let Some(request) = std::str::from_utf8(line).ok().and_then(parse_request) else {
+            return Step::Close;
+        };
+        let state = self.conns[&id].state;
+        let (rank, request) = match (state, request) {
+            (ConnState::AwaitingHello { .. }, Request::Hello { secret, rank }) => {
+                let ok = secrets_equal(secret.as_bytes(), self.secret_hex.as_bytes())
+                    && rank < self.size
+                    && !self.said_hello[rank as usize];
+                if !ok {
+                    return Step::Close;
+                }
+                self.said_hello[rank as usize] = true;
+                self.set_state(
+                    id,
+                    ConnState::Rank {
+                        rank,
+                        in_fence: false,
+                    },
+                );
+                return Step::Reply("OK".into());
+            }
+            (ConnState::AwaitingHello { .. }, _)
+            | (ConnState::Rank { .. }, Request::Hello { .. }) => {
+                return Step::Close;
+            }
+            (ConnState::Rank { rank, .. }, request) => (rank, request),
+        };
+        match request {
+            Request::Put { key, value } => {
+                self.store.insert(key.to_string(), value.to_string());
+                Step::Reply("OK".into())
+            }
+            Request::Get { key } => Step::Reply(match self.store.get(key) {
+                Some(v) => format!("VALUE {v}"),
+                None => "MISSING".into(),
+            }),
+            Request::Fence => {
+                self.set_state(
+                    id,
+                    ConnState::Rank {
+                        rank,
+                        in_fence: true,
+                    },
+                );
+                self.ranks_in_fence += 1;
+                if self.ranks_in_fence == self.size {
+                    self.release_fence();
+                }
+                Step::Wait
+            }
+            Request::Finalize => {
+                self.finalized[rank as usize] = true;
+                Step::Reply("OK".into())
+            }
+            Request::Abort { code, message } => Step::Abort(AbortRequest {
+                rank,
+                code,
+                message: message
+                    .chars()
+                    .map(|c| if c.is_control() { '?' } else { c })
+                    .collect(),
+            }),
+            Request::Hello { .. } => Step::Close,
+        }
+    }
+
+    fn set_state(&mut self, id: u64, state: ConnState) {
+        if let Some(c) = self.conns.get_mut(&id) {
+            c.state = state;
+        }
+    }
+
+    /// Every rank is in the fence: answer them all.
+    fn release_fence(&mut self) {
+        let waiting: Vec<u64> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.in_fence())
+            .map(|(&id, _)| id)
+            .collect();
+        for id in waiting {
+            if let Some(ConnState::Rank { rank, .. }) = self.conns.get(&id).map(|c| c.state) {
+                self.set_state(
+                    id,
+                    ConnState::Rank {
+                        rank,
+                        in_fence: false,
+                    },
+                );
+            }
+            self.send(id, "OK");
+        }
+        self.ranks_in_fence = 0;
+        self.fence_released = true;
+    }
+
+    fn send(&mut self, id: u64, text: &str) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        conn.output.extend_from_slice(text.as_bytes());
+        conn.output.push(b'\n');
+        if conn.output.len() > MAX_UNSENT_OUTPUT {
+            self.close(id);
+            return;
+        }
+        self.flush(id);
+    }
+
+    fn flush(&mut self, id: u64) {
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        while !conn.output.is_empty() {
+            match conn.stream.write(&conn.output) {
+                Ok(0) => break,
+                Ok(n) => {
+                    conn.output.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.close(id);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, id: u64) {
+        if let Some(conn) = self.conns.remove(&id) {
+            if conn.in_fence() {
+                self.ranks_in_fence -= 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_requests() {
+        assert_eq!(
+            parse_request("HELLO ab 3"),
+            Some(Request::Hello {
+                secret: "ab",
+                rank: 3
+            })
+        );
+        assert_eq!(
+            parse_request("PUT k v"),
+            Some(Request::Put {
+                key: "k",
+                value: "v"
+            })
+        );
+        assert_eq!(parse_request("GET k"), Some(Request::Get { key: "k" }));
+        assert_eq!(parse_request("FENCE"), Some(Request::Fence));
+        assert_eq!(parse_request("FINALIZE"), Some(Request::Finalize));
+        assert_eq!(
+            parse_request("ABORT 3 it went  wrong"),
+            Some(Request::Abort {
+                code: 3,
+                message: "it went  wrong"
+            })
+        );
+        assert_eq!(
+            parse_request("ABORT -1"),
+            Some(Request::Abort {
+                code: -1,
+                message: ""
+            })
+        );
+    }
+
+    #[test]
+    fn rejects_malformed_requests() {
+        for bad in [
+            "",
+            "HELLO",
+            "HELLO s",
+            "HELLO s +1",
+            "HELLO s 1 2",
+            "PUT k",
+            "PUT k v w",
+            "PUT  k v",
+            "GET",
+            "GET a b",
+            "FENCE now",
+            "FINALIZE ",
+            "ABORT",
+            "ABORT x msg",
+            "hello s 1",
+            "PUT k\tv x",
+        ] {
+            assert_eq!(parse_request(bad), None, "{bad:?}");
+        }
+    }
+}
