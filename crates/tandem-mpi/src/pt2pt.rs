@@ -5,6 +5,8 @@
 //! arrays of `count` entries, writable outputs); null where the standard
 //! allows it (`MPI_STATUS_IGNORE`), and checked otherwise.
 #![allow(clippy::missing_safety_doc)]
+// The MPI signatures decide the argument lists.
+#![allow(clippy::too_many_arguments)]
 
 use std::os::raw::{c_int, c_void};
 
@@ -909,7 +911,7 @@ pub unsafe extern "C" fn MPI_Get_count(
         let bytes = args::status_bytes(unsafe { &*status });
         let n = if size == 0 {
             0
-        } else if bytes % size != 0 || bytes / size > c_int::MAX as u64 {
+        } else if !bytes.is_multiple_of(size) || bytes / size > c_int::MAX as u64 {
             MPI_UNDEFINED
         } else {
             (bytes / size) as c_int

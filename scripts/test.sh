@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The test suite: formatting, lints, unit tests and multi-process
+# integration tests (C programs built with `tandem cc`, run with `tandem run`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+
+cargo fmt --all --check
+cargo build --release --workspace
+cargo clippy --release --workspace --all-targets -- -D warnings
+cargo test --release --workspace
