@@ -3,9 +3,7 @@
 
 use tandem::params::{self, Settings};
 
-/// `TANDEM_*` variables that configure the `tandem` command itself rather
-/// than the library (`tandem cc` reads them); they are not parameters.
-pub const TOOL_VARS: &[&str] = &["TANDEM_CC", "TANDEM_CXX"];
+pub use tandem::params::TOOL_ENV as TOOL_VARS;
 
 /// The launcher's `TANDEM_*` environment variables that should be parameters
 /// (job and tool variables left out). A value that is not UTF-8 is kept as

@@ -36,6 +36,10 @@ pub const ENV_PREFIX: &str = "TANDEM_";
 /// Environment variables the launcher sets for its own use (not parameters).
 pub const JOB_ENV_PREFIX: &str = "TANDEM_JOB_";
 
+/// `TANDEM_*` variables that configure the `tandem` command itself (`tandem
+/// cc` reads them); they are not parameters.
+pub const TOOL_ENV: &[&str] = &["TANDEM_CC", "TANDEM_CXX"];
+
 /// All parameters, in the order `tandem info` lists them.
 pub static REGISTRY: &[Param] = &[
     Param {
@@ -238,7 +242,19 @@ impl Settings {
     /// Fails with a clear message on a malformed value or on a `TANDEM_*`
     /// variable that names no parameter.
     pub fn from_env() -> Result<Settings, String> {
-        Self::from_vars(std::env::vars())
+        let mut vars = Vec::new();
+        for (key, value) in std::env::vars_os() {
+            let Ok(key) = key.into_string() else {
+                continue;
+            };
+            if key.starts_with(ENV_PREFIX) {
+                let value = value.into_string().map_err(|_| {
+                    format!("environment variable {key}: the value is not valid UTF-8")
+                })?;
+                vars.push((key, value));
+            }
+        }
+        Self::from_vars(vars)
     }
 
     /// Like [`Settings::from_env`] with explicit variables (for tests).
@@ -254,7 +270,7 @@ impl Settings {
             let Some(rest) = key.strip_prefix(ENV_PREFIX) else {
                 continue;
             };
-            if key.starts_with(JOB_ENV_PREFIX) {
+            if key.starts_with(JOB_ENV_PREFIX) || TOOL_ENV.contains(&key.as_str()) {
                 continue;
             }
             let Some(p) = lookup(rest) else {

@@ -98,7 +98,9 @@ impl Runtime {
         // Polling only helps while every rank has a CPU of its own; on an
         // oversubscribed host it steals the time the peer needs to answer.
         let mut spin_us = settings.uint("spin_us");
-        if settings.describe("spin_us").1 == params::Source::Default && job.local_size as usize > usable_cpus() {
+        if settings.describe("spin_us").1 == params::Source::Default
+            && job.local_size as usize > usable_cpus()
+        {
             spin_us = 0;
         }
         let mut p2p = P2p::new(

@@ -1,0 +1,343 @@
+//! Point-to-point MPI, end to end: the self-checking C programs of
+//! `tests/c/` built with `tandem cc` and run with `tandem run`, the failure
+//! scenarios (fatal error, killed rank, MPI_Abort, strangers on the job's
+//! ports), the ABI layout check and the ping-pong example.
+//!
+//! Every job runs under a deadline (60 s; the failure scenarios must also end
+//! within a few seconds), and no process of a job may outlive it.
+
+mod common;
+
+use std::net::TcpListener;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{
+    alive, assert_pass, compile, compile_source, mentions_rank, printed_pids, repo_root, run,
+    run_command, Outcome, JOB_TIMEOUT,
+};
+
+/// Builds `tests/c/<name>.c`, runs it on `np` ranks and expects `PASS <name>`.
+fn run_pass(name: &str, np: u32, args: &[&str]) -> Outcome {
+    let prog = compile(name);
+    let outcome = run(np, &[], &prog, args, JOB_TIMEOUT);
+    assert_pass(&outcome, name);
+    outcome
+}
+
+macro_rules! pass_tests {
+    ($($test:ident: $name:literal, $np:literal $(, $arg:literal)*;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                run_pass($name, $np, &[$($arg),*]);
+            }
+        )*
+    };
+}
+
+pass_tests! {
+    // The full 16 MiB sweep twice per run (2 and 4 ranks); 3 ranks up to 1 MiB.
+    pingpong_sizes_np2: "pingpong_sizes", 2;
+    pingpong_sizes_np3: "pingpong_sizes", 3, "1048576";
+    pingpong_sizes_np4: "pingpong_sizes", 4;
+    wildcards_np2: "wildcards", 2;
+    wildcards_np3: "wildcards", 3;
+    wildcards_np4: "wildcards", 4;
+    ordering_np2: "ordering", 2;
+    ordering_np3: "ordering", 3;
+    ordering_np4: "ordering", 4;
+    truncate_np2: "truncate", 2;
+    truncate_np3: "truncate", 3;
+    truncate_np4: "truncate", 4;
+    probe_np2: "probe", 2;
+    probe_np3: "probe", 3;
+    probe_np4: "probe", 4;
+    many_requests_np1: "many_requests", 1;
+    many_requests_np2: "many_requests", 2;
+    many_requests_np3: "many_requests", 3;
+    many_requests_np4: "many_requests", 4;
+    self_send_np1: "self_send", 1;
+    self_send_np2: "self_send", 2;
+    self_send_np3: "self_send", 3;
+    self_send_np4: "self_send", 4;
+    ssend_rsend_np2: "ssend_rsend", 2;
+    ssend_rsend_np3: "ssend_rsend", 3;
+    ssend_rsend_np4: "ssend_rsend", 4;
+    comm_dup_np2: "comm_dup", 2;
+    comm_dup_np3: "comm_dup", 3;
+    comm_dup_np4: "comm_dup", 4;
+    errors_np1: "errors", 1;
+    errors_np2: "errors", 2;
+    errors_np3: "errors", 3;
+    errors_np4: "errors", 4;
+    init_query_np1: "init_query", 1;
+    init_query_np2: "init_query", 2;
+    init_query_np3: "init_query", 3;
+    init_query_np4: "init_query", 4;
+    // Programs that need 2 ranks skip cleanly (and still say PASS) on 1.
+    ordering_np1_skips: "ordering", 1;
+}
+
+/// Fails unless the job failed as a failure scenario should: not success,
+/// neither PASS nor FAIL printed, no process left behind, and every pid the
+/// ranks printed gone.
+fn assert_failed_cleanly(outcome: &Outcome, name: &str) {
+    assert!(
+        !outcome.status.success(),
+        "{name}: the job should have failed\n{}",
+        outcome.describe()
+    );
+    assert!(
+        !outcome.has_line(&format!("PASS {name}")),
+        "{name}: printed PASS although it should have been stopped\n{}",
+        outcome.describe()
+    );
+    assert!(
+        !outcome.output().contains(": FAIL "),
+        "{name}: the program reported a failed check (an MPI call returned where it should not have)\n{}",
+        outcome.describe()
+    );
+    assert!(
+        outcome.leftovers.is_empty(),
+        "{name}: processes outlived the job\n{}",
+        outcome.describe()
+    );
+    for pid in printed_pids(&outcome.stdout) {
+        assert!(
+            !alive(pid),
+            "{name}: rank process {pid} still alive\n{}",
+            outcome.describe()
+        );
+    }
+}
+
+#[test]
+fn fatal_error_ends_the_job_naming_rank_function_and_reason() {
+    let prog = compile("fatal_error");
+    let outcome = run(3, &[], &prog, &[], JOB_TIMEOUT);
+    assert_failed_cleanly(&outcome, "fatal_error");
+    assert!(
+        outcome.elapsed < Duration::from_secs(10),
+        "the fatal error took {:?} to end the job\n{}",
+        outcome.elapsed,
+        outcome.describe()
+    );
+    // The program's own lines go to stdout; the error report must be on stderr.
+    let err = &outcome.stderr;
+    let reason = ["MPI_ERR_RANK", "invalid rank", "99"];
+    assert!(
+        err.contains("MPI_Send") && mentions_rank(err, 1) && reason.iter().any(|r| err.contains(r)),
+        "stderr should name rank 1, MPI_Send and the reason (one of {reason:?})\n{}",
+        outcome.describe()
+    );
+}
+
+/// Seconds since the epoch.
+fn epoch_secs(t: SystemTime) -> f64 {
+    t.duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+#[test]
+fn killed_rank_ends_the_job_within_two_seconds() {
+    let prog = compile("killed_rank");
+    let outcome = run(3, &[], &prog, &[], JOB_TIMEOUT);
+    assert_failed_cleanly(&outcome, "killed_rank");
+    assert!(
+        outcome.elapsed < Duration::from_secs(5),
+        "the job took {:?} in all (limit 5 s)\n{}",
+        outcome.elapsed,
+        outcome.describe()
+    );
+    let killed_at: f64 = outcome
+        .stdout
+        .lines()
+        .find_map(|l| l.split("rank 1: raising SIGKILL at ").nth(1))
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no \"rank 1: raising SIGKILL at T\" line\n{}",
+                outcome.describe()
+            )
+        });
+    let after = epoch_secs(outcome.ended_at) - killed_at;
+    assert!(
+        after < 2.0,
+        "tandem run ended {after:.3} s after rank 1 killed itself (limit 2 s)\n{}",
+        outcome.describe()
+    );
+    let err = &outcome.stderr;
+    assert!(
+        mentions_rank(err, 1) && (err.contains("SIGKILL") || err.contains("signal 9")),
+        "stderr should name rank 1 and SIGKILL (or signal 9)\n{}",
+        outcome.describe()
+    );
+}
+
+#[test]
+fn abort_ends_the_job_with_its_error_code() {
+    let prog = compile("abort");
+    let outcome = run(3, &[], &prog, &[], JOB_TIMEOUT);
+    assert_failed_cleanly(&outcome, "abort");
+    assert_eq!(
+        outcome.code(),
+        Some(7),
+        "exit status\n{}",
+        outcome.describe()
+    );
+    assert!(
+        outcome.elapsed < Duration::from_secs(5),
+        "the job took {:?} in all (limit 5 s)\n{}",
+        outcome.elapsed,
+        outcome.describe()
+    );
+    let err = &outcome.stderr;
+    assert!(
+        mentions_rank(err, 0) && err.contains("MPI_Abort"),
+        "stderr should name rank 0 and MPI_Abort\n{}",
+        outcome.describe()
+    );
+}
+
+/// A range of `len` loopback ports that are free now, below the kernel's
+/// ephemeral range (32768 and up) so that no other job's ranks, which listen
+/// on ephemeral ports, can be in it.
+fn free_port_range(len: u16) -> (u16, u16) {
+    let seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos()
+        ^ std::process::id();
+    for attempt in 0..50u32 {
+        let low = 20000 + (seed.wrapping_add(attempt.wrapping_mul(7919)) % 12000) as u16;
+        let high = low + len - 1;
+        if (low..=high).all(|p| TcpListener::bind(("127.0.0.1", p)).is_ok()) {
+            return (low, high);
+        }
+    }
+    panic!("found no {len} free ports in 20000-32767");
+}
+
+#[test]
+fn bad_peer_strangers_do_not_disturb_the_job() {
+    let prog = compile("bad_peer");
+    let np = 3;
+    let (low, high) = free_port_range(20);
+    let set = format!("tcp_port_range={low}-{high}");
+    let outcome = run(np, &["--set", &set], &prog, &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "bad_peer");
+    // The stranger part really ran: each rank listens in the range.
+    let hits: Option<u32> = outcome
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("sent garbage to "))
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok());
+    assert!(
+        hits.is_some_and(|h| h >= np),
+        "expected garbage sent to at least {np} listening ports in {low}-{high}, got {hits:?}\n{}",
+        outcome.describe()
+    );
+    assert!(
+        outcome
+            .stdout
+            .contains("the launcher's service closed the connection of a stranger"),
+        "the key-value service check did not run\n{}",
+        outcome.describe()
+    );
+}
+
+#[test]
+fn abi_layout() {
+    let src = repo_root().join("tests/c/abi_layout.c");
+    if !src.exists() {
+        eprintln!("skipped: {} does not exist", src.display());
+        return;
+    }
+    let prog = compile_source(&src, "abi_layout");
+    let outcome = run_command(std::process::Command::new(&prog), JOB_TIMEOUT);
+    assert!(
+        outcome.status.success() && outcome.leftovers.is_empty(),
+        "abi_layout failed\n{}",
+        outcome.describe()
+    );
+}
+
+/// Parses the ping-pong example's rows: (size, latency in us, bandwidth in MB/s).
+fn pingpong_rows(outcome: &Outcome) -> Vec<(u64, f64, f64)> {
+    outcome
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let parsed = (f.len() == 3)
+                .then(|| Some((f[0].parse().ok()?, f[1].parse().ok()?, f[2].parse().ok()?)))
+                .flatten();
+            parsed.unwrap_or_else(|| panic!("unexpected line {l:?}\n{}", outcome.describe()))
+        })
+        .collect()
+}
+
+#[test]
+fn pingpong_example_prints_one_row_per_size() {
+    let src = repo_root().join("examples/pingpong.c");
+    let prog = compile_source(&src, "pingpong_example");
+
+    let outcome = run(2, &[], &prog, &["-m", "65536", "-r", "3"], JOB_TIMEOUT);
+    assert!(
+        outcome.status.success() && outcome.leftovers.is_empty(),
+        "{}",
+        outcome.describe()
+    );
+    assert!(
+        outcome.stdout.starts_with("# Tandem ping-pong"),
+        "the first line should be the title\n{}",
+        outcome.describe()
+    );
+    assert!(
+        outcome.has_line("# Size          Latency(us)     Bandwidth(MB/s)"),
+        "no column header\n{}",
+        outcome.describe()
+    );
+    let rows = pingpong_rows(&outcome);
+    let sizes: Vec<u64> = rows.iter().map(|r| r.0).collect();
+    let expected: Vec<u64> = std::iter::once(0)
+        .chain((0..=16).map(|k| 1u64 << k))
+        .collect();
+    assert_eq!(sizes, expected, "message sizes\n{}", outcome.describe());
+    for &(size, latency, bandwidth) in &rows {
+        assert!(
+            latency.is_finite() && latency > 0.0,
+            "latency {latency} for {size} bytes\n{}",
+            outcome.describe()
+        );
+        if size == 0 {
+            assert!(
+                bandwidth == 0.0,
+                "bandwidth {bandwidth} for 0 bytes\n{}",
+                outcome.describe()
+            );
+        } else {
+            assert!(
+                bandwidth.is_finite() && bandwidth > 0.0,
+                "bandwidth {bandwidth} for {size} bytes\n{}",
+                outcome.describe()
+            );
+        }
+    }
+
+    // Extra ranks wait at the final barrier; everyone exits 0.
+    let outcome = run(3, &[], &prog, &["-m", "1k", "-r", "2"], JOB_TIMEOUT);
+    assert!(
+        outcome.status.success() && outcome.leftovers.is_empty(),
+        "{}",
+        outcome.describe()
+    );
+    assert_eq!(
+        pingpong_rows(&outcome).len(),
+        12,
+        "rows for sizes 0..=1024\n{}",
+        outcome.describe()
+    );
+}
