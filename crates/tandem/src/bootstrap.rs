@@ -176,11 +176,16 @@ impl MasterLink {
             reader: BufReader::new(stream),
             writer,
         };
-        let reply = link.request(&format!(
-            "HELLO {} {}",
-            encode_secret(&job.secret),
-            job.rank
-        ))?;
+        let hello = format!("HELLO {} {}", encode_secret(&job.secret), job.rank);
+        let reply = link.request(&hello).map_err(|e| {
+            Error::new(
+                ErrorClass::Other,
+                format!(
+                    "the launcher refused rank {} (wrong job secret, or the rank is already connected): {e}",
+                    job.rank
+                ),
+            )
+        })?;
         if reply != "OK" {
             return Err(Error::new(
                 ErrorClass::Other,
