@@ -24,7 +24,8 @@ pub fn comm(state: &State, comm: MPI_Comm) -> Result<CommId, Fail> {
     state.comm_id(comm).map_err(|e| Fail { comm, error: e })
 }
 
-/// Size in bytes of a datatype Tandem can move.
+/// Extent in bytes of a datatype Tandem can move: the spacing of elements
+/// in a buffer, and what travels per element (hosts are alike).
 pub fn type_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
     predefined_datatype_size(dt).ok_or_else(|| {
         let what = if dt == MPI_DATATYPE_NULL {
@@ -33,6 +34,21 @@ pub fn type_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
             format!("invalid datatype handle {dt:#x}")
         };
         Fail::new(comm, ErrorClass::Type, what)
+    })
+}
+
+/// Bytes of data in one element, without the padding its extent includes
+/// (what `MPI_Type_size` reports). Only the pair types have padding.
+pub fn type_data_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
+    let extent = type_size(comm, dt)?;
+    let int = std::mem::size_of::<c_int>();
+    Ok(match dt {
+        MPI_FLOAT_INT => std::mem::size_of::<f32>() + int,
+        MPI_DOUBLE_INT => std::mem::size_of::<f64>() + int,
+        MPI_LONG_INT => std::mem::size_of::<std::os::raw::c_long>() + int,
+        MPI_SHORT_INT => std::mem::size_of::<std::os::raw::c_short>() + int,
+        MPI_LONG_DOUBLE_INT => 16 + int,
+        _ => extent,
     })
 }
 

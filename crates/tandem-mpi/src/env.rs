@@ -358,7 +358,7 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
 pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
     call("MPI_Type_size", |_| {
         args::out_ptr(MPI_COMM_WORLD, size, "size")?;
-        let n = args::type_size(MPI_COMM_WORLD, datatype)?;
+        let n = args::type_data_size(MPI_COMM_WORLD, datatype)?;
         // SAFETY: checked non-null.
         unsafe { put(size, n as c_int) };
         Ok(())
