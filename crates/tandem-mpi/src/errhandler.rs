@@ -41,9 +41,16 @@ fn rank_label() -> String {
         .unwrap_or_else(|_| "rank 0".into())
 }
 
+/// Writes one whole line to stderr in a single write, so that a rank stopped
+/// right after it never leaves half a line.
+fn report(line: String) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+}
+
 /// Ends the job after an error that has no handler to go to.
 pub fn fatal_without_state(func: &str, why: &str) -> ! {
-    eprintln!("tandem: {}: fatal error in {func}: {why}", rank_label());
+    report(format!("tandem: {}: fatal error in {func}: {why}", rank_label()));
     std::process::exit(MPI_ERR_OTHER)
 }
 
@@ -58,12 +65,17 @@ pub fn raise(state: &mut State, func: &str, fail: Fail) -> c_int {
     if handler == MPI_ERRORS_RETURN {
         return class;
     }
-    eprintln!(
+    report(format!(
         "tandem: rank {}: fatal error in {func}: {} ({})",
         state.rt.rank(),
         fail.error.message,
         class_name(class)
-    );
+    ));
+    if class == MPI_ERR_PROC_ABORTED && std::env::var_os(tandem::bootstrap::env::ADDR).is_some() {
+        // A peer died first: give the launcher time to report that rank (it
+        // stops this one within two seconds) rather than race it with ours.
+        std::thread::sleep(std::time::Duration::from_secs(3));
+    }
     // Exiting without MPI_Finalize makes the launcher stop the other ranks.
     std::process::exit(class)
 }
