@@ -1162,3 +1162,189 @@ fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     };
     (storage, len as libc::socklen_t)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::FrameKind;
+    use std::io::{Read, Write};
+    use std::sync::{Arc, Mutex};
+
+    /// Records what arrives; payloads go into fresh buffers.
+    #[derive(Default)]
+    struct Recorder {
+        frames: Vec<(u32, Header, Vec<u8>)>,
+        done: Vec<u64>,
+        lost: Vec<(u32, String)>,
+    }
+
+    impl FrameSink for Recorder {
+        fn on_header(&mut self, _peer: u32, _h: &Header) -> Result<PayloadDest, String> {
+            Ok(PayloadDest::Buffer)
+        }
+        fn on_frame(&mut self, peer: u32, h: &Header, payload: Payload) -> Result<(), String> {
+            let data = match payload {
+                Payload::Buffer(v) => v,
+                _ => Vec::new(),
+            };
+            self.frames.push((peer, *h, data));
+            Ok(())
+        }
+        fn on_send_done(&mut self, token: u64) {
+            self.done.push(token);
+        }
+        fn on_peer_lost(&mut self, peer: u32, reason: &str) {
+            self.lost.push((peer, reason.to_string()));
+        }
+    }
+
+    fn pair(secret_of_1: [u8; 32]) -> (TcpTransport, TcpTransport) {
+        let book: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(vec![String::new(); 2]));
+        let make = |rank: u32, secret: [u8; 32]| {
+            let book = book.clone();
+            let cfg = TcpConfig {
+                rank,
+                size: 2,
+                secret,
+                port_range: None,
+                sndbuf: 0,
+                rcvbuf: 0,
+                connect_timeout: Duration::from_secs(5),
+            };
+            let t = TcpTransport::new(
+                cfg,
+                Box::new(move |p| Ok(book.lock().unwrap()[p as usize].clone())),
+            )
+            .unwrap();
+            t
+        };
+        let t0 = make(0, [7; 32]);
+        let t1 = make(1, secret_of_1);
+        book.lock().unwrap()[0] = t0.address().to_string();
+        book.lock().unwrap()[1] = t1.address().to_string();
+        (t0, t1)
+    }
+
+    fn eager(tag: i32, len: usize) -> Header {
+        Header {
+            kind: FrameKind::Eager,
+            context: 0,
+            src: 0,
+            tag,
+            len: len as u64,
+            sreq: 0,
+            rreq: 0,
+        }
+    }
+
+    fn drive(
+        t0: &mut TcpTransport,
+        r0: &mut Recorder,
+        t1: &mut TcpTransport,
+        r1: &mut Recorder,
+        until: impl Fn(&Recorder, &Recorder) -> bool,
+    ) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !until(r0, r1) {
+            assert!(Instant::now() < deadline, "transport exchange timed out");
+            t0.progress(r0, 0);
+            t1.progress(r1, 0);
+        }
+    }
+
+    #[test]
+    fn simultaneous_connects_deliver_everything_in_order() {
+        let (mut t0, mut t1) = pair([7; 32]);
+        let (mut r0, mut r1) = (Recorder::default(), Recorder::default());
+        let big: Vec<u8> = (0..300_000u32).map(|i| i as u8).collect();
+        // Both ranks send before either connection exists.
+        for tag in 0..5 {
+            t0.send(
+                1,
+                &eager(tag, big.len()),
+                big.as_ptr(),
+                big.len(),
+                Some(tag as u64),
+            )
+            .unwrap();
+            t1.send(
+                0,
+                &eager(tag, 3),
+                b"abc".as_ptr(),
+                3,
+                Some(100 + tag as u64),
+            )
+            .unwrap();
+        }
+        drive(&mut t0, &mut r0, &mut t1, &mut r1, |a, b| {
+            a.frames.len() == 5 && b.frames.len() == 5 && a.done.len() == 5 && b.done.len() == 5
+        });
+        for (i, (peer, h, data)) in r1.frames.iter().enumerate() {
+            assert_eq!((*peer, h.tag), (0, i as i32));
+            assert_eq!(data, &big);
+        }
+        for (i, (peer, h, data)) in r0.frames.iter().enumerate() {
+            assert_eq!((*peer, h.tag, data.as_slice()), (1, i as i32, &b"abc"[..]));
+        }
+        assert!(r0.lost.is_empty() && r1.lost.is_empty());
+    }
+
+    #[test]
+    fn strangers_are_dropped_and_the_job_carries_on() {
+        let (mut t0, mut t1) = pair([7; 32]);
+        let (mut r0, mut r1) = (Recorder::default(), Recorder::default());
+        let mut stranger = std::net::TcpStream::connect(t0.address()).unwrap();
+        stranger.write_all(&[0x55; HELLO_LEN]).unwrap();
+        stranger.set_nonblocking(true).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut buf = [0u8; 16];
+        loop {
+            t0.progress(&mut r0, 0);
+            match stranger.read(&mut buf) {
+                Ok(0) => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                other => panic!("stranger got {other:?}"),
+            }
+            assert!(Instant::now() < deadline);
+        }
+        t1.send(0, &eager(9, 1), b"x".as_ptr(), 1, None).unwrap();
+        drive(&mut t0, &mut r0, &mut t1, &mut r1, |a, _| {
+            a.frames.len() == 1
+        });
+        assert!(r0.lost.is_empty());
+    }
+
+    #[test]
+    fn wrong_secret_never_delivers() {
+        let (mut t0, mut t1) = pair([8; 32]);
+        let (mut r0, mut r1) = (Recorder::default(), Recorder::default());
+        t1.send(0, &eager(1, 1), b"x".as_ptr(), 1, None).unwrap();
+        drive(&mut t0, &mut r0, &mut t1, &mut r1, |_, b| {
+            !b.lost.is_empty()
+        });
+        assert!(r0.frames.is_empty());
+        assert_eq!(r1.lost[0].0, 0);
+    }
+
+    #[test]
+    fn a_closed_peer_is_reported_lost_by_name() {
+        let (mut t0, mut t1) = pair([7; 32]);
+        let (mut r0, mut r1) = (Recorder::default(), Recorder::default());
+        t1.send(0, &eager(1, 1), b"x".as_ptr(), 1, None).unwrap();
+        drive(&mut t0, &mut r0, &mut t1, &mut r1, |a, _| {
+            a.frames.len() == 1
+        });
+        drop(t1);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while r0.lost.is_empty() {
+            assert!(Instant::now() < deadline);
+            t0.progress(&mut r0, 10);
+        }
+        assert_eq!(r0.lost[0].0, 1);
+        assert!(r0.lost[0].1.contains("rank 1"), "{}", r0.lost[0].1);
+        let err = t0
+            .send(1, &eager(2, 0), std::ptr::null(), 0, None)
+            .unwrap_err();
+        assert_eq!(err.class, ErrorClass::ProcAborted);
+    }
+}
