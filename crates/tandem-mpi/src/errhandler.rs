@@ -50,7 +50,10 @@ fn report(line: String) {
 
 /// Ends the job after an error that has no handler to go to.
 pub fn fatal_without_state(func: &str, why: &str) -> ! {
-    report(format!("tandem: {}: fatal error in {func}: {why}", rank_label()));
+    report(format!(
+        "tandem: {}: fatal error in {func}: {why}",
+        rank_label()
+    ));
     std::process::exit(MPI_ERR_OTHER)
 }
 

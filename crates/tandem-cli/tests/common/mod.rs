@@ -261,7 +261,7 @@ pub fn assert_pass(outcome: &Outcome, name: &str) {
     let want = format!("PASS {name}");
     let mut problems = Vec::new();
     if !outcome.status.success() {
-        problems.push(format!("exit status {} (expected 0)", outcome.status));
+        problems.push(format!("{} (expected exit status 0)", outcome.status));
     }
     if !outcome.has_line(&want) {
         problems.push(format!("no line \"{want}\" on stdout"));
