@@ -58,7 +58,7 @@ pub static REGISTRY: &[Param] = &[
         name: "spin_us",
         kind: Kind::UInt,
         default: "1000",
-        help: "microseconds a waiting rank polls before it blocks in the kernel until a peer wakes it (cut to 0 when a host has more ranks than CPUs, unless set explicitly)",
+        help: "microseconds a waiting rank polls before it blocks in the kernel until a peer wakes it (cut to 50 when a host has more ranks than CPUs, unless set explicitly)",
     },
     Param {
         name: "unexpected_limit",

@@ -101,7 +101,7 @@ impl Runtime {
         if settings.describe("spin_us").1 == params::Source::Default
             && job.local_size as usize > usable_cpus()
         {
-            spin_us = 0;
+            spin_us = spin_us.min(OVERSUBSCRIBED_SPIN_US);
         }
         let mut p2p = P2p::new(
             job.rank,
@@ -344,6 +344,11 @@ impl Runtime {
         self.master.clone()
     }
 }
+
+/// Polling budget on a host with more ranks than CPUs: enough to catch a
+/// quick answer from a peer that is running, short enough not to starve one
+/// that needs this CPU to answer at all.
+const OVERSUBSCRIBED_SPIN_US: u64 = 50;
 
 /// CPUs this process may run on.
 fn usable_cpus() -> usize {
