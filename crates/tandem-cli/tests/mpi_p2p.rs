@@ -16,12 +16,28 @@ use common::{
     run_command, Outcome, JOB_TIMEOUT,
 };
 
-/// Builds `tests/c/<name>.c`, runs it on `np` ranks and expects `PASS <name>`.
-fn run_pass(name: &str, np: u32, args: &[&str]) -> Outcome {
+/// The transport configurations every program runs under: shared memory
+/// (the default on one host), shared memory without single-copy reads, and
+/// TCP everywhere.
+const TRANSPORTS: &[&[&str]] = &[
+    &[],
+    &["--set", "shm_single_copy=0"],
+    &["--set", "transports=tcp"],
+];
+
+/// Builds `tests/c/<name>.c`, runs it on `np` ranks under every transport
+/// configuration and expects `PASS <name>` each time.
+fn run_pass(name: &str, np: u32, args: &[&str]) {
     let prog = compile(name);
-    let outcome = run(np, &[], &prog, args, JOB_TIMEOUT);
-    assert_pass(&outcome, name);
-    outcome
+    for transport in TRANSPORTS {
+        // Shown with the failure, so it says which configuration broke.
+        eprintln!(
+            "{name} on {np} ranks, launcher options [{}]",
+            transport.join(" ")
+        );
+        let outcome = run(np, transport, &prog, args, JOB_TIMEOUT);
+        assert_pass(&outcome, name);
+    }
 }
 
 macro_rules! pass_tests {

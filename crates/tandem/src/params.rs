@@ -51,8 +51,32 @@ pub static REGISTRY: &[Param] = &[
     Param {
         name: "transports",
         kind: Kind::Text,
-        default: "tcp",
-        help: "comma-separated transports to use between ranks (available: tcp)",
+        default: "shm,tcp",
+        help: "comma-separated transports: shm between ranks on one host, tcp between hosts (tcp alone forces TCP everywhere)",
+    },
+    Param {
+        name: "shm_cells",
+        kind: Kind::UInt,
+        default: "16",
+        help: "cells in each shared-memory ring (one ring per ordered pair of ranks on a host)",
+    },
+    Param {
+        name: "shm_cell_size",
+        kind: Kind::Bytes,
+        default: "32k",
+        help: "bytes per shared-memory cell, 64 of them header; larger frames span consecutive cells",
+    },
+    Param {
+        name: "shm_single_copy",
+        kind: Kind::Bool,
+        default: "1",
+        help: "let receivers read large messages straight from the sender's memory (process_vm_readv) where the kernel permits; 0 forces the pipelined copy through the rings",
+    },
+    Param {
+        name: "shm_single_copy_min",
+        kind: Kind::Bytes,
+        default: "64k",
+        help: "smallest rendezvous message read with a single copy over shared memory",
     },
     Param {
         name: "spin_us",

@@ -1,29 +1,116 @@
-//! The progress engine: owns the transports and drives them.
+//! The progress engine: owns the transports, routes frames to the one that
+//! reaches each peer, drives them, and blocks in the kernel when there is
+//! nothing to do (one epoll set: the TCP sockets, this rank's shared-memory
+//! wake-up eventfd, and pidfds of the ranks on this host).
 //!
-//! For now it drives the TCP transport on every call (the `poll` policy of
-//! the common MPI libraries); the waiting policy (spin, then block in the
-//! kernel) lives with the caller's wait loop.
+//! For now every call drives every transport (the `poll` policy of the
+//! common MPI libraries); the waiting policy (spin, then block) lives with
+//! the caller's wait loop.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
-use crate::error::Result;
+use crate::error::{Error, ErrorClass, Result};
+use crate::transport::shm::{ReadRemoteError, ShmTransport};
 use crate::transport::tcp::TcpTransport;
 use crate::transport::{FrameSink, SendState};
 use crate::wire::Header;
 
+/// How a peer is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Tcp,
+    /// Shared memory, with the peer's index among this host's ranks.
+    Shm(u32),
+}
+
+const TOKEN_TCP: u64 = u64::MAX;
+/// Without TCP connections, the listener is polled once every this many
+/// progress calls (and whenever the rank blocks).
+const IDLE_TCP_POLL_EVERY: u32 = 64;
+const TOKEN_WAKE: u64 = u64::MAX - 1;
+
 /// Owns every transport of a rank.
 pub struct Engine {
     tcp: TcpTransport,
+    shm: Option<ShmTransport>,
+    routes: Vec<Route>,
+    epfd: OwnedFd,
+    events: Vec<libc::epoll_event>,
+    single_copy_min: usize,
+    idle_tcp_skips: u32,
+}
+
+fn epoll_add(epfd: RawFd, fd: RawFd, token: u64) -> Result<()> {
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: token,
+    };
+    // SAFETY: `ev` is valid for the call.
+    if unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+        return Err(Error::new(
+            ErrorClass::Other,
+            format!("epoll_ctl: {}", std::io::Error::last_os_error()),
+        ));
+    }
+    Ok(())
 }
 
 impl Engine {
-    pub fn new(tcp: TcpTransport) -> Engine {
-        Engine { tcp }
+    /// `shm` must be connected already; `size` is the world size. Payloads
+    /// of at least `single_copy_min` bytes to ranks on this host are read
+    /// by the receiver straight from the sender's memory where permitted.
+    pub fn new(
+        tcp: TcpTransport,
+        shm: Option<ShmTransport>,
+        size: u32,
+        single_copy_min: usize,
+    ) -> Result<Engine> {
+        // SAFETY: plain syscall; checked.
+        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if ep < 0 {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("epoll_create1: {}", std::io::Error::last_os_error()),
+            ));
+        }
+        // SAFETY: fresh descriptor.
+        let epfd = unsafe { OwnedFd::from_raw_fd(ep) };
+        epoll_add(ep, tcp.fd(), TOKEN_TCP)?;
+        let mut routes = vec![Route::Tcp; size as usize];
+        if let Some(shm) = &shm {
+            epoll_add(ep, shm.wake_fd(), TOKEN_WAKE)?;
+            for (i, &w) in shm.world_ranks().iter().enumerate() {
+                routes[w as usize] = Route::Shm(i as u32);
+                if let Some(fd) = shm.pidfd(i as u32) {
+                    epoll_add(ep, fd, i as u64)?;
+                }
+            }
+        }
+        Ok(Engine {
+            tcp,
+            shm,
+            routes,
+            epfd,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; 32],
+            single_copy_min,
+            idle_tcp_skips: 0,
+        })
     }
 
-    /// The address other ranks use to reach this one.
+    /// The address other hosts' ranks use to reach this one over TCP.
     pub fn address(&self) -> &str {
         self.tcp.address()
+    }
+
+    /// Names of the transports in use.
+    pub fn transports(&self) -> Vec<&'static str> {
+        let mut t = Vec::new();
+        if self.shm.is_some() {
+            t.push("shm");
+        }
+        t.push("tcp");
+        t
     }
 
     /// Hands a frame to the transport that reaches `peer`.
@@ -35,18 +122,85 @@ impl Engine {
         len: usize,
         token: Option<u64>,
     ) -> Result<SendState> {
-        self.tcp.send(peer, header, payload, len, token)
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
+            _ => self.tcp.send(peer, header, payload, len, token),
+        }
     }
 
-    /// Drives every transport once; with `block`, first waits in the kernel
-    /// until one has something to do.
+    /// Whether a `len`-byte payload to `peer` should be read by the
+    /// receiver straight from the sender's memory.
+    pub fn single_copy_to(&self, peer: u32, len: usize) -> bool {
+        len >= self.single_copy_min
+            && matches!(self.routes[peer as usize], Route::Shm(_))
+            && self.shm.as_ref().is_some_and(|s| s.single_copy())
+    }
+
+    /// Reads `len` bytes at `addr` in `peer`'s memory into `dst`.
+    pub fn read_remote(
+        &mut self,
+        peer: u32,
+        addr: u64,
+        dst: *mut u8,
+        len: usize,
+    ) -> std::result::Result<(), ReadRemoteError> {
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            (Route::Shm(local), Some(shm)) => shm.read_remote(local, addr, dst, len),
+            _ => Err(ReadRemoteError::NotPermitted),
+        }
+    }
+
+    /// Drives every transport once; with `block` and nothing to do, first
+    /// waits in the kernel until a peer wakes this rank.
     pub fn progress(&mut self, sink: &mut dyn FrameSink, block: bool) -> bool {
-        self.tcp.progress(sink, if block { -1 } else { 0 })
+        let mut did = self.drive(sink);
+        if did || !block {
+            return did;
+        }
+        let may_sleep = self.shm.as_mut().is_none_or(|s| s.prepare_sleep());
+        if may_sleep {
+            let timeout = if self.tcp.needs_timer() { 100 } else { -1 };
+            // SAFETY: `events` is a valid buffer of `len` entries.
+            let n = unsafe {
+                libc::epoll_wait(
+                    self.epfd.as_raw_fd(),
+                    self.events.as_mut_ptr(),
+                    self.events.len() as libc::c_int,
+                    timeout,
+                )
+            };
+            if let Some(shm) = self.shm.as_mut() {
+                shm.after_sleep();
+                for i in 0..n.max(0) as usize {
+                    let token = self.events[i].u64;
+                    if token != TOKEN_TCP && token != TOKEN_WAKE {
+                        shm.peer_exited(token as u32, sink);
+                        did = true;
+                    }
+                }
+            }
+        }
+        self.drive(sink) || did
+    }
+
+    fn drive(&mut self, sink: &mut dyn FrameSink) -> bool {
+        let mut did = false;
+        if let Some(shm) = self.shm.as_mut() {
+            did |= shm.progress(sink);
+        }
+        // Seed 000: asking the kernel about idle sockets on every call is
+        // pure cost. Without TCP connections only the listener could have
+        // news (a first contact, or a stranger), and that can wait a little.
+        self.idle_tcp_skips = self.idle_tcp_skips.wrapping_add(1);
+        if self.tcp.is_active() || self.idle_tcp_skips.is_multiple_of(IDLE_TCP_POLL_EVERY) {
+            did |= self.tcp.progress(sink, 0);
+        }
+        did
     }
 
     /// Whether frames are still waiting to leave.
     pub fn has_queued(&self) -> bool {
-        self.tcp.has_queued()
+        self.tcp.has_queued() || self.shm.as_ref().is_some_and(|s| s.has_queued())
     }
 
     /// Closes every connection.

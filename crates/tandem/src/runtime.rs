@@ -9,6 +9,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Envelope, P2p, P2pConfig, ReqId, SendMode, Status};
 use crate::params::Settings;
 use crate::progress::Engine;
+use crate::transport::shm::ShmTransport;
 use crate::transport::tcp::{parse_port_range, TcpConfig, TcpTransport};
 use crate::{coll, params};
 
@@ -63,6 +64,24 @@ impl Runtime {
                 )
             })
         });
+        let names: Vec<&str> = settings
+            .text("transports")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        for name in &names {
+            if !["shm", "tcp"].contains(name) {
+                return Err(config_error(format!(
+                    "transports: '{name}' is not available (available: shm, tcp)"
+                )));
+            }
+        }
+        let mut shm = if names.contains(&"shm") {
+            ShmTransport::attach(job.rank, job.local_size)?
+        } else {
+            None
+        };
         let tcp = TcpTransport::new(
             TcpConfig {
                 rank: job.rank,
@@ -76,24 +95,20 @@ impl Runtime {
             },
             resolver,
         )?;
-        for name in settings
-            .text("transports")
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-        {
-            if name != "tcp" {
-                return Err(config_error(format!(
-                    "transports: '{name}' is not available (available: tcp)"
-                )));
-            }
-        }
-        let engine = Engine::new(tcp);
         if let Some(link) = &master {
             let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
-            link.put(&card_key(job.rank), engine.address())?;
+            link.put(&card_key(job.rank), tcp.address())?;
             link.fence()?;
         }
+        if let Some(s) = shm.as_mut() {
+            s.connect(settings.bool("shm_single_copy"))?;
+        }
+        let engine = Engine::new(
+            tcp,
+            shm,
+            job.size,
+            settings.uint("shm_single_copy_min") as usize,
+        )?;
         let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
         // Polling only helps while every rank has a CPU of its own; on an
         // oversubscribed host it steals the time the peer needs to answer.

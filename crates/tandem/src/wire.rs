@@ -13,7 +13,7 @@
 //! | 12..16 | tag | message tag |
 //! | 16..24 | len | message length in bytes (for `Data`/`Cts`: the bytes that will travel) |
 //! | 24..32 | sreq | sender's request id (rendezvous) |
-//! | 32..40 | rreq | receiver's request id (rendezvous) |
+//! | 32..40 | rreq | receiver's request id (rendezvous); for `Rget`, the sender's buffer address |
 //!
 //! `Eager` and `Data` frames are followed by `len` payload bytes; the other
 //! kinds carry none. Decoding is total: any byte string either decodes to a
@@ -44,6 +44,12 @@ pub enum FrameKind {
     Cts = 3,
     /// Rendezvous data for a receive request; payload follows.
     Data = 4,
+    /// Request to send where the receiver reads the data itself from the
+    /// sender's memory (single copy); `rreq` carries the sender's buffer
+    /// address. No payload.
+    Rget = 5,
+    /// The receiver has read a single-copy message; no payload.
+    Fin = 6,
 }
 
 impl FrameKind {
@@ -53,6 +59,8 @@ impl FrameKind {
             2 => Some(FrameKind::Rts),
             3 => Some(FrameKind::Cts),
             4 => Some(FrameKind::Data),
+            5 => Some(FrameKind::Rget),
+            6 => Some(FrameKind::Fin),
             _ => None,
         }
     }
@@ -283,7 +291,7 @@ mod tests {
             // Bias towards plausible frames so that deeper checks are reached.
             if state.is_multiple_of(2) {
                 b[0] = MAGIC;
-                b[1] = (state % 5) as u8;
+                b[1] = (state % 7) as u8;
                 b[2] = 0;
                 b[3] = 0;
             }

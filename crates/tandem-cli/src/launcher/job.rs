@@ -9,13 +9,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
 use tandem::bootstrap::{encode_secret, env as job_env, random_secret};
+use tandem::params::Settings;
+use tandem::transport::shm::{HostResources, Layout};
 
 use super::kv_service::{self, AbortRequest, KvService};
 use super::output::{OutputStream, Sink};
 use super::signals::{signal_name, SignalQueue, STOP_SIGNALS};
 use super::stdin_feed::StdinFeed;
 use super::supervise::{self, RankCommand, Termination};
-use crate::sys;
+use crate::{parameters, sys};
 
 /// Time between asking ranks to stop (SIGTERM or the forwarded signal) and
 /// SIGKILL.
@@ -105,6 +107,10 @@ impl Job {
             (job_env::SECRET.to_string(), secret),
             (job_env::ID.to_string(), job_id),
         ]);
+        let host = shared_memory(&config).map_err(|msg| {
+            eprintln!("tandem: {msg}");
+            1
+        })?;
         let timeout_at = config
             .timeout
             .map(|s| Instant::now() + Duration::from_secs_f64(s));
@@ -121,7 +127,7 @@ impl Job {
             config,
         };
         for rank in 0..job.config.ranks {
-            if let Err((msg, code)) = job.spawn(rank) {
+            if let Err((msg, code)) = job.spawn(rank, host.as_ref()) {
                 eprintln!("{msg}");
                 if job.ranks.is_empty() {
                     return Err(code);
@@ -130,12 +136,17 @@ impl Job {
                 break;
             }
         }
+        // Every rank has its copies of the host's descriptors now.
+        drop(host);
         Ok(job)
     }
 
-    fn spawn(&mut self, rank: u32) -> Result<(), (String, i32)> {
+    fn spawn(&mut self, rank: u32, host: Option<&HostResources>) -> Result<(), (String, i32)> {
         let cmd = &self.config.command;
-        let rank_env = [(job_env::RANK, rank.to_string())];
+        let mut rank_env = vec![(job_env::RANK.to_string(), rank.to_string())];
+        if let Some(h) = host {
+            rank_env.extend(h.env(rank));
+        }
         let spawned = supervise::spawn_rank(cmd, &rank_env, rank == 0)
             .map_err(|e| spawn_error(rank, &cmd.program, &e))?;
         self.ranks.push(RankProcess {
@@ -479,6 +490,28 @@ impl Job {
 /// A message and exit status for a rank that could not be started: 127 or
 /// 126 for a program that cannot be found or executed (as a shell uses
 /// them), 1 for a lack of resources.
+/// The shared-memory segment and wake-up descriptors for this host's ranks,
+/// when the job's parameters ask for the shm transport.
+fn shared_memory(config: &JobConfig) -> Result<Option<HostResources>, String> {
+    let mut vars = Vec::new();
+    for (key, value) in parameters::parameter_vars() {
+        vars.push((key, value?));
+    }
+    vars.extend(config.command.env.iter().cloned());
+    let settings = Settings::from_vars(vars)?;
+    let wants_shm = settings
+        .text("transports")
+        .split(',')
+        .any(|t| t.trim() == "shm");
+    if !wants_shm || config.ranks < 2 {
+        return Ok(None);
+    }
+    let layout = Layout::from_settings(config.ranks, &settings)?;
+    HostResources::create(layout)
+        .map(Some)
+        .map_err(|e| format!("cannot create the shared-memory segment: {e}"))
+}
+
 fn spawn_error(rank: u32, program: &OsStr, e: &io::Error) -> (String, i32) {
     let name = program.to_string_lossy();
     match (e.kind(), e.raw_os_error()) {

@@ -34,7 +34,7 @@ pub struct SpawnedRank {
 /// Starts one rank; `rank_env` are its own variables (rank number).
 pub fn spawn_rank(
     cmd: &RankCommand,
-    rank_env: &[(&str, String)],
+    rank_env: &[(String, String)],
     with_stdin: bool,
 ) -> io::Result<SpawnedRank> {
     let mut command = Command::new(&cmd.program);

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::progress::Engine;
+use crate::transport::shm::ReadRemoteError;
 use crate::transport::{FrameSink, Payload, PayloadDest, SendState};
 use crate::wire::{FrameKind, Header};
 use request::Requests;
@@ -47,8 +48,11 @@ pub enum SendMode {
 
 enum Body {
     Eager(Vec<u8>),
+    /// A rendezvous announcement; `addr` is the sender's buffer when the
+    /// receiver may read it directly (single copy).
     Rts {
         sreq: u64,
+        addr: Option<u64>,
     },
     /// A synchronous send to self, waiting for its receive.
     SelfHeld {
@@ -81,6 +85,14 @@ struct Outgoing {
     token: Option<u64>,
 }
 
+/// A single-copy read the matcher wants made once the transport is free.
+struct Pull {
+    rid: ReqId,
+    peer: u32,
+    addr: u64,
+    sreq: u64,
+}
+
 fn matches(src_filter: Option<u32>, tag_filter: Option<i32>, src: u32, tag: i32) -> bool {
     src_filter.is_none_or(|s| s == src) && tag_filter.is_none_or(|t| t == tag)
 }
@@ -95,6 +107,7 @@ pub struct Matcher {
     unexpected_bytes: usize,
     unexpected_limit: usize,
     outbox: Vec<Outgoing>,
+    pulls: Vec<Pull>,
     lost: Vec<Option<String>>,
 }
 
@@ -167,7 +180,19 @@ impl Matcher {
     }
 
     /// A matched receive answers an RTS from `peer` with CTS.
-    fn accept_rts(&mut self, id: ReqId, peer: u32, src: u32, tag: i32, len: u64, sreq: u64) {
+    /// When the receiver may read the sender's buffer at `addr` itself, the
+    /// read is scheduled instead.
+    #[allow(clippy::too_many_arguments)]
+    fn accept_rts(
+        &mut self,
+        id: ReqId,
+        peer: u32,
+        src: u32,
+        tag: i32,
+        len: u64,
+        sreq: u64,
+        addr: Option<u64>,
+    ) {
         if let Some(why) = &self.lost[peer as usize] {
             let e = Error::new(ErrorClass::ProcAborted, why.clone());
             self.complete(id, 0, Some(e));
@@ -181,6 +206,15 @@ impl Matcher {
         r.msg_len = len;
         r.status.source = Some(src);
         r.status.tag = Some(tag);
+        if let Some(addr) = addr {
+            self.pulls.push(Pull {
+                rid: id,
+                peer,
+                addr,
+                sreq,
+            });
+            return;
+        }
         let take = len.min(r.len as u64);
         let header = Header {
             kind: FrameKind::Cts,
@@ -283,7 +317,9 @@ impl FrameSink for Matcher {
                     cap: r.len,
                 })
             }
-            FrameKind::Rts | FrameKind::Cts => Err(format!("{:?} frame with a payload", h.kind)),
+            FrameKind::Rts | FrameKind::Cts | FrameKind::Rget | FrameKind::Fin => {
+                Err(format!("{:?} frame with a payload", h.kind))
+            }
         }
     }
 
@@ -319,19 +355,35 @@ impl FrameSink for Matcher {
                 };
                 self.complete(id, written, Self::truncation(msg_len, cap));
             }
-            (FrameKind::Rts, Payload::Empty) => {
+            (FrameKind::Rts | FrameKind::Rget, Payload::Empty) => {
                 self.check_source(h.context, h.src, peer)?;
+                let addr = (h.kind == FrameKind::Rget).then_some(h.rreq);
                 if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
-                    self.accept_rts(id, peer, h.src, h.tag, h.len, h.sreq);
+                    self.accept_rts(id, peer, h.src, h.tag, h.len, h.sreq, addr);
                 } else {
                     self.context(h.context).unexpected.push_back(Unexpected {
                         src: h.src,
                         peer,
                         tag: h.tag,
                         len: h.len,
-                        body: Body::Rts { sreq: h.sreq },
+                        body: Body::Rts { sreq: h.sreq, addr },
                     });
                 }
+            }
+            (FrameKind::Fin, Payload::Empty) => {
+                let id = ReqId(h.sreq);
+                let r = self
+                    .reqs
+                    .get(id)
+                    .ok_or_else(|| format!("FIN for unknown send request {:#x}", h.sreq))?;
+                if !r.is_send || r.stage != Stage::SendAwaitCts || r.peer != Some(peer) {
+                    return Err(format!(
+                        "FIN for send request {:#x}, which is not waiting for it",
+                        h.sreq
+                    ));
+                }
+                let n = r.len;
+                self.complete(id, n, None);
             }
             (FrameKind::Cts, Payload::Empty) => {
                 let id = ReqId(h.sreq);
@@ -452,6 +504,7 @@ impl P2p {
                 unexpected_bytes: 0,
                 unexpected_limit: cfg.unexpected_limit,
                 outbox: Vec::new(),
+                pulls: Vec::new(),
                 lost: vec![None; size as usize],
             },
             eager_limit: cfg.eager_limit,
@@ -547,18 +600,21 @@ impl P2p {
             Stage::SendAwaitCts
         };
         let id = self.m.reqs.insert(req);
+        // Large messages to a rank on this host: it reads them itself.
+        let single_copy = !eager && self.engine.single_copy_to(dest, len);
+        let kind = match (eager, single_copy) {
+            (true, _) => FrameKind::Eager,
+            (false, true) => FrameKind::Rget,
+            (false, false) => FrameKind::Rts,
+        };
         let header = Header {
-            kind: if eager {
-                FrameKind::Eager
-            } else {
-                FrameKind::Rts
-            },
+            kind,
             context: ctx,
             src,
             tag,
             len: len as u64,
             sreq: id.0,
-            rreq: 0,
+            rreq: if single_copy { buf as u64 } else { 0 },
         };
         let sent = if eager {
             self.engine.send(dest, &header, buf, len, Some(id.0))
@@ -660,7 +716,9 @@ impl P2p {
                     self.m.unexpected_bytes -= data.len();
                     self.m.deliver_buffered(id, u.src, u.tag, &data);
                 }
-                Body::Rts { sreq } => self.m.accept_rts(id, u.peer, u.src, u.tag, u.len, sreq),
+                Body::Rts { sreq, addr } => self
+                    .m
+                    .accept_rts(id, u.peer, u.src, u.tag, u.len, sreq, addr),
                 Body::SelfHeld { sreq } => self.m.deliver_self_held(id, sreq),
             }
             self.flush_outbox();
@@ -792,7 +850,55 @@ impl P2p {
         self.m.lost[peer as usize].as_deref()
     }
 
+    /// Makes the single-copy reads matching scheduled, then completes the
+    /// receive and tells the sender (FIN); where the kernel refuses, falls
+    /// back to CTS so the sender pushes the data through the transport.
+    fn run_pulls(&mut self) {
+        for p in std::mem::take(&mut self.m.pulls) {
+            let Some(r) = self.m.reqs.get(p.rid) else {
+                continue;
+            };
+            if r.stage != (Stage::RecvAwaitData { peer: p.peer }) {
+                continue;
+            }
+            let (buf, cap, msg_len, ctx) = (r.buf, r.len, r.msg_len, r.context);
+            let n = msg_len.min(cap as u64);
+            let reply = |kind, rreq| Outgoing {
+                peer: p.peer,
+                header: Header {
+                    kind,
+                    context: ctx,
+                    src: 0,
+                    tag: 0,
+                    len: n,
+                    sreq: p.sreq,
+                    rreq,
+                },
+                payload: std::ptr::null(),
+                len: 0,
+                token: None,
+            };
+            match self.engine.read_remote(p.peer, p.addr, buf, n as usize) {
+                Ok(()) => {
+                    self.m
+                        .complete(p.rid, n as usize, Matcher::truncation(msg_len, cap));
+                    self.m.outbox.push(reply(FrameKind::Fin, 0));
+                }
+                Err(ReadRemoteError::NotPermitted) => {
+                    self.m.outbox.push(reply(FrameKind::Cts, p.rid.0))
+                }
+                Err(ReadRemoteError::Failed(why)) => {
+                    self.m
+                        .complete(p.rid, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
+                }
+            }
+        }
+    }
+
     fn flush_outbox(&mut self) -> bool {
+        if !self.m.pulls.is_empty() {
+            self.run_pulls();
+        }
         if self.m.outbox.is_empty() {
             return false;
         }

@@ -3,6 +3,7 @@
 //! [`FrameSink`], where each arriving payload goes, and learns from them when a
 //! queued frame has left and when a peer is gone.
 
+pub mod shm;
 pub mod tcp;
 
 use crate::wire::Header;

@@ -271,6 +271,17 @@ impl TcpTransport {
         self.peers[peer as usize].lost.as_deref()
     }
 
+    /// Whether any connection exists or is being made (otherwise only the
+    /// listener can have news, and strangers can wait).
+    pub fn is_active(&self) -> bool {
+        self.conns.iter().any(Option::is_some) || !self.lost_pending.is_empty()
+    }
+
+    /// Whether a handshake is in flight, whose deadline needs a timer.
+    pub fn needs_timer(&self) -> bool {
+        self.handshakes > 0
+    }
+
     /// Whether any frame is still waiting to leave.
     pub fn has_queued(&self) -> bool {
         self.peers
