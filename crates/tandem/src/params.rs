@@ -82,7 +82,13 @@ pub static REGISTRY: &[Param] = &[
         name: "spin_us",
         kind: Kind::UInt,
         default: "1000",
-        help: "microseconds a waiting rank polls before it blocks in the kernel until a peer wakes it (cut to 50 when a host has more ranks than CPUs, unless set explicitly)",
+        help: "microseconds a waiting rank polls before it yields or blocks (when a host has more ranks than CPUs and spin_us/yield_us are left at their defaults: 0 spin, 2000 yield)",
+    },
+    Param {
+        name: "yield_us",
+        kind: Kind::UInt,
+        default: "0",
+        help: "microseconds a waiting rank then polls while yielding the CPU, before it blocks in the kernel until a peer wakes it",
     },
     Param {
         name: "unexpected_limit",

@@ -110,14 +110,7 @@ impl Runtime {
             settings.uint("shm_single_copy_min") as usize,
         )?;
         let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
-        // Polling only helps while every rank has a CPU of its own; on an
-        // oversubscribed host it steals the time the peer needs to answer.
-        let mut spin_us = settings.uint("spin_us");
-        if settings.describe("spin_us").1 == params::Source::Default
-            && job.local_size as usize > usable_cpus()
-        {
-            spin_us = spin_us.min(OVERSUBSCRIBED_SPIN_US);
-        }
+        let (spin_us, yield_us) = wait_policy(&settings, job.local_size);
         let mut p2p = P2p::new(
             job.rank,
             job.size,
@@ -126,6 +119,7 @@ impl Runtime {
                 eager_limit,
                 unexpected_limit: settings.uint("unexpected_limit") as usize,
                 spin: Duration::from_micros(spin_us),
+                yield_time: Duration::from_micros(yield_us),
             },
         );
         let world: Arc<[u32]> = (0..job.size).collect();
@@ -360,10 +354,27 @@ impl Runtime {
     }
 }
 
-/// Polling budget on a host with more ranks than CPUs: enough to catch a
-/// quick answer from a peer that is running, short enough not to starve one
-/// that needs this CPU to answer at all.
-const OVERSUBSCRIBED_SPIN_US: u64 = 50;
+/// How long a waiting rank polls, then polls while yielding, before it
+/// blocks: `spin_us` and `yield_us`, unless a host has more ranks than CPUs
+/// and they were left at their defaults. Then polling would steal the time
+/// a peer needs to answer, so a waiter yields instead (ranks sharing a core
+/// take turns without the cost of a kernel wake-up, about 60 us on a VM),
+/// for `OVERSUBSCRIBED_YIELD_US`, and then blocks so that long waits cost
+/// nothing.
+fn wait_policy(settings: &Settings, local_size: u32) -> (u64, u64) {
+    let spin = settings.uint("spin_us");
+    let yld = settings.uint("yield_us");
+    let defaults = settings.describe("spin_us").1 == params::Source::Default
+        && settings.describe("yield_us").1 == params::Source::Default;
+    if defaults && local_size as usize > usable_cpus() {
+        (0, OVERSUBSCRIBED_YIELD_US)
+    } else {
+        (spin, yld)
+    }
+}
+
+/// Yielding budget on an oversubscribed host (see [`wait_policy`]).
+const OVERSUBSCRIBED_YIELD_US: u64 = 2000;
 
 /// CPUs this process may run on.
 fn usable_cpus() -> usize {

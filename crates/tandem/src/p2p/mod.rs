@@ -473,11 +473,15 @@ impl FrameSink for Matcher {
     }
 }
 
+/// Empty polls between two looks at the clock while waiting.
+const IDLE_POLLS_PER_CLOCK_READ: u32 = 16;
+
 /// Settings of the point-to-point layer.
 pub struct P2pConfig {
     pub eager_limit: usize,
     pub unexpected_limit: usize,
     pub spin: Duration,
+    pub yield_time: Duration,
 }
 
 /// The point-to-point engine of one rank.
@@ -488,6 +492,7 @@ pub struct P2p {
     m: Matcher,
     eager_limit: usize,
     spin: Duration,
+    yield_time: Duration,
 }
 
 impl P2p {
@@ -509,6 +514,7 @@ impl P2p {
             },
             eager_limit: cfg.eager_limit,
             spin: cfg.spin,
+            yield_time: cfg.yield_time,
         }
     }
 
@@ -926,23 +932,37 @@ impl P2p {
         self.flush_outbox() || did
     }
 
-    /// Drives progress until `ready` holds: polls for up to `spin_us` after
-    /// the last activity, then blocks in the kernel until a peer wakes it.
+    /// Drives progress until `ready` holds. After the last activity it
+    /// polls for `spin`, then polls and yields the CPU for `yield_time` (so
+    /// that ranks sharing a core take turns), then blocks in the kernel
+    /// until a peer wakes it.
     pub fn wait_for(&mut self, mut ready: impl FnMut(&P2p) -> bool) {
         if ready(self) {
             return;
         }
         let mut idle_since = Instant::now();
+        let mut idle_polls: u32 = 0;
         loop {
             if self.progress(false) {
                 if ready(self) {
                     return;
                 }
                 idle_since = Instant::now();
+                idle_polls = 0;
                 continue;
             }
-            if idle_since.elapsed() < self.spin {
+            idle_polls = idle_polls.wrapping_add(1);
+            // Reading the clock costs as much as a poll; do it now and then.
+            if !idle_polls.is_multiple_of(IDLE_POLLS_PER_CLOCK_READ) {
                 std::hint::spin_loop();
+                continue;
+            }
+            let idle = idle_since.elapsed();
+            if idle < self.spin {
+                continue;
+            }
+            if idle < self.spin + self.yield_time {
+                std::thread::yield_now();
                 continue;
             }
             self.progress(true);
@@ -950,6 +970,7 @@ impl P2p {
                 return;
             }
             idle_since = Instant::now();
+            idle_polls = 0;
         }
     }
 
