@@ -15,7 +15,7 @@
 
 pub mod request;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,48 @@ struct Unexpected {
     body: Body,
 }
 
+/// Context ids are small integers (two per communicator); a frame naming
+/// one beyond this is malformed.
+const MAX_CONTEXTS: u32 = 1 << 22;
+
+/// Matching state per context, indexed by context id (a hash map costs more
+/// than the rest of matching a message).
+#[derive(Default)]
+struct ContextTable {
+    slots: Vec<Option<Context>>,
+}
+
+impl ContextTable {
+    fn get(&self, ctx: &u32) -> Option<&Context> {
+        self.slots.get(*ctx as usize).and_then(Option::as_ref)
+    }
+
+    fn get_mut(&mut self, ctx: &u32) -> Option<&mut Context> {
+        self.slots.get_mut(*ctx as usize).and_then(Option::as_mut)
+    }
+
+    fn slot(&mut self, ctx: u32) -> &mut Context {
+        let i = ctx as usize;
+        if self.slots.len() <= i {
+            self.slots.resize_with(i + 1, || None);
+        }
+        self.slots[i].get_or_insert_with(Context::default)
+    }
+
+    fn remove(&mut self, ctx: &u32) {
+        if let Some(slot) = self.slots.get_mut(*ctx as usize) {
+            *slot = None;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u32, &Context)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (i as u32, c)))
+    }
+}
+
 #[derive(Default)]
 struct Context {
     /// World ranks of the communicator's members, once it is registered here.
@@ -101,7 +143,7 @@ fn matches(src_filter: Option<u32>, tag_filter: Option<i32>, src: u32, tag: i32)
 pub struct Matcher {
     me: u32,
     reqs: Requests,
-    contexts: HashMap<u32, Context>,
+    contexts: ContextTable,
     /// Per peer: the receive its connection is filling right now.
     filling: Vec<Option<ReqId>>,
     unexpected_bytes: usize,
@@ -113,7 +155,7 @@ pub struct Matcher {
 
 impl Matcher {
     fn context(&mut self, ctx: u32) -> &mut Context {
-        self.contexts.entry(ctx).or_default()
+        self.contexts.slot(ctx)
     }
 
     fn complete(&mut self, id: ReqId, count: usize, error: Option<Error>) {
@@ -151,6 +193,11 @@ impl Matcher {
     }
 
     fn check_source(&self, ctx: u32, src: u32, peer: u32) -> std::result::Result<(), String> {
+        if ctx >= MAX_CONTEXTS {
+            return Err(format!(
+                "frame names context {ctx}, beyond any communicator"
+            ));
+        }
         if let Some(group) = self.contexts.get(&ctx).and_then(|c| c.group.as_ref()) {
             if group.get(src as usize) != Some(&peer) {
                 return Err(format!(
@@ -446,7 +493,7 @@ impl FrameSink for Matcher {
             .contexts
             .iter()
             .filter(|(_, c)| c.group.as_ref().is_some_and(|g| g.contains(&peer)))
-            .map(|(&k, _)| k)
+            .map(|(k, _)| k)
             .collect();
         let doomed = self.reqs.ids_where(|r| {
             r.stage != Stage::Complete
@@ -504,7 +551,7 @@ impl P2p {
             m: Matcher {
                 me: rank,
                 reqs: Requests::default(),
-                contexts: HashMap::new(),
+                contexts: ContextTable::default(),
                 filling: vec![None; size as usize],
                 unexpected_bytes: 0,
                 unexpected_limit: cfg.unexpected_limit,

@@ -540,6 +540,21 @@ impl ShmTransport {
         if let Some(why) = &self.lost[peer as usize] {
             return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
         }
+        let cap = self.layout.cell_capacity();
+        if self.out[peer as usize].queue.is_empty() && len <= cap {
+            // Fast path: a frame that fits one free cell goes straight in.
+            let ring = self.layout.ring(self.me, peer);
+            let pos = self.out[peer as usize].pos;
+            let head = self.map.u64_at(ring).load(Ordering::Acquire);
+            if pos - head < u64::from(self.layout.cells) {
+                // SAFETY: the cell is free; the caller keeps `payload` valid
+                // for `len` bytes during this call, and `len` fits the cell.
+                unsafe { self.write_cell(ring, pos, Some(&header.encode()), payload, len) };
+                self.out[peer as usize].pos = pos + 1;
+                self.wake_if_sleeping(peer);
+                return Ok(SendState::Done);
+            }
+        }
         let q = &mut self.out[peer as usize].queue;
         q.push_back(OutFrame {
             header: header.encode(),
@@ -572,49 +587,26 @@ impl ShmTransport {
             if pos - head >= cells {
                 break;
             }
-            let cell = self.cell(ring, pos);
-            let Some(f) = self.out[peer as usize].queue.front_mut() else {
+            let Some(f) = self.out[peer as usize].queue.front() else {
                 break;
             };
             let chunk = (f.len - f.sent).min(cap);
-            let first = !f.header_sent;
-            // SAFETY: the cell lies inside the segment and belongs to this
-            // producer until it publishes it (`pos - head < cells`); the
-            // payload pointer is valid for `len` bytes until the frame is
-            // done (the contract of `send`).
-            unsafe {
-                let base = self.map.at(cell);
-                if first {
-                    std::ptr::copy_nonoverlapping(
-                        f.header.as_ptr(),
-                        base.add(CELL_FRAME),
-                        HEADER_LEN,
-                    );
-                }
-                if chunk > 0 {
-                    std::ptr::copy_nonoverlapping(
-                        f.payload.add(f.sent),
-                        base.add(CELL_HEADER),
-                        chunk,
-                    );
-                }
-            }
-            self.map
-                .u32_at(cell + CELL_CHUNK)
-                .store(chunk as u32, Ordering::Relaxed);
-            self.map
-                .u32_at(cell + CELL_FLAGS)
-                .store(if first { FLAG_FIRST } else { 0 }, Ordering::Relaxed);
-            // The one release store that hands the cell to the consumer.
-            self.map
-                .u64_at(cell + CELL_SEQ)
-                .store(pos + 1, Ordering::Release);
+            let header = (!f.header_sent).then_some(f.header);
+            // SAFETY: `sent + chunk <= len`, so the pointer stays inside the
+            // payload.
+            let data = unsafe { f.payload.add(f.sent) };
+            // SAFETY: `pos - head < cells`, so the cell is ours; the payload
+            // is valid until the frame is done (the contract of `send`).
+            unsafe { self.write_cell(ring, pos, header.as_ref(), data, chunk) };
             published = true;
+            self.out[peer as usize].pos = pos + 1;
+            let f = self.out[peer as usize]
+                .queue
+                .front_mut()
+                .expect("front exists");
             f.header_sent = true;
             f.sent += chunk;
-            let finished = f.sent == f.len;
-            self.out[peer as usize].pos = pos + 1;
-            if finished {
+            if f.sent == f.len {
                 let f = self.out[peer as usize]
                     .queue
                     .pop_front()
@@ -628,6 +620,45 @@ impl ShmTransport {
             self.wake_if_sleeping(peer);
         }
         published
+    }
+
+    /// Fills the cell at `pos` of `ring` and publishes it.
+    ///
+    /// # Safety
+    /// The cell must be free (`pos - head < cells`, so it belongs to this
+    /// producer), `chunk` must fit it, and `data` must be valid for `chunk`
+    /// bytes.
+    unsafe fn write_cell(
+        &self,
+        ring: usize,
+        pos: u64,
+        header: Option<&[u8; HEADER_LEN]>,
+        data: *const u8,
+        chunk: usize,
+    ) {
+        let cell = self.cell(ring, pos);
+        // SAFETY: the cell lies inside the segment and is ours to fill (the
+        // caller's promise); the copies stay within it.
+        unsafe {
+            let base = self.map.at(cell);
+            if let Some(h) = header {
+                std::ptr::copy_nonoverlapping(h.as_ptr(), base.add(CELL_FRAME), HEADER_LEN);
+            }
+            if chunk > 0 {
+                std::ptr::copy_nonoverlapping(data, base.add(CELL_HEADER), chunk);
+            }
+        }
+        self.map
+            .u32_at(cell + CELL_CHUNK)
+            .store(chunk as u32, Ordering::Relaxed);
+        self.map.u32_at(cell + CELL_FLAGS).store(
+            if header.is_some() { FLAG_FIRST } else { 0 },
+            Ordering::Relaxed,
+        );
+        // The one release store that hands the cell to the consumer.
+        self.map
+            .u64_at(cell + CELL_SEQ)
+            .store(pos + 1, Ordering::Release);
     }
 
     fn wake_if_sleeping(&self, peer: u32) {
