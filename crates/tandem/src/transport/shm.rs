@@ -529,6 +529,9 @@ impl ShmTransport {
     }
 
     /// Queues a frame to local rank `peer` and pushes what fits at once.
+    /// `payload` must stay valid for `len` bytes until the frame is done
+    /// (as for the TCP transport's `send`, whose contract this shares).
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn send(
         &mut self,
         peer: u32,
