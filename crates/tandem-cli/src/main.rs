@@ -1,6 +1,7 @@
-//! `tandem`: run MPI jobs (`run`), compile MPI programs (`cc`, `cxx`) and
-//! show the configuration (`info`).
+//! `tandem`: run MPI jobs (`run`), compile MPI programs (`cc`, `cxx`),
+//! show the configuration (`info`) and measure (`bench`).
 
+mod bench;
 mod compiler;
 mod info;
 mod install_layout;
@@ -39,6 +40,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Benchmarks: kernels on Tandem and other MPIs, comparisons, models, a report
+    Bench(bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -103,6 +106,7 @@ fn main() {
         Command::Cc(a) => compiler::run(compiler::Language::C, a.args),
         Command::Cxx(a) => compiler::run(compiler::Language::Cxx, a.args),
         Command::Info { json } => info::run(json),
+        Command::Bench(a) => bench::main(a),
     };
     std::process::exit(status);
 }

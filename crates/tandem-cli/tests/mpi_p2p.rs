@@ -17,11 +17,11 @@ use common::{
 };
 
 /// The transport configurations every program runs under: shared memory
-/// (the default on one host), shared memory without single-copy reads, and
-/// TCP everywhere.
+/// (the default on one host: rendezvous data pipelined through the rings),
+/// shared memory with single-copy reads from 64 KiB on, and TCP everywhere.
 const TRANSPORTS: &[&[&str]] = &[
     &[],
-    &["--set", "shm_single_copy=0"],
+    &["--set", "shm_single_copy_min=64k"],
     &["--set", "transports=tcp"],
 ];
 

@@ -1,0 +1,347 @@
+//! The catalogue of benchmark kernels: their C sources (embedded, so an
+//! installed `tandem` needs no source tree), rank counts and parameters.
+
+/// The header every kernel includes.
+pub const COMMON_HEADER: (&str, &str) = ("bench.h", include_str!("../../../../bench/bench.h"));
+
+/// One kernel parameter, passed to the program as NAME=VALUE.
+#[derive(Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub help: &'static str,
+}
+
+/// One kernel.
+#[derive(Debug)]
+pub struct Kernel {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub about: &'static str,
+    /// Ranks when --np is not given.
+    pub default_np: u32,
+    pub min_np: u32,
+    /// The rank count must be a perfect square.
+    pub square_np: bool,
+    /// Default for --sizes, as the user would write it (None: no sizes).
+    pub default_sizes: Option<&'static str>,
+    /// Whether the kernel is run for a fixed duration per batch.
+    pub takes_duration: bool,
+    pub params: &'static [Param],
+}
+
+const P_SIZES: Param = Param {
+    name: "sizes",
+    help: "message sizes (use --sizes MIN:MAX[:FACTOR] or a comma list)",
+};
+const P_DURATION: Param = Param {
+    name: "duration",
+    help: "seconds per timed batch (--duration)",
+};
+const P_REPEAT: Param = Param {
+    name: "repeat",
+    help: "timed repetitions per point (--repeat)",
+};
+const P_WARMUP_S: Param = Param {
+    name: "warmup",
+    help: "seconds of warm-up per size (default: a quarter of duration)",
+};
+const P_WARMUP_N: Param = Param {
+    name: "warmup",
+    help: "untimed rounds before timing",
+};
+
+const PAIR: &[Param] = &[P_SIZES, P_DURATION, P_REPEAT, P_WARMUP_S];
+
+pub static KERNELS: &[Kernel] = &[
+    Kernel {
+        name: "pingpong",
+        source: include_str!("../../../../bench/pingpong.c"),
+        about: "round trip between ranks 0 and 1 for a fixed duration per size (seed 003)",
+        default_np: 2,
+        min_np: 2,
+        square_np: false,
+        default_sizes: Some("1:4m:4"),
+        takes_duration: true,
+        params: PAIR,
+    },
+    Kernel {
+        name: "bidir",
+        source: include_str!("../../../../bench/bidir.c"),
+        about: "bidirectional round trip: both ranks send at once (seed 003)",
+        default_np: 2,
+        min_np: 2,
+        square_np: false,
+        default_sizes: Some("1:4m:4"),
+        takes_duration: true,
+        params: PAIR,
+    },
+    Kernel {
+        name: "burst",
+        source: include_str!("../../../../bench/burst.c"),
+        about: "rank 0 sends as fast as it can, rank 1 counts (seed 003)",
+        default_np: 2,
+        min_np: 2,
+        square_np: false,
+        default_sizes: Some("1:4m:4"),
+        takes_duration: true,
+        params: &[
+            P_SIZES,
+            P_DURATION,
+            P_REPEAT,
+            P_WARMUP_S,
+            Param {
+                name: "window",
+                help: "sends kept in flight (default 64)",
+            },
+        ],
+    },
+    Kernel {
+        name: "overhead",
+        source: include_str!("../../../../bench/overhead.c"),
+        about: "MPI_Isend/MPI_Irecv overhead and application availability, post-work-wait (seed 001)",
+        default_np: 2,
+        min_np: 2,
+        square_np: false,
+        default_sizes: Some("8,1k,16k,64k,256k,1m"),
+        takes_duration: false,
+        params: &[
+            P_SIZES,
+            P_REPEAT,
+            Param {
+                name: "ops",
+                help: "isend,irecv (default both)",
+            },
+            Param {
+                name: "samples",
+                help: "iterations per point; the point is their median (default 9)",
+            },
+            Param {
+                name: "base",
+                help: "transfer-time averaging threshold (default 1.03)",
+            },
+            Param {
+                name: "stop",
+                help: "stop threshold, times the transfer time (default 1.5)",
+            },
+            Param {
+                name: "confirm",
+                help: "points in a row above the stop threshold (default 2)",
+            },
+            Param {
+                name: "step",
+                help: "work added per point, as a fraction of the transfer time (default 0.05)",
+            },
+            Param {
+                name: "max_points",
+                help: "give up a series after this many points (default 200)",
+            },
+        ],
+    },
+    Kernel {
+        name: "coll",
+        source: include_str!("../../../../bench/coll.c"),
+        about: "alltoall, bcast, gather, scatter, p2p: barrier-start-op-barrier-end over node counts (seed 002)",
+        default_np: 4,
+        min_np: 2,
+        square_np: false,
+        default_sizes: Some("1k,64k,1m"),
+        takes_duration: false,
+        params: &[
+            P_SIZES,
+            P_REPEAT,
+            P_WARMUP_N,
+            Param {
+                name: "ops",
+                help: "alltoall,bcast,gather,scatter,p2p (default all)",
+            },
+            Param {
+                name: "nodes",
+                help: "node counts, comma list (default 2..np); one job is launched per count",
+            },
+        ],
+    },
+    Kernel {
+        name: "alltoallv",
+        source: include_str!("../../../../bench/alltoallv.c"),
+        about: "the Isend/Irecv/Waitall all-to-all of seed 000's case study, ~32 KiB per pair",
+        default_np: 4,
+        min_np: 1,
+        square_np: false,
+        default_sizes: Some("32k"),
+        takes_duration: false,
+        params: &[
+            P_SIZES,
+            P_REPEAT,
+            P_WARMUP_N,
+            Param {
+                name: "spread",
+                help: "per-pair counts vary by up to this fraction (default 0.15)",
+            },
+            Param {
+                name: "iters",
+                help: "exchanges per timed sample (default 10)",
+            },
+        ],
+    },
+    Kernel {
+        name: "cannon",
+        source: include_str!("../../../../bench/cannon.c"),
+        about: "Cannon's matrix multiplication with shifts overlapped with computation (seed 004)",
+        default_np: 4,
+        min_np: 1,
+        square_np: true,
+        default_sizes: None,
+        takes_duration: false,
+        params: &[
+            P_REPEAT,
+            P_WARMUP_N,
+            Param {
+                name: "n",
+                help: "matrix dimension, a multiple of sqrt(np) (default 512)",
+            },
+            Param {
+                name: "overlap",
+                help: "1: shifts overlap the multiplication (default); 0: after it",
+            },
+        ],
+    },
+];
+
+/// The kernel named `name`.
+pub fn find(name: &str) -> Option<&'static Kernel> {
+    KERNELS.iter().find(|k| k.name == name)
+}
+
+impl Kernel {
+    pub fn has_param(&self, name: &str) -> bool {
+        self.params.iter().any(|p| p.name == name)
+    }
+
+    /// Checks a rank count.
+    pub fn check_np(&self, np: u32) -> Result<(), String> {
+        if np < self.min_np {
+            return Err(format!(
+                "{} needs at least {} ranks",
+                self.name, self.min_np
+            ));
+        }
+        if self.square_np {
+            let q = (np as f64).sqrt().round() as u32;
+            if q * q != np {
+                return Err(format!(
+                    "{} needs a square number of ranks (1, 4, 9, 16, ...), not {np}",
+                    self.name
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses a byte count: 123, 64k, 4m, 1g (binary multiples).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, mult) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1u64 << 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 1u64 << 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 1u64 << 30),
+        _ => (t, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|v| v.checked_mul(mult))
+        .filter(|&v| v <= 1 << 30)
+        .ok_or_else(|| format!("'{text}' is not a byte count (e.g. 8, 64k, 4m; at most 1g)"))
+}
+
+/// Expands a size specification: `MIN:MAX` (powers of two; 0 allowed as
+/// the first), `MIN:MAX:FACTOR`, or a comma list.
+pub fn parse_sizes(spec: &str) -> Result<Vec<u64>, String> {
+    let spec = spec.trim();
+    let sizes = if spec.contains(':') {
+        let parts: Vec<&str> = spec.split(':').collect();
+        if parts.len() > 3 {
+            return Err(format!(
+                "--sizes {spec}: expected MIN:MAX or MIN:MAX:FACTOR"
+            ));
+        }
+        let min = parse_bytes(parts[0])?;
+        let max = parse_bytes(parts[1])?;
+        let factor: u64 = match parts.get(2) {
+            Some(f) => f.parse().ok().filter(|&f| f >= 2).ok_or_else(|| {
+                format!("--sizes {spec}: the factor must be an integer of at least 2")
+            })?,
+            None => 2,
+        };
+        if min > max {
+            return Err(format!("--sizes {spec}: MIN is larger than MAX"));
+        }
+        let mut v = Vec::new();
+        let mut s = min;
+        if s == 0 {
+            v.push(0);
+            s = 1;
+        }
+        while s <= max {
+            v.push(s);
+            s *= factor;
+        }
+        v
+    } else {
+        spec.split(',')
+            .map(parse_bytes)
+            .collect::<Result<Vec<u64>, String>>()?
+    };
+    if sizes.is_empty() {
+        return Err(format!("--sizes {spec}: no sizes"));
+    }
+    if sizes.len() > 64 {
+        return Err(format!("--sizes {spec}: more than 64 sizes"));
+    }
+    Ok(sizes)
+}
+
+/// A byte count for people: 512 B, 64 KiB, 4 MiB.
+pub fn size_text(s: u64) -> String {
+    if s >= 1 << 20 && s.is_multiple_of(1 << 20) {
+        format!("{} MiB", s >> 20)
+    } else if s >= 1024 && s.is_multiple_of(1024) {
+        format!("{} KiB", s >> 10)
+    } else {
+        format!("{s} B")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_sizes("1:8").unwrap(), vec![1, 2, 4, 8]);
+        assert_eq!(parse_sizes("0:4").unwrap(), vec![0, 1, 2, 4]);
+        assert_eq!(parse_sizes("1k:1m:32").unwrap(), vec![1024, 32768, 1 << 20]);
+        assert_eq!(parse_sizes("8, 64k,4m").unwrap(), vec![8, 65536, 4 << 20]);
+        assert!(parse_sizes("8:1").is_err());
+        assert!(parse_sizes("1:8:1").is_err());
+        assert!(parse_sizes("2g").is_err());
+        assert!(parse_sizes("x").is_err());
+        assert_eq!(size_text(65536), "64 KiB");
+        assert_eq!(size_text(100), "100 B");
+    }
+
+    #[test]
+    fn catalogue() {
+        for k in KERNELS {
+            assert!(k.source.contains("#include \"bench.h\""), "{}", k.name);
+            assert!(k.check_np(k.default_np).is_ok(), "{}", k.name);
+            if let Some(s) = k.default_sizes {
+                assert!(parse_sizes(s).is_ok(), "{}", k.name);
+                assert!(k.has_param("sizes"));
+            }
+        }
+        assert!(find("cannon").unwrap().check_np(3).is_err());
+        assert!(find("pingpong").unwrap().check_np(1).is_err());
+    }
+}

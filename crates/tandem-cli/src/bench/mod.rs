@@ -1,0 +1,662 @@
+//! `tandem bench`: the measurement methods of the source papers as C
+//! kernels (bench/*.c, plain MPI), built with any MPI's compiler wrapper,
+//! launched with its launcher, and summarised with medians and confidence
+//! intervals; comparisons between libraries, model fits and a report.
+
+pub mod analyze;
+pub mod build;
+pub mod kernels;
+pub mod model;
+pub mod mpi;
+pub mod output;
+pub mod overhead;
+pub mod plot;
+pub mod report;
+pub mod run;
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use serde_json::Value;
+
+use analyze::Table;
+use kernels::Kernel;
+use mpi::{Library, Transport};
+use output::Machine;
+use run::RunOutput;
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Round trip between ranks 0 and 1, fixed duration per size (seed 003)
+    Pingpong(KernelArgs),
+    /// Bidirectional round trip: both ranks send at once (seed 003)
+    Bidir(KernelArgs),
+    /// Burst: rank 0 sends as fast as it can (seed 003)
+    Burst(KernelArgs),
+    /// MPI_Isend / MPI_Irecv overhead and availability, post-work-wait (seed 001)
+    Overhead(KernelArgs),
+    /// Collectives by barrier-start-op-barrier-end over node counts (seed 002)
+    Coll(KernelArgs),
+    /// The Isend/Irecv/Waitall all-to-all of seed 000's case study
+    Alltoallv(KernelArgs),
+    /// Cannon's matrix multiplication with overlapped shifts (seed 004)
+    Cannon(KernelArgs),
+    /// Run one kernel on several MPI libraries, interleaved, with ratios
+    Compare(CompareArgs),
+    /// Fit Hockney and LogGP to ping-pong, burst and overhead; predict collectives
+    Model(ModelArgs),
+    /// The quick suite as one self-contained HTML page
+    Report(report::ReportArgs),
+    /// List the kernels and their parameters
+    List,
+}
+
+/// Options shared by every kernel run.
+#[derive(Args, Debug, Clone)]
+pub struct KernelArgs {
+    /// Ranks (default: the kernel's, 2 or 4)
+    #[arg(long = "np", short = 'n', value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub np: Option<u32>,
+    /// MPI library: tandem, openmpi, mpich or the path of an MPI C compiler wrapper
+    /// (compare: a comma-separated list, first is the reference)
+    #[arg(long, value_name = "MPI")]
+    pub mpi: Option<String>,
+    /// A kernel parameter (see `tandem bench list`), or else a library
+    /// parameter (Tandem: `tandem run --set`, Open MPI: --mca, MPICH:
+    /// environment); LIB:NAME=VALUE gives it to one library only
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Message sizes: MIN:MAX (powers of 2), MIN:MAX:FACTOR, or a comma list (k, m suffixes)
+    #[arg(long, value_name = "SPEC")]
+    pub sizes: Option<String>,
+    /// Seconds per timed batch (pingpong, bidir, burst)
+    #[arg(long, value_name = "S")]
+    pub duration: Option<f64>,
+    /// Timed repetitions per point
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    pub repeat: Option<u32>,
+    /// Transport to force: tcp (default: what Tandem has today), shm, or default (each library's own choice)
+    #[arg(long, value_name = "T", default_value = "tcp")]
+    pub transport: String,
+    /// Write every measurement, the machine and the versions as JSON
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the table as CSV
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Draw the main metric as an SVG plot
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Stop a launch that runs longer than this many seconds
+    #[arg(long, value_name = "S", default_value_t = 1800.0)]
+    pub timeout: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The kernel: pingpong, bidir, burst, overhead, coll, alltoallv, cannon
+    #[arg(value_name = "KERNEL")]
+    pub kernel: String,
+    #[command(flatten)]
+    pub common: KernelArgs,
+    /// Launches per library, alternating between libraries (the repetitions are split among them)
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub rounds: u32,
+}
+
+#[derive(Args, Debug)]
+pub struct ModelArgs {
+    /// MPI library to model
+    #[arg(long, default_value = "tandem")]
+    pub mpi: String,
+    /// Use these `--json` outputs of pingpong, burst, overhead and coll instead of measuring
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub from: Vec<PathBuf>,
+    /// Ranks for the collective measurements (0: skip them)
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub coll_np: u32,
+    /// Seconds per timed batch of ping-pong and burst
+    #[arg(long, value_name = "S", default_value_t = 0.05)]
+    pub duration: f64,
+    /// Repetitions per point
+    #[arg(long, value_name = "R", default_value_t = 7)]
+    pub repeat: u32,
+    /// Library parameters, as for the kernels
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
+    /// Transport to force (tcp, shm, default)
+    #[arg(long, default_value = "tcp")]
+    pub transport: String,
+    /// Write the measurements and the fits as JSON
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw measured and predicted ping-pong times as an SVG plot
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// Everything needed to run one kernel on one or more libraries.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub kernel: &'static Kernel,
+    pub libs: Vec<Library>,
+    pub np: u32,
+    /// For coll: one launch per node count (each its own job).
+    pub np_list: Vec<u32>,
+    /// Kernel parameters (NAME -> VALUE), sizes already expanded.
+    pub params: BTreeMap<String, String>,
+    /// Library parameters: (library name or "" for all, NAME, VALUE).
+    pub lib_set: Vec<(String, String, String)>,
+    pub transport: Transport,
+    /// Launches per library (interleaved); the repetitions are split.
+    pub rounds: u32,
+    pub timeout: Duration,
+    pub progress: bool,
+}
+
+/// The outcome of a RunSpec: per library the runs and the table.
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelResult {
+    /// Format version of this document.
+    pub tandem_bench: u32,
+    pub kernel: String,
+    pub machine: Machine,
+    pub np: u32,
+    pub transport: String,
+    pub params: BTreeMap<String, String>,
+    pub library_params: Vec<(String, String, String)>,
+    pub runs: Vec<RunOutput>,
+    /// (library, table) in the order of the libraries.
+    pub tables: Vec<(String, Table)>,
+}
+
+impl KernelResult {
+    pub fn table_refs(&self) -> Vec<(String, &Table)> {
+        self.tables.iter().map(|(l, t)| (l.clone(), t)).collect()
+    }
+
+    /// Library name -> version line, from the runs.
+    pub fn versions(&self) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = Vec::new();
+        for r in &self.runs {
+            if !v.iter().any(|(l, _)| *l == r.mpi) {
+                v.push((r.mpi.clone(), r.library_version.clone()));
+            }
+        }
+        v
+    }
+}
+
+/// Splits --set words into kernel parameters and library parameters.
+pub fn split_set(
+    kernel: &Kernel,
+    set: &[String],
+    libs: &[Library],
+    params: &mut BTreeMap<String, String>,
+) -> Result<Vec<(String, String, String)>, String> {
+    let mut lib_set = Vec::new();
+    for word in set {
+        let (name, value) = word
+            .split_once('=')
+            .filter(|(n, _)| !n.is_empty())
+            .ok_or_else(|| format!("--set {word}: expected NAME=VALUE"))?;
+        if let Some((lib, pname)) = name.split_once(':') {
+            if !libs.iter().any(|l| l.name == lib) {
+                return Err(format!(
+                    "--set {word}: '{lib}' is not one of the libraries of this run ({})",
+                    libs.iter()
+                        .map(|l| l.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            lib_set.push((lib.to_string(), pname.to_string(), value.to_string()));
+        } else if kernel.has_param(name) {
+            if name == "sizes" {
+                let sizes = kernels::parse_sizes(value)?;
+                params.insert(name.into(), join_sizes(&sizes));
+            } else {
+                params.insert(name.to_string(), value.to_string());
+            }
+        } else {
+            lib_set.push((String::new(), name.to_string(), value.to_string()));
+        }
+    }
+    Ok(lib_set)
+}
+
+fn join_sizes(sizes: &[u64]) -> String {
+    sizes
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Builds a RunSpec from command-line options.
+pub fn spec_from_args(
+    kernel: &'static Kernel,
+    a: &KernelArgs,
+    default_mpi: &str,
+    rounds: u32,
+) -> Result<RunSpec, String> {
+    let libs = a
+        .mpi
+        .as_deref()
+        .unwrap_or(default_mpi)
+        .split(',')
+        .map(|s| mpi::resolve(s.trim()))
+        .collect::<Result<Vec<Library>, String>>()?;
+    let np = a.np.unwrap_or(kernel.default_np);
+    kernel.check_np(np)?;
+    let mut params = BTreeMap::new();
+    if let Some(s) = kernel.default_sizes {
+        params.insert("sizes".to_string(), join_sizes(&kernels::parse_sizes(s)?));
+    }
+    if let Some(spec) = &a.sizes {
+        if !kernel.has_param("sizes") {
+            return Err(format!("{} takes no message sizes", kernel.name));
+        }
+        params.insert(
+            "sizes".to_string(),
+            join_sizes(&kernels::parse_sizes(spec)?),
+        );
+    }
+    if let Some(d) = a.duration {
+        if !kernel.takes_duration {
+            return Err(format!(
+                "{} does not run for a fixed duration; use --repeat (or --set) instead",
+                kernel.name
+            ));
+        }
+        if !(d.is_finite() && d > 0.0 && d <= 3600.0) {
+            return Err(format!(
+                "--duration {d}: expected seconds between 0 and 3600"
+            ));
+        }
+        params.insert("duration".into(), d.to_string());
+    }
+    if let Some(r) = a.repeat {
+        params.insert("repeat".into(), r.to_string());
+    }
+    let mut lib_set = split_set(kernel, &a.set, &libs, &mut params)?;
+    // `--set transports=X` means the same as `--transport X`.
+    let mut transport = Transport::parse(&a.transport);
+    if let Some(i) = lib_set
+        .iter()
+        .position(|(l, k, _)| l.is_empty() && k == "transports")
+    {
+        transport = Transport::parse(&lib_set.remove(i).2);
+    }
+    if !(a.timeout.is_finite() && a.timeout > 0.0) {
+        return Err("--timeout: expected a positive number of seconds".into());
+    }
+    let np_list = node_counts(kernel, np, &mut params)?;
+    Ok(RunSpec {
+        kernel,
+        libs,
+        np,
+        np_list,
+        params,
+        lib_set,
+        transport,
+        rounds: rounds.max(1),
+        timeout: Duration::from_secs_f64(a.timeout),
+        progress: true,
+    })
+}
+
+/// For coll, the node counts (taken out of the kernel parameters): the
+/// `nodes` list, default 2..=np. Other kernels: none.
+pub fn node_counts(
+    kernel: &Kernel,
+    np: u32,
+    params: &mut BTreeMap<String, String>,
+) -> Result<Vec<u32>, String> {
+    if kernel.name != "coll" {
+        return Ok(Vec::new());
+    }
+    match params.remove("nodes") {
+        None => Ok((2..=np.max(2)).collect()),
+        Some(list) => list
+            .split(',')
+            .map(|w| {
+                w.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (2..=1024).contains(n))
+                    .ok_or_else(|| format!("nodes={list}: expected node counts from 2 to 1024"))
+            })
+            .collect(),
+    }
+}
+
+/// The repetitions a kernel does by default (for splitting among rounds).
+fn default_repeat(kernel: &Kernel) -> u32 {
+    match kernel.name {
+        "overhead" | "cannon" => 5,
+        "coll" => 20,
+        _ => 10,
+    }
+}
+
+/// Builds and runs a spec: every library `rounds` times, interleaved.
+pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
+    let mut exes = Vec::new();
+    for lib in &spec.libs {
+        let exe = build::build(spec.kernel, lib).map_err(|e| e.to_string())?;
+        exes.push(exe);
+    }
+    let repeat: u32 = spec
+        .params
+        .get("repeat")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| default_repeat(spec.kernel));
+    let rounds = spec.rounds.min(repeat).max(1);
+    let mut runs = Vec::new();
+    let mut pooled: Vec<Vec<Value>> = vec![Vec::new(); spec.libs.len()];
+    let mut done = 0;
+    for round in 0..rounds {
+        // Spread the repetitions: the first rounds take the remainder.
+        let share = repeat / rounds + u32::from(round < repeat % rounds);
+        let nps = if spec.np_list.is_empty() {
+            vec![spec.np]
+        } else {
+            spec.np_list.clone()
+        };
+        for (i, lib) in spec.libs.iter().enumerate() {
+            for &np in &nps {
+                let mut params = spec.params.clone();
+                if rounds > 1 {
+                    params.insert("repeat".into(), share.to_string());
+                }
+                let kernel_args: Vec<String> =
+                    params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let lib_set: Vec<(String, String)> = spec
+                    .lib_set
+                    .iter()
+                    .filter(|(l, _, _)| l.is_empty() || *l == lib.name)
+                    .map(|(_, k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let mut label = format!("{} {}", spec.kernel.name, lib.name);
+                if nps.len() > 1 {
+                    label.push_str(&format!(" np={np}"));
+                }
+                if rounds > 1 {
+                    label.push_str(&format!(" {}/{}", round + 1, rounds));
+                }
+                let out = run::launch(&run::Launch {
+                    lib,
+                    program: &exes[i],
+                    np,
+                    kernel_args,
+                    lib_set,
+                    transport: spec.transport.clone(),
+                    timeout: spec.timeout,
+                    label,
+                    progress: spec.progress,
+                })?;
+                for r in &out.records {
+                    let mut r = r.clone();
+                    // Repetition numbers stay distinct across rounds.
+                    if let Some(rep) = r.get("rep").and_then(Value::as_u64) {
+                        r["rep"] = Value::from(rep + u64::from(done));
+                    }
+                    pooled[i].push(r);
+                }
+                runs.push(out);
+            }
+        }
+        done += share;
+    }
+    let tables = spec
+        .libs
+        .iter()
+        .zip(&pooled)
+        .map(|(lib, recs)| {
+            (
+                lib.name.clone(),
+                analyze::analyse(spec.kernel.name, recs, &spec.params),
+            )
+        })
+        .collect();
+    Ok(KernelResult {
+        tandem_bench: 1,
+        kernel: spec.kernel.name.to_string(),
+        machine: Machine::describe(),
+        np: spec.np,
+        transport: spec.transport.name().to_string(),
+        params: spec.params.clone(),
+        library_params: spec.lib_set.clone(),
+        runs,
+        tables,
+    })
+}
+
+/// Per metric, a table with each library's median and its ratio to the
+/// first library's.
+pub fn compare_text(tables: &[(String, &Table)]) -> String {
+    let Some((first_lib, first)) = tables.first() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (mi, m) in first.metrics.iter().enumerate() {
+        let mut header: Vec<String> = first.key_names.clone();
+        for (li, (lib, _)) in tables.iter().enumerate() {
+            header.push(format!("{lib} {} ({})", m.name, m.unit));
+            if li > 0 {
+                header.push(format!("{lib}/{first_lib}"));
+            }
+        }
+        let mut rows = Vec::new();
+        for r in &first.rows {
+            let key = r.key();
+            let mut cells: Vec<String> = r.keys.iter().map(|(_, v)| v.clone()).collect();
+            let base = r.values.get(mi).copied().flatten();
+            for (li, (_, t)) in tables.iter().enumerate() {
+                let v = t
+                    .rows
+                    .iter()
+                    .find(|o| o.key() == key)
+                    .and_then(|o| o.values.get(mi).copied().flatten());
+                cells.push(output::cell(&v));
+                if li > 0 {
+                    cells.push(match (v, base) {
+                        (Some(v), Some(b)) if b.median != 0.0 => {
+                            format!("{:.2}x", v.median / b.median)
+                        }
+                        _ => "-".into(),
+                    });
+                }
+            }
+            rows.push(cells);
+        }
+        out.push_str(&output::layout(&header, &rows, first.key_names.len()));
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "median [{:.0}% confidence interval]; ratios are of medians ({}: lower is better for times, higher for throughput and availability)\n",
+        stats::CI_LEVEL * 100.0,
+        tables.iter().skip(1).map(|(l, _)| format!("{l}/{first_lib}")).collect::<Vec<_>>().join(", ")
+    ));
+    for (lib, t) in tables {
+        let w = output::spread_warnings(t);
+        if !w.is_empty() {
+            out.push_str(&format!("{lib}: {w}"));
+        }
+    }
+    out
+}
+
+/// Writes the --json, --csv and --plot outputs of a result.
+pub fn write_outputs(
+    result: &KernelResult,
+    json: Option<&PathBuf>,
+    csv: Option<&PathBuf>,
+    plot_path: Option<&PathBuf>,
+) -> Result<(), String> {
+    if let Some(p) = json {
+        let text =
+            serde_json::to_string_pretty(result).map_err(|e| format!("cannot encode JSON: {e}"))?;
+        output::write_file(p, text.as_bytes())?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = csv {
+        output::write_file(p, output::csv(&result.table_refs()).as_bytes())?;
+        eprintln!("wrote {}", p.display());
+    }
+    if let Some(p) = plot_path {
+        let title = format!(
+            "{} ({} ranks, {})",
+            result.kernel,
+            result.np,
+            result
+                .versions()
+                .iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>()
+                .join(" vs ")
+        );
+        let plot = plot::of_tables(&result.table_refs(), 0, &title)
+            .ok_or_else(|| "nothing to plot".to_string())?;
+        plot::write(&plot, p)?;
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+fn header_lines(result: &KernelResult) -> String {
+    let mut s = format!(
+        "{} on {} ranks, transport {}; {}\n",
+        result.kernel,
+        result.np,
+        result.transport,
+        result.machine.one_line()
+    );
+    for (lib, version) in result.versions() {
+        s.push_str(&format!("  {lib}: {version}\n"));
+    }
+    if !result.params.is_empty() {
+        s.push_str(&format!(
+            "  parameters: {}\n",
+            result
+                .params
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    s
+}
+
+fn kernel_command(
+    kernel: &'static Kernel,
+    a: &KernelArgs,
+    compare: Option<u32>,
+) -> Result<(), String> {
+    let spec = match compare {
+        Some(rounds) => spec_from_args(kernel, a, "tandem,openmpi", rounds)?,
+        None => spec_from_args(kernel, a, "tandem", 1)?,
+    };
+    if compare.is_some() && spec.libs.len() < 2 {
+        return Err("compare needs at least two libraries, e.g. --mpi tandem,openmpi".into());
+    }
+    for (lib, name, _) in &spec.lib_set {
+        let targets: Vec<&Library> = spec
+            .libs
+            .iter()
+            .filter(|l| lib.is_empty() || l.name == *lib)
+            .collect();
+        for l in targets {
+            eprintln!(
+                "note: --set {name}: not a {} parameter, {}",
+                kernel.name,
+                l.set_explanation()
+            );
+        }
+    }
+    let result = run_spec(&spec)?;
+    print!("{}", header_lines(&result));
+    println!();
+    if result.tables.len() == 1 {
+        print!("{}", output::text_table(&result.tables[0].1));
+    } else {
+        print!("{}", compare_text(&result.table_refs()));
+    }
+    print!("{}", output::counters_text(&result.runs));
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    write_outputs(&result, a.json.as_ref(), a.csv.as_ref(), a.plot.as_ref())
+}
+
+fn list() {
+    for k in kernels::KERNELS {
+        println!(
+            "{:10} {} (default {} ranks{})",
+            k.name,
+            k.about,
+            k.default_np,
+            if k.square_np { ", a square number" } else { "" }
+        );
+        for p in k.params {
+            println!("    {:11} {}", p.name, p.help);
+        }
+    }
+    println!();
+    println!("tandem bench compare KERNEL --mpi tandem,openmpi   runs libraries interleaved, with ratios");
+    println!("tandem bench model                                 fits Hockney and LogGP, predicts collectives");
+    println!("tandem bench report --out DIR                      the quick suite as one HTML page");
+}
+
+/// Runs `tandem bench ...`; returns the exit status.
+pub fn main(args: BenchArgs) -> i32 {
+    let r = match args.command {
+        BenchCommand::Pingpong(a) => kernel_command(kernel("pingpong"), &a, None),
+        BenchCommand::Bidir(a) => kernel_command(kernel("bidir"), &a, None),
+        BenchCommand::Burst(a) => kernel_command(kernel("burst"), &a, None),
+        BenchCommand::Overhead(a) => kernel_command(kernel("overhead"), &a, None),
+        BenchCommand::Coll(a) => kernel_command(kernel("coll"), &a, None),
+        BenchCommand::Alltoallv(a) => kernel_command(kernel("alltoallv"), &a, None),
+        BenchCommand::Cannon(a) => kernel_command(kernel("cannon"), &a, None),
+        BenchCommand::Compare(c) => match kernels::find(&c.kernel) {
+            Some(k) => kernel_command(k, &c.common, Some(c.rounds)),
+            None => Err(format!(
+                "unknown kernel '{}': expected one of {}",
+                c.kernel,
+                kernels::KERNELS
+                    .iter()
+                    .map(|k| k.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        },
+        BenchCommand::Model(m) => model::command(&m),
+        BenchCommand::Report(r) => report::command(&r),
+        BenchCommand::List => {
+            list();
+            Ok(())
+        }
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("tandem bench: {e}");
+            1
+        }
+    }
+}
+
+fn kernel(name: &str) -> &'static Kernel {
+    kernels::find(name).expect("kernel in the catalogue")
+}

@@ -1,0 +1,336 @@
+//! The MPI libraries a kernel can be built and run with: Tandem itself,
+//! Debian's Open MPI and MPICH, or any MPI given by the path of its C
+//! compiler wrapper. Each knows its compiler, its launcher, the flags a
+//! launcher needs (more ranks than cores, root, a transport forced) and how
+//! to install it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The families of MPI launchers, which take different options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Tandem,
+    OpenMpi,
+    Mpich,
+}
+
+/// One MPI library, ready to build and launch kernels.
+#[derive(Clone, Debug)]
+pub struct Library {
+    /// Short name used in tables: tandem, openmpi, mpich, or the wrapper's
+    /// file name.
+    pub name: String,
+    pub family: Family,
+    /// The compiler wrapper command (words).
+    pub cc: Vec<OsString>,
+    /// The launcher command (words) before the rank count.
+    pub launcher: Vec<OsString>,
+}
+
+/// Which transport to force for a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Each library's default (shared memory where it has it).
+    Default,
+    /// TCP only (Tandem today, and what makes a fair comparison with it).
+    Tcp,
+    /// Shared memory within the host.
+    Shm,
+    /// Any other name: passed to Tandem's `transports` parameter.
+    Other(String),
+}
+
+impl Transport {
+    pub fn parse(text: &str) -> Transport {
+        match text {
+            "default" | "any" => Transport::Default,
+            "tcp" => Transport::Tcp,
+            "shm" => Transport::Shm,
+            other => Transport::Other(other.to_string()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Transport::Default => "default",
+            Transport::Tcp => "tcp",
+            Transport::Shm => "shm",
+            Transport::Other(s) => s,
+        }
+    }
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+fn install_hint(family: Family) -> &'static str {
+    match family {
+        Family::OpenMpi => "apt-get install openmpi-bin libopenmpi-dev",
+        Family::Mpich => "apt-get install mpich libmpich-dev",
+        Family::Tandem => "cargo build --release (in the Tandem source tree)",
+    }
+}
+
+/// Resolves `tandem`, `openmpi`, `mpich` or the path of an MPI C compiler
+/// wrapper.
+pub fn resolve(spec: &str) -> Result<Library, String> {
+    match spec {
+        "tandem" => {
+            let exe = std::env::current_exe()
+                .map_err(|e| format!("cannot find the running tandem executable: {e}"))?;
+            crate::install_layout::locate()?;
+            Ok(Library {
+                name: "tandem".into(),
+                family: Family::Tandem,
+                cc: vec![exe.clone().into(), "cc".into()],
+                launcher: vec![exe.into(), "run".into()],
+            })
+        }
+        "openmpi" | "open-mpi" | "ompi" => {
+            let (cc, run) = (which("mpicc.openmpi"), which("mpirun.openmpi"));
+            match (cc, run) {
+                (Some(cc), Some(run)) => Ok(Library {
+                    name: "openmpi".into(),
+                    family: Family::OpenMpi,
+                    cc: vec![cc.into()],
+                    launcher: vec![run.into()],
+                }),
+                _ => Err(format!(
+                    "Open MPI is not installed (no mpicc.openmpi / mpirun.openmpi on PATH): {}",
+                    install_hint(Family::OpenMpi)
+                )),
+            }
+        }
+        "mpich" => {
+            let (cc, run) = (which("mpicc.mpich"), which("mpirun.mpich"));
+            match (cc, run) {
+                (Some(cc), Some(run)) => Ok(Library {
+                    name: "mpich".into(),
+                    family: Family::Mpich,
+                    cc: vec![cc.into()],
+                    launcher: vec![run.into()],
+                }),
+                _ => Err(format!(
+                    "MPICH is not installed (no mpicc.mpich / mpirun.mpich on PATH): {}",
+                    install_hint(Family::Mpich)
+                )),
+            }
+        }
+        path if path.contains('/') => custom(Path::new(path)),
+        other => Err(format!(
+            "unknown MPI '{other}': expected tandem, openmpi, mpich or the path of an MPI C compiler wrapper (e.g. /opt/mpi/bin/mpicc)"
+        )),
+    }
+}
+
+/// An MPI given by its compiler wrapper: its family from the wrapper's
+/// options, its launcher beside it (mpicc.X -> mpirun.X, else mpirun or
+/// mpiexec).
+fn custom(cc: &Path) -> Result<Library, String> {
+    if !cc.is_file() {
+        return Err(format!("{}: no such compiler wrapper", cc.display()));
+    }
+    let shows = |flag: &str| {
+        Command::new(cc)
+            .arg(flag)
+            .output()
+            .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
+    };
+    let family = if shows("--showme") {
+        Family::OpenMpi
+    } else if shows("-show") {
+        Family::Mpich
+    } else {
+        return Err(format!(
+            "{}: not an Open MPI (--showme) or MPICH-style (-show) compiler wrapper",
+            cc.display()
+        ));
+    };
+    let dir = cc.parent().unwrap_or(Path::new("."));
+    let file = cc
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut candidates = Vec::new();
+    if let Some(suffix) = file.strip_prefix("mpicc") {
+        candidates.push(format!("mpirun{suffix}"));
+        candidates.push(format!("mpiexec{suffix}"));
+    }
+    candidates.push("mpirun".into());
+    candidates.push("mpiexec".into());
+    let run = candidates
+        .iter()
+        .map(|c| dir.join(c))
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("no mpirun or mpiexec beside {}", cc.display()))?;
+    Ok(Library {
+        name: file,
+        family,
+        cc: vec![cc.into()],
+        launcher: vec![run.into()],
+    })
+}
+
+impl Library {
+    /// Text that identifies the wrapper's configuration, for the build
+    /// cache key: what it would run, and for Tandem the header.
+    pub fn identity(&self) -> String {
+        let mut id = format!("{:?}", self.cc);
+        let flag = match self.family {
+            Family::Tandem => "--showme",
+            Family::OpenMpi => "--showme",
+            Family::Mpich => "-show",
+        };
+        if let Ok(out) = Command::new(&self.cc[0])
+            .args(&self.cc[1..])
+            .arg(flag)
+            .output()
+        {
+            id.push_str(&String::from_utf8_lossy(&out.stdout));
+        }
+        if self.family == Family::Tandem {
+            if let Ok(layout) = crate::install_layout::locate() {
+                if let Ok(h) = std::fs::read(layout.include_dir.join("mpi.h")) {
+                    id.push_str(&format!("{:016x}", super::build::fnv1a(&h)));
+                }
+            }
+        }
+        id
+    }
+
+    /// The launch command for `np` ranks of `program args`, with library
+    /// parameters `lib_set` (NAME=VALUE) and a forced transport. Returns
+    /// the argv and the environment to add.
+    pub fn launch_command(
+        &self,
+        np: u32,
+        lib_set: &[(String, String)],
+        transport: &Transport,
+        program: &Path,
+        args: &[String],
+    ) -> (Vec<OsString>, Vec<(String, String)>) {
+        let mut argv = self.launcher.clone();
+        let mut env = Vec::new();
+        match self.family {
+            Family::Tandem => {
+                argv.push("-n".into());
+                argv.push(np.to_string().into());
+                match transport {
+                    Transport::Default => {}
+                    t => {
+                        argv.push("--set".into());
+                        argv.push(format!("transports={}", t.name()).into());
+                    }
+                }
+                for (k, v) in lib_set {
+                    argv.push("--set".into());
+                    argv.push(format!("{k}={v}").into());
+                }
+            }
+            Family::OpenMpi => {
+                env.push(("OMPI_ALLOW_RUN_AS_ROOT".into(), "1".into()));
+                env.push(("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM".into(), "1".into()));
+                argv.push("--oversubscribe".into());
+                argv.push("-n".into());
+                argv.push(np.to_string().into());
+                match transport {
+                    Transport::Tcp => {
+                        argv.extend(["--mca", "btl", "tcp,self"].map(OsString::from));
+                    }
+                    Transport::Shm => {
+                        argv.extend(["--mca", "btl", "vader,self"].map(OsString::from));
+                    }
+                    _ => {}
+                }
+                for (k, v) in lib_set {
+                    argv.push("--mca".into());
+                    argv.push(k.into());
+                    argv.push(v.into());
+                }
+            }
+            Family::Mpich => {
+                argv.push("-n".into());
+                argv.push(np.to_string().into());
+                match transport {
+                    Transport::Tcp => {
+                        env.push(("MPIR_CVAR_NOLOCAL".into(), "1".into()));
+                        env.push(("UCX_TLS".into(), "tcp,self".into()));
+                    }
+                    Transport::Shm => {
+                        env.push(("MPIR_CVAR_NOLOCAL".into(), "0".into()));
+                    }
+                    _ => {}
+                }
+                for (k, v) in lib_set {
+                    env.push((k.clone(), v.clone()));
+                }
+            }
+        }
+        argv.push(program.into());
+        argv.extend(args.iter().map(OsString::from));
+        (argv, env)
+    }
+
+    /// How a library parameter given with --set reaches this library, for
+    /// messages.
+    pub fn set_explanation(&self) -> &'static str {
+        match self.family {
+            Family::Tandem => "passed to `tandem run --set`",
+            Family::OpenMpi => "passed as `--mca NAME VALUE`",
+            Family::Mpich => "set in the environment (MPICH reads MPIR_CVAR_* variables)",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_and_missing_libraries_explain() {
+        let e = resolve("lam").unwrap_err();
+        assert!(e.contains("tandem, openmpi, mpich"), "{e}");
+        let e = resolve("/nonexistent/mpicc").unwrap_err();
+        assert!(e.contains("no such compiler wrapper"), "{e}");
+        assert!(install_hint(Family::OpenMpi).starts_with("apt-get install"));
+    }
+
+    #[test]
+    fn launch_flags_per_family() {
+        let lib = Library {
+            name: "openmpi".into(),
+            family: Family::OpenMpi,
+            cc: vec!["mpicc".into()],
+            launcher: vec!["mpirun".into()],
+        };
+        let set = vec![("coll_tuned_use_dynamic_rules".to_string(), "1".to_string())];
+        let (argv, env) =
+            lib.launch_command(4, &set, &Transport::Tcp, Path::new("/k"), &["a=1".into()]);
+        let words: Vec<String> = argv
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            words.join(" "),
+            "mpirun --oversubscribe -n 4 --mca btl tcp,self --mca coll_tuned_use_dynamic_rules 1 /k a=1"
+        );
+        assert!(env.iter().any(|(k, _)| k == "OMPI_ALLOW_RUN_AS_ROOT"));
+        let tandem = Library {
+            family: Family::Tandem,
+            launcher: vec!["tandem".into(), "run".into()],
+            ..lib
+        };
+        let (argv, _) = tandem.launch_command(2, &[], &Transport::Tcp, Path::new("/k"), &[]);
+        let words: Vec<String> = argv
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(words.join(" "), "tandem run -n 2 --set transports=tcp /k");
+    }
+}

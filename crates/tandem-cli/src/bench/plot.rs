@@ -1,0 +1,391 @@
+//! SVG line plots (plotters' SVG backend: text is left to the viewer's
+//! fonts, so nothing beyond the crate is needed to draw).
+//!
+//! Log axes are drawn as linear axes over log10 of the data with labels
+//! written back as powers, which keeps one code path for every combination.
+
+use plotters::prelude::*;
+
+use super::analyze::Table;
+use super::kernels::size_text;
+
+/// One curve.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub name: String,
+    /// (x, y, interval low, interval high)
+    pub points: Vec<(f64, f64, f64, f64)>,
+}
+
+/// A plot's axes and title.
+#[derive(Clone, Debug)]
+pub struct Plot {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub log_x: bool,
+    pub log_y: bool,
+    /// x values are byte counts (labels as 1 KiB, 4 MiB...).
+    pub x_bytes: bool,
+    /// x values are small integers (node counts): labels only on integers.
+    pub x_integer: bool,
+    pub series: Vec<Series>,
+}
+
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+fn short_bytes(v: f64) -> String {
+    let s = v.round().max(0.0) as u64;
+    if (v - s as f64).abs() > 1e-6 * v.max(1.0) {
+        return format!("{v:.3}");
+    }
+    size_text(s)
+        .replace(" KiB", "K")
+        .replace(" MiB", "M")
+        .replace(" B", "")
+}
+
+/// A tick label: `v` is the axis coordinate (log2 of bytes or log10 of
+/// values on log axes).
+fn tick(v: f64, log: bool, bytes: bool) -> String {
+    if log && (v - v.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    if bytes {
+        return short_bytes(if log { 2f64.powf(v.round()) } else { v });
+    }
+    if log {
+        let e = v.round() as i32;
+        return if (-3..=5).contains(&e) {
+            trim(10f64.powi(e))
+        } else {
+            format!("1e{e}")
+        };
+    }
+    trim(v)
+}
+
+/// A number without trailing zeros.
+fn trim(v: f64) -> String {
+    let s = super::output::num(v);
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Whether values spanning [lo, hi] are better shown on a log axis.
+pub fn wants_log(lo: f64, hi: f64) -> bool {
+    lo > 0.0 && hi / lo >= 50.0
+}
+
+/// Draws the plot as an SVG document.
+pub fn svg(plot: &Plot, size: (u32, u32)) -> Result<String, String> {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        draw(plot, &root).map_err(|e| format!("cannot draw the plot: {e}"))?;
+        root.present()
+            .map_err(|e| format!("cannot draw the plot: {e}"))?;
+    }
+    Ok(buf)
+}
+
+fn draw<DB: DrawingBackend>(
+    plot: &Plot,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    // Byte counts go on a log2 axis (powers of two fall on ticks), other
+    // log axes are log10.
+    let tx = |x: f64| match (plot.log_x, plot.x_bytes) {
+        (true, true) => x.log2(),
+        (true, false) => x.log10(),
+        _ => x,
+    };
+    let ty = |y: f64| if plot.log_y { y.log10() } else { y };
+    let usable = |p: &(f64, f64, f64, f64)| {
+        p.0.is_finite()
+            && p.1.is_finite()
+            && (!plot.log_x || p.0 > 0.0)
+            && (!plot.log_y || p.1 > 0.0)
+    };
+    let pts: Vec<(f64, f64)> = plot
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().filter(|p| usable(p)))
+        .flat_map(|p| {
+            let lo = if plot.log_y && p.2 <= 0.0 { p.1 } else { p.2 };
+            [
+                (tx(p.0), ty(p.1)),
+                (tx(p.0), ty(lo)),
+                (tx(p.0), ty(p.3.max(p.1))),
+            ]
+        })
+        .filter(|p| p.0.is_finite() && p.1.is_finite())
+        .collect();
+    let (mut x0, mut x1, mut y0, mut y1) = pts.iter().fold(
+        (
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ),
+        |a, p| (a.0.min(p.0), a.1.max(p.0), a.2.min(p.1), a.3.max(p.1)),
+    );
+    if pts.is_empty() {
+        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
+    }
+    if x1 - x0 < 1e-9 {
+        x0 -= 0.5;
+        x1 += 0.5;
+    }
+    if y1 - y0 < 1e-12 {
+        let d = if y0 == 0.0 { 1.0 } else { y0.abs() * 0.1 };
+        y0 -= d;
+        y1 += d;
+    }
+    let ypad = (y1 - y0) * 0.06;
+    let xpad = (x1 - x0) * 0.03;
+    if !plot.log_y && y0 >= 0.0 {
+        y0 = 0.0;
+    } else {
+        y0 -= ypad;
+    }
+    let mut chart = ChartBuilder::on(root)
+        .caption(&plot.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d((x0 - xpad)..(x1 + xpad), y0..(y1 + ypad))?;
+    let (log_x, log_y, bytes, integer) = (plot.log_x, plot.log_y, plot.x_bytes, plot.x_integer);
+    let x_fmt = move |v: &f64| {
+        if integer && !log_x && (v - v.round()).abs() > 1e-6 {
+            String::new()
+        } else {
+            tick(*v, log_x, bytes)
+        }
+    };
+    let y_fmt = move |v: &f64| tick(*v, log_y, false);
+    chart
+        .configure_mesh()
+        .x_desc(format!(
+            "{}{}",
+            plot.x_label,
+            if log_x { " (log)" } else { "" }
+        ))
+        .y_desc(format!(
+            "{}{}",
+            plot.y_label,
+            if log_y { " (log)" } else { "" }
+        ))
+        .x_labels(if log_x {
+            24
+        } else if integer {
+            ((x1 - x0).round() as usize + 1).clamp(2, 20)
+        } else {
+            10
+        })
+        .y_labels(if log_y { 20 } else { 10 })
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    for (i, s) in plot.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let mut line: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|p| usable(p))
+            .map(|p| (tx(p.0), ty(p.1)))
+            .collect();
+        line.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        // Confidence intervals as vertical bars.
+        chart.draw_series(
+            s.points
+                .iter()
+                .filter(|p| usable(p) && p.3 > p.2)
+                .filter_map(|p| {
+                    let lo = if plot.log_y && p.2 <= 0.0 { p.1 } else { p.2 };
+                    let (a, b) = (ty(lo), ty(p.3));
+                    (a.is_finite() && b.is_finite()).then(|| {
+                        PathElement::new(vec![(tx(p.0), a), (tx(p.0), b)], color.stroke_width(1))
+                    })
+                }),
+        )?;
+    }
+    if plot.series.len() > 1 || plot.series.iter().any(|s| !s.name.is_empty()) {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()?;
+    }
+    Ok(())
+}
+
+/// Writes `plot` to `path` (SVG only).
+pub fn write(plot: &Plot, path: &std::path::Path) -> Result<(), String> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("svg") => {
+            let text = svg(plot, (900, 560))?;
+            super::output::write_file(path, text.as_bytes())
+        }
+        _ => Err(format!(
+            "{}: tandem bench draws SVG plots only (name the file .svg); for a PNG, convert it, e.g. with \
+             `rsvg-convert -o plot.png plot.svg` (Debian package librsvg2-bin)",
+            path.display()
+        )),
+    }
+}
+
+/// The plot of a table's metric `metric` with one curve per (library,
+/// group); `tables` pairs a library name with its table.
+pub fn of_tables(tables: &[(String, &Table)], metric: usize, title: &str) -> Option<Plot> {
+    let first = tables.first()?.1;
+    let m = first.metrics.get(metric)?;
+    let mut series: Vec<Series> = Vec::new();
+    for (lib, t) in tables {
+        let mut groups: Vec<String> = Vec::new();
+        for r in &t.rows {
+            if !groups.contains(&r.group) {
+                groups.push(r.group.clone());
+            }
+        }
+        for g in groups {
+            let name = match (tables.len() > 1, g.is_empty()) {
+                (true, true) => lib.clone(),
+                (true, false) => format!("{lib} {g}"),
+                (false, _) => g.clone(),
+            };
+            let points: Vec<(f64, f64, f64, f64)> = t
+                .rows
+                .iter()
+                .filter(|r| r.group == g)
+                .filter_map(|r| {
+                    r.values
+                        .get(metric)
+                        .copied()
+                        .flatten()
+                        .map(|s| (r.x, s.median, s.lo, s.hi))
+                })
+                .collect();
+            if !points.is_empty() {
+                series.push(Series { name, points });
+            }
+        }
+    }
+    let xs: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    let ys: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    let (xmin, xmax) = xs
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |a, &x| (a.0.min(x), a.1.max(x)));
+    let (ymin, ymax) = ys
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |a, &y| (a.0.min(y), a.1.max(y)));
+    let log_x = first.x_log && wants_log(xmin, xmax);
+    Some(Plot {
+        title: title.to_string(),
+        x_label: first.x_label.clone(),
+        y_label: format!("{} ({})", m.name, m.unit),
+        log_x,
+        log_y: m.unit != "%" && wants_log(ymin, ymax),
+        x_bytes: first.x_label.contains("bytes") || first.x_label.contains("size"),
+        x_integer: xs.iter().all(|x| x.fract() == 0.0) && xmax - xmin <= 64.0,
+        series,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn svg_is_well_formed() {
+        let plot = Plot {
+            title: "latency".into(),
+            x_label: "message size (bytes)".into(),
+            y_label: "latency (us)".into(),
+            log_x: true,
+            log_y: true,
+            x_bytes: true,
+            x_integer: false,
+            series: vec![
+                Series {
+                    name: "tandem".into(),
+                    points: vec![
+                        (1.0, 7.0, 6.5, 7.5),
+                        (1024.0, 9.0, 8.0, 10.0),
+                        (1048576.0, 300.0, 280.0, 320.0),
+                    ],
+                },
+                Series {
+                    name: "openmpi".into(),
+                    points: vec![(1.0, 8.0, 7.0, 9.0), (1048576.0, 280.0, 270.0, 290.0)],
+                },
+            ],
+        };
+        let s = svg(&plot, (600, 400)).unwrap();
+        assert!(s.starts_with("<svg"), "{}", &s[..50]);
+        assert!(s.trim_end().ends_with("</svg>"));
+        assert!(s.contains("tandem") && s.contains("openmpi"));
+        assert!(s.contains("\n1M\n"), "no 1M tick label");
+        // An empty plot still draws.
+        let empty = Plot {
+            series: vec![],
+            ..plot
+        };
+        assert!(svg(&empty, (300, 200)).unwrap().contains("</svg>"));
+    }
+
+    #[test]
+    fn png_is_refused_with_advice() {
+        let plot = Plot {
+            title: String::new(),
+            x_label: String::new(),
+            y_label: String::new(),
+            log_x: false,
+            log_y: false,
+            x_bytes: false,
+            x_integer: false,
+            series: vec![],
+        };
+        let e = write(&plot, std::path::Path::new("/tmp/x.png")).unwrap_err();
+        assert!(e.contains("rsvg-convert"), "{e}");
+    }
+
+    #[test]
+    fn ticks() {
+        assert_eq!(tick(3.0, true, false), "1000");
+        assert_eq!(tick(2.5, true, false), "");
+        assert_eq!(tick(10.0, true, true), "1K");
+        assert_eq!(tick(22.0, true, true), "4M");
+        assert_eq!(tick(7.0, false, true), "7");
+        assert_eq!(tick(80.0, false, false), "80");
+        assert_eq!(tick(2.5, false, false), "2.5");
+    }
+}
