@@ -522,6 +522,10 @@ impl FrameSink for Matcher {
 
 /// Empty polls between two looks at the clock while waiting.
 const IDLE_POLLS_PER_CLOCK_READ: u32 = 16;
+/// Empty polls between two yields of the CPU while spinning (a few
+/// microseconds: cheap when the core is ours, and a peer sharing it waits
+/// that long instead of a whole spin).
+const IDLE_POLLS_PER_YIELD_WHILE_SPINNING: u32 = 8 * IDLE_POLLS_PER_CLOCK_READ;
 
 /// Settings of the point-to-point layer.
 pub struct P2pConfig {
@@ -1006,6 +1010,11 @@ impl P2p {
             }
             let idle = idle_since.elapsed();
             if idle < self.spin {
+                // A peer may be waiting for this very core (a busy machine
+                // packs ranks together): let it run now and then.
+                if idle_polls.is_multiple_of(IDLE_POLLS_PER_YIELD_WHILE_SPINNING) {
+                    std::thread::yield_now();
+                }
                 continue;
             }
             if idle < self.spin + self.yield_time {
