@@ -18,11 +18,20 @@ use common::{
 
 /// The transport configurations every program runs under: shared memory
 /// (the default on one host: rendezvous data pipelined through the rings),
-/// shared memory with single-copy reads from 64 KiB on, and TCP everywhere.
+/// shared memory with single-copy reads from 64 KiB on, TCP everywhere, and
+/// TCP driven by the select-style engine under the `poll` policy.
 const TRANSPORTS: &[&[&str]] = &[
     &[],
     &["--set", "shm_single_copy_min=64k"],
     &["--set", "transports=tcp"],
+    &[
+        "--set",
+        "transports=tcp",
+        "--set",
+        "progress=poll",
+        "--set",
+        "tcp_poller=select",
+    ],
 ];
 
 /// Builds `tests/c/<name>.c`, runs it on `np` ranks under every transport

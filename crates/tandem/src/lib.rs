@@ -15,6 +15,7 @@ pub mod p2p;
 pub mod params;
 pub mod progress;
 pub mod runtime;
+pub mod stats;
 pub mod transport;
 pub mod wire;
 

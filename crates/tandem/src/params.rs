@@ -55,6 +55,30 @@ pub static REGISTRY: &[Param] = &[
         help: "comma-separated transports: shm between ranks on one host, tcp between hosts (tcp alone forces TCP everywhere)",
     },
     Param {
+        name: "progress",
+        kind: Kind::Choice(&["poll", "adaptive"]),
+        default: "adaptive",
+        help: "when MPI calls drive the transports: poll = every transport on every call (what the common MPI libraries do); adaptive = only transports with work, idle TCP now and then",
+    },
+    Param {
+        name: "tcp_poller",
+        kind: Kind::Choice(&["epoll", "select"]),
+        default: "epoll",
+        help: "how TCP sockets are watched: epoll, writability only while data is queued; select = every socket for writability on every call, as in seed 000 (to reproduce its Table II)",
+    },
+    Param {
+        name: "stats",
+        kind: Kind::Choice(&["0", "1", "json"]),
+        default: "0",
+        help: "progress-engine counters: 1 = tandem run prints a per-rank table and totals at the end of the job; json = one {\"type\":\"counters\"} line per rank on stdout",
+    },
+    Param {
+        name: "stats_file",
+        kind: Kind::Text,
+        default: "",
+        help: "also write the counters of every rank as JSON to this file (tandem run, at the end of the job)",
+    },
+    Param {
         name: "shm_cells",
         kind: Kind::UInt,
         default: "16",

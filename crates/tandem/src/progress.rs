@@ -11,6 +11,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
 use crate::error::{Error, ErrorClass, Result};
+use crate::stats::{Counters, Stopwatch};
 use crate::transport::shm::{ReadRemoteError, ShmTransport};
 use crate::transport::tcp::TcpTransport;
 use crate::transport::{FrameSink, SendState};
@@ -39,6 +40,9 @@ pub struct Engine {
     events: Vec<libc::epoll_event>,
     single_copy_min: usize,
     idle_tcp_skips: u32,
+    /// The `poll` policy: drive every transport on every call.
+    poll_everything: bool,
+    counters: Counters,
 }
 
 fn epoll_add(epfd: RawFd, fd: RawFd, token: u64) -> Result<()> {
@@ -65,6 +69,7 @@ impl Engine {
         shm: Option<ShmTransport>,
         size: u32,
         single_copy_min: usize,
+        poll_everything: bool,
     ) -> Result<Engine> {
         // SAFETY: plain syscall; checked.
         let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -95,6 +100,8 @@ impl Engine {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 32],
             single_copy_min,
             idle_tcp_skips: 0,
+            poll_everything,
+            counters: Counters::default(),
         })
     }
 
@@ -153,6 +160,7 @@ impl Engine {
     /// Drives every transport once; with `block` and nothing to do, first
     /// waits in the kernel until a peer wakes this rank.
     pub fn progress(&mut self, sink: &mut dyn FrameSink, block: bool) -> bool {
+        self.counters.progress_calls += 1;
         let mut did = self.drive(sink);
         if did || !block {
             return did;
@@ -160,6 +168,8 @@ impl Engine {
         let may_sleep = self.shm.as_mut().is_none_or(|s| s.prepare_sleep());
         if may_sleep {
             let timeout = if self.tcp.needs_timer() { 100 } else { -1 };
+            self.counters.blocks += 1;
+            let watch = Stopwatch::start(self.tcp.timing());
             // SAFETY: `events` is a valid buffer of `len` entries.
             let n = unsafe {
                 libc::epoll_wait(
@@ -169,6 +179,7 @@ impl Engine {
                     timeout,
                 )
             };
+            watch.stop(&mut self.counters.blocked_ns);
             if let Some(shm) = self.shm.as_mut() {
                 shm.after_sleep();
                 for i in 0..n.max(0) as usize {
@@ -192,10 +203,20 @@ impl Engine {
         // pure cost. Without TCP connections only the listener could have
         // news (a first contact, or a stranger), and that can wait a little.
         self.idle_tcp_skips = self.idle_tcp_skips.wrapping_add(1);
-        if self.tcp.is_active() || self.idle_tcp_skips.is_multiple_of(IDLE_TCP_POLL_EVERY) {
+        if self.poll_everything
+            || self.tcp.is_active()
+            || self.idle_tcp_skips.is_multiple_of(IDLE_TCP_POLL_EVERY)
+        {
             did |= self.tcp.progress(sink, 0);
         }
         did
+    }
+
+    /// What the engine and its transports did.
+    pub fn counters(&self) -> Counters {
+        let mut c = self.counters;
+        c.merge(&self.tcp.counters);
+        c
     }
 
     /// Whether frames are still waiting to leave.

@@ -9,8 +9,9 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Envelope, P2p, P2pConfig, ReqId, SendMode, Status};
 use crate::params::Settings;
 use crate::progress::Engine;
+use crate::stats::Counters;
 use crate::transport::shm::ShmTransport;
-use crate::transport::tcp::{parse_port_range, TcpConfig, TcpTransport};
+use crate::transport::tcp::{parse_port_range, Poller, TcpConfig, TcpTransport};
 use crate::{coll, params};
 
 /// Names a communicator of a [`Runtime`].
@@ -92,6 +93,12 @@ impl Runtime {
                 sndbuf: settings.uint("tcp_sndbuf") as usize,
                 rcvbuf: settings.uint("tcp_rcvbuf") as usize,
                 connect_timeout: Duration::from_millis(settings.uint("connect_timeout_ms")),
+                poller: if settings.text("tcp_poller") == "select" {
+                    Poller::Select
+                } else {
+                    Poller::Epoll
+                },
+                timing: stats_wanted(&settings),
             },
             resolver,
         )?;
@@ -108,6 +115,7 @@ impl Runtime {
             shm,
             job.size,
             settings.uint("shm_single_copy_min") as usize,
+            settings.text("progress") == "poll",
         )?;
         let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
         let (spin_us, yield_us) = wait_policy(&settings, job.local_size);
@@ -328,12 +336,23 @@ impl Runtime {
         Ok(())
     }
 
+    /// What this rank's engine did so far.
+    pub fn counters(&self) -> Counters {
+        self.p2p.counters()
+    }
+
     /// Leaves the job cleanly: flushes what is queued, waits for every rank
     /// to arrive, then closes all connections.
     pub fn finalize(mut self) -> Result<()> {
         self.p2p.flush(Instant::now() + Duration::from_secs(10));
         if let Some(link) = &self.master {
             let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
+            if stats_wanted(&self.settings) {
+                link.put(
+                    &format!("stats.{}", self.job.rank),
+                    &self.counters().encode(),
+                )?;
+            }
             link.fence()?;
             self.p2p.engine().shutdown(Instant::now());
             link.finalize()?;
@@ -375,6 +394,11 @@ fn wait_policy(settings: &Settings, local_size: u32) -> (u64, u64) {
 
 /// Yielding budget on an oversubscribed host (see [`wait_policy`]).
 const OVERSUBSCRIBED_YIELD_US: u64 = 2000;
+
+/// Whether the job asked for counters (`stats` or `stats_file`).
+fn stats_wanted(settings: &Settings) -> bool {
+    settings.text("stats") != "0" || !settings.text("stats_file").is_empty()
+}
 
 /// CPUs this process may run on.
 fn usable_cpus() -> usize {

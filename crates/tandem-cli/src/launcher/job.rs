@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use tandem::bootstrap::{encode_secret, env as job_env, random_secret};
 use tandem::params::Settings;
+use tandem::stats::{self, Counters};
 use tandem::transport::shm::{HostResources, Layout};
 
 use super::kv_service::{self, AbortRequest, KvService};
@@ -77,6 +78,8 @@ pub struct Job {
     timeout_at: Option<Instant>,
     abandoned: bool,
     read_buf: Vec<u8>,
+    /// The `stats` and `stats_file` parameters.
+    stats: (String, String),
 }
 
 impl Job {
@@ -107,10 +110,18 @@ impl Job {
             (job_env::SECRET.to_string(), secret),
             (job_env::ID.to_string(), job_id),
         ]);
-        let host = shared_memory(&config).map_err(|msg| {
+        let settings = job_settings(&config).map_err(|msg| {
+            eprintln!("tandem: {msg}");
+            2
+        })?;
+        let host = shared_memory(&config, &settings).map_err(|msg| {
             eprintln!("tandem: {msg}");
             1
         })?;
+        let stats = (
+            settings.text("stats").to_string(),
+            settings.text("stats_file").to_string(),
+        );
         let timeout_at = config
             .timeout
             .map(|s| Instant::now() + Duration::from_secs_f64(s));
@@ -124,6 +135,7 @@ impl Job {
             timeout_at,
             abandoned: false,
             read_buf: vec![0u8; 64 * 1024],
+            stats,
             config,
         };
         for rank in 0..job.config.ranks {
@@ -473,7 +485,11 @@ impl Job {
             out.close(&mut self.read_buf);
         }
         match self.phase {
-            Phase::Running => 0,
+            Phase::Running => {
+                let (mode, file) = &self.stats;
+                report_counters(&self.service, self.config.ranks, mode, file);
+                0
+            }
             Phase::Stopping {
                 exit_code, stopped, ..
             } => {
@@ -487,18 +503,19 @@ impl Job {
     }
 }
 
-/// A message and exit status for a rank that could not be started: 127 or
-/// 126 for a program that cannot be found or executed (as a shell uses
-/// them), 1 for a lack of resources.
-/// The shared-memory segment and wake-up descriptors for this host's ranks,
-/// when the job's parameters ask for the shm transport.
-fn shared_memory(config: &JobConfig) -> Result<Option<HostResources>, String> {
+/// The parameters the ranks will see: the launcher's environment and --set.
+fn job_settings(config: &JobConfig) -> Result<Settings, String> {
     let mut vars = Vec::new();
     for (key, value) in parameters::parameter_vars() {
         vars.push((key, value?));
     }
     vars.extend(config.command.env.iter().cloned());
-    let settings = Settings::from_vars(vars)?;
+    Settings::from_vars(vars)
+}
+
+/// The shared-memory segment and wake-up descriptors for this host's ranks,
+/// when the job's parameters ask for the shm transport.
+fn shared_memory(config: &JobConfig, settings: &Settings) -> Result<Option<HostResources>, String> {
     let wants_shm = settings
         .text("transports")
         .split(',')
@@ -506,12 +523,44 @@ fn shared_memory(config: &JobConfig) -> Result<Option<HostResources>, String> {
     if !wants_shm || config.ranks < 2 {
         return Ok(None);
     }
-    let layout = Layout::from_settings(config.ranks, &settings)?;
+    let layout = Layout::from_settings(config.ranks, settings)?;
     HostResources::create(layout)
         .map(Some)
         .map_err(|e| format!("cannot create the shared-memory segment: {e}"))
 }
 
+/// Prints (or writes) the counters the ranks published at MPI_Finalize, as
+/// the `stats` and `stats_file` parameters ask.
+fn report_counters(service: &KvService, ranks: u32, mode: &str, file: &str) {
+    let rows: Vec<(u32, Counters)> = (0..ranks)
+        .filter_map(|r| {
+            let text = service.value(&format!("stats.{r}"))?;
+            Counters::decode(text).map(|c| (r, c))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    match mode {
+        "1" => eprint!("tandem: progress-engine counters\n{}", stats::table(&rows)),
+        "json" => {
+            for (r, c) in &rows {
+                println!("{}", c.to_json(*r));
+            }
+        }
+        _ => {}
+    }
+    if !file.is_empty() {
+        let body: Vec<String> = rows.iter().map(|(r, c)| c.to_json(*r)).collect();
+        if let Err(e) = std::fs::write(file, format!("[\n{}\n]\n", body.join(",\n"))) {
+            eprintln!("tandem: cannot write stats_file {file}: {e}");
+        }
+    }
+}
+
+/// A message and exit status for a rank that could not be started: 127 or
+/// 126 for a program that cannot be found or executed (as a shell uses
+/// them), 1 for a lack of resources.
 fn spawn_error(rank: u32, program: &OsStr, e: &io::Error) -> (String, i32) {
     let name = program.to_string_lossy();
     match (e.kind(), e.raw_os_error()) {

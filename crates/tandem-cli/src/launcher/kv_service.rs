@@ -162,6 +162,11 @@ impl KvService {
         })
     }
 
+    /// A value some rank published.
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.store.get(key).map(String::as_str)
+    }
+
     /// The address ranks connect to.
     pub fn addr(&self) -> SocketAddr {
         self.addr

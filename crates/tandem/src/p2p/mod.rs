@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::progress::Engine;
+use crate::stats::Counters;
 use crate::transport::shm::ReadRemoteError;
 use crate::transport::{FrameSink, Payload, PayloadDest, SendState};
 use crate::wire::{FrameKind, Header};
@@ -151,11 +152,21 @@ pub struct Matcher {
     outbox: Vec<Outgoing>,
     pulls: Vec<Pull>,
     lost: Vec<Option<String>>,
+    counters: Counters,
 }
 
 impl Matcher {
     fn context(&mut self, ctx: u32) -> &mut Context {
         self.contexts.slot(ctx)
+    }
+
+    /// Queues a message nobody was waiting for, and counts it.
+    fn push_unexpected(&mut self, ctx: u32, u: Unexpected) {
+        let q = &mut self.contexts.slot(ctx).unexpected;
+        q.push_back(u);
+        let len = q.len() as u64;
+        self.counters.unexpected_msgs += 1;
+        self.counters.max_unexpected_queue = self.counters.max_unexpected_queue.max(len);
     }
 
     fn complete(&mut self, id: ReqId, count: usize, error: Option<Error>) {
@@ -384,13 +395,16 @@ impl FrameSink for Matcher {
                     self.deliver_buffered(id, h.src, h.tag, &data);
                     return Ok(());
                 }
-                self.context(h.context).unexpected.push_back(Unexpected {
-                    src: h.src,
-                    peer,
-                    tag: h.tag,
-                    len: h.len,
-                    body: Body::Eager(data),
-                });
+                self.push_unexpected(
+                    h.context,
+                    Unexpected {
+                        src: h.src,
+                        peer,
+                        tag: h.tag,
+                        len: h.len,
+                        body: Body::Eager(data),
+                    },
+                );
             }
             (FrameKind::Eager | FrameKind::Data, Payload::Direct { written }) => {
                 let id = self.filling[peer as usize]
@@ -408,13 +422,16 @@ impl FrameSink for Matcher {
                 if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
                     self.accept_rts(id, peer, h.src, h.tag, h.len, h.sreq, addr);
                 } else {
-                    self.context(h.context).unexpected.push_back(Unexpected {
-                        src: h.src,
-                        peer,
-                        tag: h.tag,
-                        len: h.len,
-                        body: Body::Rts { sreq: h.sreq, addr },
-                    });
+                    self.push_unexpected(
+                        h.context,
+                        Unexpected {
+                            src: h.src,
+                            peer,
+                            tag: h.tag,
+                            len: h.len,
+                            body: Body::Rts { sreq: h.sreq, addr },
+                        },
+                    );
                 }
             }
             (FrameKind::Fin, Payload::Empty) => {
@@ -561,6 +578,7 @@ impl P2p {
                 unexpected_limit: cfg.unexpected_limit,
                 outbox: Vec::new(),
                 pulls: Vec::new(),
+                counters: Counters::default(),
                 lost: vec![None; size as usize],
             },
             eager_limit: cfg.eager_limit,
@@ -657,6 +675,13 @@ impl P2p {
             Stage::SendAwaitCts
         };
         let id = self.m.reqs.insert(req);
+        if eager {
+            self.m.counters.eager_msgs += 1;
+            self.m.counters.eager_bytes += len as u64;
+        } else {
+            self.m.counters.rendezvous_msgs += 1;
+            self.m.counters.rendezvous_bytes += len as u64;
+        }
         // Large messages to a rank on this host: it reads them itself.
         let single_copy = !eager && self.engine.single_copy_to(dest, len);
         let kind = match (eager, single_copy) {
@@ -1037,6 +1062,13 @@ impl P2p {
             self.flush_outbox();
             std::thread::sleep(Duration::from_micros(50));
         }
+    }
+
+    /// What matching, the engine and the transports did.
+    pub fn counters(&self) -> Counters {
+        let mut c = self.engine.counters();
+        c.merge(&self.m.counters);
+        c
     }
 
     /// Number of live requests (for leak checks).

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use super::{FrameSink, Payload, PayloadDest, SendState};
 use crate::bootstrap::secrets_equal;
 use crate::error::{Error, ErrorClass};
+use crate::stats::{Counters, Stopwatch};
 use crate::wire::{self, Header, Hello, HEADER_LEN, HELLO_LEN, HELLO_REPLY_LEN};
 
 /// Looks up the listening address of a peer (its "business card").
@@ -36,6 +37,22 @@ pub struct TcpConfig {
     pub sndbuf: usize,
     pub rcvbuf: usize,
     pub connect_timeout: Duration,
+    /// How sockets are watched.
+    pub poller: Poller,
+    /// Whether to time readiness handling (for statistics).
+    pub timing: bool,
+}
+
+/// How the transport learns which sockets are ready.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Poller {
+    /// epoll; a socket is watched for writability only while it has queued
+    /// frames.
+    Epoll,
+    /// Every socket watched for readability and writability on every call,
+    /// as select-based engines (VolpexMPI, and those seed 000 compared it
+    /// with) do; implemented with poll(2). For reproducing seed 000's Table II.
+    Select,
 }
 
 const LISTENER_TOKEN: u64 = u64::MAX;
@@ -139,6 +156,9 @@ pub struct TcpTransport {
     handshakes: usize,
     /// Losses found outside `progress` (during `send`), reported at the next one.
     lost_pending: Vec<(u32, String)>,
+    /// What this transport did (readiness events and their handling).
+    pub counters: Counters,
+    pollfds: Vec<libc::pollfd>,
 }
 
 fn errno() -> io::Error {
@@ -225,6 +245,8 @@ impl TcpTransport {
             paused: Vec::new(),
             handshakes: 0,
             lost_pending: Vec::new(),
+            counters: Counters::default(),
+            pollfds: Vec::new(),
         };
         t.epoll_ctl(
             libc::EPOLL_CTL_ADD,
@@ -275,6 +297,11 @@ impl TcpTransport {
     /// listener can have news, and strangers can wait).
     pub fn is_active(&self) -> bool {
         self.conns.iter().any(Option::is_some) || !self.lost_pending.is_empty()
+    }
+
+    /// Whether readiness handling is timed (statistics were asked for).
+    pub fn timing(&self) -> bool {
+        self.cfg.timing
     }
 
     /// Whether a handshake is in flight, whose deadline needs a timer.
@@ -467,6 +494,13 @@ impl TcpTransport {
         } else {
             timeout_ms
         };
+        if self.cfg.poller == Poller::Select {
+            did |= self.progress_select(sink, timeout);
+            if self.handshakes > 0 {
+                self.expire_handshakes(sink);
+            }
+            return did;
+        }
         // SAFETY: `events` is a valid buffer of `len` epoll_event entries.
         let n = unsafe {
             libc::epoll_wait(
@@ -492,6 +526,71 @@ impl TcpTransport {
         if self.handshakes > 0 {
             self.expire_handshakes(sink);
         }
+        did
+    }
+
+    /// The select-style engine: every socket, every call, writability
+    /// included (see [`Poller::Select`]).
+    fn progress_select(&mut self, sink: &mut dyn FrameSink, timeout: i32) -> bool {
+        let mut fds = std::mem::take(&mut self.pollfds);
+        fds.clear();
+        let mut tokens = Vec::with_capacity(self.conns.len() + 1);
+        fds.push(libc::pollfd {
+            fd: self.listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        tokens.push(LISTENER_TOKEN);
+        for (i, c) in self.conns.iter().enumerate() {
+            let Some(c) = c else { continue };
+            let events = match c.state {
+                ConnState::Connecting => libc::POLLOUT,
+                ConnState::Established if !matches!(c.rx, RxState::Paused { .. }) => {
+                    libc::POLLIN | libc::POLLOUT
+                }
+                ConnState::Established => libc::POLLOUT,
+                _ => libc::POLLIN,
+            };
+            fds.push(libc::pollfd {
+                fd: c.fd.as_raw_fd(),
+                events,
+                revents: 0,
+            });
+            tokens.push(i as u64);
+        }
+        // SAFETY: `fds` holds `len` initialised pollfd entries.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+        let mut did = false;
+        if n > 0 {
+            for (pfd, &token) in fds.iter().zip(&tokens) {
+                if pfd.revents == 0 {
+                    continue;
+                }
+                if token == LISTENER_TOKEN {
+                    did = true;
+                    self.accept_all();
+                    continue;
+                }
+                let mut events = 0u32;
+                if pfd.revents & libc::POLLIN != 0 {
+                    events |= libc::EPOLLIN as u32;
+                }
+                if pfd.revents & libc::POLLOUT != 0 {
+                    events |= libc::EPOLLOUT as u32;
+                }
+                if pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+                    events |= (libc::EPOLLHUP | libc::EPOLLERR) as u32;
+                }
+                let c = token as usize;
+                let outcome = self.serve(c, events, sink);
+                if let Served::Close(why) = outcome {
+                    self.close_conn(c, &why, sink);
+                }
+                // A writable socket with nothing to send is not news.
+                did |= events != libc::EPOLLOUT as u32;
+            }
+        }
+        self.pollfds = fds;
         did
     }
 
@@ -543,12 +642,26 @@ impl TcpTransport {
                     );
                 }
                 if events & libc::EPOLLOUT as u32 != 0 {
-                    if let Served::Close(why) = self.flush(c, Some(&mut *sink)) {
-                        return Served::Close(why);
+                    self.counters.send_ready += 1;
+                    let peer = conn.peer.expect("established connection has a peer") as usize;
+                    if self.peers[peer].sendq.is_empty() {
+                        // Seed 000's waste: a look-up that finds nothing to send.
+                        self.counters.send_ready_idle += 1;
+                    } else {
+                        let watch = Stopwatch::start(self.cfg.timing);
+                        let served = self.flush(c, Some(&mut *sink));
+                        watch.stop(&mut self.counters.send_handling_ns);
+                        if let Served::Close(why) = served {
+                            return Served::Close(why);
+                        }
                     }
                 }
                 if events & (libc::EPOLLIN | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
-                    return self.read_frames(c, sink);
+                    self.counters.recv_ready += 1;
+                    let watch = Stopwatch::start(self.cfg.timing);
+                    let served = self.read_frames(c, sink);
+                    watch.stop(&mut self.counters.recv_handling_ns);
+                    return served;
                 }
                 Served::Fine
             }
@@ -1221,6 +1334,8 @@ mod tests {
                 sndbuf: 0,
                 rcvbuf: 0,
                 connect_timeout: Duration::from_secs(5),
+                poller: Poller::Epoll,
+                timing: false,
             };
             let t = TcpTransport::new(
                 cfg,

@@ -1,0 +1,103 @@
+//! The progress engine's counters, checked for exactness on a scripted
+//! exchange, and seed 000's finding: a select-style engine that polls every
+//! socket for writability sees "send ready" far more often than it has
+//! anything to send, while the epoll engine wastes none.
+
+mod common;
+
+use common::{assert_pass, compile, run, JOB_TIMEOUT};
+
+/// The counters of each rank, from `--set stats=json`.
+fn counters(stdout: &str) -> Vec<serde_json::Value> {
+    let mut rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "counters")
+        .collect();
+    rows.sort_by_key(|v| v["rank"].as_u64());
+    rows
+}
+
+fn field(v: &serde_json::Value, name: &str) -> u64 {
+    v[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {name} in {v}"))
+}
+
+#[test]
+fn counters_count_exactly_what_was_sent() {
+    let prog = compile("counted_exchange");
+    for transport in ["shm,tcp", "tcp"] {
+        let set = format!("transports={transport}");
+        let outcome = run(
+            3,
+            &["--set", "stats=json", "--set", &set],
+            &prog,
+            &[],
+            JOB_TIMEOUT,
+        );
+        assert_pass(&outcome, "counted_exchange");
+        let rows = counters(&outcome.stdout);
+        assert_eq!(
+            rows.len(),
+            3,
+            "one counters line per rank\n{}",
+            outcome.describe()
+        );
+        // Exactly the ten 1 MiB messages went by rendezvous, from rank 0 only.
+        assert_eq!(field(&rows[0], "rendezvous_msgs"), 10, "{}", rows[0]);
+        assert_eq!(field(&rows[0], "rendezvous_bytes"), 10 << 20);
+        assert_eq!(field(&rows[1], "rendezvous_msgs"), 0);
+        // Rank 0's eager sends to other ranks: 20 small ones and 10
+        // all-to-all blocks (5 rounds to 2 peers; blocks to itself never
+        // reach a transport), plus the final barrier's messages.
+        let eager = field(&rows[0], "eager_msgs");
+        assert!((30..=34).contains(&eager), "{}", rows[0]);
+        assert!(field(&rows[0], "progress_calls") > 0);
+    }
+}
+
+#[test]
+fn select_engine_wastes_send_ready_events_and_epoll_does_not() {
+    let prog = compile("counted_exchange");
+    let common = ["--set", "stats=json", "--set", "transports=tcp"];
+    let select = run(
+        4,
+        &[
+            &common[..],
+            &["--set", "tcp_poller=select", "--set", "progress=poll"],
+        ]
+        .concat(),
+        &prog,
+        &[],
+        JOB_TIMEOUT,
+    );
+    assert_pass(&select, "counted_exchange");
+    let epoll = run(
+        4,
+        &[&common[..], &["--set", "tcp_poller=epoll"]].concat(),
+        &prog,
+        &[],
+        JOB_TIMEOUT,
+    );
+    assert_pass(&epoll, "counted_exchange");
+    let idle = |o: &common::Outcome| {
+        counters(&o.stdout)
+            .iter()
+            .map(|v| field(v, "send_ready_idle"))
+            .sum::<u64>()
+    };
+    let sent = |o: &common::Outcome| {
+        counters(&o.stdout)
+            .iter()
+            .map(|v| field(v, "eager_msgs"))
+            .sum::<u64>()
+    };
+    assert!(idle(&select) > 0, "select saw no idle send-ready events");
+    assert_eq!(
+        idle(&epoll),
+        0,
+        "epoll watched a socket with nothing to send"
+    );
+    assert!(sent(&select) > 0);
+}

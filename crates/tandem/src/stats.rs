@@ -1,0 +1,190 @@
+//! Counters of what the engine did (seed 000's Table II and more), kept per
+//! rank. Counting is a plain add; only the timers read the clock, and only
+//! when statistics were asked for (`--set stats=1`).
+
+use std::time::Instant;
+
+/// Every counter of one rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Calls into the progress engine.
+    pub progress_calls: u64,
+    /// Readiness events of sockets with data to read.
+    pub recv_ready: u64,
+    /// Readiness events of sockets that could take data.
+    pub send_ready: u64,
+    /// Send-ready events that found nothing to send (seed 000's waste).
+    pub send_ready_idle: u64,
+    /// Nanoseconds spent handling receive readiness.
+    pub recv_handling_ns: u64,
+    /// Nanoseconds spent handling send readiness.
+    pub send_handling_ns: u64,
+    pub eager_msgs: u64,
+    pub eager_bytes: u64,
+    pub rendezvous_msgs: u64,
+    pub rendezvous_bytes: u64,
+    /// Messages that arrived before their receive was posted.
+    pub unexpected_msgs: u64,
+    /// The longest the unexpected queue of any context grew.
+    pub max_unexpected_queue: u64,
+    /// Times the rank blocked in the kernel waiting for a peer.
+    pub blocks: u64,
+    /// Nanoseconds spent blocked.
+    pub blocked_ns: u64,
+}
+
+impl Counters {
+    /// Names and values, in a stable order.
+    pub fn fields(&self) -> [(&'static str, u64); 14] {
+        [
+            ("progress_calls", self.progress_calls),
+            ("recv_ready", self.recv_ready),
+            ("send_ready", self.send_ready),
+            ("send_ready_idle", self.send_ready_idle),
+            ("recv_handling_ns", self.recv_handling_ns),
+            ("send_handling_ns", self.send_handling_ns),
+            ("eager_msgs", self.eager_msgs),
+            ("eager_bytes", self.eager_bytes),
+            ("rendezvous_msgs", self.rendezvous_msgs),
+            ("rendezvous_bytes", self.rendezvous_bytes),
+            ("unexpected_msgs", self.unexpected_msgs),
+            ("max_unexpected_queue", self.max_unexpected_queue),
+            ("blocks", self.blocks),
+            ("blocked_ns", self.blocked_ns),
+        ]
+    }
+
+    fn field_mut(&mut self, name: &str) -> Option<&mut u64> {
+        Some(match name {
+            "progress_calls" => &mut self.progress_calls,
+            "recv_ready" => &mut self.recv_ready,
+            "send_ready" => &mut self.send_ready,
+            "send_ready_idle" => &mut self.send_ready_idle,
+            "recv_handling_ns" => &mut self.recv_handling_ns,
+            "send_handling_ns" => &mut self.send_handling_ns,
+            "eager_msgs" => &mut self.eager_msgs,
+            "eager_bytes" => &mut self.eager_bytes,
+            "rendezvous_msgs" => &mut self.rendezvous_msgs,
+            "rendezvous_bytes" => &mut self.rendezvous_bytes,
+            "unexpected_msgs" => &mut self.unexpected_msgs,
+            "max_unexpected_queue" => &mut self.max_unexpected_queue,
+            "blocks" => &mut self.blocks,
+            "blocked_ns" => &mut self.blocked_ns,
+            _ => return None,
+        })
+    }
+
+    /// Adds another rank's or layer's counters (maxima stay maxima).
+    pub fn merge(&mut self, other: &Counters) {
+        for (name, v) in other.fields() {
+            let f = self.field_mut(name).expect("own field");
+            if name.starts_with("max_") {
+                *f = (*f).max(v);
+            } else {
+                *f += v;
+            }
+        }
+    }
+
+    /// `name=value,name=value` (a key-value token without spaces).
+    pub fn encode(&self) -> String {
+        self.fields()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Parses [`Counters::encode`]; unknown names are ignored.
+    pub fn decode(text: &str) -> Option<Counters> {
+        let mut c = Counters::default();
+        for item in text.split(',').filter(|s| !s.is_empty()) {
+            let (k, v) = item.split_once('=')?;
+            let v: u64 = v.parse().ok()?;
+            if let Some(f) = c.field_mut(k) {
+                *f = v;
+            }
+        }
+        Some(c)
+    }
+
+    /// One JSON object (for `stats=json` and `stats_file`).
+    pub fn to_json(&self, rank: u32) -> String {
+        let body: Vec<String> = self
+            .fields()
+            .iter()
+            .map(|(k, v)| format!("\"{k}\":{v}"))
+            .collect();
+        format!(
+            "{{\"type\":\"counters\",\"rank\":{rank},{}}}",
+            body.join(",")
+        )
+    }
+}
+
+/// Times a piece of work into a counter when timing is on.
+pub struct Stopwatch(Option<Instant>);
+
+impl Stopwatch {
+    pub fn start(timing: bool) -> Stopwatch {
+        Stopwatch(timing.then(Instant::now))
+    }
+
+    /// Adds the elapsed nanoseconds to `into`.
+    pub fn stop(self, into: &mut u64) {
+        if let Some(t) = self.0 {
+            *into += t.elapsed().as_nanos() as u64;
+        }
+    }
+}
+
+/// A table of counters, one row per rank and a total.
+pub fn table(rows: &[(u32, Counters)]) -> String {
+    let mut total = Counters::default();
+    for (_, c) in rows {
+        total.merge(c);
+    }
+    let names = Counters::default().fields().map(|(k, _)| k);
+    let mut out = format!("{:<22}", "counter");
+    for (r, _) in rows {
+        out.push_str(&format!(" {:>14}", format!("rank {r}")));
+    }
+    out.push_str(&format!(" {:>14}\n", "total"));
+    for (i, name) in names.iter().enumerate() {
+        out.push_str(&format!("{name:<22}"));
+        for (_, c) in rows {
+            out.push_str(&format!(" {:>14}", c.fields()[i].1));
+        }
+        out.push_str(&format!(" {:>14}\n", total.fields()[i].1));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_round_trip_and_merge() {
+        let a = Counters {
+            eager_msgs: 3,
+            max_unexpected_queue: 5,
+            ..Counters::default()
+        };
+        let b = Counters {
+            eager_msgs: 4,
+            max_unexpected_queue: 2,
+            ..Counters::default()
+        };
+        assert_eq!(Counters::decode(&a.encode()), Some(a));
+        let mut m = a;
+        m.merge(&b);
+        assert_eq!(m.eager_msgs, 7);
+        assert_eq!(m.max_unexpected_queue, 5);
+        assert!(Counters::decode("eager_msgs=x").is_none());
+        assert!(table(&[(0, a), (1, b)]).contains("eager_msgs"));
+        assert!(a
+            .to_json(2)
+            .starts_with("{\"type\":\"counters\",\"rank\":2,"));
+    }
+}
