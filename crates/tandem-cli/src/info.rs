@@ -7,7 +7,7 @@ use crate::parameters;
 
 const MPI_STANDARD: &str = "MPI 5.0 (standard ABI)";
 const MPI_VERSION: (u32, u32) = (5, 0);
-const TRANSPORTS: &[&str] = &["tcp"];
+const TRANSPORTS: &[&str] = &["shm", "tcp"];
 
 /// One registered parameter as `tandem info` shows it.
 struct ParamRow {
@@ -77,6 +77,14 @@ fn render_text(layout: &Result<install_layout::Layout, String>, rows: &[ParamRow
     out.push_str(&format!("Tandem {}\n", env!("CARGO_PKG_VERSION")));
     out.push_str(&format!("MPI standard:  {MPI_STANDARD}\n"));
     out.push_str(&format!("transports:    {}\n", TRANSPORTS.join(", ")));
+    // Containers and hardened kernels refuse process_vm_readv; shared memory
+    // then uses the pipelined copy, which only this line and the counters show.
+    let single_copy = if tandem::transport::shm::single_copy_permitted() {
+        "permitted (process_vm_readv)"
+    } else {
+        "not permitted here; shared memory uses the pipelined copy"
+    };
+    out.push_str(&format!("single copy:   {single_copy}\n"));
     match layout {
         Ok(l) => {
             out.push_str(&format!("include dir:   {}\n", l.include_dir.display()));

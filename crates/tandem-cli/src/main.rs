@@ -39,6 +39,9 @@ enum Command {
         /// Print JSON instead of text
         #[arg(long)]
         json: bool,
+        /// List the collective algorithms and the selection rules in force
+        #[arg(long)]
+        coll: bool,
     },
     /// Benchmarks: kernels on Tandem and other MPIs, comparisons, models, a report
     Bench(bench::BenchArgs),
@@ -105,7 +108,11 @@ fn main() {
         }
         Command::Cc(a) => compiler::run(compiler::Language::C, a.args),
         Command::Cxx(a) => compiler::run(compiler::Language::Cxx, a.args),
-        Command::Info { json } => info::run(json),
+        Command::Info { coll: true, .. } => {
+            print!("{}", tandem::coll::describe());
+            0
+        }
+        Command::Info { json, .. } => info::run(json),
         Command::Bench(a) => bench::main(a),
     };
     std::process::exit(status);

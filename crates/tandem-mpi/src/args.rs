@@ -1,8 +1,8 @@
 //! Argument checking and conversions shared by the exported functions.
 
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_int;
 
-use tandem::p2p::{ReqId, Status};
+use tandem::p2p::Status;
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
@@ -27,61 +27,9 @@ pub fn comm(state: &State, comm: MPI_Comm) -> Result<CommId, Fail> {
 /// Extent in bytes of a datatype Tandem can move: the spacing of elements
 /// in a buffer, and what travels per element (hosts are alike).
 pub fn type_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
-    predefined_datatype_size(dt).ok_or_else(|| {
-        let what = if dt == MPI_DATATYPE_NULL {
-            "MPI_DATATYPE_NULL is not a datatype".to_string()
-        } else {
-            format!("invalid datatype handle {dt:#x}")
-        };
-        Fail::new(comm, ErrorClass::Type, what)
-    })
-}
-
-/// Bytes of data in one element, without the padding its extent includes
-/// (what `MPI_Type_size` reports). Only the pair types have padding.
-pub fn type_data_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
-    let extent = type_size(comm, dt)?;
-    let int = std::mem::size_of::<c_int>();
-    Ok(match dt {
-        MPI_FLOAT_INT => std::mem::size_of::<f32>() + int,
-        MPI_DOUBLE_INT => std::mem::size_of::<f64>() + int,
-        MPI_LONG_INT => std::mem::size_of::<std::os::raw::c_long>() + int,
-        MPI_SHORT_INT => std::mem::size_of::<std::os::raw::c_short>() + int,
-        MPI_LONG_DOUBLE_INT => 16 + int,
-        _ => extent,
-    })
-}
-
-/// Checks a buffer description and returns its length in bytes.
-pub fn buffer(
-    comm: MPI_Comm,
-    buf: *const c_void,
-    count: c_int,
-    dt: MPI_Datatype,
-) -> Result<usize, Fail> {
-    if count < 0 {
-        return Err(Fail::new(
-            comm,
-            ErrorClass::Count,
-            format!("negative count {count}"),
-        ));
-    }
-    let size = type_size(comm, dt)?;
-    let bytes = (count as usize).checked_mul(size).ok_or_else(|| {
-        Fail::new(
-            comm,
-            ErrorClass::Count,
-            "count times datatype size overflows",
-        )
-    })?;
-    if bytes > 0 && buf.is_null() {
-        return Err(Fail::new(
-            comm,
-            ErrorClass::Buffer,
-            format!("NULL buffer for {count} elements"),
-        ));
-    }
-    Ok(bytes)
+    // Data travels packed: the datatype's size, padding excluded (derived
+    // datatypes included, see datatype.rs).
+    crate::datatype::packed_size(comm, dt)
 }
 
 /// Checks a destination rank; `None` for `MPI_PROC_NULL`.
@@ -210,14 +158,4 @@ pub unsafe fn write_empty_status(status: *mut MPI_Status) {
 /// Bytes recorded in a status.
 pub fn status_bytes(s: &MPI_Status) -> u64 {
     u64::from(s.internal[0] as u32) | (u64::from(s.internal[1] as u32) << 32)
-}
-
-/// The request id behind a handle (not `MPI_REQUEST_NULL`).
-pub fn req_id(h: MPI_Request) -> ReqId {
-    ReqId(h as u64)
-}
-
-/// The handle of a request id.
-pub fn req_handle(id: ReqId) -> MPI_Request {
-    id.0 as MPI_Request
 }

@@ -146,7 +146,7 @@ unsafe fn write_c_string(text: &str, buf: *mut c_char, cap: usize, len: *mut c_i
 /// The library's self-description.
 pub fn library_version() -> String {
     format!(
-        "Tandem {} (MPI {}.{} standard ABI; transports: tcp)",
+        "Tandem {} (MPI {}.{} standard ABI; transports: shm, tcp)",
         env!("CARGO_PKG_VERSION"),
         MPI_VERSION,
         MPI_SUBVERSION
@@ -240,43 +240,6 @@ pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_in
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    call("MPI_Comm_dup", |s| {
-        args::out_ptr(comm, newcomm, "newcomm")?;
-        let id = args::comm(s, comm)?;
-        let errh = s.entry(id).errhandler;
-        let new = s.rt.comm_dup(id).map_err(|error| Fail { comm, error })?;
-        let h = s.add_comm(new, errh);
-        // SAFETY: checked non-null.
-        unsafe { put(newcomm, h) };
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    call("MPI_Comm_free", |s| {
-        args::out_ptr(MPI_COMM_WORLD, comm, "comm")?;
-        // SAFETY: checked non-null.
-        let h = unsafe { *comm };
-        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
-            return Err(Fail::new(
-                h,
-                ErrorClass::Comm,
-                "predefined communicators cannot be freed",
-            ));
-        }
-        let id = args::comm(s, h)?;
-        s.rt.comm_free(id)
-            .map_err(|error| Fail { comm: h, error })?;
-        s.comms[id.0] = None;
-        // SAFETY: checked non-null.
-        unsafe { put(comm, MPI_COMM_NULL) };
-        Ok(())
-    })
-}
-
-#[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_set_errhandler(
     comm: MPI_Comm,
     errhandler: MPI_Errhandler,
@@ -351,35 +314,5 @@ pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_in
         // SAFETY: checked non-null.
         unsafe { put(errorclass, errorcode) };
         MPI_SUCCESS
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
-    call("MPI_Type_size", |_| {
-        args::out_ptr(MPI_COMM_WORLD, size, "size")?;
-        let n = args::type_data_size(MPI_COMM_WORLD, datatype)?;
-        // SAFETY: checked non-null.
-        unsafe { put(size, n as c_int) };
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_extent(
-    datatype: MPI_Datatype,
-    lb: *mut MPI_Aint,
-    extent: *mut MPI_Aint,
-) -> c_int {
-    call("MPI_Type_get_extent", |_| {
-        args::out_ptr(MPI_COMM_WORLD, lb, "lb")?;
-        args::out_ptr(MPI_COMM_WORLD, extent, "extent")?;
-        let n = args::type_size(MPI_COMM_WORLD, datatype)?;
-        // SAFETY: both checked non-null.
-        unsafe {
-            put(lb, 0);
-            put(extent, n as MPI_Aint);
-        }
-        Ok(())
     })
 }

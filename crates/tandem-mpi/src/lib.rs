@@ -8,9 +8,24 @@
 
 pub mod abi;
 mod args;
+mod attr;
+mod bsend;
+mod coll;
+mod comm;
+mod datatype;
 mod env;
 mod errhandler;
+mod ext;
+mod group;
+mod info;
+mod misc;
+mod ops;
+mod persistent;
+mod pmpi;
 mod pt2pt;
+mod request;
 mod state;
+mod topo;
+mod xfer;
 
 pub use env::library_version;

@@ -10,14 +10,23 @@
 
 use std::os::raw::{c_int, c_void};
 
-use tandem::p2p::{ReqId, SendMode, Status};
+use tandem::p2p::{SendMode, Status};
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
-use crate::args::{self, put, req_handle, req_id, write_empty_status, write_status, Source};
+use crate::args::{self, put, write_empty_status, write_status, Source};
+use crate::datatype;
+use crate::request::{self, Op, Req};
 use crate::state::{call, Fail, Outcome, State};
+use crate::xfer::{self, SendKind};
 
-/// Starts a send; returns the request (already complete for `MPI_PROC_NULL`).
+/// An operation started for a communicator.
+struct Started {
+    op: Op,
+    comm: MPI_Comm,
+}
+
+/// Starts a send (already complete for `MPI_PROC_NULL`); any datatype.
 fn start_send(
     s: &mut State,
     buf: *const c_void,
@@ -27,22 +36,16 @@ fn start_send(
     tag: c_int,
     comm: MPI_Comm,
     mode: SendMode,
-) -> Result<ReqId, Fail> {
-    let id = args::comm(s, comm)?;
-    let len = args::buffer(comm, buf, count, dt)?;
-    let tag = args::send_tag(comm, tag)?;
-    let id = match args::dest(s, comm, id, dest)? {
-        None => s.rt.p2p().completed(true, Status::default()),
-        // SAFETY: the MPI contract keeps `buf` valid for `len` bytes until
-        // the request completes.
-        Some(d) => unsafe { s.rt.isend(id, d, tag, buf.cast(), len, mode) }
-            .map_err(|error| Fail { comm, error })?,
+) -> Result<Started, Fail> {
+    let kind = match mode {
+        SendMode::Standard => SendKind::Standard,
+        SendMode::Synchronous => SendKind::Synchronous,
     };
-    s.note_request(id, comm);
-    Ok(id)
+    let op = xfer::start_send(s, buf, count, dt, dest, tag, comm, kind)?;
+    Ok(Started { op, comm })
 }
 
-/// Posts a receive; returns the request (already complete for `MPI_PROC_NULL`).
+/// Posts a receive (already complete for `MPI_PROC_NULL`); any datatype.
 fn start_recv(
     s: &mut State,
     buf: *mut c_void,
@@ -51,37 +54,29 @@ fn start_recv(
     src: c_int,
     tag: c_int,
     comm: MPI_Comm,
-) -> Result<ReqId, Fail> {
-    let id = args::comm(s, comm)?;
-    let cap = args::buffer(comm, buf, count, dt)?;
-    let tag = args::recv_tag(comm, tag)?;
-    let src = match args::source(s, comm, id, src)? {
-        Source::Null => {
-            let r = s.rt.p2p().completed(false, Status::default());
-            s.note_request(r, comm);
-            return Ok(r);
-        }
-        Source::Any => None,
-        Source::Rank(r) => Some(r),
-    };
-    // SAFETY: the MPI contract keeps `buf` valid for `cap` bytes until the
-    // request completes.
-    let r = unsafe { s.rt.irecv(id, src, tag, buf.cast(), cap) }
-        .map_err(|error| Fail { comm, error })?;
-    s.note_request(r, comm);
-    Ok(r)
+) -> Result<Started, Fail> {
+    let op = xfer::start_recv(s, buf, count, dt, src, tag, comm)?;
+    Ok(Started { op, comm })
 }
 
-/// Waits for a request, writes its status, and reports its error.
-fn finish(s: &mut State, id: ReqId, status: *mut MPI_Status) -> Outcome {
-    let comm = s.request_comm(id);
-    let st = s.rt.p2p().wait(id).map_err(|error| Fail { comm, error })?;
+/// Waits for an operation (advancing everything in flight), writes its
+/// status, and reports its error.
+fn finish(s: &mut State, started: Started, status: *mut MPI_Status) -> Outcome {
+    let st = request::wait_op(s, started.op);
     // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
     unsafe { write_status(status, &st) };
     match st.error {
-        Some(error) => Err(Fail { comm, error }),
+        Some(error) => Err(Fail {
+            comm: started.comm,
+            error,
+        }),
         None => Ok(()),
     }
+}
+
+/// The request handle of a started operation.
+fn handle_of(s: &mut State, started: Started) -> MPI_Request {
+    request::handle(s, started.comm, started.op)
 }
 
 fn blocking_send(
@@ -95,8 +90,8 @@ fn blocking_send(
     mode: SendMode,
 ) -> c_int {
     call(func, |s| {
-        let id = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
-        finish(s, id, std::ptr::null_mut())
+        let started = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
+        finish(s, started, std::ptr::null_mut())
     })
 }
 
@@ -113,9 +108,10 @@ fn nonblocking_send(
 ) -> c_int {
     call(func, |s| {
         args::out_ptr(comm, request, "request")?;
-        let id = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
+        let started = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
+        let h = handle_of(s, started);
         // SAFETY: checked non-null; writable by the MPI contract.
-        unsafe { put(request, req_handle(id)) };
+        unsafe { put(request, h) };
         Ok(())
     })
 }
@@ -263,8 +259,8 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Recv", |s| {
-        let id = start_recv(s, buf, count, dt, src, tag, comm)?;
-        finish(s, id, status)
+        let started = start_recv(s, buf, count, dt, src, tag, comm)?;
+        finish(s, started, status)
     })
 }
 
@@ -280,11 +276,37 @@ pub unsafe extern "C" fn MPI_Irecv(
 ) -> c_int {
     call("MPI_Irecv", |s| {
         args::out_ptr(comm, request, "request")?;
-        let id = start_recv(s, buf, count, dt, src, tag, comm)?;
+        let started = start_recv(s, buf, count, dt, src, tag, comm)?;
+        let h = handle_of(s, started);
         // SAFETY: checked non-null; writable by the MPI contract.
-        unsafe { put(request, req_handle(id)) };
+        unsafe { put(request, h) };
         Ok(())
     })
+}
+
+/// A receive posted, then a send started: completes both, or cancels the
+/// receive if the send could not start.
+fn exchange(
+    s: &mut State,
+    recv: Started,
+    send: Result<Started, Fail>,
+    status: *mut MPI_Status,
+) -> Outcome {
+    let send = match send {
+        Ok(x) => x,
+        Err(f) => {
+            let h = handle_of(s, recv);
+            if let Ok(r) = request::classify(s, h) {
+                request::cancel(s, r);
+                request::wait(s, &[r], true);
+                request::complete(s, r);
+            }
+            return Err(f);
+        }
+    };
+    let recv_result = finish(s, recv, status);
+    let send_result = finish(s, send, std::ptr::null_mut());
+    recv_result.and(send_result)
 }
 
 #[no_mangle]
@@ -314,17 +336,7 @@ pub unsafe extern "C" fn MPI_Sendrecv(
             comm,
             SendMode::Standard,
         );
-        let sid = match sent {
-            Ok(id) => id,
-            Err(f) => {
-                let _ = s.rt.p2p().cancel(r);
-                let _ = s.rt.p2p().wait(r);
-                return Err(f);
-            }
-        };
-        let recv_result = finish(s, r, status);
-        let send_result = finish(s, sid, std::ptr::null_mut());
-        recv_result.and(send_result)
+        exchange(s, r, sent, status)
     })
 }
 
@@ -341,39 +353,41 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Sendrecv_replace", |s| {
-        let len = args::buffer(comm, buf, count, dt)?;
+        let t = datatype::typed(comm, buf, count, dt)?;
         // The outgoing data must survive the incoming message overwriting it.
-        let copy: Vec<u8> = if len == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: `buf` holds `len` readable bytes (checked description, MPI contract).
-            unsafe { std::slice::from_raw_parts(buf as *const u8, len) }.to_vec()
-        };
+        // SAFETY: `buf` is valid as its datatype describes (MPI contract).
+        let copy = unsafe { t.pack() };
         let r = start_recv(s, buf, count, dt, source, recvtag, comm)?;
         let sent = start_send(
             s,
             copy.as_ptr().cast(),
-            count,
-            dt,
+            copy.len() as c_int,
+            MPI_BYTE,
             dest,
             sendtag,
             comm,
             SendMode::Standard,
         );
-        let sid = match sent {
-            Ok(id) => id,
-            Err(f) => {
-                let _ = s.rt.p2p().cancel(r);
-                let _ = s.rt.p2p().wait(r);
-                return Err(f);
-            }
-        };
-        let recv_result = finish(s, r, status);
-        // `copy` lives until the send has completed here.
-        let send_result = finish(s, sid, std::ptr::null_mut());
+        // `copy` lives until the send has completed in `exchange`.
+        let result = exchange(s, r, sent, status);
         drop(copy);
-        recv_result.and(send_result)
+        result
     })
+}
+
+/// Writes the status of a completed request (the empty status for an
+/// inactive persistent one).
+///
+/// # Safety
+/// As [`write_status`].
+unsafe fn write_completed(status: *mut MPI_Status, done: &request::Completed) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        match &done.status {
+            Some(st) => write_status(status, st),
+            None => write_empty_status(status),
+        }
+    }
 }
 
 #[no_mangle]
@@ -387,10 +401,17 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
             unsafe { write_empty_status(status) };
             return Ok(());
         }
-        let id = live_request(s, h)?;
+        let r = request::classify(s, h)?;
+        request::wait(s, &[r], true);
+        let done = request::complete(s, r);
         // SAFETY: as above.
-        unsafe { put(request, MPI_REQUEST_NULL) };
-        finish(s, id, status)
+        unsafe {
+            if !done.keep {
+                put(request, MPI_REQUEST_NULL);
+            }
+            write_completed(status, &done);
+        }
+        done.error().map_or(Ok(()), Err)
     })
 }
 
@@ -413,45 +434,30 @@ pub unsafe extern "C" fn MPI_Test(
             }
             return Ok(());
         }
-        let id = live_request(s, h)?;
-        let comm = s.request_comm(id);
-        match s.rt.p2p().test(id).map_err(|error| Fail { comm, error })? {
-            None => {
-                // SAFETY: checked non-null.
-                unsafe { put(flag, 0) };
-                Ok(())
-            }
-            Some(st) => {
-                // SAFETY: checked non-null / MPI contract.
-                unsafe {
-                    put(flag, 1);
-                    put(request, MPI_REQUEST_NULL);
-                    write_status(status, &st);
-                }
-                match st.error {
-                    Some(error) => Err(Fail { comm, error }),
-                    None => Ok(()),
-                }
-            }
+        let r = request::classify(s, h)?;
+        if !request::is_ready(s, r) {
+            request::poll(s);
         }
+        if !request::is_ready(s, r) {
+            // SAFETY: checked non-null.
+            unsafe { put(flag, 0) };
+            return Ok(());
+        }
+        let done = request::complete(s, r);
+        // SAFETY: checked non-null / MPI contract.
+        unsafe {
+            put(flag, 1);
+            if !done.keep {
+                put(request, MPI_REQUEST_NULL);
+            }
+            write_completed(status, &done);
+        }
+        done.error().map_or(Ok(()), Err)
     })
 }
 
-/// Validates a non-null request handle.
-fn live_request(s: &mut State, h: MPI_Request) -> Result<ReqId, Fail> {
-    let id = req_id(h);
-    if s.rt.p2p().is_live(id) {
-        Ok(id)
-    } else {
-        Err(Fail::new(
-            MPI_COMM_WORLD,
-            ErrorClass::Request,
-            format!("invalid request handle {h:#x}"),
-        ))
-    }
-}
-
-/// Reads and validates an array of request handles; `None` entries are null.
+/// Reads and validates an array of request handles; `None` entries are
+/// null handles or inactive persistent requests.
 ///
 /// # Safety
 /// `requests` must be valid for `count` reads when `count > 0`.
@@ -459,7 +465,7 @@ unsafe fn request_array(
     s: &mut State,
     count: c_int,
     requests: *mut MPI_Request,
-) -> Result<Vec<Option<ReqId>>, Fail> {
+) -> Result<Vec<Option<Req>>, Fail> {
     if count < 0 {
         return Err(Fail::new(
             MPI_COMM_WORLD,
@@ -479,10 +485,10 @@ unsafe fn request_array(
             // SAFETY: `i < count`, within the caller's array.
             let h = unsafe { *requests.add(i) };
             if h == MPI_REQUEST_NULL {
-                Ok(None)
-            } else {
-                live_request(s, h).map(Some)
+                return Ok(None);
             }
+            let r = request::classify(s, h)?;
+            Ok((!request::is_inactive(s, r)).then_some(r))
         })
         .collect()
 }
@@ -494,22 +500,23 @@ unsafe fn request_array(
 /// `requests` has an entry `i`; `statuses` is null or has an entry `slot`.
 unsafe fn collect(
     s: &mut State,
-    id: ReqId,
+    r: Req,
     requests: *mut MPI_Request,
     i: usize,
     statuses: *mut MPI_Status,
     slot: usize,
 ) -> Option<Fail> {
-    let comm = s.request_comm(id);
-    let st = s.rt.p2p().take_if_complete(id).unwrap_or_default();
+    let done = request::complete(s, r);
     // SAFETY: the caller's promise.
     unsafe {
-        *requests.add(i) = MPI_REQUEST_NULL;
+        if !done.keep {
+            *requests.add(i) = MPI_REQUEST_NULL;
+        }
         if !statuses.is_null() {
-            write_status(statuses.add(slot), &st);
+            write_completed(statuses.add(slot), &done);
         }
     }
-    st.error.map(|error| Fail { comm, error })
+    done.error()
 }
 
 /// The outcome of a multiple-completion call: `MPI_ERR_IN_STATUS` if any failed.
@@ -524,6 +531,35 @@ fn in_status(first: Option<Fail>) -> Outcome {
     }
 }
 
+/// Completes every entry of a ready array (Waitall, Testall).
+///
+/// # Safety
+/// `requests` and `statuses` (unless ignored) have `ids.len()` entries.
+unsafe fn collect_all(
+    s: &mut State,
+    ids: Vec<Option<Req>>,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> Outcome {
+    let mut first = None;
+    for (i, id) in ids.into_iter().enumerate() {
+        match id {
+            Some(r) => {
+                // SAFETY: `i < count`; statuses has `count` entries unless ignored.
+                if let Some(f) = unsafe { collect(s, r, requests, i, statuses, i) } {
+                    first.get_or_insert(f);
+                }
+            }
+            None if !statuses.is_null() => {
+                // SAFETY: as above.
+                unsafe { write_empty_status(statuses.add(i)) }
+            }
+            None => {}
+        }
+    }
+    in_status(first)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Waitall(
     count: c_int,
@@ -533,26 +569,10 @@ pub unsafe extern "C" fn MPI_Waitall(
     call("MPI_Waitall", |s| {
         // SAFETY: MPI contract: `count` entries.
         let ids = unsafe { request_array(s, count, requests)? };
-        let live: Vec<ReqId> = ids.iter().flatten().copied().collect();
-        s.rt.p2p()
-            .wait_for(|p| live.iter().all(|&id| p.is_complete(id) != Some(false)));
-        let mut first = None;
-        for (i, id) in ids.into_iter().enumerate() {
-            match id {
-                // SAFETY: `i < count`; statuses has `count` entries unless ignored.
-                Some(id) => {
-                    if let Some(f) = unsafe { collect(s, id, requests, i, statuses, i) } {
-                        first.get_or_insert(f);
-                    }
-                }
-                None if !statuses.is_null() => {
-                    // SAFETY: as above.
-                    unsafe { write_empty_status(statuses.add(i)) }
-                }
-                None => {}
-            }
-        }
-        in_status(first)
+        let live: Vec<Req> = ids.iter().flatten().copied().collect();
+        request::wait(s, &live, true);
+        // SAFETY: MPI contract: `count` entries.
+        unsafe { collect_all(s, ids, requests, statuses) }
     })
 }
 
@@ -567,33 +587,15 @@ pub unsafe extern "C" fn MPI_Testall(
         args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
         // SAFETY: MPI contract: `count` entries.
         let ids = unsafe { request_array(s, count, requests)? };
-        s.rt.p2p().progress(false);
-        let all = ids
-            .iter()
-            .flatten()
-            .all(|&id| s.rt.p2p().is_complete(id) != Some(false));
+        request::poll(s);
+        let all = ids.iter().flatten().all(|&r| request::is_ready(s, r));
         // SAFETY: checked non-null.
         unsafe { put(flag, c_int::from(all)) };
         if !all {
             return Ok(());
         }
-        let mut first = None;
-        for (i, id) in ids.into_iter().enumerate() {
-            match id {
-                Some(id) => {
-                    // SAFETY: `i < count`.
-                    if let Some(f) = unsafe { collect(s, id, requests, i, statuses, i) } {
-                        first.get_or_insert(f);
-                    }
-                }
-                None if !statuses.is_null() => {
-                    // SAFETY: `i < count`.
-                    unsafe { write_empty_status(statuses.add(i)) }
-                }
-                None => {}
-            }
-        }
-        in_status(first)
+        // SAFETY: MPI contract: `count` entries.
+        unsafe { collect_all(s, ids, requests, statuses) }
     })
 }
 
@@ -621,16 +623,16 @@ unsafe fn any(
         }
         return Ok(());
     }
-    let done = |p: &tandem::p2p::P2p| {
-        ids.iter()
-            .position(|id| id.is_some_and(|id| p.is_complete(id) != Some(false)))
-    };
+    let live: Vec<Req> = ids.iter().flatten().copied().collect();
     if block {
-        s.rt.p2p().wait_for(|p| done(p).is_some());
+        request::wait(s, &live, false);
     } else {
-        s.rt.p2p().progress(false);
+        request::poll(s);
     }
-    match done(s.rt.p2p()) {
+    let found = ids
+        .iter()
+        .position(|id| id.is_some_and(|r| request::is_ready(s, r)));
+    match found {
         None => {
             // SAFETY: index checked; flag non-null in Testany (checked by caller).
             unsafe {
@@ -642,14 +644,14 @@ unsafe fn any(
             Ok(())
         }
         Some(i) => {
-            let id = ids[i].expect("position found a live request");
+            let r = ids[i].expect("position found a live request");
             // SAFETY: index checked; `i < count`; status single or ignored.
             let err = unsafe {
                 put(index, i as c_int);
                 if !flag.is_null() {
                     put(flag, 1);
                 }
-                collect(s, id, requests, i, status, 0)
+                collect(s, r, requests, i, status, 0)
             };
             err.map_or(Ok(()), Err)
         }
@@ -717,27 +719,23 @@ unsafe fn some(
             "NULL indices array",
         ));
     }
-    let ready = |p: &tandem::p2p::P2p| {
-        ids.iter()
-            .flatten()
-            .any(|&id| p.is_complete(id) != Some(false))
-    };
+    let live: Vec<Req> = ids.iter().flatten().copied().collect();
     if block {
-        s.rt.p2p().wait_for(ready);
+        request::wait(s, &live, false);
     } else {
-        s.rt.p2p().progress(false);
+        request::poll(s);
     }
     let mut n = 0usize;
     let mut first = None;
     for (i, id) in ids.iter().enumerate() {
-        let Some(id) = *id else { continue };
-        if s.rt.p2p().is_complete(id) == Some(false) {
+        let Some(r) = *id else { continue };
+        if !request::is_ready(s, r) {
             continue;
         }
         // SAFETY: `i < incount`, `n <= i`; arrays have `incount` entries.
         unsafe {
             *indices.add(n) = i as c_int;
-            if let Some(f) = collect(s, id, requests, i, statuses, n) {
+            if let Some(f) = collect(s, r, requests, i, statuses, n) {
                 first.get_or_insert(f);
             }
         }
@@ -789,11 +787,8 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
                 "MPI_REQUEST_NULL cannot be freed",
             ));
         }
-        let id = live_request(s, h)?;
-        s.rt.p2p().detach(id).map_err(|error| Fail {
-            comm: MPI_COMM_WORLD,
-            error,
-        })?;
+        let r = request::classify(s, h)?;
+        request::free(s, r)?;
         // SAFETY: checked non-null.
         unsafe { put(request, MPI_REQUEST_NULL) };
         Ok(())
@@ -813,11 +808,9 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
                 "MPI_REQUEST_NULL cannot be cancelled",
             ));
         }
-        let id = live_request(s, h)?;
-        s.rt.p2p().cancel(id).map_err(|error| Fail {
-            comm: MPI_COMM_WORLD,
-            error,
-        })
+        let r = request::classify(s, h)?;
+        request::cancel(s, r);
+        Ok(())
     })
 }
 

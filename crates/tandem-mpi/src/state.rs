@@ -19,6 +19,8 @@ const USER_COMM_BASE: usize = 0x10000;
 /// Per-communicator state the C layer keeps.
 pub struct CommEntry {
     pub errhandler: MPI_Errhandler,
+    /// Name, attributes, topology (see ext.rs).
+    pub ext: crate::ext::CommExt,
 }
 
 /// Everything `MPI_Init` creates.
@@ -29,6 +31,8 @@ pub struct State {
     /// The communicator of each live request, by the request's slab index.
     req_comm: Vec<MPI_Comm>,
     pub thread_level: c_int,
+    /// Requests, operations, groups, keyvals, infos, buffered sends (ext.rs).
+    pub ext: crate::ext::Ext,
 }
 
 impl State {
@@ -36,6 +40,7 @@ impl State {
         let entry = || {
             Some(CommEntry {
                 errhandler: MPI_ERRORS_ARE_FATAL,
+                ext: Default::default(),
             })
         };
         State {
@@ -43,6 +48,7 @@ impl State {
             comms: vec![entry(), entry()],
             req_comm: Vec::new(),
             thread_level,
+            ext: Default::default(),
         }
     }
 
@@ -73,7 +79,10 @@ impl State {
         if self.comms.len() <= id.0 {
             self.comms.resize_with(id.0 + 1, || None);
         }
-        self.comms[id.0] = Some(CommEntry { errhandler });
+        self.comms[id.0] = Some(CommEntry {
+            errhandler,
+            ext: Default::default(),
+        });
         Self::comm_handle(id)
     }
 

@@ -10,7 +10,9 @@
 pub mod bootstrap;
 pub mod coll;
 pub mod comm;
+pub mod datatype;
 pub mod error;
+pub mod group;
 pub mod p2p;
 pub mod params;
 pub mod progress;

@@ -30,12 +30,14 @@ fn card_key(rank: u32) -> String {
 
 /// One rank of a Tandem job.
 pub struct Runtime {
-    p2p: P2p,
-    comms: Vec<Option<Comm>>,
+    pub(crate) p2p: P2p,
+    pub(crate) comms: Vec<Option<Comm>>,
     master: Option<Arc<Mutex<MasterLink>>>,
     job: JobInfo,
     settings: Settings,
-    next_cid: u32,
+    pub(crate) next_cid: u32,
+    /// Collective schedules in flight and algorithm selection (coll/).
+    pub(crate) colls: coll::Colls,
 }
 
 fn config_error(msg: String) -> Error {
@@ -47,6 +49,7 @@ impl Runtime {
     /// program started on its own is a job of one rank).
     pub fn init() -> Result<Runtime> {
         let settings = Settings::from_env().map_err(config_error)?;
+        let colls = coll::Colls::new(&settings).map_err(config_error)?;
         let job = JobInfo::from_env()?;
         let master = match &job.master {
             Some(_) => Some(Arc::new(Mutex::new(MasterLink::connect(&job)?))),
@@ -144,6 +147,7 @@ impl Runtime {
             job,
             settings,
             next_cid: 2,
+            colls,
         })
     }
 
@@ -288,14 +292,15 @@ impl Runtime {
 
     /// Blocks until every member of `comm` has called it.
     pub fn barrier(&mut self, comm: CommId) -> Result<()> {
-        let c = self.comm(comm)?.clone();
-        coll::barrier(&mut self.p2p, &c)
+        self.comm(comm)?;
+        // SAFETY: a barrier moves no user data.
+        unsafe { self.coll(comm, coll::CollCall::Barrier) }
     }
 
     /// A new communicator with the same group and a context of its own.
     pub fn comm_dup(&mut self, comm: CommId) -> Result<CommId> {
         let parent = self.comm(comm)?.clone();
-        let cid = coll::allreduce_max_u32(&mut self.p2p, &parent, self.next_cid)?;
+        let cid = self.allreduce_max_u32(comm, self.next_cid)?;
         self.next_cid = cid + 1;
         let c = Comm::new(cid, parent.rank, parent.group.clone());
         self.p2p.register_context(c.p2p_context(), c.group.clone());
@@ -333,6 +338,7 @@ impl Runtime {
             .ok_or_else(|| Error::new(ErrorClass::Comm, "invalid communicator"))?;
         self.p2p.release_context(c.p2p_context());
         self.p2p.release_context(c.coll_context());
+        self.colls.forget(c.cid);
         Ok(())
     }
 

@@ -1,0 +1,153 @@
+//! Collectives end to end: the self-checking C programs `coll_*.c` built
+//! with `tandem cc` and run with `tandem run`, once per algorithm of the
+//! catalogue (forced with `--set coll_<op>=<algorithm>`), with the built-in
+//! rules, and with a rules file.
+//!
+//! `coll_all` loops internally over every communicator size from 1 to the
+//! job's size (sub-communicators from `MPI_Comm_split`), so one 9-rank run
+//! covers sizes 1 to 9 for every collective.
+
+mod common;
+
+use common::{assert_pass, compile, run, JOB_TIMEOUT};
+
+/// Every algorithm of every operation with a choice, in three runs (the
+/// first, second and third algorithm of each operation's list).
+const FORCED: [&[&str]; 3] = [
+    &[
+        "coll_barrier=linear",
+        "coll_bcast=linear",
+        "coll_reduce=linear",
+        "coll_allreduce=reduce_bcast",
+        "coll_gather=linear",
+        "coll_scatter=linear",
+        "coll_allgather=ring",
+        "coll_alltoall=linear",
+        "coll_alltoallv=linear",
+    ],
+    &[
+        "coll_barrier=binomial",
+        "coll_bcast=binomial",
+        "coll_reduce=binomial",
+        "coll_allreduce=recursive_doubling",
+        "coll_gather=binomial",
+        "coll_scatter=binomial",
+        "coll_allgather=recursive_doubling",
+        "coll_alltoall=pairwise",
+        "coll_alltoallv=pairwise",
+    ],
+    &[
+        "coll_barrier=dissemination",
+        "coll_bcast=scatter_allgather",
+        "coll_allreduce=ring",
+        "coll_allgather=bruck",
+        "coll_alltoall=bruck",
+    ],
+];
+
+fn set_args(settings: &[&str]) -> Vec<String> {
+    settings
+        .iter()
+        .flat_map(|s| ["--set".to_string(), s.to_string()])
+        .collect()
+}
+
+fn run_coll_all(np: u32, settings: &[&str], args: &[&str]) -> common::Outcome {
+    let prog = compile("coll_all");
+    let extra = set_args(settings);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let outcome = run(np, &extra, &prog, args, JOB_TIMEOUT);
+    assert_pass(&outcome, "coll_all");
+    outcome
+}
+
+#[test]
+fn coll_all_first_algorithms_sizes_1_to_9() {
+    run_coll_all(9, FORCED[0], &[]);
+}
+
+#[test]
+fn coll_all_second_algorithms_sizes_1_to_9() {
+    let outcome = run_coll_all(9, FORCED[1], &[]);
+    // recursive doubling cannot serve 9 ranks: one warning, then the rules.
+    assert!(
+        outcome
+            .stderr
+            .contains("coll_allgather=recursive_doubling cannot serve this call"),
+        "{}",
+        outcome.describe()
+    );
+}
+
+#[test]
+fn coll_all_third_algorithms_sizes_1_to_9() {
+    run_coll_all(9, FORCED[2], &[]);
+}
+
+#[test]
+fn coll_all_automatic_choice_sizes_1_to_9() {
+    run_coll_all(9, &[], &[]);
+}
+
+#[test]
+fn coll_all_automatic_choice_sizes_1_to_4() {
+    run_coll_all(4, &[], &["262144"]);
+}
+
+#[test]
+fn coll_all_with_a_rules_file() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join("coll_rules_test.json");
+    std::fs::write(
+        &path,
+        r#"{
+  "bcast": [ { "comm_max": 2, "algorithm": "linear" }, { "bytes_max": 4000, "algorithm": "scatter_allgather" }, { "algorithm": "binomial" } ],
+  "allreduce": [ { "bytes_min": 1, "bytes_max": 100, "algorithm": "ring" }, { "algorithm": "reduce_bcast" } ],
+  "alltoall": [ { "algorithm": "bruck" } ]
+}"#,
+    )
+    .unwrap();
+    let rules = format!("coll_rules={}", path.display());
+    run_coll_all(5, &[&rules], &["65536"]);
+}
+
+#[test]
+fn a_bad_rules_file_is_a_clear_error() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join("coll_rules_bad.json");
+    std::fs::write(&path, r#"{ "bcast": [ { "algorithm": "telepathy" } ] }"#).unwrap();
+    let prog = compile("coll_all");
+    let rules = format!("coll_rules={}", path.display());
+    let outcome = run(2, &["--set", &rules], &prog, &[], JOB_TIMEOUT);
+    assert!(!outcome.status.success(), "{}", outcome.describe());
+    assert!(
+        outcome.stderr.contains("telepathy") && outcome.stderr.contains("coll_rules"),
+        "{}",
+        outcome.describe()
+    );
+    assert!(outcome.leftovers.is_empty(), "{}", outcome.describe());
+}
+
+#[test]
+fn coll_ops_np1() {
+    let outcome = run(1, &[], &compile("coll_ops"), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "coll_ops");
+}
+
+#[test]
+fn coll_ops_np4() {
+    let outcome = run(4, &[], &compile("coll_ops"), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "coll_ops");
+}
+
+#[test]
+fn coll_ops_np7_forced_linear_and_ring() {
+    let extra = set_args(&[
+        "coll_reduce=linear",
+        "coll_allreduce=ring",
+        "coll_allgather=bruck",
+    ]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let outcome = run(7, &extra, &compile("coll_ops"), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "coll_ops");
+}

@@ -1,0 +1,38 @@
+//! Communicators, groups, attributes, topologies, persistent requests,
+//! buffered sends and info objects, end to end: the self-checking C
+//! programs `comm_topo.c` and `persist_misc.c` built with `tandem cc` and
+//! run with `tandem run` on several job sizes.
+
+mod common;
+
+use common::{assert_pass, compile, run, JOB_TIMEOUT};
+
+fn run_pass(name: &str, np: u32, extra: &[&str]) {
+    let outcome = run(np, extra, &compile(name), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, name);
+}
+
+macro_rules! pass_tests {
+    ($($test:ident: $name:literal, $np:literal $(, $arg:literal)*;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                run_pass($name, $np, &[$($arg),*]);
+            }
+        )*
+    };
+}
+
+pass_tests! {
+    comm_topo_np1: "comm_topo", 1;
+    comm_topo_np2: "comm_topo", 2;
+    comm_topo_np4: "comm_topo", 4;
+    comm_topo_np6: "comm_topo", 6;
+    comm_topo_np7: "comm_topo", 7;
+    persist_misc_np1: "persist_misc", 1;
+    persist_misc_np2: "persist_misc", 2;
+    // Binomial broadcast: ranks blocked in MPI_Recv must forward the
+    // non-blocking broadcast for the others to finish.
+    persist_misc_np5_binomial: "persist_misc", 5, "--set", "coll_bcast=binomial";
+    persist_misc_np4_scatter_allgather: "persist_misc", 4, "--set", "coll_bcast=scatter_allgather";
+}

@@ -1,0 +1,1673 @@
+//! Collective operations at the C boundary: argument checks with the
+//! standard's error classes, `MPI_IN_PLACE`, datatypes (contiguous data is
+//! used in place; other layouts are packed into staging buffers before and
+//! unpacked after), and the blocking and non-blocking forms, which run the
+//! same schedules of the core (`tandem::coll`).
+//!
+//! Safety contract of every exported function: pointer arguments are valid
+//! as the MPI standard requires of the caller.
+#![allow(clippy::missing_safety_doc)]
+#![allow(clippy::too_many_arguments)]
+
+use std::os::raw::{c_int, c_void};
+
+use tandem::coll::CollCall;
+use tandem::{CommId, ErrorClass};
+
+use crate::abi::*;
+use crate::args::{self, put};
+use crate::datatype::{self, Typed};
+use crate::ops;
+use crate::request::{self, Op};
+use crate::state::{call, Fail, State};
+
+/// Staging buffers of one collective and what to unpack when it completes.
+#[derive(Default)]
+pub struct Stage {
+    keep: Vec<Vec<u8>>,
+    unpacks: Vec<(usize, usize, Typed)>,
+}
+
+impl Stage {
+    fn hold(&mut self, v: Vec<u8>) -> (usize, *mut u8) {
+        self.keep.push(v);
+        let i = self.keep.len() - 1;
+        (i, self.keep[i].as_mut_ptr())
+    }
+
+    /// Where the collective reads `t` from.
+    pub fn input(&mut self, t: &Typed) -> *const u8 {
+        match t.direct() {
+            Some(p) => p,
+            None => self.copy(t),
+        }
+    }
+
+    /// A packed copy of `t`, always.
+    pub fn copy(&mut self, t: &Typed) -> *const u8 {
+        // SAFETY: the buffer is valid for reads as described (MPI contract).
+        let v = unsafe { t.pack() };
+        self.hold(v).1
+    }
+
+    /// Where the collective writes `t`'s data.
+    pub fn output(&mut self, t: &Typed) -> *mut u8 {
+        match t.direct() {
+            Some(p) => p,
+            None => {
+                let (i, p) = self.hold(vec![0; t.bytes()]);
+                self.unpacks.push((i, 0, t.clone()));
+                p
+            }
+        }
+    }
+
+    /// `MPI_IN_PLACE` data of `region`: `None` (the collective finds it in
+    /// the receive buffer) when that buffer is used directly, else a packed
+    /// copy to send from.
+    pub fn in_place(&mut self, region: &Typed) -> Option<*const u8> {
+        match region.direct() {
+            Some(_) => None,
+            None => Some(self.copy(region)),
+        }
+    }
+
+    /// Blocks of `base`'s datatype at `displs` (in extents) of `counts`
+    /// elements: the address and byte counts/displacements the collective
+    /// uses (the user's memory when contiguous, else a packed staging
+    /// buffer, unpacked at the end when `write`).
+    fn blocks(
+        &mut self,
+        base: &Typed,
+        counts: &[usize],
+        displs: &[isize],
+        write: bool,
+    ) -> (*mut u8, Vec<usize>, Vec<usize>) {
+        self.blocks_with(base, counts, displs, write, false)
+    }
+
+    /// A packed copy of the blocks (for `MPI_IN_PLACE`), always.
+    fn blocks_copy(
+        &mut self,
+        base: &Typed,
+        counts: &[usize],
+        displs: &[isize],
+    ) -> (*mut u8, Vec<usize>, Vec<usize>) {
+        self.blocks_with(base, counts, displs, false, true)
+    }
+
+    fn blocks_with(
+        &mut self,
+        base: &Typed,
+        counts: &[usize],
+        displs: &[isize],
+        write: bool,
+        force_copy: bool,
+    ) -> (*mut u8, Vec<usize>, Vec<usize>) {
+        let size = base.layout.size;
+        let bytes: Vec<usize> = counts.iter().map(|&c| c * size).collect();
+        if let (Some(p), false) = (base.direct(), force_copy) {
+            if displs.iter().all(|&d| d >= 0) {
+                let offs = displs.iter().map(|&d| d as usize * size).collect();
+                return (p, bytes, offs);
+            }
+        }
+        let mut offs = Vec::with_capacity(counts.len());
+        let mut at = 0;
+        for &b in &bytes {
+            offs.push(at);
+            at += b;
+        }
+        let mut v = vec![0u8; at];
+        if !write {
+            for (i, (&c, &d)) in counts.iter().zip(displs).enumerate() {
+                // SAFETY: the blocks are valid for reads (MPI contract).
+                let packed = unsafe { base.at(d, c).pack() };
+                v[offs[i]..offs[i] + packed.len()].copy_from_slice(&packed);
+            }
+        }
+        let (k, p) = self.hold(v);
+        if write {
+            for (i, (&c, &d)) in counts.iter().zip(displs).enumerate() {
+                self.unpacks.push((k, offs[i], base.at(d, c)));
+            }
+        }
+        (p, bytes, offs)
+    }
+
+    /// Unpacks every staged output.
+    pub fn finish(self) {
+        for (k, off, t) in self.unpacks {
+            let n = t.bytes();
+            // SAFETY: the user buffer is valid for writes as described (MPI
+            // contract); the staging slice has the packed data.
+            unsafe { t.unpack(&self.keep[k][off..off + n]) };
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.keep.is_empty()
+    }
+}
+
+/// Runs `call` (blocking when `req` is null), unpacking the staging after.
+pub fn run(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    c: CollCall,
+    st: Stage,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let fail = |error| Fail { comm, error };
+    if req.is_null() {
+        // SAFETY: user buffers are valid until the call returns (MPI
+        // contract); staging buffers live in `st` until after.
+        unsafe { s.rt.coll(id, c) }.map_err(fail)?;
+        st.finish();
+        return Ok(());
+    }
+    // SAFETY: user buffers stay valid until the request completes (MPI
+    // contract); the staging buffers move into the schedule.
+    let sid = unsafe { s.rt.coll_start(id, c) }.map_err(fail)?;
+    if !st.is_empty() {
+        match s.rt.colls_mut().schedule_mut(sid) {
+            Some(sched) if !sched.is_finished() => sched.on_done(Box::new(move |_| {
+                st.finish();
+                Ok(())
+            })),
+            // Finished inside coll_start already (nothing to wait for).
+            _ => st.finish(),
+        }
+    }
+    let h = request::handle(s, comm, Op::Coll(sid));
+    // SAFETY: checked non-null by the caller.
+    unsafe { put(req, h) };
+    Ok(())
+}
+
+fn is_in_place(p: *const c_void) -> bool {
+    p as usize == MPI_IN_PLACE
+}
+
+fn size_of(s: &State, comm: MPI_Comm, id: CommId) -> Result<(u32, u32), Fail> {
+    let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
+    Ok((c.size(), c.rank))
+}
+
+fn root_arg(comm: MPI_Comm, root: c_int, n: u32) -> Result<u32, Fail> {
+    u32::try_from(root).ok().filter(|&r| r < n).ok_or_else(|| {
+        Fail::new(
+            comm,
+            ErrorClass::Root,
+            format!("root {root} is not in 0..{n}"),
+        )
+    })
+}
+
+fn in_place_misuse(comm: MPI_Comm, what: &str) -> Fail {
+    Fail::new(
+        comm,
+        ErrorClass::Buffer,
+        format!("MPI_IN_PLACE is not allowed here ({what})"),
+    )
+}
+
+/// Reads `n` non-negative counts.
+///
+/// # Safety
+/// `p` must be valid for `n` reads.
+unsafe fn counts(comm: MPI_Comm, p: *const c_int, n: u32, what: &str) -> Result<Vec<usize>, Fail> {
+    if n > 0 && p.is_null() {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Arg,
+            format!("NULL {what} array"),
+        ));
+    }
+    (0..n as usize)
+        .map(|i| {
+            // SAFETY: the caller's promise.
+            let c = unsafe { *p.add(i) };
+            usize::try_from(c).map_err(|_| {
+                Fail::new(
+                    comm,
+                    ErrorClass::Count,
+                    format!("negative {what}[{i}] = {c}"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Reads `n` displacements.
+///
+/// # Safety
+/// `p` must be valid for `n` reads.
+unsafe fn displs(comm: MPI_Comm, p: *const c_int, n: u32, what: &str) -> Result<Vec<isize>, Fail> {
+    if n > 0 && p.is_null() {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Arg,
+            format!("NULL {what} array"),
+        ));
+    }
+    // SAFETY: the caller's promise.
+    Ok((0..n as usize)
+        .map(|i| unsafe { *p.add(i) } as isize)
+        .collect())
+}
+
+/// A receive region of `count * blocks` elements (overflow checked).
+fn region(
+    comm: MPI_Comm,
+    buf: *const c_void,
+    count: c_int,
+    blocks: u32,
+    dt: MPI_Datatype,
+) -> Result<Typed, Fail> {
+    let total = (count as i64) * i64::from(blocks);
+    let total = c_int::try_from(total)
+        .map_err(|_| Fail::new(comm, ErrorClass::Count, "count times size overflows"))?;
+    datatype::typed(comm, buf, total, dt)
+}
+
+fn out_req(comm: MPI_Comm, req: *mut MPI_Request, nonblocking: bool) -> Result<(), Fail> {
+    if nonblocking {
+        args::out_ptr(comm, req, "request")
+    } else {
+        Ok(())
+    }
+}
+
+// ----------------------------------------------------------------- barrier
+
+fn barrier(s: &mut State, comm: MPI_Comm, req: *mut MPI_Request) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    run(s, comm, id, CollCall::Barrier, Stage::default(), req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+    call("MPI_Ibarrier", |s| {
+        out_req(comm, request, true)?;
+        barrier(s, comm, request)
+    })
+}
+
+// ------------------------------------------------------------------- bcast
+
+fn bcast(
+    s: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, me) = size_of(s, comm, id)?;
+    let root = root_arg(comm, root, n)?;
+    let t = datatype::typed(comm, buf, count, dt)?;
+    let mut st = Stage::default();
+    let p = if me == root {
+        st.input(&t) as *mut u8
+    } else {
+        st.output(&t)
+    };
+    run(
+        s,
+        comm,
+        id,
+        CollCall::Bcast {
+            buf: p,
+            len: t.bytes(),
+            root,
+        },
+        st,
+        req,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Bcast", |s| {
+        bcast(s, buf, count, dt, root, comm, std::ptr::null_mut())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ibcast(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Ibcast", |s| {
+        out_req(comm, request, true)?;
+        bcast(s, buf, count, dt, root, comm, request)
+    })
+}
+
+// -------------------------------------------------------------- reductions
+
+enum RedKind {
+    Reduce(c_int),
+    Allreduce,
+    Scan,
+    Exscan,
+}
+
+fn reduction(
+    s: &mut State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    kind: RedKind,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, me) = size_of(s, comm, id)?;
+    let root = match kind {
+        RedKind::Reduce(r) => Some(root_arg(comm, r, n)?),
+        _ => None,
+    };
+    let receives = root.is_none_or(|r| r == me);
+    let in_place = is_in_place(sendbuf);
+    if in_place && !receives {
+        return Err(in_place_misuse(comm, "sendbuf of a non-root rank"));
+    }
+    let layout = datatype::layout(comm, dt)?;
+    let r = ops::reducer(s, comm, op, dt, &layout)?;
+    let mut st = Stage::default();
+    let (send, recv, len) = if receives {
+        let trecv = datatype::typed(comm, recvbuf, count, dt)?;
+        let send = if in_place {
+            st.in_place(&trecv)
+        } else {
+            Some(st.input(&datatype::typed(comm, sendbuf, count, dt)?))
+        };
+        (send, st.output(&trecv), trecv.bytes())
+    } else {
+        let tsend = datatype::typed(comm, sendbuf, count, dt)?;
+        (Some(st.input(&tsend)), std::ptr::null_mut(), tsend.bytes())
+    };
+    let c = match kind {
+        RedKind::Reduce(_) => CollCall::Reduce {
+            send,
+            recv,
+            len,
+            op: r,
+            root: root.unwrap_or(0),
+        },
+        RedKind::Allreduce => CollCall::Allreduce {
+            send,
+            recv,
+            len,
+            op: r,
+        },
+        RedKind::Scan => CollCall::Scan {
+            send,
+            recv,
+            len,
+            op: r,
+        },
+        RedKind::Exscan => CollCall::Exscan {
+            send,
+            recv,
+            len,
+            op: r,
+        },
+    };
+    run(s, comm, id, c, st, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Reduce", |s| {
+        reduction(
+            s,
+            sendbuf,
+            recvbuf,
+            count,
+            dt,
+            op,
+            RedKind::Reduce(root),
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Ireduce", |s| {
+        out_req(comm, request, true)?;
+        reduction(
+            s,
+            sendbuf,
+            recvbuf,
+            count,
+            dt,
+            op,
+            RedKind::Reduce(root),
+            comm,
+            request,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Allreduce", |s| {
+        reduction(
+            s,
+            sendbuf,
+            recvbuf,
+            count,
+            dt,
+            op,
+            RedKind::Allreduce,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallreduce(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Iallreduce", |s| {
+        out_req(comm, request, true)?;
+        reduction(
+            s,
+            sendbuf,
+            recvbuf,
+            count,
+            dt,
+            op,
+            RedKind::Allreduce,
+            comm,
+            request,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Scan", |s| {
+        reduction(
+            s,
+            sendbuf,
+            recvbuf,
+            count,
+            dt,
+            op,
+            RedKind::Scan,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Iscan", |s| {
+        out_req(comm, request, true)?;
+        reduction(
+            s,
+            sendbuf,
+            recvbuf,
+            count,
+            dt,
+            op,
+            RedKind::Scan,
+            comm,
+            request,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Exscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Exscan", |s| {
+        reduction(
+            s,
+            sendbuf,
+            recvbuf,
+            count,
+            dt,
+            op,
+            RedKind::Exscan,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iexscan(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Iexscan", |s| {
+        out_req(comm, request, true)?;
+        reduction(
+            s,
+            sendbuf,
+            recvbuf,
+            count,
+            dt,
+            op,
+            RedKind::Exscan,
+            comm,
+            request,
+        )
+    })
+}
+
+fn reduce_scatter(
+    s: &mut State,
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    rcounts: Option<*const c_int>,
+    block: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, me) = size_of(s, comm, id)?;
+    let elems = match rcounts {
+        // SAFETY: `n` entries by the MPI contract.
+        Some(p) => unsafe { counts(comm, p, n, "recvcounts")? },
+        None => {
+            let b = usize::try_from(block).map_err(|_| {
+                Fail::new(
+                    comm,
+                    ErrorClass::Count,
+                    format!("negative recvcount {block}"),
+                )
+            })?;
+            vec![b; n as usize]
+        }
+    };
+    let total: usize = elems.iter().sum();
+    let total_c = c_int::try_from(total)
+        .map_err(|_| Fail::new(comm, ErrorClass::Count, "total count overflows"))?;
+    let layout = datatype::layout(comm, dt)?;
+    let r = ops::reducer(s, comm, op, dt, &layout)?;
+    let mut st = Stage::default();
+    let mine = elems[me as usize] as c_int;
+    let send = if is_in_place(sendbuf) {
+        let whole = datatype::typed(comm, recvbuf, total_c, dt)?;
+        Some(st.copy(&whole))
+    } else {
+        Some(st.input(&datatype::typed(comm, sendbuf, total_c, dt)?))
+    };
+    let trecv = datatype::typed(comm, recvbuf, mine, dt)?;
+    let recv = st.output(&trecv);
+    let c = CollCall::ReduceScatter {
+        send,
+        recv,
+        counts: elems.iter().map(|&e| e * layout.size).collect(),
+        op: r,
+    };
+    run(s, comm, id, c, st, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Reduce_scatter", |s| {
+        reduce_scatter(
+            s,
+            sendbuf,
+            recvbuf,
+            Some(recvcounts),
+            0,
+            dt,
+            op,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_scatter(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Ireduce_scatter", |s| {
+        out_req(comm, request, true)?;
+        reduce_scatter(
+            s,
+            sendbuf,
+            recvbuf,
+            Some(recvcounts),
+            0,
+            dt,
+            op,
+            comm,
+            request,
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Reduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Reduce_scatter_block", |s| {
+        reduce_scatter(
+            s,
+            sendbuf,
+            recvbuf,
+            None,
+            recvcount,
+            dt,
+            op,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    dt: MPI_Datatype,
+    op: MPI_Op,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Ireduce_scatter_block", |s| {
+        out_req(comm, request, true)?;
+        reduce_scatter(s, sendbuf, recvbuf, None, recvcount, dt, op, comm, request)
+    })
+}
+
+// ---------------------------------------------------------- gather/scatter
+
+fn gather(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcount: c_int,
+    rtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, me) = size_of(s, comm, id)?;
+    let root = root_arg(comm, root, n)?;
+    let mut st = Stage::default();
+    let c = if me == root {
+        let whole = region(comm, recvbuf, rcount, n, rtype)?;
+        let len = whole.layout.size * rcount.max(0) as usize;
+        let send = if is_in_place(sendbuf) {
+            let own = whole.block(me as usize, rcount as usize);
+            st.in_place(&own)
+        } else {
+            Some(st.input(&datatype::typed(comm, sendbuf, scount, stype)?))
+        };
+        CollCall::Gather {
+            send,
+            recv: st.output(&whole),
+            len,
+            root,
+        }
+    } else {
+        if is_in_place(sendbuf) {
+            return Err(in_place_misuse(comm, "sendbuf of a non-root rank"));
+        }
+        let t = datatype::typed(comm, sendbuf, scount, stype)?;
+        CollCall::Gather {
+            send: Some(st.input(&t)),
+            recv: std::ptr::null_mut(),
+            len: t.bytes(),
+            root,
+        }
+    };
+    run(s, comm, id, c, st, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Gather", |s| {
+        gather(
+            s,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Igather", |s| {
+        out_req(comm, request, true)?;
+        gather(
+            s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    })
+}
+
+fn gatherv(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, me) = size_of(s, comm, id)?;
+    let root = root_arg(comm, root, n)?;
+    let mut st = Stage::default();
+    let c = if me == root {
+        // SAFETY: `n` entries each by the MPI contract.
+        let (rc, rd) = unsafe {
+            (
+                counts(comm, rcounts, n, "recvcounts")?,
+                displs(comm, rdispls, n, "displs")?,
+            )
+        };
+        let base = datatype::typed(comm, recvbuf, 0, rtype)?;
+        let m = me as usize;
+        let own = base.at(rd[m], rc[m]);
+        let (send, sendlen) = if is_in_place(sendbuf) {
+            (Some(st.copy(&own)), own.bytes())
+        } else {
+            let t = datatype::typed(comm, sendbuf, scount, stype)?;
+            (Some(st.input(&t)), t.bytes())
+        };
+        let (recv, counts, displs) = st.blocks(&base, &rc, &rd, true);
+        CollCall::Gatherv {
+            send,
+            sendlen,
+            recv,
+            counts,
+            displs,
+            root,
+        }
+    } else {
+        if is_in_place(sendbuf) {
+            return Err(in_place_misuse(comm, "sendbuf of a non-root rank"));
+        }
+        let t = datatype::typed(comm, sendbuf, scount, stype)?;
+        CollCall::Gatherv {
+            send: Some(st.input(&t)),
+            sendlen: t.bytes(),
+            recv: std::ptr::null_mut(),
+            counts: vec![0; n as usize],
+            displs: vec![0; n as usize],
+            root,
+        }
+    };
+    run(s, comm, id, c, st, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Gatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs_: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Gatherv", |s| {
+        gatherv(
+            s,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcounts,
+            displs_,
+            recvtype,
+            root,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Igatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs_: *const c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Igatherv", |s| {
+        out_req(comm, request, true)?;
+        gatherv(
+            s, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs_, recvtype, root, comm,
+            request,
+        )
+    })
+}
+
+fn scatter(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcount: c_int,
+    rtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, me) = size_of(s, comm, id)?;
+    let root = root_arg(comm, root, n)?;
+    let mut st = Stage::default();
+    let c = if me == root {
+        let whole = region(comm, sendbuf, scount, n, stype)?;
+        let len = whole.layout.size * scount.max(0) as usize;
+        let send = st.input(&whole);
+        let recv = if is_in_place(recvbuf) {
+            None
+        } else {
+            Some(st.output(&datatype::typed(comm, recvbuf, rcount, rtype)?))
+        };
+        CollCall::Scatter {
+            send,
+            recv,
+            len,
+            root,
+        }
+    } else {
+        if is_in_place(recvbuf) {
+            return Err(in_place_misuse(comm, "recvbuf of a non-root rank"));
+        }
+        let t = datatype::typed(comm, recvbuf, rcount, rtype)?;
+        CollCall::Scatter {
+            send: std::ptr::null(),
+            recv: Some(st.output(&t)),
+            len: t.bytes(),
+            root,
+        }
+    };
+    run(s, comm, id, c, st, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Scatter", |s| {
+        scatter(
+            s,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatter(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Iscatter", |s| {
+        out_req(comm, request, true)?;
+        scatter(
+            s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request,
+        )
+    })
+}
+
+fn scatterv(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcount: c_int,
+    rtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, me) = size_of(s, comm, id)?;
+    let root = root_arg(comm, root, n)?;
+    let mut st = Stage::default();
+    let c = if me == root {
+        // SAFETY: `n` entries each by the MPI contract.
+        let (sc, sd) = unsafe {
+            (
+                counts(comm, scounts, n, "sendcounts")?,
+                displs(comm, sdispls, n, "displs")?,
+            )
+        };
+        let base = datatype::typed(comm, sendbuf, 0, stype)?;
+        let (send, counts, displs) = st.blocks(&base, &sc, &sd, false);
+        let (recv, recvlen) = if is_in_place(recvbuf) {
+            (None, 0)
+        } else {
+            let t = datatype::typed(comm, recvbuf, rcount, rtype)?;
+            (Some(st.output(&t)), t.bytes())
+        };
+        CollCall::Scatterv {
+            send,
+            counts,
+            displs,
+            recv,
+            recvlen,
+            root,
+        }
+    } else {
+        if is_in_place(recvbuf) {
+            return Err(in_place_misuse(comm, "recvbuf of a non-root rank"));
+        }
+        let t = datatype::typed(comm, recvbuf, rcount, rtype)?;
+        CollCall::Scatterv {
+            send: std::ptr::null(),
+            counts: vec![0; n as usize],
+            displs: vec![0; n as usize],
+            recv: Some(st.output(&t)),
+            recvlen: t.bytes(),
+            root,
+        }
+    };
+    run(s, comm, id, c, st, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Scatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs_: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Scatterv", |s| {
+        scatterv(
+            s,
+            sendbuf,
+            sendcounts,
+            displs_,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            root,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iscatterv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    displs_: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Iscatterv", |s| {
+        out_req(comm, request, true)?;
+        scatterv(
+            s, sendbuf, sendcounts, displs_, sendtype, recvbuf, recvcount, recvtype, root, comm,
+            request,
+        )
+    })
+}
+
+// --------------------------------------------------------------- allgather
+
+fn allgather(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcount: c_int,
+    rtype: MPI_Datatype,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, me) = size_of(s, comm, id)?;
+    let mut st = Stage::default();
+    let whole = region(comm, recvbuf, rcount, n, rtype)?;
+    let len = whole.layout.size * rcount.max(0) as usize;
+    let send = if is_in_place(sendbuf) {
+        st.in_place(&whole.block(me as usize, rcount as usize))
+    } else {
+        Some(st.input(&datatype::typed(comm, sendbuf, scount, stype)?))
+    };
+    let recv = st.output(&whole);
+    run(
+        s,
+        comm,
+        id,
+        CollCall::Allgather { send, recv, len },
+        st,
+        req,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Allgather", |s| {
+        allgather(
+            s,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgather(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Iallgather", |s| {
+        out_req(comm, request, true)?;
+        allgather(
+            s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    })
+}
+
+fn allgatherv(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtype: MPI_Datatype,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, me) = size_of(s, comm, id)?;
+    // SAFETY: `n` entries each by the MPI contract.
+    let (rc, rd) = unsafe {
+        (
+            counts(comm, rcounts, n, "recvcounts")?,
+            displs(comm, rdispls, n, "displs")?,
+        )
+    };
+    let base = datatype::typed(comm, recvbuf, 0, rtype)?;
+    let mut st = Stage::default();
+    let m = me as usize;
+    let send = if is_in_place(sendbuf) {
+        Some(st.copy(&base.at(rd[m], rc[m])))
+    } else {
+        Some(st.input(&datatype::typed(comm, sendbuf, scount, stype)?))
+    };
+    let (recv, counts, displs) = st.blocks(&base, &rc, &rd, true);
+    run(
+        s,
+        comm,
+        id,
+        CollCall::Allgatherv {
+            send,
+            recv,
+            counts,
+            displs,
+        },
+        st,
+        req,
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Allgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs_: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Allgatherv", |s| {
+        allgatherv(
+            s,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcounts,
+            displs_,
+            recvtype,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Iallgatherv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    displs_: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Iallgatherv", |s| {
+        out_req(comm, request, true)?;
+        allgatherv(
+            s, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs_, recvtype, comm, request,
+        )
+    })
+}
+
+// ---------------------------------------------------------------- alltoall
+
+fn alltoall(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcount: c_int,
+    rtype: MPI_Datatype,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, _) = size_of(s, comm, id)?;
+    let mut st = Stage::default();
+    let whole = region(comm, recvbuf, rcount, n, rtype)?;
+    let len = whole.layout.size * rcount.max(0) as usize;
+    let send = if is_in_place(sendbuf) {
+        st.in_place(&whole)
+    } else {
+        Some(st.input(&region(comm, sendbuf, scount, n, stype)?))
+    };
+    let recv = st.output(&whole);
+    run(s, comm, id, CollCall::Alltoall { send, recv, len }, st, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Alltoall", |s| {
+        alltoall(
+            s,
+            sendbuf,
+            sendcount,
+            sendtype,
+            recvbuf,
+            recvcount,
+            recvtype,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoall(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Ialltoall", |s| {
+        out_req(comm, request, true)?;
+        alltoall(
+            s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request,
+        )
+    })
+}
+
+fn alltoallv(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtype: MPI_Datatype,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, _) = size_of(s, comm, id)?;
+    // SAFETY: `n` entries each by the MPI contract.
+    let (rc, rd) = unsafe {
+        (
+            counts(comm, rcounts, n, "recvcounts")?,
+            displs(comm, rdispls, n, "rdispls")?,
+        )
+    };
+    let rbase = datatype::typed(comm, recvbuf, 0, rtype)?;
+    let mut st = Stage::default();
+    let (send, sc, sd) = if is_in_place(sendbuf) {
+        // A packed copy of the receive blocks is what gets sent.
+        st.blocks_copy(&rbase, &rc, &rd)
+    } else {
+        // SAFETY: `n` entries each by the MPI contract.
+        let (scv, sdv) = unsafe {
+            (
+                counts(comm, scounts, n, "sendcounts")?,
+                displs(comm, sdispls, n, "sdispls")?,
+            )
+        };
+        let sbase = datatype::typed(comm, sendbuf, 0, stype)?;
+        st.blocks(&sbase, &scv, &sdv, false)
+    };
+    let send = send as *const u8;
+    let (recv, rcb, rdb) = st.blocks(&rbase, &rc, &rd, true);
+    let c = CollCall::Alltoallv {
+        send: Some(send),
+        scounts: sc,
+        sdispls: sd,
+        recv,
+        rcounts: rcb,
+        rdispls: rdb,
+    };
+    run(s, comm, id, c, st, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Alltoallv", |s| {
+        alltoallv(
+            s,
+            sendbuf,
+            sendcounts,
+            sdispls,
+            sendtype,
+            recvbuf,
+            recvcounts,
+            rdispls,
+            recvtype,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Ialltoallv", |s| {
+        out_req(comm, request, true)?;
+        alltoallv(
+            s, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+            comm, request,
+        )
+    })
+}
+
+/// Per-block datatypes at byte displacements: packed into one staging buffer.
+///
+/// # Safety
+/// The arrays hold `n` entries; the buffer holds every block (MPI contract).
+unsafe fn w_blocks(
+    comm: MPI_Comm,
+    st: &mut Stage,
+    buf: *const c_void,
+    counts_: *const c_int,
+    displs_: *const c_int,
+    types: *const MPI_Datatype,
+    n: u32,
+    write: bool,
+) -> Result<(*mut u8, Vec<usize>, Vec<usize>), Fail> {
+    // SAFETY: the caller's promise.
+    let (c, d) = unsafe {
+        (
+            counts(comm, counts_, n, "counts")?,
+            displs(comm, displs_, n, "displs")?,
+        )
+    };
+    if n > 0 && types.is_null() {
+        return Err(Fail::new(comm, ErrorClass::Arg, "NULL datatypes array"));
+    }
+    let mut blocks = Vec::new();
+    let mut bytes = Vec::new();
+    let mut offs = Vec::new();
+    let mut at = 0;
+    for i in 0..n as usize {
+        // SAFETY: the caller's promise.
+        let dt = unsafe { *types.add(i) };
+        let base = (buf as *mut u8).wrapping_offset(d[i]);
+        let t = datatype::typed(comm, base.cast(), c[i] as c_int, dt)?;
+        offs.push(at);
+        bytes.push(t.bytes());
+        at += t.bytes();
+        blocks.push(t);
+    }
+    let mut v = vec![0u8; at];
+    if !write {
+        for (i, t) in blocks.iter().enumerate() {
+            // SAFETY: the caller's promise.
+            let p = unsafe { t.pack() };
+            v[offs[i]..offs[i] + p.len()].copy_from_slice(&p);
+        }
+    }
+    let (k, p) = st.hold(v);
+    if write {
+        for (i, t) in blocks.into_iter().enumerate() {
+            st.unpacks.push((k, offs[i], t));
+        }
+    }
+    Ok((p, bytes, offs))
+}
+
+fn alltoallw(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    req: *mut MPI_Request,
+) -> Result<(), Fail> {
+    let id = args::comm(s, comm)?;
+    let (n, _) = size_of(s, comm, id)?;
+    let mut st = Stage::default();
+    // SAFETY: the MPI contract for both sides' arrays and buffers.
+    let (send, sc, sd) = unsafe {
+        if is_in_place(sendbuf) {
+            w_blocks(comm, &mut st, recvbuf, rcounts, rdispls, rtypes, n, false)?
+        } else {
+            w_blocks(comm, &mut st, sendbuf, scounts, sdispls, stypes, n, false)?
+        }
+    };
+    // SAFETY: as above.
+    let (recv, rc, rd) =
+        unsafe { w_blocks(comm, &mut st, recvbuf, rcounts, rdispls, rtypes, n, true)? };
+    let c = CollCall::Alltoallv {
+        send: Some(send),
+        scounts: sc,
+        sdispls: sd,
+        recv,
+        rcounts: rc,
+        rdispls: rd,
+    };
+    run(s, comm, id, c, st, req)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Alltoallw", |s| {
+        alltoallw(
+            s,
+            sendbuf,
+            sendcounts,
+            sdispls,
+            sendtypes,
+            recvbuf,
+            recvcounts,
+            rdispls,
+            recvtypes,
+            comm,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Ialltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Ialltoallw", |s| {
+        out_req(comm, request, true)?;
+        alltoallw(
+            s, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+            comm, request,
+        )
+    })
+}

@@ -1,0 +1,280 @@
+//! Communicator management: `MPI_Comm_dup` (attributes copied by their
+//! callbacks, topology kept), `MPI_Comm_free` (delete callbacks run),
+//! `MPI_Comm_split`, `MPI_Comm_split_type`, `MPI_Comm_create`,
+//! `MPI_Comm_compare`, names. New context ids are agreed over the parent by
+//! the runtime (maximum of every member's next free id).
+#![allow(clippy::missing_safety_doc)]
+
+use std::os::raw::{c_char, c_int};
+use std::sync::Arc;
+
+use tandem::{CommId, ErrorClass};
+
+use crate::abi::*;
+use crate::args::{self, put};
+use crate::datatype::{read_name, write_name};
+use crate::ext::CommExt;
+use crate::state::{call, Fail, State};
+use crate::{attr, group, info};
+
+/// Registers a new runtime communicator with the parent's error handler
+/// and the given extras; returns its handle.
+pub fn register(s: &mut State, parent: CommId, new: Option<CommId>, ext: CommExt) -> MPI_Comm {
+    match new {
+        None => MPI_COMM_NULL,
+        Some(id) => {
+            let errh = s.entry(parent).errhandler;
+            let h = s.add_comm(id, errh);
+            s.entry(id).ext = ext;
+            h
+        }
+    }
+}
+
+fn fail(comm: MPI_Comm) -> impl Fn(tandem::Error) -> Fail {
+    move |error| Fail { comm, error }
+}
+
+fn dup(s: &mut State, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> Result<(), Fail> {
+    args::out_ptr(comm, newcomm, "newcomm")?;
+    let id = args::comm(s, comm)?;
+    let new = s.rt.comm_dup(id).map_err(fail(comm))?;
+    let topo = s.entry(id).ext.topo.clone();
+    let h = register(
+        s,
+        id,
+        Some(new),
+        CommExt {
+            topo,
+            ..CommExt::default()
+        },
+    );
+    attr::copy_all(s, comm, id, new)?;
+    // SAFETY: checked non-null.
+    unsafe { put(newcomm, h) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    call("MPI_Comm_dup", |s| dup(s, comm, newcomm))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_dup_with_info(
+    comm: MPI_Comm,
+    info_: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Comm_dup_with_info", |s| {
+        info::check_optional(s, info_)?;
+        dup(s, comm, newcomm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+    call("MPI_Comm_free", |s| {
+        args::out_ptr(MPI_COMM_WORLD, comm, "comm")?;
+        // SAFETY: checked non-null.
+        let h = unsafe { *comm };
+        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+            return Err(Fail::new(
+                h,
+                ErrorClass::Comm,
+                "predefined communicators cannot be freed",
+            ));
+        }
+        let id = args::comm(s, h)?;
+        attr::delete_all(s, h, id)?;
+        s.rt.comm_free(id).map_err(fail(h))?;
+        s.comms[id.0] = None;
+        // SAFETY: checked non-null.
+        unsafe { put(comm, MPI_COMM_NULL) };
+        Ok(())
+    })
+}
+
+fn split(
+    s: &mut State,
+    comm: MPI_Comm,
+    color: Option<u32>,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> Result<(), Fail> {
+    args::out_ptr(comm, newcomm, "newcomm")?;
+    let id = args::comm(s, comm)?;
+    let new = s.rt.comm_split(id, color, key).map_err(fail(comm))?;
+    let h = register(s, id, new, CommExt::default());
+    // SAFETY: checked non-null.
+    unsafe { put(newcomm, h) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split(
+    comm: MPI_Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Comm_split", |s| {
+        let color = match color {
+            MPI_UNDEFINED => None,
+            c if c >= 0 => Some(c as u32),
+            c => {
+                return Err(Fail::new(
+                    comm,
+                    ErrorClass::Arg,
+                    format!("invalid color {c}"),
+                ))
+            }
+        };
+        split(s, comm, color, key, newcomm)
+    })
+}
+
+/// An identifier of this host, the same on every rank that runs on it.
+fn host_color() -> u32 {
+    let mut host = [0u8; 256];
+    // SAFETY: `host` is valid for its length minus the final NUL kept below.
+    let rc = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
+    let name: &[u8] = if rc == 0 {
+        let end = host.iter().position(|&b| b == 0).unwrap_or(host.len());
+        &host[..end]
+    } else {
+        b"localhost"
+    };
+    // FNV-1a, folded into a non-negative int.
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in name {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h & 0x7fff_ffff
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_split_type(
+    comm: MPI_Comm,
+    split_type: c_int,
+    key: c_int,
+    info_: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Comm_split_type", |s| {
+        info::check_optional(s, info_)?;
+        let color = match split_type {
+            MPI_UNDEFINED => None,
+            // Every hardware-based split is at most the host for now.
+            MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED => {
+                Some(host_color())
+            }
+            t => {
+                return Err(Fail::new(
+                    comm,
+                    ErrorClass::Arg,
+                    format!("unsupported split type {t}"),
+                ))
+            }
+        };
+        split(s, comm, color, key, newcomm)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create(
+    comm: MPI_Comm,
+    group_: MPI_Group,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Comm_create", |s| {
+        args::out_ptr(comm, newcomm, "newcomm")?;
+        let id = args::comm(s, comm)?;
+        let g = group::members(s, group_).map_err(|f| Fail { comm, ..f })?;
+        let parent = s.rt.comm(id).map_err(fail(comm))?.group.clone();
+        if let Some(w) = g.iter().find(|w| !parent.contains(w)) {
+            return Err(Fail::new(
+                comm,
+                ErrorClass::Group,
+                format!("world rank {w} of the group is not in the communicator"),
+            ));
+        }
+        let me = s.rt.rank();
+        let members = g.contains(&me).then(|| g.clone());
+        let new = s.rt.comm_from_group(id, members).map_err(fail(comm))?;
+        let h = register(s, id, new, CommExt::default());
+        // SAFETY: checked non-null.
+        unsafe { put(newcomm, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_compare(
+    comm1: MPI_Comm,
+    comm2: MPI_Comm,
+    result: *mut c_int,
+) -> c_int {
+    call("MPI_Comm_compare", |s| {
+        args::out_ptr(comm1, result, "result")?;
+        let (a, b) = (args::comm(s, comm1)?, args::comm(s, comm2)?);
+        let r = if comm1 == comm2 {
+            MPI_IDENT
+        } else {
+            let ga: Arc<[u32]> = s.rt.comm(a).map_err(fail(comm1))?.group.clone();
+            let gb: Arc<[u32]> = s.rt.comm(b).map_err(fail(comm2))?.group.clone();
+            match group::compare(&ga, &gb) {
+                MPI_IDENT => MPI_CONGRUENT,
+                other => other,
+            }
+        };
+        // SAFETY: checked non-null.
+        unsafe { put(result, r) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_set_name(comm: MPI_Comm, name: *const c_char) -> c_int {
+    call("MPI_Comm_set_name", |s| {
+        let id = args::comm(s, comm)?;
+        args::out_ptr(comm, name as *mut c_char, "name")?;
+        // SAFETY: checked non-null; a C string by the MPI contract.
+        let text = unsafe { read_name(name) };
+        s.entry(id).ext.name = text;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_get_name(
+    comm: MPI_Comm,
+    name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    call("MPI_Comm_get_name", |s| {
+        let id = args::comm(s, comm)?;
+        let mut text = s.entry(id).ext.name.clone();
+        if text.is_empty() {
+            text = match comm {
+                MPI_COMM_WORLD => "MPI_COMM_WORLD".into(),
+                MPI_COMM_SELF => "MPI_COMM_SELF".into(),
+                _ => String::new(),
+            };
+        }
+        write_name(&text, name, resultlen)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
+    call("MPI_Comm_test_inter", |s| {
+        args::comm(s, comm)?;
+        args::out_ptr(comm, flag, "flag")?;
+        // Tandem has no intercommunicators.
+        // SAFETY: checked non-null.
+        unsafe { put(flag, 0) };
+        Ok(())
+    })
+}

@@ -1,0 +1,1157 @@
+//! Datatypes: the predefined ones (mapped to the core's primitives) and the
+//! derived ones (`MPI_Type_contiguous` ... `MPI_Type_create_resized`), kept
+//! in a process-wide registry; their queries, `MPI_Pack`/`MPI_Unpack`, and
+//! [`Typed`], the buffer description every communication function uses.
+//!
+//! Derived datatype handles are `USER_TYPE_BASE + index`, far from the
+//! predefined handles (all below 0x300), so the two can never be confused.
+//!
+//! Data moves packed. A datatype whose element is one contiguous run as wide
+//! as its extent (every predefined type but the padded value-index pairs,
+//! contiguous and most struct types) is sent from and received into the
+//! user's buffer directly; any other is packed into a staging buffer on the
+//! send side and unpacked from one on the receive side (one copy each).
+//!
+//! Safety contract of every exported function: pointer arguments are valid
+//! as the MPI standard requires of the caller.
+#![allow(clippy::missing_safety_doc)]
+
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tandem::datatype::{Layout, PairKind, Prim};
+use tandem::ErrorClass;
+
+use crate::abi::*;
+use crate::args::{self, put};
+use crate::state::{call, Fail};
+
+/// First handle of derived datatypes.
+pub const USER_TYPE_BASE: usize = 0x0100_0000;
+
+/// The primitive behind a predefined datatype handle.
+pub fn predefined_prim(dt: MPI_Datatype) -> Option<Prim> {
+    let char_signed = c_char::MIN != 0;
+    Some(match dt {
+        MPI_AINT | MPI_COUNT | MPI_OFFSET => Prim::I64,
+        MPI_PACKED | MPI_BYTE => Prim::Byte,
+        MPI_SHORT => Prim::I16,
+        MPI_INT => Prim::I32,
+        MPI_LONG | MPI_LONG_LONG => Prim::I64,
+        MPI_UNSIGNED_SHORT => Prim::U16,
+        MPI_UNSIGNED => Prim::U32,
+        MPI_UNSIGNED_LONG | MPI_UNSIGNED_LONG_LONG => Prim::U64,
+        MPI_FLOAT => Prim::F32,
+        MPI_DOUBLE => Prim::F64,
+        MPI_LONG_DOUBLE => Prim::LongDouble,
+        MPI_C_FLOAT_COMPLEX | MPI_CXX_FLOAT_COMPLEX => Prim::C32,
+        MPI_C_DOUBLE_COMPLEX | MPI_CXX_DOUBLE_COMPLEX => Prim::C64,
+        MPI_C_LONG_DOUBLE_COMPLEX | MPI_CXX_LONG_DOUBLE_COMPLEX => Prim::CLongDouble,
+        MPI_LOGICAL | MPI_LOGICAL4 => Prim::Logical4,
+        MPI_INTEGER | MPI_INTEGER4 => Prim::I32,
+        MPI_REAL | MPI_REAL4 => Prim::F32,
+        MPI_COMPLEX | MPI_COMPLEX8 => Prim::C32,
+        MPI_DOUBLE_PRECISION | MPI_REAL8 => Prim::F64,
+        MPI_DOUBLE_COMPLEX | MPI_COMPLEX16 => Prim::C64,
+        MPI_CHARACTER => Prim::Opaque(1),
+        MPI_FLOAT_INT => Prim::Pair(PairKind::F32),
+        MPI_DOUBLE_INT => Prim::Pair(PairKind::F64),
+        MPI_LONG_INT => Prim::Pair(PairKind::I64),
+        MPI_2INT | MPI_2INTEGER => Prim::Pair(PairKind::I32),
+        MPI_SHORT_INT => Prim::Pair(PairKind::I16),
+        MPI_LONG_DOUBLE_INT => Prim::Pair(PairKind::LongDouble),
+        MPI_2REAL => Prim::Opaque(8),
+        MPI_2DOUBLE_PRECISION => Prim::Opaque(16),
+        MPI_C_BOOL | MPI_CXX_BOOL | MPI_LOGICAL1 => Prim::Bool,
+        MPI_WCHAR => Prim::I32,
+        MPI_INT8_T | MPI_SIGNED_CHAR | MPI_INTEGER1 => Prim::I8,
+        MPI_CHAR if char_signed => Prim::I8,
+        MPI_CHAR | MPI_UINT8_T | MPI_UNSIGNED_CHAR => Prim::U8,
+        MPI_INT16_T | MPI_INTEGER2 | MPI_LOGICAL2 => Prim::I16,
+        MPI_UINT16_T => Prim::U16,
+        MPI_INT32_T => Prim::I32,
+        MPI_UINT32_T => Prim::U32,
+        MPI_INT64_T | MPI_INTEGER8 | MPI_LOGICAL8 => Prim::I64,
+        MPI_UINT64_T => Prim::U64,
+        MPI_REAL2 | MPI_COMPLEX4 => Prim::Opaque(if dt == MPI_REAL2 { 2 } else { 4 }),
+        MPI_LOGICAL16 | MPI_INTEGER16 | MPI_REAL16 => Prim::Opaque(16),
+        MPI_COMPLEX32 => Prim::Opaque(32),
+        _ => return None,
+    })
+}
+
+const PREDEF_LIMIT: usize = 0x300;
+
+fn predefined_layouts() -> &'static [Option<Arc<Layout>>] {
+    static TABLE: OnceLock<Vec<Option<Arc<Layout>>>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..PREDEF_LIMIT)
+            .map(|h| predefined_prim(h).map(|p| Arc::new(Layout::prim(p))))
+            .collect()
+    })
+}
+
+/// How a derived datatype was made (`MPI_Type_get_envelope`/`_contents`).
+#[derive(Clone, Debug, Default)]
+pub struct Contents {
+    pub combiner: c_int,
+    pub ints: Vec<c_int>,
+    pub aints: Vec<MPI_Aint>,
+    pub types: Vec<MPI_Datatype>,
+}
+
+struct Entry {
+    layout: Arc<Layout>,
+    committed: bool,
+    name: String,
+    contents: Contents,
+}
+
+static TYPES: Mutex<Vec<Option<Entry>>> = Mutex::new(Vec::new());
+
+fn types() -> std::sync::MutexGuard<'static, Vec<Option<Entry>>> {
+    TYPES.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn type_error(comm: MPI_Comm, dt: MPI_Datatype) -> Fail {
+    let what = if dt == MPI_DATATYPE_NULL {
+        "MPI_DATATYPE_NULL is not a datatype".to_string()
+    } else {
+        format!("invalid datatype handle {dt:#x}")
+    };
+    Fail::new(comm, ErrorClass::Type, what)
+}
+
+/// The layout of any valid datatype (committed or not).
+pub fn layout_any(comm: MPI_Comm, dt: MPI_Datatype) -> Result<Arc<Layout>, Fail> {
+    if dt < PREDEF_LIMIT {
+        return predefined_layouts()[dt]
+            .clone()
+            .ok_or_else(|| type_error(comm, dt));
+    }
+    let i = dt.wrapping_sub(USER_TYPE_BASE);
+    types()
+        .get(i)
+        .and_then(Option::as_ref)
+        .map(|e| e.layout.clone())
+        .ok_or_else(|| type_error(comm, dt))
+}
+
+/// The layout of a datatype that may be used in communication (committed).
+pub fn layout(comm: MPI_Comm, dt: MPI_Datatype) -> Result<Arc<Layout>, Fail> {
+    if dt < PREDEF_LIMIT {
+        return layout_any(comm, dt);
+    }
+    let i = dt.wrapping_sub(USER_TYPE_BASE);
+    match types().get(i).and_then(Option::as_ref) {
+        Some(e) if e.committed => Ok(e.layout.clone()),
+        Some(_) => Err(Fail::new(
+            comm,
+            ErrorClass::Type,
+            format!("datatype {dt:#x} is not committed (MPI_Type_commit)"),
+        )),
+        None => Err(type_error(comm, dt)),
+    }
+}
+
+/// Whether `dt` is a predefined datatype.
+pub fn is_predefined(dt: MPI_Datatype) -> bool {
+    dt < PREDEF_LIMIT && predefined_layouts()[dt].is_some()
+}
+
+/// A checked buffer description: `count` elements of a datatype at `ptr`.
+#[derive(Clone)]
+pub struct Typed {
+    pub ptr: *mut u8,
+    pub count: usize,
+    pub layout: Arc<Layout>,
+}
+
+impl Typed {
+    /// Bytes of packed data.
+    pub fn bytes(&self) -> usize {
+        self.layout.size * self.count
+    }
+
+    /// The address of the packed data if it is the user's memory itself.
+    pub fn direct(&self) -> Option<*mut u8> {
+        self.layout
+            .contiguous_at()
+            .map(|off| self.ptr.wrapping_offset(off))
+    }
+
+    /// The data packed (a copy).
+    ///
+    /// # Safety
+    /// The buffer must be valid for reads as the datatype describes.
+    pub unsafe fn pack(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        // SAFETY: the caller's promise.
+        unsafe { self.layout.pack(self.ptr, self.count, &mut out) };
+        out
+    }
+
+    /// Unpacks `data` (a prefix of the elements if shorter).
+    ///
+    /// # Safety
+    /// The buffer must be valid for writes as the datatype describes.
+    pub unsafe fn unpack(&self, data: &[u8]) {
+        // SAFETY: the caller's promise.
+        unsafe { self.layout.unpack(data, self.ptr, self.count) };
+    }
+
+    /// The same datatype, `count` elements `index * count` elements further on.
+    pub fn block(&self, index: usize, count: usize) -> Typed {
+        Typed {
+            ptr: self
+                .ptr
+                .wrapping_offset(index as isize * count as isize * self.layout.extent),
+            count,
+            ..self.clone()
+        }
+    }
+
+    /// The same datatype at `displ` extents from the start.
+    pub fn at(&self, displ: isize, count: usize) -> Typed {
+        Typed {
+            ptr: self.ptr.wrapping_offset(displ * self.layout.extent),
+            count,
+            ..self.clone()
+        }
+    }
+}
+
+/// Checks a buffer description (count, datatype, NULL with data).
+pub fn typed(
+    comm: MPI_Comm,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> Result<Typed, Fail> {
+    if count < 0 {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Count,
+            format!("negative count {count}"),
+        ));
+    }
+    let layout = layout(comm, dt)?;
+    let t = Typed {
+        ptr: buf as *mut u8,
+        count: count as usize,
+        layout,
+    };
+    if t.count.checked_mul(t.layout.size).is_none() {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Count,
+            "count times datatype size overflows",
+        ));
+    }
+    // Derived datatypes may address absolute memory from MPI_BOTTOM (NULL).
+    if t.bytes() > 0 && buf.is_null() && is_predefined(dt) {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Buffer,
+            format!("NULL buffer for {count} elements"),
+        ));
+    }
+    Ok(t)
+}
+
+/// Bytes of packed data per element.
+pub fn packed_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
+    Ok(layout(comm, dt)?.size)
+}
+
+fn register(layout: Layout, contents: Contents) -> MPI_Datatype {
+    let entry = Entry {
+        layout: Arc::new(layout),
+        committed: false,
+        name: String::new(),
+        contents,
+    };
+    let mut t = types();
+    let i = match t.iter().position(Option::is_none) {
+        Some(i) => {
+            t[i] = Some(entry);
+            i
+        }
+        None => {
+            t.push(Some(entry));
+            t.len() - 1
+        }
+    };
+    USER_TYPE_BASE + i
+}
+
+fn count_arg(n: c_int, what: &str) -> Result<usize, Fail> {
+    usize::try_from(n).map_err(|_| {
+        Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Count,
+            format!("negative {what} {n}"),
+        )
+    })
+}
+
+/// Reads `n` entries of a C array (an empty slice when `n == 0`).
+///
+/// # Safety
+/// `p` must be valid for `n` reads when `n > 0`.
+unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T], Fail> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Arg,
+            format!("NULL {what} array"),
+        ));
+    }
+    // SAFETY: the caller's promise.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+fn counts(v: &[c_int], what: &str) -> Result<Vec<usize>, Fail> {
+    v.iter().map(|&x| count_arg(x, what)).collect()
+}
+
+fn build_error(e: String) -> Fail {
+    Fail::new(MPI_COMM_WORLD, ErrorClass::Arg, e)
+}
+
+/// Stores a new datatype in `*newtype`.
+fn create(
+    newtype: *mut MPI_Datatype,
+    build: impl FnOnce() -> Result<(Layout, Contents), Fail>,
+) -> Result<(), Fail> {
+    args::out_ptr(MPI_COMM_WORLD, newtype, "newtype")?;
+    let (layout, contents) = build()?;
+    let h = register(layout, contents);
+    // SAFETY: checked non-null.
+    unsafe { put(newtype, h) };
+    Ok(())
+}
+
+fn contents(
+    combiner: c_int,
+    ints: &[c_int],
+    aints: &[MPI_Aint],
+    types: &[MPI_Datatype],
+) -> Contents {
+    Contents {
+        combiner,
+        ints: ints.to_vec(),
+        aints: aints.to_vec(),
+        types: types.to_vec(),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_contiguous(
+    count: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_contiguous", |_| {
+        create(newtype, || {
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            let n = count_arg(count, "count")?;
+            let l = Layout::contiguous(n, &old).map_err(build_error)?;
+            Ok((
+                l,
+                contents(MPI_COMBINER_CONTIGUOUS, &[count], &[], &[oldtype]),
+            ))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_vector(
+    count: c_int,
+    blocklength: c_int,
+    stride: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_vector", |_| {
+        create(newtype, || {
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            let l = Layout::vector(
+                count_arg(count, "count")?,
+                count_arg(blocklength, "blocklength")?,
+                stride as isize,
+                &old,
+            )
+            .map_err(build_error)?;
+            Ok((
+                l,
+                contents(
+                    MPI_COMBINER_VECTOR,
+                    &[count, blocklength, stride],
+                    &[],
+                    &[oldtype],
+                ),
+            ))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hvector(
+    count: c_int,
+    blocklength: c_int,
+    stride: MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_create_hvector", |_| {
+        create(newtype, || {
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            let l = Layout::hvector(
+                count_arg(count, "count")?,
+                count_arg(blocklength, "blocklength")?,
+                stride,
+                &old,
+            )
+            .map_err(build_error)?;
+            Ok((
+                l,
+                contents(
+                    MPI_COMBINER_HVECTOR,
+                    &[count, blocklength],
+                    &[stride],
+                    &[oldtype],
+                ),
+            ))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_indexed(
+    count: c_int,
+    blocklengths: *const c_int,
+    displacements: *const c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_indexed", |_| {
+        create(newtype, || {
+            let n = count_arg(count, "count")?;
+            // SAFETY: MPI contract: `count` entries each.
+            let (bl, d) = unsafe {
+                (
+                    array(blocklengths, n, "blocklengths")?,
+                    array(displacements, n, "displacements")?,
+                )
+            };
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            let disps: Vec<isize> = d.iter().map(|&x| x as isize).collect();
+            let l =
+                Layout::indexed(&counts(bl, "blocklength")?, &disps, &old).map_err(build_error)?;
+            let mut ints = vec![count];
+            ints.extend_from_slice(bl);
+            ints.extend_from_slice(d);
+            Ok((l, contents(MPI_COMBINER_INDEXED, &ints, &[], &[oldtype])))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed(
+    count: c_int,
+    blocklengths: *const c_int,
+    displacements: *const MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_create_hindexed", |_| {
+        create(newtype, || {
+            let n = count_arg(count, "count")?;
+            // SAFETY: MPI contract: `count` entries each.
+            let (bl, d) = unsafe {
+                (
+                    array(blocklengths, n, "blocklengths")?,
+                    array(displacements, n, "displacements")?,
+                )
+            };
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            let l = Layout::hindexed(&counts(bl, "blocklength")?, d, &old).map_err(build_error)?;
+            let mut ints = vec![count];
+            ints.extend_from_slice(bl);
+            Ok((l, contents(MPI_COMBINER_HINDEXED, &ints, d, &[oldtype])))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_indexed_block(
+    count: c_int,
+    blocklength: c_int,
+    displacements: *const c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_create_indexed_block", |_| {
+        create(newtype, || {
+            let n = count_arg(count, "count")?;
+            let bl = count_arg(blocklength, "blocklength")?;
+            // SAFETY: MPI contract: `count` entries.
+            let d = unsafe { array(displacements, n, "displacements")? };
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            let disps: Vec<isize> = d.iter().map(|&x| x as isize).collect();
+            let l = Layout::indexed(&vec![bl; n], &disps, &old).map_err(build_error)?;
+            let mut ints = vec![count, blocklength];
+            ints.extend_from_slice(d);
+            Ok((
+                l,
+                contents(MPI_COMBINER_INDEXED_BLOCK, &ints, &[], &[oldtype]),
+            ))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
+    count: c_int,
+    blocklength: c_int,
+    displacements: *const MPI_Aint,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_create_hindexed_block", |_| {
+        create(newtype, || {
+            let n = count_arg(count, "count")?;
+            let bl = count_arg(blocklength, "blocklength")?;
+            // SAFETY: MPI contract: `count` entries.
+            let d = unsafe { array(displacements, n, "displacements")? };
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            let l = Layout::hindexed(&vec![bl; n], d, &old).map_err(build_error)?;
+            Ok((
+                l,
+                contents(
+                    MPI_COMBINER_HINDEXED_BLOCK,
+                    &[count, blocklength],
+                    d,
+                    &[oldtype],
+                ),
+            ))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_struct(
+    count: c_int,
+    blocklengths: *const c_int,
+    displacements: *const MPI_Aint,
+    types_: *const MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_create_struct", |_| {
+        create(newtype, || {
+            let n = count_arg(count, "count")?;
+            // SAFETY: MPI contract: `count` entries each.
+            let (bl, d, ts) = unsafe {
+                (
+                    array(blocklengths, n, "blocklengths")?,
+                    array(displacements, n, "displacements")?,
+                    array(types_, n, "types")?,
+                )
+            };
+            let layouts = ts
+                .iter()
+                .map(|&t| layout_any(MPI_COMM_WORLD, t))
+                .collect::<Result<Vec<_>, _>>()?;
+            let refs: Vec<&Layout> = layouts.iter().map(|l| &**l).collect();
+            let l = Layout::create_struct(&counts(bl, "blocklength")?, d, &refs)
+                .map_err(build_error)?;
+            let mut ints = vec![count];
+            ints.extend_from_slice(bl);
+            Ok((l, contents(MPI_COMBINER_STRUCT, &ints, d, ts)))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_resized(
+    oldtype: MPI_Datatype,
+    lb: MPI_Aint,
+    extent: MPI_Aint,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_create_resized", |_| {
+        create(newtype, || {
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            Ok((
+                Layout::resized(&old, lb, extent),
+                contents(MPI_COMBINER_RESIZED, &[], &[lb, extent], &[oldtype]),
+            ))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_create_subarray(
+    ndims: c_int,
+    sizes: *const c_int,
+    subsizes: *const c_int,
+    starts: *const c_int,
+    order: c_int,
+    oldtype: MPI_Datatype,
+    newtype: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_create_subarray", |_| {
+        create(newtype, || {
+            let n = count_arg(ndims, "ndims")?;
+            if n == 0 {
+                return Err(Fail::new(
+                    MPI_COMM_WORLD,
+                    ErrorClass::Arg,
+                    "ndims must be positive",
+                ));
+            }
+            // SAFETY: MPI contract: `ndims` entries each.
+            let (sz, sub, st) = unsafe {
+                (
+                    array(sizes, n, "sizes")?,
+                    array(subsizes, n, "subsizes")?,
+                    array(starts, n, "starts")?,
+                )
+            };
+            let c_order = match order {
+                MPI_ORDER_C => true,
+                MPI_ORDER_FORTRAN => false,
+                _ => {
+                    return Err(Fail::new(
+                        MPI_COMM_WORLD,
+                        ErrorClass::Arg,
+                        format!("invalid order {order}"),
+                    ))
+                }
+            };
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            let l = Layout::subarray(
+                &counts(sz, "size")?,
+                &counts(sub, "subsize")?,
+                &counts(st, "start")?,
+                c_order,
+                &old,
+            )
+            .map_err(build_error)?;
+            let mut ints = vec![ndims];
+            ints.extend_from_slice(sz);
+            ints.extend_from_slice(sub);
+            ints.extend_from_slice(st);
+            ints.push(order);
+            Ok((l, contents(MPI_COMBINER_SUBARRAY, &ints, &[], &[oldtype])))
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+    call("MPI_Type_dup", |_| {
+        args::out_ptr(MPI_COMM_WORLD, newtype, "newtype")?;
+        let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+        let committed = is_predefined(oldtype)
+            || types()
+                .get(oldtype.wrapping_sub(USER_TYPE_BASE))
+                .and_then(Option::as_ref)
+                .is_some_and(|e| e.committed);
+        let h = register(
+            (*old).clone(),
+            contents(MPI_COMBINER_DUP, &[], &[], &[oldtype]),
+        );
+        if committed {
+            if let Some(Some(e)) = types().get_mut(h - USER_TYPE_BASE) {
+                e.committed = true;
+            }
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(newtype, h) };
+        Ok(())
+    })
+}
+
+/// The registry entry of a derived datatype handle.
+fn user_index(dt: MPI_Datatype) -> Result<usize, Fail> {
+    let i = dt.wrapping_sub(USER_TYPE_BASE);
+    if types().get(i).and_then(Option::as_ref).is_some() {
+        Ok(i)
+    } else {
+        Err(type_error(MPI_COMM_WORLD, dt))
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
+    call("MPI_Type_commit", |_| {
+        args::out_ptr(MPI_COMM_WORLD, datatype, "datatype")?;
+        // SAFETY: checked non-null.
+        let dt = unsafe { *datatype };
+        if is_predefined(dt) {
+            return Ok(());
+        }
+        let i = user_index(dt)?;
+        if let Some(Some(e)) = types().get_mut(i) {
+            e.committed = true;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    call("MPI_Type_free", |_| {
+        args::out_ptr(MPI_COMM_WORLD, datatype, "datatype")?;
+        // SAFETY: checked non-null.
+        let dt = unsafe { *datatype };
+        if is_predefined(dt) {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Type,
+                "predefined datatypes cannot be freed",
+            ));
+        }
+        let i = user_index(dt)?;
+        // Operations in flight keep their own reference to the layout.
+        types()[i] = None;
+        // SAFETY: checked non-null.
+        unsafe { put(datatype, MPI_DATATYPE_NULL) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
+    call("MPI_Type_size", |_| {
+        args::out_ptr(MPI_COMM_WORLD, size, "size")?;
+        let n = layout_any(MPI_COMM_WORLD, datatype)?.size;
+        // SAFETY: checked non-null.
+        unsafe { put(size, c_int::try_from(n).unwrap_or(MPI_UNDEFINED)) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    call("MPI_Type_size_c", |_| {
+        args::out_ptr(MPI_COMM_WORLD, size, "size")?;
+        let n = layout_any(MPI_COMM_WORLD, datatype)?.size;
+        // SAFETY: checked non-null.
+        unsafe { put(size, n as MPI_Count) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Aint,
+    extent: *mut MPI_Aint,
+) -> c_int {
+    call("MPI_Type_get_extent", |_| {
+        args::out_ptr(MPI_COMM_WORLD, lb, "lb")?;
+        args::out_ptr(MPI_COMM_WORLD, extent, "extent")?;
+        let l = layout_any(MPI_COMM_WORLD, datatype)?;
+        // SAFETY: both checked non-null.
+        unsafe {
+            put(lb, l.lb);
+            put(extent, l.extent);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Aint,
+    true_extent: *mut MPI_Aint,
+) -> c_int {
+    call("MPI_Type_get_true_extent", |_| {
+        args::out_ptr(MPI_COMM_WORLD, true_lb, "true_lb")?;
+        args::out_ptr(MPI_COMM_WORLD, true_extent, "true_extent")?;
+        let l = layout_any(MPI_COMM_WORLD, datatype)?;
+        // SAFETY: both checked non-null.
+        unsafe {
+            put(true_lb, l.true_lb);
+            put(true_extent, l.true_extent);
+        }
+        Ok(())
+    })
+}
+
+/// Deprecated MPI-1 form, still called by old programs.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
+    call("MPI_Type_extent", |_| {
+        args::out_ptr(MPI_COMM_WORLD, extent, "extent")?;
+        let l = layout_any(MPI_COMM_WORLD, datatype)?;
+        // SAFETY: checked non-null.
+        unsafe { put(extent, l.extent) };
+        Ok(())
+    })
+}
+
+fn copy_name(name: &str, out: *mut c_char, resultlen: *mut c_int) {
+    let n = name.len().min(MPI_MAX_OBJECT_NAME - 1);
+    // SAFETY: the caller checked both pointers; the standard requires
+    // MPI_MAX_OBJECT_NAME bytes at `out`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(name.as_ptr(), out.cast::<u8>(), n);
+        *out.add(n) = 0;
+        put(resultlen, n as c_int);
+    }
+}
+
+/// Reads a NUL-terminated C string (at most MPI_MAX_OBJECT_NAME - 1 bytes kept).
+///
+/// # Safety
+/// `s` must be a valid C string.
+pub unsafe fn read_name(s: *const c_char) -> String {
+    // SAFETY: the caller's promise.
+    let text = unsafe { std::ffi::CStr::from_ptr(s) }.to_string_lossy();
+    let mut t = text.into_owned();
+    while t.len() > MPI_MAX_OBJECT_NAME - 1 {
+        t.pop();
+    }
+    t
+}
+
+/// Writes an object name for the `*_get_name` functions.
+pub fn write_name(name: &str, out: *mut c_char, resultlen: *mut c_int) -> Result<(), Fail> {
+    args::out_ptr(MPI_COMM_WORLD, out, "name")?;
+    args::out_ptr(MPI_COMM_WORLD, resultlen, "resultlen")?;
+    copy_name(name, out, resultlen);
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_set_name(datatype: MPI_Datatype, name: *const c_char) -> c_int {
+    call("MPI_Type_set_name", |_| {
+        args::out_ptr(MPI_COMM_WORLD, name as *mut c_char, "name")?;
+        if is_predefined(datatype) {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Type,
+                "predefined datatypes keep their names",
+            ));
+        }
+        let i = user_index(datatype)?;
+        // SAFETY: checked non-null; a C string by the MPI contract.
+        let text = unsafe { read_name(name) };
+        if let Some(Some(e)) = types().get_mut(i) {
+            e.name = text;
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_name(
+    datatype: MPI_Datatype,
+    name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    call("MPI_Type_get_name", |_| {
+        let text = match predefined_datatype_name(datatype) {
+            Some(n) => n.to_string(),
+            None => {
+                let i = user_index(datatype)?;
+                types()[i]
+                    .as_ref()
+                    .map(|e| e.name.clone())
+                    .unwrap_or_default()
+            }
+        };
+        write_name(&text, name, resultlen)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_envelope(
+    datatype: MPI_Datatype,
+    num_integers: *mut c_int,
+    num_addresses: *mut c_int,
+    num_datatypes: *mut c_int,
+    combiner: *mut c_int,
+) -> c_int {
+    call("MPI_Type_get_envelope", |_| {
+        for p in [num_integers, num_addresses, num_datatypes, combiner] {
+            args::out_ptr(MPI_COMM_WORLD, p, "output")?;
+        }
+        let c = if is_predefined(datatype) {
+            Contents {
+                combiner: MPI_COMBINER_NAMED,
+                ..Contents::default()
+            }
+        } else {
+            let i = user_index(datatype)?;
+            types()[i]
+                .as_ref()
+                .map(|e| e.contents.clone())
+                .unwrap_or_default()
+        };
+        // SAFETY: all checked non-null.
+        unsafe {
+            put(num_integers, c.ints.len() as c_int);
+            put(num_addresses, c.aints.len() as c_int);
+            put(num_datatypes, c.types.len() as c_int);
+            put(combiner, c.combiner);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_contents(
+    datatype: MPI_Datatype,
+    max_integers: c_int,
+    max_addresses: c_int,
+    max_datatypes: c_int,
+    integers: *mut c_int,
+    addresses: *mut MPI_Aint,
+    datatypes: *mut MPI_Datatype,
+) -> c_int {
+    call("MPI_Type_get_contents", |_| {
+        if is_predefined(datatype) {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Type,
+                "MPI_Type_get_contents of a predefined datatype",
+            ));
+        }
+        let i = user_index(datatype)?;
+        let c = types()[i]
+            .as_ref()
+            .map(|e| e.contents.clone())
+            .unwrap_or_default();
+        if (max_integers as usize) < c.ints.len()
+            || (max_addresses as usize) < c.aints.len()
+            || (max_datatypes as usize) < c.types.len()
+        {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Arg,
+                "output arrays too small for the datatype's contents",
+            ));
+        }
+        // SAFETY: the arrays hold at least as many entries as checked above
+        // (MPI contract); null only when nothing is written.
+        unsafe {
+            std::ptr::copy_nonoverlapping(c.ints.as_ptr(), integers, c.ints.len());
+            std::ptr::copy_nonoverlapping(c.aints.as_ptr(), addresses, c.aints.len());
+            std::ptr::copy_nonoverlapping(c.types.as_ptr(), datatypes, c.types.len());
+        }
+        Ok(())
+    })
+}
+
+fn elements(status: *const MPI_Status, dt: MPI_Datatype) -> Result<Option<usize>, Fail> {
+    args::out_ptr(MPI_COMM_WORLD, status as *mut MPI_Status, "status")?;
+    let l = layout_any(MPI_COMM_WORLD, dt)?;
+    // SAFETY: checked non-null; valid by the MPI contract.
+    let bytes = args::status_bytes(unsafe { &*status });
+    Ok(l.elements_in(bytes as usize))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut c_int,
+) -> c_int {
+    call("MPI_Get_elements", |_| {
+        args::out_ptr(MPI_COMM_WORLD, count, "count")?;
+        let n = elements(status, datatype)?;
+        let v = n
+            .and_then(|n| c_int::try_from(n).ok())
+            .unwrap_or(MPI_UNDEFINED);
+        // SAFETY: checked non-null.
+        unsafe { put(count, v) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_x(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> c_int {
+    call("MPI_Get_elements_x", |_| {
+        args::out_ptr(MPI_COMM_WORLD, count, "count")?;
+        let n = elements(status, datatype)?;
+        // SAFETY: checked non-null.
+        unsafe {
+            put(
+                count,
+                n.map_or(MPI_UNDEFINED as MPI_Count, |n| n as MPI_Count),
+            )
+        };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_size(
+    incount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    size: *mut c_int,
+) -> c_int {
+    call("MPI_Pack_size", |s| {
+        args::comm(s, comm)?;
+        args::out_ptr(comm, size, "size")?;
+        let n = count_arg(incount, "incount")?;
+        let bytes = layout(comm, datatype)?.size.saturating_mul(n);
+        // SAFETY: checked non-null.
+        unsafe { put(size, c_int::try_from(bytes).unwrap_or(MPI_UNDEFINED)) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack(
+    inbuf: *const c_void,
+    incount: c_int,
+    datatype: MPI_Datatype,
+    outbuf: *mut c_void,
+    outsize: c_int,
+    position: *mut c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Pack", |s| {
+        args::comm(s, comm)?;
+        args::out_ptr(comm, position, "position")?;
+        let t = typed(comm, inbuf, incount, datatype)?;
+        // SAFETY: checked non-null.
+        let pos = unsafe { *position };
+        let end = usize::try_from(pos)
+            .ok()
+            .and_then(|p| p.checked_add(t.bytes()))
+            .filter(|&e| e <= outsize.max(0) as usize)
+            .ok_or_else(|| {
+                Fail::new(
+                    comm,
+                    ErrorClass::Truncate,
+                    format!(
+                        "{} bytes do not fit at position {pos} of {outsize}",
+                        t.bytes()
+                    ),
+                )
+            })?;
+        if t.bytes() > 0 {
+            args::out_ptr(comm, outbuf, "outbuf")?;
+            // SAFETY: the input is valid as described (MPI contract); the
+            // output has room for `end <= outsize` bytes.
+            unsafe {
+                let data = t.pack();
+                std::ptr::copy_nonoverlapping(
+                    data.as_ptr(),
+                    outbuf.cast::<u8>().add(pos as usize),
+                    data.len(),
+                );
+            }
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(position, end as c_int) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Unpack(
+    inbuf: *const c_void,
+    insize: c_int,
+    position: *mut c_int,
+    outbuf: *mut c_void,
+    outcount: c_int,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    call("MPI_Unpack", |s| {
+        args::comm(s, comm)?;
+        args::out_ptr(comm, position, "position")?;
+        let t = typed(comm, outbuf, outcount, datatype)?;
+        // SAFETY: checked non-null.
+        let pos = unsafe { *position };
+        let end = usize::try_from(pos)
+            .ok()
+            .and_then(|p| p.checked_add(t.bytes()))
+            .filter(|&e| e <= insize.max(0) as usize)
+            .ok_or_else(|| {
+                Fail::new(
+                    comm,
+                    ErrorClass::Truncate,
+                    format!(
+                        "{} bytes are not there at position {pos} of {insize}",
+                        t.bytes()
+                    ),
+                )
+            })?;
+        if t.bytes() > 0 {
+            args::out_ptr(comm, inbuf as *mut c_void, "inbuf")?;
+            // SAFETY: `inbuf` holds `insize >= end` bytes; the output is
+            // valid as described (MPI contract).
+            unsafe {
+                let data =
+                    std::slice::from_raw_parts(inbuf.cast::<u8>().add(pos as usize), t.bytes());
+                t.unpack(data);
+            }
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(position, end as c_int) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
+    call("MPI_Get_address", |_| {
+        args::out_ptr(MPI_COMM_WORLD, address, "address")?;
+        // SAFETY: checked non-null.
+        unsafe { put(address, location as MPI_Aint) };
+        Ok(())
+    })
+}
+
+/// Deprecated MPI-1 form.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
+    // SAFETY: forwarded MPI contract.
+    unsafe { MPI_Get_address(location, address) }
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Aint_add(base: MPI_Aint, disp: MPI_Aint) -> MPI_Aint {
+    base.wrapping_add(disp)
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
+    addr1.wrapping_sub(addr2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predefined_layouts_agree_with_the_abi_sizes() {
+        for h in 0..PREDEF_LIMIT {
+            match (predefined_prim(h), predefined_datatype_size(h)) {
+                (Some(p), Some(size)) => {
+                    assert_eq!(Layout::prim(p).extent as usize, size, "extent of {h:#x}")
+                }
+                (None, None) => {}
+                (p, s) => panic!("{h:#x}: prim {p:?} but ABI size {s:?}"),
+            }
+        }
+    }
+}

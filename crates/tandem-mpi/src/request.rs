@@ -1,0 +1,420 @@
+//! Requests of every kind behind one `MPI_Request` handle space:
+//!
+//! * plain point-to-point requests: the core's request id itself (always
+//!   at or above 2^32), no table entry, so the common path costs nothing;
+//! * everything else lives in this table, with handles
+//!   `generation << 20 | index` (generation 1..4095), i.e. in
+//!   [2^20, 2^32), apart from both the point-to-point ids and the
+//!   predefined handles: point-to-point operations through a staging buffer
+//!   (non-contiguous datatypes), collectives (schedules), operations that
+//!   completed at once (buffered sends), and persistent requests.
+//!
+//! Completion goes through [`ready`] (read-only, usable inside the
+//! runtime's wait loop, which advances collectives meanwhile) and
+//! [`complete`].
+
+use tandem::coll::{Colls, SchedId};
+use tandem::p2p::{P2p, ReqId, Status};
+use tandem::{Error, ErrorClass, Runtime};
+
+use crate::abi::*;
+use crate::datatype::Typed;
+use crate::persistent::Spec;
+use crate::state::{Fail, State};
+
+const INDEX_BITS: u32 = 20;
+const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
+const MAX_GENERATION: u32 = 4095;
+
+/// One operation in flight.
+pub enum Op {
+    P2p(ReqId),
+    /// A point-to-point operation on a staging buffer; receives unpack into
+    /// `unpack` at completion.
+    Staged {
+        inner: ReqId,
+        staging: Vec<u8>,
+        unpack: Option<Typed>,
+    },
+    Coll(SchedId),
+    /// Complete from the start, with this status.
+    Done(Status),
+}
+
+impl Op {
+    fn ready(&self, p: &P2p, c: &Colls) -> bool {
+        match self {
+            Op::P2p(id) | Op::Staged { inner: id, .. } => p.is_complete(*id) != Some(false),
+            Op::Coll(id) => c.is_complete(*id) != Some(false),
+            Op::Done(_) => true,
+        }
+    }
+
+    /// Releases a completed operation and returns its status.
+    fn finish(self, rt: &mut Runtime) -> Status {
+        match self {
+            Op::P2p(id) => rt.p2p().take_if_complete(id).unwrap_or_default(),
+            Op::Staged {
+                inner,
+                staging,
+                unpack,
+            } => {
+                let st = rt.p2p().take_if_complete(inner).unwrap_or_default();
+                if let Some(t) = unpack {
+                    if !st.cancelled {
+                        // SAFETY: the receive buffer is valid as its datatype
+                        // describes until the request completes (MPI contract).
+                        unsafe { t.unpack(&staging[..st.count.min(staging.len())]) };
+                    }
+                }
+                st
+            }
+            Op::Coll(id) => {
+                let r = rt.colls_mut().take_if_complete(id).unwrap_or(Ok(()));
+                Status {
+                    error: r.err(),
+                    ..Status::default()
+                }
+            }
+            Op::Done(st) => st,
+        }
+    }
+
+    fn cancel(&self, rt: &mut Runtime) {
+        if let Op::P2p(id) | Op::Staged { inner: id, .. } = self {
+            let _ = rt.p2p().cancel(*id);
+        }
+    }
+
+    fn detach(self, rt: &mut Runtime, zombies: &mut Vec<Op>) {
+        match self {
+            Op::P2p(id) => {
+                let _ = rt.p2p().detach(id);
+            }
+            Op::Coll(id) => rt.colls_mut().detach(id),
+            Op::Done(_) => {}
+            staged @ Op::Staged { .. } => zombies.push(staged),
+        }
+    }
+}
+
+enum Slot {
+    Active(Op),
+    Persistent { spec: Spec, active: Option<Op> },
+}
+
+struct Entry {
+    comm: MPI_Comm,
+    slot: Slot,
+}
+
+/// The table of requests that are not plain point-to-point ones.
+#[derive(Default)]
+pub struct ReqTable {
+    entries: Vec<(u32, Option<Entry>)>,
+    free: Vec<usize>,
+    /// Freed with `MPI_Request_free` while still in flight.
+    zombies: Vec<Op>,
+}
+
+/// A validated request handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Req {
+    P2p(ReqId),
+    Ext(usize),
+}
+
+impl ReqTable {
+    fn insert(&mut self, comm: MPI_Comm, slot: Slot) -> MPI_Request {
+        let e = Some(Entry { comm, slot });
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.entries[i].1 = e;
+                i
+            }
+            None => {
+                self.entries.push((1, e));
+                self.entries.len() - 1
+            }
+        };
+        assert!(
+            i <= INDEX_MASK,
+            "more than 2^20 requests of one kind in flight"
+        );
+        ((self.entries[i].0 as usize) << INDEX_BITS) | i
+    }
+
+    fn remove(&mut self, i: usize) -> Option<Entry> {
+        let (g, e) = self.entries.get_mut(i)?;
+        let out = e.take()?;
+        *g = if *g >= MAX_GENERATION { 1 } else { *g + 1 };
+        self.free.push(i);
+        Some(out)
+    }
+
+    fn lookup(&self, h: MPI_Request) -> Option<usize> {
+        if !(1 << INDEX_BITS..1 << 32).contains(&h) {
+            return None;
+        }
+        let (i, g) = (h & INDEX_MASK, (h >> INDEX_BITS) as u32);
+        match self.entries.get(i) {
+            Some((gen, Some(_))) if *gen == g => Some(i),
+            _ => None,
+        }
+    }
+
+    /// Handle of a new active request.
+    pub fn add(&mut self, comm: MPI_Comm, op: Op) -> MPI_Request {
+        self.insert(comm, Slot::Active(op))
+    }
+
+    /// Handle of a new (inactive) persistent request.
+    pub fn add_persistent(&mut self, comm: MPI_Comm, spec: Spec) -> MPI_Request {
+        self.insert(comm, Slot::Persistent { spec, active: None })
+    }
+
+    /// The persistent request behind `r`, if it is one: its spec and whether it is active.
+    pub fn persistent(&self, r: Req) -> Option<(&Spec, bool)> {
+        let Req::Ext(i) = r else { return None };
+        match &self.entries[i].1.as_ref()?.slot {
+            Slot::Persistent { spec, active } => Some((spec, active.is_some())),
+            Slot::Active(_) => None,
+        }
+    }
+
+    /// Marks a persistent request started with `op`.
+    pub fn activate(&mut self, r: Req, op: Op) {
+        if let Req::Ext(i) = r {
+            if let Some(Entry {
+                slot: Slot::Persistent { active, .. },
+                ..
+            }) = &mut self.entries[i].1
+            {
+                *active = Some(op);
+            }
+        }
+    }
+}
+
+/// Registers `op` and returns its handle (a plain point-to-point request is
+/// its own handle).
+pub fn handle(s: &mut State, comm: MPI_Comm, op: Op) -> MPI_Request {
+    match op {
+        Op::P2p(id) => {
+            s.note_request(id, comm);
+            id.0 as MPI_Request
+        }
+        other => s.ext.reqs.add(comm, other),
+    }
+}
+
+/// Validates a non-null handle.
+pub fn classify(s: &mut State, h: MPI_Request) -> Result<Req, Fail> {
+    if h >= 1 << 32 {
+        let id = ReqId(h as u64);
+        if s.rt.p2p().is_live(id) {
+            return Ok(Req::P2p(id));
+        }
+    } else if let Some(i) = s.ext.reqs.lookup(h) {
+        return Ok(Req::Ext(i));
+    }
+    Err(Fail::new(
+        MPI_COMM_WORLD,
+        ErrorClass::Request,
+        format!("invalid request handle {h:#x}"),
+    ))
+}
+
+/// The communicator whose error handler deals with the request's errors.
+pub fn comm_of(s: &State, r: Req) -> MPI_Comm {
+    match r {
+        Req::P2p(id) => s.request_comm(id),
+        Req::Ext(i) => s.ext.reqs.entries[i]
+            .1
+            .as_ref()
+            .map_or(MPI_COMM_WORLD, |e| e.comm),
+    }
+}
+
+/// Whether the request has completed (an inactive persistent request counts
+/// as complete).
+pub fn ready(t: &ReqTable, p: &P2p, c: &Colls, r: Req) -> bool {
+    match r {
+        Req::P2p(id) => p.is_complete(id) != Some(false),
+        Req::Ext(i) => match t.entries[i].1.as_ref().map(|e| &e.slot) {
+            Some(Slot::Active(op)) => op.ready(p, c),
+            Some(Slot::Persistent { active, .. }) => {
+                active.as_ref().is_none_or(|op| op.ready(p, c))
+            }
+            None => true,
+        },
+    }
+}
+
+/// What completing a request gives.
+pub struct Completed {
+    /// `None` for an inactive persistent request or a null one (empty status).
+    pub status: Option<Status>,
+    /// The handle stays valid (persistent requests).
+    pub keep: bool,
+    pub comm: MPI_Comm,
+}
+
+impl Completed {
+    pub fn error(&self) -> Option<Fail> {
+        self.status.as_ref()?.error.clone().map(|error| Fail {
+            comm: self.comm,
+            error,
+        })
+    }
+}
+
+/// Releases a completed request (the caller checked [`ready`]).
+pub fn complete(s: &mut State, r: Req) -> Completed {
+    let comm = comm_of(s, r);
+    match r {
+        Req::P2p(id) => Completed {
+            status: Some(s.rt.p2p().take_if_complete(id).unwrap_or_default()),
+            keep: false,
+            comm,
+        },
+        Req::Ext(i) => {
+            let persistent = matches!(
+                s.ext.reqs.entries[i].1.as_ref().map(|e| &e.slot),
+                Some(Slot::Persistent { .. })
+            );
+            if persistent {
+                let op = match &mut s.ext.reqs.entries[i].1 {
+                    Some(Entry {
+                        slot: Slot::Persistent { active, .. },
+                        ..
+                    }) => active.take(),
+                    _ => None,
+                };
+                return Completed {
+                    status: op.map(|op| op.finish(&mut s.rt)),
+                    keep: true,
+                    comm,
+                };
+            }
+            let status = match s.ext.reqs.remove(i) {
+                Some(Entry {
+                    slot: Slot::Active(op),
+                    ..
+                }) => Some(op.finish(&mut s.rt)),
+                _ => None,
+            };
+            Completed {
+                status,
+                keep: false,
+                comm,
+            }
+        }
+    }
+}
+
+/// Waits until all (or, with `all == false`, any) of `reqs` are ready,
+/// advancing everything in flight meanwhile.
+pub fn wait(s: &mut State, reqs: &[Req], all: bool) {
+    sweep(s);
+    let State { rt, ext, .. } = s;
+    let t = &ext.reqs;
+    rt.wait_until(|p, c| {
+        let mut it = reqs.iter().map(|&r| ready(t, p, c, r));
+        if all {
+            it.all(|x| x)
+        } else {
+            it.any(|x| x)
+        }
+    });
+}
+
+/// One round of progress without blocking.
+pub fn poll(s: &mut State) {
+    s.rt.progress_once();
+    sweep(s);
+}
+
+/// Whether `r` is ready now (no progress made).
+pub fn is_ready(s: &State, r: Req) -> bool {
+    ready(&s.ext.reqs, s.rt.p2p_ref(), s.rt.colls(), r)
+}
+
+/// Finishes freed requests that have completed since.
+fn sweep(s: &mut State) {
+    if s.ext.reqs.zombies.is_empty() {
+        return;
+    }
+    let zombies = std::mem::take(&mut s.ext.reqs.zombies);
+    for op in zombies {
+        if op.ready(s.rt.p2p_ref(), s.rt.colls()) {
+            op.finish(&mut s.rt);
+        } else {
+            s.ext.reqs.zombies.push(op);
+        }
+    }
+}
+
+/// `MPI_Request_free`.
+pub fn free(s: &mut State, r: Req) -> Result<(), Fail> {
+    match r {
+        Req::P2p(id) => s.rt.p2p().detach(id).map_err(|error| Fail {
+            comm: MPI_COMM_WORLD,
+            error,
+        }),
+        Req::Ext(i) => {
+            let State { rt, ext, .. } = s;
+            match ext.reqs.remove(i).map(|e| e.slot) {
+                Some(Slot::Active(op)) => op.detach(rt, &mut ext.reqs.zombies),
+                Some(Slot::Persistent {
+                    active: Some(op), ..
+                }) => op.detach(rt, &mut ext.reqs.zombies),
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `MPI_Cancel`: receives that have not matched are cancelled.
+pub fn cancel(s: &mut State, r: Req) {
+    match r {
+        Req::P2p(id) => {
+            let _ = s.rt.p2p().cancel(id);
+        }
+        Req::Ext(i) => {
+            let State { rt, ext, .. } = s;
+            match ext.reqs.entries[i].1.as_ref().map(|e| &e.slot) {
+                Some(Slot::Active(op))
+                | Some(Slot::Persistent {
+                    active: Some(op), ..
+                }) => op.cancel(rt),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// An error for an operation that cannot take this request (e.g. starting
+/// a request that is not persistent).
+pub fn not_persistent(h: MPI_Request) -> Fail {
+    Fail {
+        comm: MPI_COMM_WORLD,
+        error: Error::new(
+            ErrorClass::Request,
+            format!("request {h:#x} is not an inactive persistent request"),
+        ),
+    }
+}
+
+/// Waits for one operation that has no handle (blocking calls) and releases it.
+pub fn wait_op(s: &mut State, op: Op) -> Status {
+    sweep(s);
+    s.rt.wait_until(|p, c| op.ready(p, c));
+    op.finish(&mut s.rt)
+}
+
+/// Whether `r` is a persistent request that has not been started.
+pub fn is_inactive(s: &State, r: Req) -> bool {
+    matches!(s.ext.reqs.persistent(r), Some((_, false)))
+}

@@ -1,0 +1,118 @@
+//! The collective part of the Rust API: starting, running and completing
+//! collectives, and the wait loop that advances every schedule in flight.
+
+use std::sync::Arc;
+
+use super::ops::{PredefOp, Predefined};
+use super::{CollCall, Colls, SchedId};
+use crate::datatype::Prim;
+use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::{P2p, ReqId, Status};
+use crate::runtime::{CommId, Runtime};
+
+impl Runtime {
+    /// The collective state (schedules in flight, algorithm selection).
+    pub fn colls(&self) -> &Colls {
+        &self.colls
+    }
+
+    pub fn colls_mut(&mut self) -> &mut Colls {
+        &mut self.colls
+    }
+
+    /// The point-to-point engine, read-only (for readiness checks).
+    pub fn p2p_ref(&self) -> &P2p {
+        &self.p2p
+    }
+
+    /// Starts a collective on `comm` and returns its schedule.
+    ///
+    /// # Safety
+    /// Every pointer in `call` must stay valid for the reads and writes the
+    /// collective makes until it completes.
+    pub unsafe fn coll_start(&mut self, comm: CommId, call: CollCall) -> Result<SchedId> {
+        let c = self.comm(comm)?;
+        let (cid, ctx, rank, group) = (c.cid, c.coll_context(), c.rank, c.group.clone());
+        let n = group.len() as u32;
+        let (b, warning) = self.colls.plan(&call, n, rank)?;
+        if let Some(w) = warning {
+            if rank == 0 {
+                eprintln!("tandem: rank {}: {w}", self.rank());
+            }
+        }
+        let tag = self.colls.next_tag(cid);
+        let s = b.finish(ctx, tag, group);
+        Ok(self.colls.start(s, &mut self.p2p))
+    }
+
+    /// Runs a collective to completion.
+    ///
+    /// # Safety
+    /// As [`Runtime::coll_start`] (the pointers need only last for the call).
+    pub unsafe fn coll(&mut self, comm: CommId, call: CollCall) -> Result<()> {
+        // SAFETY: forwarded from the caller; the schedule completes below.
+        let id = unsafe { self.coll_start(comm, call)? };
+        self.coll_wait(id)
+    }
+
+    /// Waits for a collective and releases it.
+    pub fn coll_wait(&mut self, id: SchedId) -> Result<()> {
+        if !self.colls.is_live(id) {
+            return Err(Error::new(ErrorClass::Request, "invalid request"));
+        }
+        self.wait_until(|_, c| c.is_complete(id) != Some(false));
+        self.colls.take_if_complete(id).unwrap_or(Ok(()))
+    }
+
+    /// Drives progress until `ready` holds, advancing every schedule in
+    /// flight on the way (so a rank waiting for anything still serves the
+    /// non-blocking collectives others wait for).
+    pub fn wait_until(&mut self, mut ready: impl FnMut(&P2p, &Colls) -> bool) {
+        loop {
+            self.colls.advance_all(&mut self.p2p);
+            if ready(&self.p2p, &self.colls) {
+                return;
+            }
+            let colls = &self.colls;
+            self.p2p
+                .wait_for(|p| ready(p, colls) || colls.can_advance(p));
+        }
+    }
+
+    /// One round of progress without blocking (for the test functions).
+    pub fn progress_once(&mut self) {
+        self.p2p.progress(false);
+        self.colls.advance_all(&mut self.p2p);
+    }
+
+    /// Waits for a point-to-point request (advancing collectives meanwhile)
+    /// and releases it.
+    pub fn wait_request(&mut self, id: ReqId) -> Result<Status> {
+        if !self.p2p.is_live(id) {
+            return Err(Error::new(ErrorClass::Request, "invalid request"));
+        }
+        self.wait_until(|p, _| p.is_complete(id) != Some(false));
+        Ok(self.p2p.take_if_complete(id).unwrap_or_default())
+    }
+
+    /// The maximum of `value` over the communicator, known to every member
+    /// (how new context ids are agreed).
+    pub fn allreduce_max_u32(&mut self, comm: CommId, value: u32) -> Result<u32> {
+        let op = Arc::new(Predefined::new(PredefOp::Max, Prim::U32, 4)?);
+        let send = value.to_ne_bytes();
+        let mut out = [0u8; 4];
+        // SAFETY: both buffers outlive the collective, which completes here.
+        unsafe {
+            self.coll(
+                comm,
+                CollCall::Allreduce {
+                    send: Some(send.as_ptr()),
+                    recv: out.as_mut_ptr(),
+                    len: 4,
+                    op,
+                },
+            )?
+        };
+        Ok(u32::from_ne_bytes(out))
+    }
+}

@@ -1,0 +1,597 @@
+//! Schedules: a collective as a list of phases, each a list of sends,
+//! receives and local steps (copies, reductions). A phase starts when the
+//! previous one has completed; its local steps run in order as they are
+//! reached, its sends and receives are posted at once. Blocking and
+//! non-blocking collectives run the same schedules: a blocking call starts
+//! one and waits for it; a non-blocking one is advanced by every wait and
+//! progress loop of the rank until it completes.
+//!
+//! Every message of a schedule carries the communicator's collective
+//! context and the tag of that collective call (a per-communicator
+//! sequence number), so collectives in flight at the same time never match
+//! each other's messages, nor user messages.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::{Envelope, P2p, ReqId, SendMode};
+
+use super::ops::ReducerRef;
+
+/// What a schedule needs from point-to-point (a trait so that algorithms can
+/// be tested on a simulated network).
+pub trait Net {
+    /// Starts a send of `len` bytes at `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for reads of `len` bytes until the request completes.
+    unsafe fn send(
+        &mut self,
+        ctx: u32,
+        me: u32,
+        tag: i32,
+        to_world: u32,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<ReqId>;
+    /// Posts a receive into `cap` bytes at `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid for writes of `cap` bytes until the request completes.
+    unsafe fn recv(
+        &mut self,
+        ctx: u32,
+        from: u32,
+        from_world: u32,
+        tag: i32,
+        buf: *mut u8,
+        cap: usize,
+    ) -> ReqId;
+    /// `Some(true)` once complete, `None` for an unknown id.
+    fn is_complete(&self, id: ReqId) -> Option<bool>;
+    /// Releases a completed request; its error, if any.
+    fn take(&mut self, id: ReqId) -> Option<Error>;
+    /// Cancels a receive that has not matched yet.
+    fn cancel(&mut self, id: ReqId);
+}
+
+impl Net for P2p {
+    unsafe fn send(
+        &mut self,
+        ctx: u32,
+        me: u32,
+        tag: i32,
+        to_world: u32,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<ReqId> {
+        let env = Envelope { ctx, src: me, tag };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.isend(env, to_world, buf, len, SendMode::Standard) }
+    }
+
+    unsafe fn recv(
+        &mut self,
+        ctx: u32,
+        from: u32,
+        from_world: u32,
+        tag: i32,
+        buf: *mut u8,
+        cap: usize,
+    ) -> ReqId {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.irecv(ctx, Some((from, from_world)), Some(tag), buf, cap) }
+    }
+
+    fn is_complete(&self, id: ReqId) -> Option<bool> {
+        P2p::is_complete(self, id)
+    }
+
+    fn take(&mut self, id: ReqId) -> Option<Error> {
+        self.take_if_complete(id).and_then(|st| st.error)
+    }
+
+    fn cancel(&mut self, id: ReqId) {
+        let _ = P2p::cancel(self, id);
+    }
+}
+
+/// A buffer a schedule step refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buf {
+    /// A staging buffer owned by the schedule.
+    Tmp(usize),
+    /// Caller memory (valid until the schedule completes, the caller promised).
+    User(*mut u8),
+}
+
+/// A local step's code.
+pub type LocalFn = Box<dyn FnOnce(&mut Temps) -> Result<()>>;
+
+pub(crate) enum Act {
+    Send {
+        to: u32,
+        buf: Buf,
+        off: usize,
+        len: usize,
+    },
+    Recv {
+        from: u32,
+        buf: Buf,
+        off: usize,
+        len: usize,
+    },
+    Copy {
+        src: Buf,
+        soff: usize,
+        dst: Buf,
+        doff: usize,
+        len: usize,
+    },
+    /// `dst = src ∘ dst` with the schedule's reducer.
+    Reduce {
+        src: Buf,
+        soff: usize,
+        dst: Buf,
+        doff: usize,
+        len: usize,
+    },
+    Call(LocalFn),
+}
+
+/// The staging buffers of a schedule; their heap memory never moves while
+/// the schedule lives.
+#[derive(Default)]
+pub struct Temps {
+    bufs: Vec<Vec<u8>>,
+}
+
+impl Temps {
+    /// Address of byte `off` of `b`.
+    pub fn ptr(&mut self, b: Buf, off: usize) -> *mut u8 {
+        match b {
+            Buf::Tmp(i) => self.bufs[i].as_mut_ptr().wrapping_add(off),
+            Buf::User(p) => p.wrapping_add(off),
+        }
+    }
+
+    /// A staging buffer.
+    pub fn get(&mut self, i: usize) -> &mut Vec<u8> {
+        &mut self.bufs[i]
+    }
+}
+
+/// Builds a schedule for one rank.
+pub struct Builder {
+    /// Ranks in the communicator and this rank's rank.
+    pub n: u32,
+    pub me: u32,
+    phases: Vec<Vec<Act>>,
+    cur: Vec<Act>,
+    temps: Vec<Vec<u8>>,
+    pub(crate) reducer: Option<ReducerRef>,
+}
+
+impl Builder {
+    pub fn new(n: u32, me: u32) -> Builder {
+        Builder {
+            n,
+            me,
+            phases: Vec::new(),
+            cur: Vec::new(),
+            temps: Vec::new(),
+            reducer: None,
+        }
+    }
+
+    /// A new zeroed staging buffer of `len` bytes.
+    pub fn tmp(&mut self, len: usize) -> Buf {
+        self.temps.push(vec![0u8; len]);
+        Buf::Tmp(self.temps.len() - 1)
+    }
+
+    pub fn send(&mut self, to: u32, buf: Buf, off: usize, len: usize) {
+        self.cur.push(Act::Send { to, buf, off, len });
+    }
+
+    pub fn recv(&mut self, from: u32, buf: Buf, off: usize, len: usize) {
+        self.cur.push(Act::Recv {
+            from,
+            buf,
+            off,
+            len,
+        });
+    }
+
+    /// Copies `len` bytes (overlap allowed); nothing if source and target coincide.
+    pub fn copy(&mut self, src: Buf, soff: usize, dst: Buf, doff: usize, len: usize) {
+        if len > 0 && (src, soff) != (dst, doff) {
+            self.cur.push(Act::Copy {
+                src,
+                soff,
+                dst,
+                doff,
+                len,
+            });
+        }
+    }
+
+    /// `dst = src ∘ dst` over `len` bytes (`src` from lower ranks).
+    pub fn reduce(&mut self, src: Buf, soff: usize, dst: Buf, doff: usize, len: usize) {
+        if len > 0 {
+            self.cur.push(Act::Reduce {
+                src,
+                soff,
+                dst,
+                doff,
+                len,
+            });
+        }
+    }
+
+    /// A local step with arbitrary code.
+    pub fn call(&mut self, f: LocalFn) {
+        self.cur.push(Act::Call(f));
+    }
+
+    /// Ends the current phase: what follows waits for its messages.
+    pub fn fence(&mut self) {
+        if !self.cur.is_empty() {
+            self.phases.push(std::mem::take(&mut self.cur));
+        }
+    }
+
+    /// The schedule, to run in context `ctx` with tag `tag` among `group`.
+    pub fn finish(mut self, ctx: u32, tag: i32, group: Arc<[u32]>) -> Schedule {
+        self.fence();
+        Schedule {
+            ctx,
+            tag,
+            me: self.me,
+            group,
+            phases: self.phases.into(),
+            temps: Temps { bufs: self.temps },
+            reducer: self.reducer,
+            pending: Vec::new(),
+            error: None,
+            finished: false,
+            keep: Vec::new(),
+            on_done: Vec::new(),
+        }
+    }
+}
+
+/// A collective in progress.
+pub struct Schedule {
+    ctx: u32,
+    tag: i32,
+    me: u32,
+    group: Arc<[u32]>,
+    phases: VecDeque<Vec<Act>>,
+    temps: Temps,
+    reducer: Option<ReducerRef>,
+    pending: Vec<ReqId>,
+    error: Option<Error>,
+    finished: bool,
+    /// Memory the schedule's messages use that someone else allocated.
+    keep: Vec<Box<dyn std::any::Any>>,
+    /// Steps to run once every phase has completed without error.
+    on_done: Vec<LocalFn>,
+}
+
+impl Schedule {
+    /// Keeps `thing` alive until the schedule is dropped.
+    pub fn keep(&mut self, thing: Box<dyn std::any::Any>) {
+        self.keep.push(thing);
+    }
+
+    /// Runs `f` after the last phase (e.g. to unpack into a derived datatype).
+    pub fn on_done(&mut self, f: LocalFn) {
+        self.on_done.push(f);
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The error that ended the schedule, if any.
+    pub fn error(&self) -> Option<&Error> {
+        self.error.as_ref()
+    }
+
+    /// Whether [`Schedule::advance`] would do something now.
+    pub fn can_advance(&self, net: &dyn Net) -> bool {
+        !self.finished
+            && self
+                .pending
+                .iter()
+                .all(|&id| net.is_complete(id) != Some(false))
+    }
+
+    fn fail(&mut self, net: &mut dyn Net, e: Error) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+        for &id in &self.pending {
+            net.cancel(id);
+        }
+    }
+
+    /// Moves the schedule as far as it can go without waiting; returns
+    /// whether it has finished (successfully or not).
+    pub fn advance(&mut self, net: &mut dyn Net) -> bool {
+        loop {
+            if self.finished {
+                return true;
+            }
+            if self
+                .pending
+                .iter()
+                .any(|&id| net.is_complete(id) == Some(false))
+            {
+                return false;
+            }
+            for id in std::mem::take(&mut self.pending) {
+                if let Some(e) = net.take(id) {
+                    self.error.get_or_insert(e);
+                }
+            }
+            if self.error.is_some() {
+                self.finished = true;
+                return true;
+            }
+            let Some(phase) = self.phases.pop_front() else {
+                for f in std::mem::take(&mut self.on_done) {
+                    if let Err(e) = f(&mut self.temps) {
+                        self.error.get_or_insert(e);
+                    }
+                }
+                self.finished = true;
+                return true;
+            };
+            for act in phase {
+                if let Err(e) = self.run(net, act) {
+                    self.fail(net, e);
+                    break;
+                }
+            }
+        }
+    }
+
+    fn run(&mut self, net: &mut dyn Net, act: Act) -> Result<()> {
+        match act {
+            Act::Send { to, buf, off, len } => {
+                let p = self.temps.ptr(buf, off);
+                // SAFETY: staging buffers live as long as the schedule, which
+                // outlives its requests; user buffers are valid until the
+                // schedule completes (the caller's promise).
+                let id = unsafe {
+                    net.send(self.ctx, self.me, self.tag, self.group[to as usize], p, len)?
+                };
+                self.pending.push(id);
+            }
+            Act::Recv {
+                from,
+                buf,
+                off,
+                len,
+            } => {
+                let p = self.temps.ptr(buf, off);
+                // SAFETY: as for sends.
+                let id = unsafe {
+                    net.recv(self.ctx, from, self.group[from as usize], self.tag, p, len)
+                };
+                self.pending.push(id);
+            }
+            Act::Copy {
+                src,
+                soff,
+                dst,
+                doff,
+                len,
+            } => {
+                let s = self.temps.ptr(src, soff);
+                let d = self.temps.ptr(dst, doff);
+                // SAFETY: both ranges lie inside their buffers (the builder's
+                // arithmetic, or the caller's promise for user memory); no
+                // request is writing them between phases.
+                unsafe { std::ptr::copy(s, d, len) };
+            }
+            Act::Reduce {
+                src,
+                soff,
+                dst,
+                doff,
+                len,
+            } => {
+                let r = self.reducer.clone().ok_or_else(|| {
+                    Error::new(ErrorClass::Intern, "reduction without an operation")
+                })?;
+                let s = self.temps.ptr(src, soff) as *const u8;
+                let d = self.temps.ptr(dst, doff);
+                if std::ptr::eq(s, d) {
+                    return Err(Error::new(
+                        ErrorClass::Intern,
+                        "reduction of a buffer with itself",
+                    ));
+                }
+                // SAFETY: as for copies; the algorithms never reduce
+                // overlapping ranges (checked for the identical case above).
+                let (inp, inout) = unsafe {
+                    (
+                        std::slice::from_raw_parts(s, len),
+                        std::slice::from_raw_parts_mut(d, len),
+                    )
+                };
+                r.reduce(inp, inout)?;
+            }
+            Act::Call(f) => f(&mut self.temps)?,
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod sim {
+    //! A network of `n` simulated ranks in one process, to run every
+    //! algorithm on every communicator size in unit tests.
+
+    use super::*;
+    use std::collections::HashMap;
+
+    struct Msg {
+        data: Vec<u8>,
+    }
+
+    struct PostedRecv {
+        buf: *mut u8,
+        cap: usize,
+        done: bool,
+        error: Option<Error>,
+    }
+
+    /// One shared mailbox per (context, source, destination, tag), in order.
+    #[derive(Default)]
+    pub struct World {
+        queues: HashMap<(u32, u32, u32, i32), VecDeque<Msg>>,
+        /// Receives waiting, per (context, source, destination, tag), in order.
+        waiting: HashMap<(u32, u32, u32, i32), VecDeque<u64>>,
+        recvs: HashMap<u64, PostedRecv>,
+        next: u64,
+    }
+
+    /// One rank's view of the world.
+    pub struct RankNet<'a> {
+        pub world: &'a mut World,
+        pub me: u32,
+    }
+
+    impl World {
+        fn deliver(&mut self, key: (u32, u32, u32, i32)) {
+            loop {
+                let (Some(q), Some(w)) = (self.queues.get_mut(&key), self.waiting.get_mut(&key))
+                else {
+                    return;
+                };
+                if q.is_empty() || w.is_empty() {
+                    return;
+                }
+                let m = q.pop_front().expect("non-empty");
+                let id = w.pop_front().expect("non-empty");
+                let r = self.recvs.get_mut(&id).expect("posted");
+                if m.data.len() > r.cap {
+                    r.error = Some(Error::new(ErrorClass::Truncate, "truncated"));
+                } else if !m.data.is_empty() {
+                    // SAFETY: the schedule keeps the buffer valid for `cap` bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(m.data.as_ptr(), r.buf, m.data.len()) };
+                }
+                r.done = true;
+            }
+        }
+    }
+
+    impl Net for RankNet<'_> {
+        unsafe fn send(
+            &mut self,
+            ctx: u32,
+            me: u32,
+            tag: i32,
+            to: u32,
+            buf: *const u8,
+            len: usize,
+        ) -> Result<ReqId> {
+            assert_eq!(
+                me, self.me,
+                "communicator rank = world rank in the simulation"
+            );
+            let data = if len == 0 {
+                Vec::new()
+            } else {
+                // SAFETY: the caller's promise.
+                unsafe { std::slice::from_raw_parts(buf, len) }.to_vec()
+            };
+            let key = (ctx, me, to, tag);
+            self.world
+                .queues
+                .entry(key)
+                .or_default()
+                .push_back(Msg { data });
+            self.world.deliver(key);
+            self.world.next += 1;
+            let id = self.world.next;
+            self.world.recvs.insert(
+                id,
+                PostedRecv {
+                    buf: std::ptr::null_mut(),
+                    cap: 0,
+                    done: true,
+                    error: None,
+                },
+            );
+            Ok(ReqId(id))
+        }
+
+        unsafe fn recv(
+            &mut self,
+            ctx: u32,
+            from: u32,
+            _fw: u32,
+            tag: i32,
+            buf: *mut u8,
+            cap: usize,
+        ) -> ReqId {
+            self.world.next += 1;
+            let id = self.world.next;
+            self.world.recvs.insert(
+                id,
+                PostedRecv {
+                    buf,
+                    cap,
+                    done: false,
+                    error: None,
+                },
+            );
+            let key = (ctx, from, self.me, tag);
+            self.world.waiting.entry(key).or_default().push_back(id);
+            self.world.deliver(key);
+            ReqId(id)
+        }
+
+        fn is_complete(&self, id: ReqId) -> Option<bool> {
+            self.world.recvs.get(&id.0).map(|r| r.done)
+        }
+
+        fn take(&mut self, id: ReqId) -> Option<Error> {
+            self.world.recvs.remove(&id.0).and_then(|r| r.error)
+        }
+
+        fn cancel(&mut self, _id: ReqId) {}
+    }
+
+    /// Runs one schedule per rank to completion (round robin); panics on a
+    /// deadlock.
+    pub fn run_all(mut scheds: Vec<Schedule>) -> Vec<Option<Error>> {
+        let mut world = World::default();
+        let n = scheds.len();
+        let mut rounds = 0;
+        loop {
+            let mut all = true;
+            for (r, s) in scheds.iter_mut().enumerate() {
+                let mut net = RankNet {
+                    world: &mut world,
+                    me: r as u32,
+                };
+                if !s.advance(&mut net) {
+                    all = false;
+                }
+            }
+            if all {
+                break;
+            }
+            rounds += 1;
+            assert!(rounds < 10_000, "the schedules of {n} ranks deadlocked");
+        }
+        scheds.iter().map(|s| s.error().cloned()).collect()
+    }
+}
