@@ -19,7 +19,8 @@ use common::{
 /// The transport configurations every program runs under: shared memory
 /// (the default on one host: rendezvous data pipelined through the rings),
 /// shared memory with single-copy reads from 64 KiB on, TCP everywhere, and
-/// TCP driven by the select-style engine under the `poll` policy.
+/// TCP driven by the select-style engine under the `poll` policy, and both
+/// transports under the `thread` policy (a helper thread drives them too).
 const TRANSPORTS: &[&[&str]] = &[
     &[],
     &["--set", "shm_single_copy_min=64k"],
@@ -32,6 +33,8 @@ const TRANSPORTS: &[&[&str]] = &[
         "--set",
         "tcp_poller=select",
     ],
+    &["--set", "progress=thread"],
+    &["--set", "transports=tcp", "--set", "progress=thread"],
 ];
 
 /// Builds `tests/c/<name>.c`, runs it on `np` ranks under every transport

@@ -101,3 +101,25 @@ fn select_engine_wastes_send_ready_events_and_epoll_does_not() {
     );
     assert!(sent(&select) > 0);
 }
+
+/// Under the `thread` policy, hundreds of large receives complete while the
+/// application thread allocates and frees memory without calling MPI; every
+/// byte is checked, on both transports, several times over.
+#[test]
+fn helper_thread_completes_receives_during_malloc_heavy_computation() {
+    let prog = compile("thread_stress");
+    for round in 0..5 {
+        for transport in ["shm,tcp", "tcp"] {
+            let set = format!("transports={transport}");
+            eprintln!("round {round}, {set}");
+            let outcome = run(
+                2,
+                &["--set", "progress=thread", "--set", &set],
+                &prog,
+                &[],
+                JOB_TIMEOUT,
+            );
+            assert_pass(&outcome, "thread_stress");
+        }
+    }
+}

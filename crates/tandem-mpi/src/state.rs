@@ -11,7 +11,7 @@ use tandem::p2p::ReqId;
 use tandem::{CommId, Error, ErrorClass, Runtime, SELF, WORLD};
 
 use crate::abi::*;
-use crate::errhandler;
+use crate::{errhandler, progress_thread};
 
 /// First handle value of user communicators: far above every predefined handle.
 const USER_COMM_BASE: usize = 0x10000;
@@ -130,9 +130,21 @@ static GLOBAL: Global = Global {
 };
 
 /// Proof of holding the library; released on drop, also while unwinding.
-struct Owner;
+/// The application thread and the progress helper thread pass ownership of
+/// all communication state with one atomic operation each way.
+pub(crate) struct Owner;
 
 impl Owner {
+    /// Takes ownership if nobody holds it (the helper thread never waits
+    /// for the application thread).
+    pub(crate) fn try_acquire() -> Option<Owner> {
+        GLOBAL
+            .busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| Owner)
+    }
+
     fn acquire() -> Owner {
         while GLOBAL
             .busy
@@ -146,7 +158,7 @@ impl Owner {
         Owner
     }
 
-    fn slot(&mut self) -> &mut Option<State> {
+    pub(crate) fn slot(&mut self) -> &mut Option<State> {
         // SAFETY: holding `busy` gives exclusive access to the state; the
         // borrow is tied to `self`, which cannot outlive the ownership.
         unsafe { &mut *GLOBAL.state.get() }
@@ -237,9 +249,15 @@ pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
             errhandler::fatal_without_state(func, "MPI is already initialized (or finalized)");
         }
         match Runtime::init() {
-            Ok(rt) => {
+            Ok(mut rt) => {
+                let helper = rt.settings().text("progress") == "thread";
+                let fd = rt.p2p().engine().wait_fd();
+                let settings = rt.settings().clone();
                 *owner.slot() = Some(State::new(rt, thread_level));
                 GLOBAL.phase.store(ACTIVE, Ordering::Release);
+                if helper {
+                    progress_thread::start(fd, &settings);
+                }
                 MPI_SUCCESS
             }
             Err(e) => errhandler::fatal_without_state(func, &e.message),
@@ -250,6 +268,8 @@ pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
 /// Tears the state down (MPI_Finalize).
 pub fn finalize(func: &'static str) -> c_int {
     call_stateless(func, || {
+        // The helper thread must be gone before the state is.
+        progress_thread::stop();
         let mut owner = Owner::acquire();
         let Some(state) = owner.slot().take() else {
             errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");

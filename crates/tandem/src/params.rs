@@ -56,9 +56,27 @@ pub static REGISTRY: &[Param] = &[
     },
     Param {
         name: "progress",
-        kind: Kind::Choice(&["poll", "adaptive"]),
+        kind: Kind::Choice(&["poll", "adaptive", "thread"]),
         default: "adaptive",
-        help: "when MPI calls drive the transports: poll = every transport on every call (what the common MPI libraries do); adaptive = only transports with work, idle TCP now and then",
+        help: "who drives the transports: poll = every MPI call drives every transport (what the common MPI libraries do); adaptive = MPI calls drive only transports with work, idle TCP now and then; thread = also a helper thread, asleep until a transport has news, drives communication while the application computes",
+    },
+    Param {
+        name: "progress_sched",
+        kind: Kind::Choice(&["other", "fifo", "rr"]),
+        default: "other",
+        help: "scheduling policy of the progress helper thread (fifo and rr need the privilege to use real-time scheduling; a warning, not a failure, where refused)",
+    },
+    Param {
+        name: "progress_priority",
+        kind: Kind::UInt,
+        default: "1",
+        help: "real-time priority of the progress helper thread under progress_sched=fifo or rr",
+    },
+    Param {
+        name: "progress_cpu",
+        kind: Kind::Text,
+        default: "",
+        help: "CPU the progress helper thread is pinned to (empty = wherever the scheduler puts it)",
     },
     Param {
         name: "tcp_poller",

@@ -212,6 +212,27 @@ impl Engine {
         did
     }
 
+    /// A descriptor that becomes readable when a transport has news for
+    /// this rank (once [`Engine::arm_wakeup`] has told shared-memory peers
+    /// to wake it).
+    pub fn wait_fd(&self) -> RawFd {
+        self.epfd.as_raw_fd()
+    }
+
+    /// Asks shared-memory peers to wake [`Engine::wait_fd`] when they send;
+    /// false (and nothing armed) if something arrived meanwhile.
+    pub fn arm_wakeup(&mut self) -> bool {
+        self.shm.as_mut().is_none_or(|s| s.prepare_sleep())
+    }
+
+    /// Withdraws [`Engine::arm_wakeup`] and consumes the wake-up.
+    pub fn disarm_wakeup(&mut self) {
+        if let Some(shm) = self.shm.as_mut() {
+            shm.after_sleep();
+        }
+        self.counters.helper_wakeups += 1;
+    }
+
     /// What the engine and its transports did.
     pub fn counters(&self) -> Counters {
         let mut c = self.counters;

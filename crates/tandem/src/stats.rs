@@ -31,11 +31,13 @@ pub struct Counters {
     pub blocks: u64,
     /// Nanoseconds spent blocked.
     pub blocked_ns: u64,
+    /// Times the progress helper thread woke up to drive communication.
+    pub helper_wakeups: u64,
 }
 
 impl Counters {
     /// Names and values, in a stable order.
-    pub fn fields(&self) -> [(&'static str, u64); 14] {
+    pub fn fields(&self) -> [(&'static str, u64); 15] {
         [
             ("progress_calls", self.progress_calls),
             ("recv_ready", self.recv_ready),
@@ -51,6 +53,7 @@ impl Counters {
             ("max_unexpected_queue", self.max_unexpected_queue),
             ("blocks", self.blocks),
             ("blocked_ns", self.blocked_ns),
+            ("helper_wakeups", self.helper_wakeups),
         ]
     }
 
@@ -70,6 +73,7 @@ impl Counters {
             "max_unexpected_queue" => &mut self.max_unexpected_queue,
             "blocks" => &mut self.blocks,
             "blocked_ns" => &mut self.blocked_ns,
+            "helper_wakeups" => &mut self.helper_wakeups,
             _ => return None,
         })
     }
