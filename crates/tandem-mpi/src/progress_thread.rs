@@ -58,6 +58,9 @@ pub fn stop() {
 /// Applies the scheduling policy and CPU the parameters ask for; where the
 /// system refuses, says so and carries on.
 fn configure(sched: &str, priority: u64, cpu: &str) {
+    // The rank's own thread may be pinned to one CPU; the helper should be
+    // free to run on another.
+    tandem::runtime::unbind_current_thread();
     let policy = match sched {
         "fifo" => Some(libc::SCHED_FIFO),
         "rr" => Some(libc::SCHED_RR),

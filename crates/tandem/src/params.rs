@@ -61,6 +61,12 @@ pub static REGISTRY: &[Param] = &[
         help: "who drives the transports: poll = every MPI call drives every transport (what the common MPI libraries do); adaptive = MPI calls drive only transports with work, idle TCP now and then; thread = also a helper thread, asleep until a transport has news, drives communication while the application computes",
     },
     Param {
+        name: "bind",
+        kind: Kind::Choice(&["auto", "core", "none"]),
+        default: "auto",
+        help: "pin each rank to one CPU: auto = when a host has no more ranks than CPUs (so a busy machine cannot pack two polling ranks onto one core); core = always; none = never",
+    },
+    Param {
         name: "progress_sched",
         kind: Kind::Choice(&["other", "fifo", "rr"]),
         default: "other",
@@ -238,13 +244,18 @@ pub fn env_name(name: &str) -> String {
 /// Registered names close to `name` (for "did you mean" messages).
 pub fn suggest(name: &str) -> Vec<&'static str> {
     let lower = name.to_ascii_lowercase();
-    let mut scored: Vec<(usize, &'static str)> = REGISTRY
+    // Names that contain what was typed (or are contained in it) first,
+    // then by edit distance.
+    let mut scored: Vec<(bool, usize, &'static str)> = REGISTRY
         .iter()
-        .map(|p| (edit_distance(&lower, p.name), p.name))
-        .filter(|&(d, n)| d <= 3.max(lower.len() / 3) || n.contains(&lower) || lower.contains(n))
+        .map(|p| {
+            let related = p.name.contains(&lower) || lower.contains(p.name);
+            (!related, edit_distance(&lower, p.name), p.name)
+        })
+        .filter(|&(unrelated, d, _)| !unrelated || d <= 3.max(lower.len() / 3))
         .collect();
     scored.sort();
-    scored.into_iter().map(|(_, n)| n).take(3).collect()
+    scored.into_iter().map(|(_, _, n)| n).take(3).collect()
 }
 
 /// A message for an unknown parameter name, listing close matches.
@@ -499,7 +510,8 @@ mod tests {
 
     #[test]
     fn suggestions_find_close_names() {
-        assert_eq!(suggest("spin"), vec!["spin_us"]);
+        assert_eq!(suggest("spin").first(), Some(&"spin_us"));
+        assert_eq!(suggest("eager_limt").first(), Some(&"eager_limit"));
         assert!(unknown_message("zzzzzzzzzzzzzzzzzzzz").contains("tandem info"));
     }
 }

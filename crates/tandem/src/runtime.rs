@@ -122,6 +122,7 @@ impl Runtime {
         )?;
         let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
         let (spin_us, yield_us) = wait_policy(&settings, job.local_size);
+        bind_to_core(&settings, job.local_size);
         let mut p2p = P2p::new(
             job.rank,
             job.size,
@@ -404,6 +405,54 @@ const OVERSUBSCRIBED_YIELD_US: u64 = 2000;
 /// Whether the job asked for counters (`stats` or `stats_file`).
 fn stats_wanted(settings: &Settings) -> bool {
     settings.text("stats") != "0" || !settings.text("stats_file").is_empty()
+}
+
+/// The CPUs this process was allowed before [`bind_to_core`] narrowed the
+/// main thread to one (threads Tandem starts later, like the progress
+/// helper, get these back).
+static ORIGINAL_CPUS: std::sync::OnceLock<libc::cpu_set_t> = std::sync::OnceLock::new();
+
+/// Restores the CPUs the process had before binding, for the calling thread.
+pub fn unbind_current_thread() {
+    if let Some(set) = ORIGINAL_CPUS.get() {
+        // SAFETY: `set` is a valid cpu_set_t of the size passed.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) };
+    }
+}
+
+/// With `bind=auto` (and a host with no more ranks than CPUs) or
+/// `bind=core`, pins this rank's thread to one CPU of those it may use,
+/// chosen by its rank on the host, so that a busy machine cannot pack two
+/// polling ranks onto one core (Open MPI binds by default for the same
+/// reason). Oversubscribed hosts stay unbound: ranks must be able to move.
+fn bind_to_core(settings: &Settings, local_size: u32) {
+    let mode = settings.text("bind");
+    let cpus = usable_cpus();
+    if mode == "none" || (mode == "auto" && local_size as usize > cpus) {
+        return;
+    }
+    let local_rank: usize = std::env::var(crate::transport::shm::env::LOCAL_RANK)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: an all-zero cpu_set_t is valid; the calls read and write
+    // sets of the size passed.
+    unsafe {
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut allowed) != 0 {
+            return;
+        }
+        let ids: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &allowed))
+            .collect();
+        if ids.is_empty() {
+            return;
+        }
+        let _ = ORIGINAL_CPUS.set(allowed);
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(ids[local_rank % ids.len()], &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+    }
 }
 
 /// CPUs this process may run on.

@@ -543,6 +543,9 @@ const IDLE_POLLS_PER_CLOCK_READ: u32 = 16;
 /// microseconds: cheap when the core is ours, and a peer sharing it waits
 /// that long instead of a whole spin).
 const IDLE_POLLS_PER_YIELD_WHILE_SPINNING: u32 = 8 * IDLE_POLLS_PER_CLOCK_READ;
+/// Pure polling before the first such yield: a yield on a busy machine can
+/// cost a whole time slice, so answers that come quickly must not pay it.
+const SPIN_BEFORE_YIELDING: Duration = Duration::from_micros(50);
 
 /// Settings of the point-to-point layer.
 pub struct P2pConfig {
@@ -1036,8 +1039,11 @@ impl P2p {
             let idle = idle_since.elapsed();
             if idle < self.spin {
                 // A peer may be waiting for this very core (a busy machine
-                // packs ranks together): let it run now and then.
-                if idle_polls.is_multiple_of(IDLE_POLLS_PER_YIELD_WHILE_SPINNING) {
+                // packs ranks together): once a quick answer is unlikely,
+                // let it run now and then.
+                if idle >= SPIN_BEFORE_YIELDING
+                    && idle_polls.is_multiple_of(IDLE_POLLS_PER_YIELD_WHILE_SPINNING)
+                {
                     std::thread::yield_now();
                 }
                 continue;
