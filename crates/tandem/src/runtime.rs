@@ -428,7 +428,8 @@ pub fn unbind_current_thread() {
 fn bind_to_core(settings: &Settings, local_size: u32) {
     let mode = settings.text("bind");
     let cpus = usable_cpus();
-    if mode == "none" || (mode == "auto" && local_size as usize > cpus) {
+    // A rank alone on its host has nobody to be packed with.
+    if mode == "none" || (mode == "auto" && (local_size < 2 || local_size as usize > cpus)) {
         return;
     }
     let local_rank: usize = std::env::var(crate::transport::shm::env::LOCAL_RANK)

@@ -1031,8 +1031,9 @@ impl P2p {
                 continue;
             }
             idle_polls = idle_polls.wrapping_add(1);
-            // Reading the clock costs as much as a poll; do it now and then.
-            if !idle_polls.is_multiple_of(IDLE_POLLS_PER_CLOCK_READ) {
+            // Reading the clock costs as much as a poll; do it now and then
+            // (every time when not spinning: then each poll yields anyway).
+            if !self.spin.is_zero() && !idle_polls.is_multiple_of(IDLE_POLLS_PER_CLOCK_READ) {
                 std::hint::spin_loop();
                 continue;
             }
