@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs examples/pingpong.c on 2 ranks with Tandem (TCP loopback) and with
+# Runs examples/pingpong.c on 2 ranks with Tandem forced to TCP loopback and with
 # Debian's Open MPI forced to TCP (`--mca btl tcp,self`), interleaved RUNS
 # times, and prints the median 8-byte latency and 4 MiB bandwidth of each
 # and their ratios. Needs `apt-get install openmpi-bin libopenmpi-dev`; Open
@@ -15,7 +15,7 @@ mpicc.openmpi -O2 examples/pingpong.c -o target/examples/pingpong.openmpi
 pick='$1==8 {l=$2} $1==4194304 {b=$3} END {print l, b}'
 out=$(mktemp)
 for _ in $(seq "$runs"); do
-    echo "tandem $(target/release/tandem run -n 2 target/examples/pingpong -r 20 | awk "$pick")" >>"$out"
+    echo "tandem $(target/release/tandem run -n 2 --set transports=tcp target/examples/pingpong -r 20 | awk "$pick")" >>"$out"
     echo "openmpi $(mpirun.openmpi -n 2 --mca btl tcp,self target/examples/pingpong.openmpi -r 20 | awk "$pick")" >>"$out"
 done
 python3 - "$out" <<'PY'

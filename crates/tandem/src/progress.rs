@@ -233,6 +233,12 @@ impl Engine {
         self.counters.helper_wakeups += 1;
     }
 
+    /// Whether TCP connections exist (then waiting must leave the kernel
+    /// room to deliver).
+    pub fn tcp_active(&self) -> bool {
+        self.tcp.is_active()
+    }
+
     /// What the engine and its transports did.
     pub fn counters(&self) -> Counters {
         let mut c = self.counters;

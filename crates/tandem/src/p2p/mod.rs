@@ -1021,6 +1021,7 @@ impl P2p {
         }
         let mut idle_since = Instant::now();
         let mut idle_polls: u32 = 0;
+        let tcp_busy = self.engine.tcp_active();
         loop {
             if self.progress(false) {
                 if ready(self) {
@@ -1041,10 +1042,16 @@ impl P2p {
             if idle < self.spin {
                 // A peer may be waiting for this very core (a busy machine
                 // packs ranks together): once a quick answer is unlikely,
-                // let it run now and then.
-                if idle >= SPIN_BEFORE_YIELDING
-                    && idle_polls.is_multiple_of(IDLE_POLLS_PER_YIELD_WHILE_SPINNING)
-                {
+                // let it run now and then. TCP needs it at once: on a busy
+                // machine the kernel finishes loopback deliveries in a
+                // thread that a polling rank would starve.
+                let yield_now = if tcp_busy {
+                    true
+                } else {
+                    idle >= SPIN_BEFORE_YIELDING
+                        && idle_polls.is_multiple_of(IDLE_POLLS_PER_YIELD_WHILE_SPINNING)
+                };
+                if yield_now {
                     std::thread::yield_now();
                 }
                 continue;
