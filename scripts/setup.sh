@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine lacks to build Tandem: a C compiler
-# and Rust. Sourced by the other scripts; safe to run again.
+# Installs what a fresh Debian machine lacks to build Tandem (a C compiler,
+# pkg-config, Rust) and, with TANDEM_SETUP_TESTS=1, what the tests use
+# (iproute2, cmake, Slurm). Sourced by the other scripts; safe to run again.
 set -euo pipefail
 
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl ca-certificates)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
+    # The tests' extras (scripts/test.sh asks for them): network namespaces
+    # as hosts (ip, tc), a CMake project that finds Tandem with
+    # find_package(MPI), and a one-machine Slurm cluster for
+    # `srun --mpi=pmi2` jobs.
+    command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+    command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+    command -v srun >/dev/null 2>&1 || need_apt+=(slurmd slurmctld slurm-client)
+fi
 if [ "${#need_apt[@]}" -gt 0 ]; then
     echo "setup: installing Debian packages: ${need_apt[*]}" >&2
     sudo_cmd=""

@@ -3,7 +3,7 @@
 # integration tests (C programs built with `tandem cc`, run with `tandem run`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+TANDEM_SETUP_TESTS=1 source scripts/setup.sh
 
 cargo fmt --all --check
 cargo build --release --workspace

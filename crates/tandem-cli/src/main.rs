@@ -6,6 +6,7 @@ mod compiler;
 mod info;
 mod install_layout;
 mod launcher;
+mod mpi_names;
 mod parameters;
 mod sys;
 
@@ -26,8 +27,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run PROGRAM as N ranks of one job on this machine
+    /// Run PROGRAM as N ranks of one job, on this machine or across hosts
     Run(RunArgs),
+    /// The per-host helper of a job across hosts (started by `tandem run`
+    /// through the agent; reads the job from stdin)
+    #[command(name = "_host", hide = true)]
+    Host {
+        /// The host's name, as the master calls it
+        host: String,
+    },
     /// Compile and link a C program against Tandem (compiler: $TANDEM_CC or cc)
     #[command(disable_help_flag = true)]
     Cc(CompilerArgs),
@@ -49,9 +57,32 @@ enum Command {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Number of ranks
+    /// Number of ranks (with hosts: at most their slots; default all of them)
     #[arg(short = 'n', long = "np", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
-    ranks: u32,
+    ranks: Option<u32>,
+    /// Hosts and their slots: a:4,b:4 (repeatable). Ranks on hosts other
+    /// than this one are started through the agent
+    #[arg(short = 'H', long = "host", value_name = "HOST[:SLOTS],...")]
+    hosts: Vec<String>,
+    /// A file of hosts, one per line: `name`, `name:4` or `name slots=4`; # comments
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<std::path::PathBuf>,
+    /// Rank placement: slot = fill each host in turn (default), node = round robin
+    #[arg(long, value_name = "slot|node")]
+    map_by: Option<String>,
+    /// Command that runs a command on a host ({host} is replaced by the host,
+    /// else the host is appended) [default: ssh -o BatchMode=yes]
+    #[arg(long, value_name = "COMMAND")]
+    agent: Option<String>,
+    /// Pass variable NAME (with VALUE, or its value here) to every rank (repeatable)
+    #[arg(short = 'x', long = "export", value_name = "NAME[=VALUE]")]
+    export: Vec<String>,
+    /// Seconds the other hosts have to start their ranks [default: 60]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    launch_timeout: Option<f64>,
+    /// The tandem executable on the other hosts [default: this one's path]
+    #[arg(long, value_name = "PATH")]
+    remote_tandem: Option<OsString>,
     /// Set a parameter for every rank (repeatable; `tandem info` lists them)
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
@@ -93,6 +124,13 @@ fn parse_timeout(text: &str) -> Result<f64, String> {
 }
 
 fn main() {
+    // Called as mpicc, mpicxx, mpirun or mpiexec (links the build makes)?
+    let mut argv = std::env::args_os();
+    if let Some(argv0) = argv.next() {
+        if let Some(status) = mpi_names::dispatch(&argv0, argv.collect()) {
+            std::process::exit(status);
+        }
+    }
     let cli = Cli::parse();
     let status = match cli.command {
         Command::Run(mut a) => {
@@ -104,8 +142,16 @@ fn main() {
                 timeout: a.timeout,
                 program,
                 args: a.command,
+                hosts: a.hosts,
+                hostfile: a.hostfile,
+                map_by: a.map_by,
+                agent: a.agent,
+                export: a.export,
+                launch_timeout: a.launch_timeout,
+                remote_tandem: a.remote_tandem,
             })
         }
+        Command::Host { host } => launcher::host_main(&host),
         Command::Cc(a) => compiler::run(compiler::Language::C, a.args),
         Command::Cxx(a) => compiler::run(compiler::Language::Cxx, a.args),
         Command::Info { coll: true, .. } => {

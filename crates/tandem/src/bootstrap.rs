@@ -11,6 +11,8 @@
 //! | `TANDEM_JOB_ADDR` | `host:port` of the master's service (loopback for one host) |
 //! | `TANDEM_JOB_SECRET` | the per-job secret, 64 hex digits |
 //! | `TANDEM_JOB_ID` | a short job identifier |
+//! | `TANDEM_JOB_HOSTS` | hosts the job spans (absent: 1; more than one makes TCP listen beyond loopback) |
+//! | `TANDEM_JOB_NODE_ADDR` | the address this host used to reach the master (the TCP transport's default listening address in multi-host jobs) |
 //!
 //! The service speaks a line protocol over TCP: one request per line, words
 //! separated by single spaces, each answered by one line. Keys and values are
@@ -19,6 +21,7 @@
 //! | request | answer |
 //! |---|---|
 //! | `HELLO <secret> <rank>` | `OK`; anything else (wrong secret, bad or duplicate rank) and the master closes the connection |
+//! | `PING <secret>` (instead of `HELLO`, from `tandem _host`) | `PONG`: this is the job's master |
 //! | `PUT <key> <value>` | `OK` |
 //! | `GET <key>` | `VALUE <value>` or `MISSING` |
 //! | `FENCE` | `OK`, sent once every rank of the job has sent `FENCE` |
@@ -43,7 +46,12 @@ pub mod env {
     pub const ADDR: &str = "TANDEM_JOB_ADDR";
     pub const SECRET: &str = "TANDEM_JOB_SECRET";
     pub const ID: &str = "TANDEM_JOB_ID";
+    pub const HOSTS: &str = "TANDEM_JOB_HOSTS";
+    pub const NODE_ADDR: &str = "TANDEM_JOB_NODE_ADDR";
 }
+
+/// How long a rank tries to reach the master before giving up.
+const MASTER_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Length of the job secret in bytes (it travels as twice as many hex digits).
 pub const SECRET_BYTES: usize = 32;
@@ -58,6 +66,10 @@ pub struct JobInfo {
     pub id: String,
     /// `None` for a singleton (a program started without `tandem run`).
     pub master: Option<String>,
+    /// Hosts the job spans; with more than one, TCP listens beyond loopback.
+    pub hosts: u32,
+    /// The address this host reached the master from (a hint for TCP).
+    pub node_addr: Option<String>,
 }
 
 impl JobInfo {
@@ -65,6 +77,10 @@ impl JobInfo {
     /// without `tandem run` is a singleton job of one rank.
     pub fn from_env() -> Result<JobInfo, Error> {
         let Ok(addr) = std::env::var(env::ADDR) else {
+            if let Some(client) = pmi2::Client::from_env() {
+                return Self::from_pmi2(client?);
+            }
+            check_not_under_a_batch_system()?;
             return Ok(JobInfo {
                 rank: 0,
                 size: 1,
@@ -72,6 +88,8 @@ impl JobInfo {
                 secret: random_secret(),
                 id: format!("singleton-{}", std::process::id()),
                 master: None,
+                hosts: 1,
+                node_addr: None,
             });
         };
         let num = |name: &str| -> Result<u32, Error> {
@@ -108,8 +126,84 @@ impl JobInfo {
             secret,
             id: std::env::var(env::ID).unwrap_or_default(),
             master: Some(addr),
+            hosts: num(env::HOSTS).unwrap_or(1).max(1),
+            node_addr: std::env::var(env::NODE_ADDR).ok().filter(|a| !a.is_empty()),
         })
     }
+}
+
+impl JobInfo {
+    /// A job started by Slurm's `srun --mpi=pmi2`: rank and size from the
+    /// PMI-2 server, a secret rank 0 makes and publishes through it (only
+    /// the job's processes reach the server), hosts from the process
+    /// mapping. The client waits in [`PMI2_CLIENT`] for [`MasterLink::connect`].
+    fn from_pmi2(mut client: pmi2::Client) -> Result<JobInfo, Error> {
+        let (rank, size) = (client.rank, client.size);
+        let (hosts, local_size) = client
+            .job_attr("PMI_process_mapping")
+            .and_then(|m| pmi2::parse_mapping(&m, rank))
+            .unwrap_or((1, size));
+        const SECRET_KEY: &str = "tandem.secret";
+        if rank == 0 {
+            client.put(SECRET_KEY, &encode_secret(&random_secret()))?;
+        }
+        client.fence()?;
+        let secret = client
+            .get(SECRET_KEY)?
+            .and_then(|s| decode_secret(&s))
+            .ok_or_else(|| {
+                Error::new(ErrorClass::Other, "PMI-2: rank 0 published no job secret")
+            })?;
+        let slurm = |v: &str| std::env::var(v).unwrap_or_default();
+        let id = format!("slurm-{}.{}", slurm("SLURM_JOB_ID"), slurm("SLURM_STEP_ID"));
+        *PMI2_CLIENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
+        Ok(JobInfo {
+            rank,
+            size,
+            local_size: local_size.max(1),
+            secret,
+            id,
+            master: Some(PMI2_MASTER.to_string()),
+            hosts: hosts.max(1),
+            node_addr: None,
+        })
+    }
+}
+
+#[path = "bootstrap_pmi2.rs"]
+mod pmi2;
+
+/// `JobInfo::master` of a job whose master is the PMI-2 server.
+const PMI2_MASTER: &str = "pmi2";
+
+/// The PMI-2 connection between [`JobInfo::from_env`] and [`MasterLink::connect`].
+static PMI2_CLIENT: std::sync::Mutex<Option<pmi2::Client>> = std::sync::Mutex::new(None);
+
+/// A program started by a batch system's launcher without a process
+/// manager interface Tandem speaks would run as many unrelated singletons:
+/// say so instead.
+fn check_not_under_a_batch_system() -> Result<(), Error> {
+    let tasks = std::env::var("SLURM_STEP_NUM_TASKS")
+        .or_else(|_| std::env::var("SLURM_NTASKS"))
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or(1);
+    let in_step = std::env::var_os("SLURM_STEP_ID").is_some();
+    if std::env::var_os("PMIX_RANK").is_some() {
+        return Err(Error::new(
+            ErrorClass::Other,
+            "started with PMIx, which Tandem does not speak: use `srun --mpi=pmi2` (or `tandem run`)",
+        ));
+    }
+    if in_step && tasks > 1 {
+        return Err(Error::new(
+            ErrorClass::Other,
+            format!(
+                "started by srun as one of {tasks} tasks without a process-management interface: use `srun --mpi=pmi2` (or `tandem run`)"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Random bytes from the kernel.
@@ -152,20 +246,47 @@ pub fn secrets_equal(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// A connection to the master.
+/// A connection to the master: `tandem run`'s service, or the PMI-2 server
+/// of a job started by `srun --mpi=pmi2`.
 pub struct MasterLink {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+    inner: Link,
+}
+
+enum Link {
+    Tandem {
+        reader: BufReader<TcpStream>,
+        writer: TcpStream,
+    },
+    Pmi2(pmi2::Client),
 }
 
 impl MasterLink {
     /// Connects and authenticates.
     pub fn connect(job: &JobInfo) -> Result<MasterLink, Error> {
         let addr = job.master.as_deref().expect("singleton has no master");
-        let stream = TcpStream::connect(addr).map_err(|e| {
+        if addr == PMI2_MASTER {
+            let client = PMI2_CLIENT
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .ok_or_else(|| {
+                    Error::new(ErrorClass::Other, "PMI-2: the connection is already in use")
+                })?;
+            return Ok(MasterLink {
+                inner: Link::Pmi2(client),
+            });
+        }
+        let connected = match addr.parse::<std::net::SocketAddr>() {
+            Ok(sa) => TcpStream::connect_timeout(&sa, MASTER_CONNECT_TIMEOUT),
+            Err(_) => TcpStream::connect(addr),
+        };
+        let stream = connected.map_err(|e| {
             Error::new(
                 ErrorClass::Other,
-                format!("cannot reach the launcher at {addr}: {e}"),
+                format!(
+                    "cannot reach the launcher at {addr}: {e} ({})",
+                    crate::transport::tcp::likely_cause(&e)
+                ),
             )
         })?;
         stream.set_nodelay(true).ok();
@@ -173,8 +294,10 @@ impl MasterLink {
             .try_clone()
             .map_err(|e| Error::new(ErrorClass::Other, format!("launcher socket: {e}")))?;
         let mut link = MasterLink {
-            reader: BufReader::new(stream),
-            writer,
+            inner: Link::Tandem {
+                reader: BufReader::new(stream),
+                writer,
+            },
         };
         let hello = format!("HELLO {} {}", encode_secret(&job.secret), job.rank);
         let reply = link.request(&hello).map_err(|e| {
@@ -197,14 +320,20 @@ impl MasterLink {
 
     /// The socket, so the progress engine can notice when the master goes away.
     pub fn fd(&self) -> RawFd {
-        self.writer.as_raw_fd()
+        match &self.inner {
+            Link::Tandem { writer, .. } => writer.as_raw_fd(),
+            Link::Pmi2(c) => c.fd(),
+        }
     }
 
     fn send_line(&mut self, line: &str) -> Result<(), Error> {
         let mut msg = String::with_capacity(line.len() + 1);
         msg.push_str(line);
         msg.push('\n');
-        self.writer
+        let Link::Tandem { writer, .. } = &mut self.inner else {
+            return Err(Error::new(ErrorClass::Intern, "not a tandem run master"));
+        };
+        writer
             .write_all(msg.as_bytes())
             .map_err(|e| Error::new(ErrorClass::Other, format!("lost the launcher: {e}")))
     }
@@ -212,7 +341,10 @@ impl MasterLink {
     fn request(&mut self, line: &str) -> Result<String, Error> {
         self.send_line(line)?;
         let mut reply = String::new();
-        match self.reader.read_line(&mut reply) {
+        let Link::Tandem { reader, .. } = &mut self.inner else {
+            return Err(Error::new(ErrorClass::Intern, "not a tandem run master"));
+        };
+        match reader.read_line(&mut reply) {
             Ok(0) => Err(Error::new(
                 ErrorClass::Other,
                 "the launcher closed the connection (the job is ending)",
@@ -229,12 +361,18 @@ impl MasterLink {
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
         check_token(key)?;
         check_token(value)?;
+        if let Link::Pmi2(c) = &mut self.inner {
+            return c.put(key, value);
+        }
         expect_ok(self.request(&format!("PUT {key} {value}"))?)
     }
 
     /// Looks up a key published by any rank before the last fence.
     pub fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
         check_token(key)?;
+        if let Link::Pmi2(c) = &mut self.inner {
+            return c.get(key);
+        }
         let reply = self.request(&format!("GET {key}"))?;
         if let Some(v) = reply.strip_prefix("VALUE ") {
             Ok(Some(v.to_string()))
@@ -250,11 +388,17 @@ impl MasterLink {
 
     /// Waits until every rank has reached the fence.
     pub fn fence(&mut self) -> Result<(), Error> {
+        if let Link::Pmi2(c) = &mut self.inner {
+            return c.fence();
+        }
         expect_ok(self.request("FENCE")?)
     }
 
     /// Says this rank finalized cleanly.
     pub fn finalize(&mut self) -> Result<(), Error> {
+        if let Link::Pmi2(c) = &mut self.inner {
+            return c.finalize();
+        }
         expect_ok(self.request("FINALIZE")?)
     }
 
@@ -264,12 +408,18 @@ impl MasterLink {
             .chars()
             .map(|c| if c == '\n' { ' ' } else { c })
             .collect();
+        if let Link::Pmi2(c) = &mut self.inner {
+            c.abort(&format!("error code {code}: {clean}"));
+            return;
+        }
         let _ = self.send_line(&format!("ABORT {code} {clean}"));
     }
 
     /// Sets a bound on how long one request may take.
     pub fn set_timeout(&self, t: Option<Duration>) {
-        let _ = self.writer.set_read_timeout(t);
+        if let Link::Tandem { writer, .. } = &self.inner {
+            let _ = writer.set_read_timeout(t);
+        }
     }
 }
 

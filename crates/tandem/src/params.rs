@@ -223,6 +223,18 @@ pub static REGISTRY: &[Param] = &[
         help: "ports the TCP transport may listen on, as LOW-HIGH (empty = any free port); for firewalls",
     },
     Param {
+        name: "tcp_if_include",
+        kind: Kind::Text,
+        default: "",
+        help: "jobs across hosts: the interfaces TCP may listen on, best first, as names (eth0, eth*) or IPv4 networks (10.1.0.0/16), comma-separated; empty = the interface this host reaches the launcher through, else any but loopback. Single-host jobs always use loopback",
+    },
+    Param {
+        name: "tcp_if_exclude",
+        kind: Kind::Text,
+        default: "",
+        help: "jobs across hosts: interfaces (names or IPv4 networks) TCP must not listen on; also keeps the launcher from offering them",
+    },
+    Param {
         name: "connect_timeout_ms",
         kind: Kind::UInt,
         default: "10000",

@@ -11,7 +11,7 @@ use crate::params::Settings;
 use crate::progress::Engine;
 use crate::stats::Counters;
 use crate::transport::shm::ShmTransport;
-use crate::transport::tcp::{parse_port_range, Poller, TcpConfig, TcpTransport};
+use crate::transport::tcp::{listen_ip, parse_port_range, Poller, TcpConfig, TcpTransport};
 use crate::{coll, params};
 
 /// Names a communicator of a [`Runtime`].
@@ -91,6 +91,13 @@ impl Runtime {
                 rank: job.rank,
                 size: job.size,
                 secret: job.secret,
+                listen_ip: listen_ip(
+                    settings.text("tcp_if_include"),
+                    settings.text("tcp_if_exclude"),
+                    job.hosts,
+                    job.node_addr.as_deref(),
+                )
+                .map_err(config_error)?,
                 port_range: parse_port_range(settings.text("tcp_port_range"))
                     .map_err(config_error)?,
                 sndbuf: settings.uint("tcp_sndbuf") as usize,

@@ -3,8 +3,10 @@
 //! for the job timeout, the SIGTERM→SIGKILL grace period and unauthenticated
 //! connections.
 
-use std::ffi::OsStr;
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
 use std::io;
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::unix::ffi::OsStrExt;
 use std::time::{Duration, Instant};
 
@@ -13,10 +15,12 @@ use tandem::params::Settings;
 use tandem::stats::{self, Counters};
 use tandem::transport::shm::{HostResources, Layout};
 
+use super::channel::{encode, STDIN_WINDOW};
 use super::kv_service::{self, AbortRequest, KvService};
-use super::output::{OutputStream, Sink};
+use super::output::{LineSplitter, OutputStream, Sink};
+use super::remote::{self, HostEvent, HostJob, Pipe, RemoteHost};
 use super::signals::{signal_name, SignalQueue, STOP_SIGNALS};
-use super::stdin_feed::StdinFeed;
+use super::stdin_feed::{self, StdinFeed};
 use super::supervise::{self, RankCommand, Termination};
 use crate::{parameters, sys};
 
@@ -30,19 +34,42 @@ const REAP_GRACE: Duration = Duration::from_secs(5);
 const LEFTOVER_GRACE: Duration = Duration::from_secs(1);
 /// Exit status for `--timeout`, as timeout(1) uses.
 const TIMEOUT_STATUS: i32 = 124;
+/// Time the helpers have to leave after their ranks have all ended.
+const AGENT_GRACE: Duration = Duration::from_secs(5);
 
 pub struct JobConfig {
     pub ranks: u32,
     pub tag_output: bool,
     pub timeout: Option<f64>,
     pub command: RankCommand,
+    /// A job across hosts; `None`: every rank on this host, as ever.
+    pub multi: Option<MultiHost>,
+}
+
+/// Where the ranks of a job across hosts go, and how to get there.
+pub struct MultiHost {
+    /// World ranks on this host (started directly, no agent).
+    pub local_ranks: Vec<u32>,
+    /// Other hosts and their world ranks, each reached through the agent.
+    pub remote: Vec<(String, Vec<u32>)>,
+    /// The agent command's words (`ssh -o BatchMode=yes`).
+    pub agent: Vec<String>,
+    /// The tandem executable on the other hosts.
+    pub tandem_path: OsString,
+    /// Variables the remote ranks get besides the parameters (`-x`).
+    pub export: Vec<(String, String)>,
+    /// How long the hosts have to start their ranks.
+    pub launch_timeout: Duration,
 }
 
 struct RankProcess {
     rank: u32,
-    /// Also the id of the rank's process group.
+    /// Also the id of the rank's process group (0 while a remote rank's
+    /// pid is not known yet).
     pid: libc::pid_t,
     running: bool,
+    /// Index into `Job::hosts` for a rank on another host.
+    host: Option<usize>,
 }
 
 enum Phase {
@@ -65,6 +92,9 @@ enum Token {
     Output(usize),
     StdinSource,
     StdinSink,
+    Host(usize, Pipe),
+    /// Our stdin, for rank 0 on another host.
+    StdinRemote,
 }
 
 pub struct Job {
@@ -80,6 +110,17 @@ pub struct Job {
     read_buf: Vec<u8>,
     /// The `stats` and `stats_file` parameters.
     stats: (String, String),
+    /// The other hosts of a job across hosts.
+    hosts: Vec<RemoteHost>,
+    /// Line splitters for the output of remote ranks, by (rank, sink).
+    remote_out: HashMap<(u32, u8), LineSplitter>,
+    /// When every host must have started its ranks.
+    launch_deadline: Option<Instant>,
+    /// When helpers still there after their ranks ended are given up.
+    agents_deadline: Option<Instant>,
+    /// Rank 0 runs on host `.0` and reads our stdin; `.1` bytes sent to it
+    /// are not acknowledged yet.
+    remote_stdin: Option<(usize, usize)>,
 }
 
 impl Job {
@@ -94,8 +135,45 @@ impl Job {
         let signals = SignalQueue::open().map_err(|e| fail("cannot set up signal handling", e))?;
         supervise::become_subreaper();
         let secret = encode_secret(&random_secret());
-        let service = KvService::bind(config.ranks, secret.clone())
-            .map_err(|e| fail("cannot listen on 127.0.0.1", e))?;
+        let settings = job_settings(&config).map_err(|msg| {
+            eprintln!("tandem: {msg}");
+            2
+        })?;
+        let local_ranks: Vec<u32> = match &config.multi {
+            None => (0..config.ranks).collect(),
+            Some(m) => m.local_ranks.clone(),
+        };
+        let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        // The service listens on loopback for this host's ranks, and on the
+        // interfaces that may reach the other hosts (best first).
+        let mut ips = vec![loopback];
+        let mut node_addr = None;
+        if config.multi.is_some() {
+            let usable = tandem::transport::tcp::usable_interfaces(
+                &tandem::transport::tcp::interfaces(),
+                settings.text("tcp_if_include"),
+                settings.text("tcp_if_exclude"),
+            )
+            .map_err(|msg| {
+                eprintln!("tandem: {msg}");
+                2
+            })?;
+            if usable.is_empty() {
+                eprintln!(
+                    "tandem: no network interface for a job across hosts (tcp_if_include '{}', tcp_if_exclude '{}')",
+                    settings.text("tcp_if_include"),
+                    settings.text("tcp_if_exclude")
+                );
+                return Err(1);
+            }
+            node_addr = Some(usable[0].addr.to_string());
+            ips.extend(usable.iter().map(|i| IpAddr::V4(i.addr)));
+            if local_ranks.is_empty() {
+                ips.remove(0);
+            }
+        }
+        let service = KvService::bind(config.ranks, secret.clone(), &ips)
+            .map_err(|e| fail("cannot start the job's service", e))?;
         // Three pipes and a socket per rank may exceed the default 1024.
         config.command.original_fd_limit = sys::raise_fd_limit(4 * u64::from(config.ranks) + 256);
         let job_id = format!(
@@ -103,18 +181,39 @@ impl Job {
             std::process::id(),
             &encode_secret(&random_secret())[..8]
         );
+        let hosts_total = match &config.multi {
+            None => 1,
+            Some(m) => m.remote.len() as u32 + u32::from(!m.local_ranks.is_empty()),
+        };
+        // What remote helpers get: the parameters and exported variables
+        // (their own environment may be a login shell's on another machine).
+        let mut remote_env: Vec<(String, String)> = Vec::new();
+        if let Some(m) = &config.multi {
+            for (k, v) in parameters::parameter_vars() {
+                if let Ok(v) = v {
+                    remote_env.push((k, v));
+                }
+            }
+            remote_env.extend(config.command.env.iter().cloned());
+            remote_env.extend(m.export.iter().cloned());
+        }
         config.command.env.extend([
             (job_env::SIZE.to_string(), config.ranks.to_string()),
-            (job_env::LOCAL_SIZE.to_string(), config.ranks.to_string()),
-            (job_env::ADDR.to_string(), service.addr().to_string()),
-            (job_env::SECRET.to_string(), secret),
-            (job_env::ID.to_string(), job_id),
+            (
+                job_env::LOCAL_SIZE.to_string(),
+                local_ranks.len().to_string(),
+            ),
+            (job_env::ADDR.to_string(), service.addrs()[0].to_string()),
+            (job_env::SECRET.to_string(), secret.clone()),
+            (job_env::ID.to_string(), job_id.clone()),
         ]);
-        let settings = job_settings(&config).map_err(|msg| {
-            eprintln!("tandem: {msg}");
-            2
-        })?;
-        let host = shared_memory(&config, &settings).map_err(|msg| {
+        if let Some(addr) = &node_addr {
+            config.command.env.extend([
+                (job_env::HOSTS.to_string(), hosts_total.to_string()),
+                (job_env::NODE_ADDR.to_string(), addr.clone()),
+            ]);
+        }
+        let host = shared_memory(local_ranks.len() as u32, &settings).map_err(|msg| {
             eprintln!("tandem: {msg}");
             1
         })?;
@@ -137,9 +236,14 @@ impl Job {
             read_buf: vec![0u8; 64 * 1024],
             stats,
             config,
+            hosts: Vec::new(),
+            remote_out: HashMap::new(),
+            launch_deadline: None,
+            agents_deadline: None,
+            remote_stdin: None,
         };
-        for rank in 0..job.config.ranks {
-            if let Err((msg, code)) = job.spawn(rank, host.as_ref()) {
+        for (local, &rank) in local_ranks.iter().enumerate() {
+            if let Err((msg, code)) = job.spawn(rank, local as u32, host.as_ref()) {
                 eprintln!("{msg}");
                 if job.ranks.is_empty() {
                     return Err(code);
@@ -150,14 +254,95 @@ impl Job {
         }
         // Every rank has its copies of the host's descriptors now.
         drop(host);
+        if matches!(job.phase, Phase::Running) {
+            // The service's first address is loopback, for this host's ranks.
+            let skip = usize::from(!local_ranks.is_empty());
+            let masters: Vec<String> = job
+                .service
+                .addrs()
+                .iter()
+                .skip(skip)
+                .map(|a| a.to_string())
+                .collect();
+            let connect_timeout_ms = settings.uint("connect_timeout_ms");
+            job.start_hosts(&HostJob {
+                size: job.config.ranks,
+                hosts: hosts_total,
+                id: &job_id,
+                secret: &secret,
+                connect_timeout_ms,
+                masters: &masters,
+                ranks: &[],
+                program: &job.config.command.program.clone(),
+                args: &job.config.command.args.clone(),
+                env: &remote_env,
+                stdin: stdin_feed::stdin_is_worth_reading(),
+            });
+        }
         Ok(job)
     }
 
-    fn spawn(&mut self, rank: u32, host: Option<&HostResources>) -> Result<(), (String, i32)> {
+    /// Starts the agent of every remote host.
+    fn start_hosts(&mut self, template: &HostJob) {
+        let Some(multi) = self.config.multi.take() else {
+            return;
+        };
+        for (name, ranks) in &multi.remote {
+            let remote_cmd = [
+                multi.tandem_path.clone(),
+                OsString::from("_host"),
+                OsString::from(name),
+            ];
+            let argv = remote::agent_argv(&multi.agent, name, &remote_cmd);
+            let job = HostJob { ranks, ..*template }.encode();
+            match RemoteHost::start(name, ranks.clone(), &argv, job) {
+                Ok(h) => {
+                    let index = self.hosts.len();
+                    if template.stdin && ranks.contains(&0) {
+                        self.remote_stdin = Some((index, 0));
+                    }
+                    for &rank in ranks {
+                        self.ranks.push(RankProcess {
+                            rank,
+                            pid: 0,
+                            running: true,
+                            host: Some(index),
+                        });
+                    }
+                    self.hosts.push(h);
+                }
+                Err(e) => {
+                    eprintln!(
+                        "tandem: host {name}: cannot start the agent '{}': {}",
+                        argv[0].to_string_lossy(),
+                        os_error_text(&e)
+                    );
+                    self.begin_stop(
+                        if e.kind() == io::ErrorKind::NotFound {
+                            127
+                        } else {
+                            1
+                        },
+                        libc::SIGTERM,
+                    );
+                    break;
+                }
+            }
+        }
+        self.launch_deadline = Some(Instant::now() + multi.launch_timeout);
+        self.config.multi = Some(multi);
+    }
+
+    fn spawn(
+        &mut self,
+        rank: u32,
+        local: u32,
+        host: Option<&HostResources>,
+    ) -> Result<(), (String, i32)> {
         let cmd = &self.config.command;
         let mut rank_env = vec![(job_env::RANK.to_string(), rank.to_string())];
         if let Some(h) = host {
-            rank_env.extend(h.env(rank));
+            rank_env.extend(h.env(local));
         }
         let spawned = supervise::spawn_rank(cmd, &rank_env, rank == 0)
             .map_err(|e| spawn_error(rank, &cmd.program, &e))?;
@@ -165,6 +350,7 @@ impl Job {
             rank,
             pid: spawned.pid,
             running: true,
+            host: None,
         });
         let tag = self.config.tag_output;
         for (sink, pipe) in [
@@ -190,8 +376,17 @@ impl Job {
         loop {
             let now = Instant::now();
             self.on_timers(now);
-            if self.abandoned || self.ranks.iter().all(|r| !r.running) {
+            if self.abandoned {
                 break;
+            }
+            if self.ranks.iter().all(|r| !r.running) {
+                if self.hosts.iter().all(|h| !h.agent_running) {
+                    break;
+                }
+                // The helpers report `done` and leave; give them a moment.
+                if self.agents_deadline.is_none() {
+                    self.agents_deadline = Some(now + AGENT_GRACE);
+                }
             }
             let (mut fds, tokens) = self.poll_set();
             let timeout = self
@@ -244,6 +439,19 @@ impl Job {
         if let Some(fd) = self.stdin.sink_fd() {
             add(fd, libc::POLLOUT, Token::StdinSink);
         }
+        if let Some((_, in_flight)) = self.remote_stdin {
+            if in_flight < STDIN_WINDOW {
+                add(libc::STDIN_FILENO, libc::POLLIN, Token::StdinRemote);
+            }
+        }
+        let mut pipes = Vec::new();
+        for (i, h) in self.hosts.iter().enumerate() {
+            pipes.clear();
+            h.interest(&mut pipes);
+            for &(fd, events, pipe) in &pipes {
+                add(fd, events, Token::Host(i, pipe));
+            }
+        }
         add(self.signals.fd(), libc::POLLIN, Token::Signals);
         (fds, tokens)
     }
@@ -258,6 +466,13 @@ impl Job {
             Token::Output(i) => self.outputs[i].forward(&mut self.read_buf, 4),
             Token::StdinSource => self.stdin.on_source_ready(),
             Token::StdinSink => self.stdin.on_sink_ready(),
+            Token::Host(i, Pipe::In) => self.hosts[i].flush(),
+            Token::Host(i, Pipe::Out) => {
+                let events = self.hosts[i].read_out(&mut self.read_buf, 4);
+                self.on_host_events(i, events);
+            }
+            Token::Host(i, Pipe::Err) => self.hosts[i].read_err(&mut self.read_buf, 4),
+            Token::StdinRemote => self.forward_stdin(),
             Token::Signals => {
                 for signal in self.signals.drain() {
                     if signal == libc::SIGCHLD {
@@ -272,7 +487,10 @@ impl Job {
 
     fn next_deadline(&self) -> Option<Instant> {
         let phase_deadline = match self.phase {
-            Phase::Running => self.timeout_at,
+            Phase::Running => [self.timeout_at, self.launch_deadline]
+                .into_iter()
+                .flatten()
+                .min(),
             Phase::Stopping {
                 kill_at,
                 killed: false,
@@ -280,20 +498,49 @@ impl Job {
             } => Some(kill_at),
             Phase::Stopping { give_up_at, .. } => give_up_at,
         };
-        [phase_deadline, self.service.next_deadline()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            phase_deadline,
+            self.service.next_deadline(),
+            self.agents_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn on_timers(&mut self, now: Instant) {
         self.service.expire(now);
+        if self.agents_deadline.is_some_and(|t| t <= now) {
+            // Helpers whose ranks have all ended but that do not leave: the
+            // end of the job kills them (kill_leftovers).
+            self.abandoned = true;
+        }
         match self.phase {
             Phase::Running => {
                 if self.timeout_at.is_some_and(|t| t <= now) {
                     let secs = self.config.timeout.unwrap_or_default();
                     eprintln!("tandem: job exceeded the timeout of {secs} s");
                     self.begin_stop(TIMEOUT_STATUS, libc::SIGTERM);
+                } else if self.launch_deadline.is_some_and(|t| t <= now) {
+                    self.launch_deadline = None;
+                    let secs = self
+                        .config
+                        .multi
+                        .as_ref()
+                        .map_or(0.0, |m| m.launch_timeout.as_secs_f64());
+                    let late: Vec<usize> = (0..self.hosts.len())
+                        .filter(|&i| !self.hosts[i].ready && self.hosts[i].agent_running)
+                        .collect();
+                    for &i in &late {
+                        let h = &self.hosts[i];
+                        eprintln!(
+                            "tandem: host {} did not start its ranks within {secs} s (agent: {})",
+                            h.name, h.shown
+                        );
+                    }
+                    if !late.is_empty() {
+                        self.begin_stop(1, libc::SIGTERM);
+                    }
                 }
             }
             Phase::Stopping {
@@ -302,6 +549,11 @@ impl Job {
                 ..
             } if kill_at <= now => {
                 self.signal_running(libc::SIGKILL);
+                // A helper whose stdin closes kills whatever is left of its
+                // ranks and leaves.
+                for h in &mut self.hosts {
+                    h.close_input();
+                }
                 if let Phase::Stopping {
                     killed, give_up_at, ..
                 } = &mut self.phase
@@ -318,7 +570,10 @@ impl Job {
                     .ranks
                     .iter()
                     .filter(|r| r.running)
-                    .map(|r| format!("{} (pid {})", r.rank, r.pid))
+                    .map(|r| match r.host {
+                        None => format!("{} (pid {})", r.rank, r.pid),
+                        Some(h) => format!("{} (on {})", r.rank, self.hosts[h].name),
+                    })
                     .collect();
                 eprintln!(
                     "tandem: rank(s) {} did not end after SIGKILL; giving up on them",
@@ -333,7 +588,21 @@ impl Job {
     /// Reaps every child that has ended and judges the ranks among them.
     fn collect_exits(&mut self) {
         while let Some((pid, how)) = supervise::peek_exited_child() {
-            let Some(i) = self.ranks.iter().position(|r| r.running && r.pid == pid) else {
+            if let Some(h) = self
+                .hosts
+                .iter()
+                .position(|h| h.agent_running && h.pid == pid)
+            {
+                sys::signal_group(pid, libc::SIGKILL);
+                supervise::reap(pid);
+                self.on_agent_exit(h, how);
+                continue;
+            }
+            let Some(i) = self
+                .ranks
+                .iter()
+                .position(|r| r.running && r.host.is_none() && r.pid == pid)
+            else {
                 supervise::reap(pid); // an orphan we adopted as subreaper
                 continue;
             };
@@ -350,12 +619,175 @@ impl Job {
             if rank == 0 {
                 self.stdin.close();
             }
-            if matches!(self.phase, Phase::Running) {
-                if let Some((what, code)) = self.failure(rank, how) {
-                    eprintln!("tandem: rank {rank} (pid {pid}) {what}");
-                    self.begin_stop(code, libc::SIGTERM);
+            self.judge(rank, &format!("(pid {pid})"), how);
+        }
+    }
+
+    /// Passes a chunk of our stdin to the host of rank 0 (at most
+    /// [`STDIN_WINDOW`] bytes unacknowledged, so a rank that does not read
+    /// holds our stdin back instead of filling anyone's memory).
+    fn forward_stdin(&mut self) {
+        let Some((h, in_flight)) = self.remote_stdin else {
+            return;
+        };
+        let room = STDIN_WINDOW
+            .saturating_sub(in_flight)
+            .min(self.read_buf.len());
+        // Our stdin stays blocking (it is shared); poll said it is readable.
+        match sys::read_fd(libc::STDIN_FILENO, &mut self.read_buf[..room]) {
+            Ok(sys::ReadOutcome::Data(n)) => {
+                self.hosts[h].send(encode(&["in"], &self.read_buf[..n]));
+                self.remote_stdin = Some((h, in_flight + n));
+            }
+            Ok(sys::ReadOutcome::WouldBlock) => {}
+            Ok(sys::ReadOutcome::Eof) | Err(_) => self.close_remote_stdin(),
+        }
+    }
+
+    /// Gives a remote rank 0 the end of its input.
+    fn close_remote_stdin(&mut self) {
+        if let Some((h, _)) = self.remote_stdin.take() {
+            self.hosts[h].send(encode(&["in"], b""));
+        }
+    }
+
+    /// Ends the job if `how` a rank ended is a failure.
+    fn judge(&mut self, rank: u32, whom: &str, how: Termination) {
+        if matches!(self.phase, Phase::Running) {
+            if let Some((what, code)) = self.failure(rank, how) {
+                eprintln!("tandem: rank {rank} {whom} {what}");
+                self.begin_stop(code, libc::SIGTERM);
+            }
+        }
+    }
+
+    /// What a helper reported.
+    fn on_host_events(&mut self, h: usize, events: Vec<HostEvent>) {
+        for event in events {
+            match event {
+                HostEvent::Pid(rank, pid) => {
+                    if let Some(r) = self.ranks.iter_mut().find(|r| r.rank == rank) {
+                        r.pid = pid;
+                    }
+                }
+                HostEvent::Output(rank, sink, data) => {
+                    let tag = self.config.tag_output;
+                    let key = (rank, sink as u8);
+                    let lines = self
+                        .remote_out
+                        .entry(key)
+                        .or_insert_with(|| LineSplitter::new(rank, tag));
+                    let mut out = Vec::new();
+                    lines.push(&data, &mut out);
+                    sink.write(&out);
+                }
+                HostEvent::Exit(rank, how) => {
+                    let Some(i) = self.ranks.iter().position(|r| r.rank == rank && r.running)
+                    else {
+                        continue;
+                    };
+                    self.ranks[i].running = false;
+                    if rank == 0 {
+                        self.close_remote_stdin();
+                    }
+                    self.flush_remote_output(rank);
+                    let whom = format!("(pid {} on {})", self.ranks[i].pid, self.hosts[h].name);
+                    self.judge(rank, &whom, how);
+                }
+                HostEvent::Ack(n) => {
+                    if let Some((host, in_flight)) = &mut self.remote_stdin {
+                        if *host == h {
+                            *in_flight = in_flight.saturating_sub(n);
+                        }
+                    }
+                }
+                HostEvent::Ready => {
+                    self.hosts[h].ready = true;
+                    if self.hosts.iter().all(|h| h.ready) {
+                        self.launch_deadline = None;
+                    }
+                }
+                HostEvent::Fail(code, message) => {
+                    if matches!(self.phase, Phase::Running) {
+                        eprintln!("tandem: {message}");
+                    }
+                    self.host_lost(h);
+                    self.begin_stop(code.max(1), libc::SIGTERM);
+                }
+                HostEvent::Done => self.hosts[h].done = true,
+                HostEvent::Broken(why) => {
+                    if matches!(self.phase, Phase::Running) {
+                        let name = &self.hosts[h].name;
+                        eprintln!("tandem: host {name}: lost the helper: {why}");
+                    }
+                    self.hosts[h].close_input();
+                    self.host_lost(h);
+                    self.begin_stop(1, libc::SIGTERM);
                 }
             }
+        }
+    }
+
+    /// Every rank of host `h` that is not known to have ended is gone.
+    fn host_lost(&mut self, h: usize) -> Vec<u32> {
+        let mut lost = Vec::new();
+        for r in self
+            .ranks
+            .iter_mut()
+            .filter(|r| r.host == Some(h) && r.running)
+        {
+            r.running = false;
+            lost.push(r.rank);
+        }
+        for &rank in &lost {
+            self.flush_remote_output(rank);
+        }
+        lost
+    }
+
+    fn flush_remote_output(&mut self, rank: u32) {
+        for sink in [Sink::Stdout, Sink::Stderr] {
+            if let Some(mut lines) = self.remote_out.remove(&(rank, sink as u8)) {
+                let mut out = Vec::new();
+                lines.finish(&mut out);
+                sink.write(&out);
+            }
+        }
+    }
+
+    /// The agent of host `h` ended: what it still had to say first, then
+    /// its ranks that did not report their end are lost.
+    fn on_agent_exit(&mut self, h: usize, how: Termination) {
+        // Its output is complete now (unless something it left holds the
+        // pipe open: then what came so far).
+        for _ in 0..64 {
+            if !self.hosts[h].output_open() {
+                break;
+            }
+            let events = self.hosts[h].read_out(&mut self.read_buf, 64);
+            if events.is_empty() {
+                break;
+            }
+            self.on_host_events(h, events);
+        }
+        self.hosts[h].close(&mut self.read_buf);
+        self.hosts[h].agent_running = false;
+        let lost = self.host_lost(h);
+        if !lost.is_empty() && matches!(self.phase, Phase::Running) {
+            let host = &self.hosts[h];
+            let list: Vec<String> = lost.iter().map(u32::to_string).collect();
+            eprintln!(
+                "tandem: host {}: the agent ({}) {} while rank(s) {} were to run there",
+                host.name,
+                host.shown,
+                how.describe(),
+                list.join(", ")
+            );
+            let code = match how {
+                Termination::Exited(c) if c != 0 => c,
+                _ => 1,
+            };
+            self.begin_stop(code, libc::SIGTERM);
         }
     }
 
@@ -461,6 +893,7 @@ impl Job {
         // Closing the service tells ranks blocked in a request that the job is over.
         self.service.shutdown();
         self.stdin.close();
+        self.close_remote_stdin();
         self.phase = Phase::Stopping {
             exit_code,
             kill_at: Instant::now() + KILL_GRACE,
@@ -470,11 +903,20 @@ impl Job {
         };
     }
 
-    fn signal_running(&self, signal: libc::c_int) -> usize {
+    fn signal_running(&mut self, signal: libc::c_int) -> usize {
         let mut n = 0;
+        let mut hosts = vec![false; self.hosts.len()];
         for r in self.ranks.iter().filter(|r| r.running) {
-            sys::signal_group(r.pid, signal);
+            match r.host {
+                None => sys::signal_group(r.pid, signal),
+                Some(h) => hosts[h] = true,
+            }
             n += 1;
+        }
+        for (h, wanted) in hosts.into_iter().enumerate() {
+            if wanted {
+                self.hosts[h].signal(signal);
+            }
         }
         n
     }
@@ -483,6 +925,13 @@ impl Job {
         self.kill_leftovers();
         for out in &mut self.outputs {
             out.close(&mut self.read_buf);
+        }
+        let ranks: Vec<u32> = self.remote_out.keys().map(|k| k.0).collect();
+        for rank in ranks {
+            self.flush_remote_output(rank);
+        }
+        for h in &mut self.hosts {
+            h.close(&mut self.read_buf);
         }
         match self.phase {
             Phase::Running => {
@@ -515,15 +964,15 @@ fn job_settings(config: &JobConfig) -> Result<Settings, String> {
 
 /// The shared-memory segment and wake-up descriptors for this host's ranks,
 /// when the job's parameters ask for the shm transport.
-fn shared_memory(config: &JobConfig, settings: &Settings) -> Result<Option<HostResources>, String> {
+fn shared_memory(local_size: u32, settings: &Settings) -> Result<Option<HostResources>, String> {
     let wants_shm = settings
         .text("transports")
         .split(',')
         .any(|t| t.trim() == "shm");
-    if !wants_shm || config.ranks < 2 {
+    if !wants_shm || local_size < 2 {
         return Ok(None);
     }
-    let layout = Layout::from_settings(config.ranks, settings)?;
+    let layout = Layout::from_settings(local_size, settings)?;
     HostResources::create(layout)
         .map(Some)
         .map_err(|e| format!("cannot create the shared-memory segment: {e}"))
@@ -561,7 +1010,7 @@ fn report_counters(service: &KvService, ranks: u32, mode: &str, file: &str) {
 /// A message and exit status for a rank that could not be started: 127 or
 /// 126 for a program that cannot be found or executed (as a shell uses
 /// them), 1 for a lack of resources.
-fn spawn_error(rank: u32, program: &OsStr, e: &io::Error) -> (String, i32) {
+pub(super) fn spawn_error(rank: u32, program: &OsStr, e: &io::Error) -> (String, i32) {
     let name = program.to_string_lossy();
     match (e.kind(), e.raw_os_error()) {
         (io::ErrorKind::NotFound, _) if !program.as_bytes().contains(&b'/') => {
@@ -585,7 +1034,7 @@ fn spawn_error(rank: u32, program: &OsStr, e: &io::Error) -> (String, i32) {
 }
 
 /// An error's text without std's " (os error N)" suffix.
-fn os_error_text(e: &io::Error) -> String {
+pub(super) fn os_error_text(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error ") {
         Some(i) => text[..i].to_string(),

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -33,12 +33,27 @@ const MAX_UNSENT_OUTPUT: usize = 16 << 20;
 /// One request, parsed.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request<'a> {
-    Hello { secret: &'a str, rank: u32 },
-    Put { key: &'a str, value: &'a str },
-    Get { key: &'a str },
+    Hello {
+        secret: &'a str,
+        rank: u32,
+    },
+    /// A per-host helper checking that this is its job's master.
+    Ping {
+        secret: &'a str,
+    },
+    Put {
+        key: &'a str,
+        value: &'a str,
+    },
+    Get {
+        key: &'a str,
+    },
     Fence,
     Finalize,
-    Abort { code: i32, message: &'a str },
+    Abort {
+        code: i32,
+        message: &'a str,
+    },
 }
 
 /// Parses one line (without its newline); `None` if it is malformed.
@@ -53,6 +68,7 @@ pub fn parse_request(line: &str) -> Option<Request<'_>> {
             secret,
             rank: parse_rank(rank)?,
         }),
+        ("PING", [secret]) => Some(Request::Ping { secret }),
         ("PUT", [key, value]) if is_token(key) && is_token(value) => {
             Some(Request::Put { key, value })
         }
@@ -92,7 +108,7 @@ pub struct AbortRequest {
 /// Which of the service's descriptors became ready.
 #[derive(Clone, Copy, Debug)]
 pub enum Token {
-    Listener,
+    Listener(usize),
     Conn(u64),
 }
 
@@ -126,8 +142,9 @@ enum Step {
 
 /// The service: listener, connections, the shared map and fence state.
 pub struct KvService {
-    listener: Option<TcpListener>,
-    addr: SocketAddr,
+    /// Empty once the service is shut down.
+    listeners: Vec<TcpListener>,
+    addrs: Vec<SocketAddr>,
     secret_hex: String,
     size: u32,
     conns: BTreeMap<u64, Conn>,
@@ -141,14 +158,21 @@ pub struct KvService {
 }
 
 impl KvService {
-    /// Listens on a free loopback port for a job of `size` ranks.
-    pub fn bind(size: u32, secret_hex: String) -> io::Result<KvService> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        listener.set_nonblocking(true)?;
-        let addr = listener.local_addr()?;
+    /// Listens on a free port of each address in `ips` (loopback alone for
+    /// a single-host job) for a job of `size` ranks.
+    pub fn bind(size: u32, secret_hex: String, ips: &[IpAddr]) -> io::Result<KvService> {
+        let mut listeners = Vec::new();
+        let mut addrs = Vec::new();
+        for ip in ips {
+            let listener = TcpListener::bind((*ip, 0))
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {ip}: {e}")))?;
+            listener.set_nonblocking(true)?;
+            addrs.push(listener.local_addr()?);
+            listeners.push(listener);
+        }
         Ok(KvService {
-            listener: Some(listener),
-            addr,
+            listeners,
+            addrs,
             secret_hex,
             size,
             conns: BTreeMap::new(),
@@ -167,9 +191,9 @@ impl KvService {
         self.store.get(key).map(String::as_str)
     }
 
-    /// The address ranks connect to.
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
+    /// The addresses ranks connect to, in the order of `bind`'s `ips`.
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
     }
 
     pub fn said_hello(&self, rank: u32) -> bool {
@@ -187,9 +211,9 @@ impl KvService {
 
     /// Descriptors to poll, with their events.
     pub fn interest(&self, out: &mut Vec<(RawFd, libc::c_short, Token)>) {
-        if let Some(l) = &self.listener {
-            if self.handshakes() < MAX_HANDSHAKES && self.accept_paused_until.is_none() {
-                out.push((l.as_raw_fd(), libc::POLLIN, Token::Listener));
+        if self.handshakes() < MAX_HANDSHAKES && self.accept_paused_until.is_none() {
+            for (i, l) in self.listeners.iter().enumerate() {
+                out.push((l.as_raw_fd(), libc::POLLIN, Token::Listener(i)));
             }
         }
         for (&id, c) in &self.conns {
@@ -204,8 +228,8 @@ impl KvService {
     /// Handles readiness of one descriptor; returns a rank's ABORT request.
     pub fn on_ready(&mut self, token: Token, revents: libc::c_short) -> Option<AbortRequest> {
         match token {
-            Token::Listener => {
-                self.accept_all();
+            Token::Listener(i) => {
+                self.accept_all(i);
                 None
             }
             Token::Conn(id) => {
@@ -256,7 +280,7 @@ impl KvService {
 
     /// Closes the listener and every connection: ranks see the job ending.
     pub fn shutdown(&mut self) {
-        self.listener = None;
+        self.listeners.clear();
         self.conns.clear();
         self.ranks_in_fence = 0;
     }
@@ -268,9 +292,9 @@ impl KvService {
             .count()
     }
 
-    fn accept_all(&mut self) {
+    fn accept_all(&mut self, index: usize) {
         while self.handshakes() < MAX_HANDSHAKES {
-            let Some(listener) = &self.listener else {
+            let Some(listener) = self.listeners.get(index) else {
                 return;
             };
             let stream = match listener.accept() {
@@ -403,6 +427,13 @@ impl KvService {
                 );
                 return Step::Reply("OK".into());
             }
+            (ConnState::AwaitingHello { .. }, Request::Ping { secret }) => {
+                return if secrets_equal(secret.as_bytes(), self.secret_hex.as_bytes()) {
+                    Step::Reply("PONG".into())
+                } else {
+                    Step::Close
+                };
+            }
             (ConnState::AwaitingHello { .. }, _)
             | (ConnState::Rank { .. }, Request::Hello { .. }) => {
                 return Step::Close;
@@ -444,7 +475,7 @@ impl KvService {
                     .map(|c| if c.is_control() { '?' } else { c })
                     .collect(),
             }),
-            Request::Hello { .. } => Step::Close,
+            Request::Hello { .. } | Request::Ping { .. } => Step::Close,
         }
     }
 
@@ -542,6 +573,10 @@ mod tests {
         );
         assert_eq!(parse_request("GET k"), Some(Request::Get { key: "k" }));
         assert_eq!(parse_request("FENCE"), Some(Request::Fence));
+        assert_eq!(
+            parse_request("PING ab"),
+            Some(Request::Ping { secret: "ab" })
+        );
         assert_eq!(parse_request("FINALIZE"), Some(Request::Finalize));
         assert_eq!(
             parse_request("ABORT 3 it went  wrong"),

@@ -1,47 +1,134 @@
-//! `tandem run`: starts the ranks of a job on this machine and is the job's
-//! master — it serves the key-value/fence protocol of `tandem::bootstrap`,
-//! forwards output and stdin, and ends the whole job when any part of it
-//! fails.
+//! `tandem run`: starts the ranks of a job and is the job's master — it
+//! serves the key-value/fence protocol of `tandem::bootstrap`, forwards
+//! output and stdin, and ends the whole job when any part of it fails.
+//!
+//! Ranks on this host are started directly. With a host list (`--host`,
+//! `--hostfile`) ranks on other hosts are started through an agent (`ssh`
+//! by default), one call per host, which runs the per-host helper
+//! `tandem _host` there (`hostd`).
 
+mod channel;
+mod hostd;
+mod hosts;
 mod job;
 mod kv_service;
 mod output;
+mod remote;
 mod signals;
 mod stdin_feed;
 mod supervise;
 
 use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::parameters;
-use job::{Job, JobConfig};
+use hosts::{HostSlots, MapBy};
+use job::{Job, JobConfig, MultiHost};
 use supervise::RankCommand;
+
+pub use hostd::main as host_main;
+pub use remote::DEFAULT_AGENT;
 
 /// What `tandem run` was asked to do.
 pub struct RunOptions {
-    pub ranks: u32,
+    /// `None`: as many as the hosts have slots (a host list is required).
+    pub ranks: Option<u32>,
     pub set: Vec<String>,
     pub tag_output: bool,
     pub timeout: Option<f64>,
     pub program: OsString,
     pub args: Vec<OsString>,
+    /// `--host` lists (repeatable, joined).
+    pub hosts: Vec<String>,
+    pub hostfile: Option<PathBuf>,
+    pub map_by: Option<String>,
+    pub agent: Option<String>,
+    /// `-x NAME[=VALUE]`: variables for every rank.
+    pub export: Vec<String>,
+    pub launch_timeout: Option<f64>,
+    /// The tandem executable on the other hosts (default: this one's path).
+    pub remote_tandem: Option<OsString>,
 }
 
 /// Runs the job; returns the launcher's exit status.
 pub fn run(opts: RunOptions) -> i32 {
-    // Catch every parameter mistake before anything starts.
-    if let Err(msg) = parameters::settings_from_env() {
-        eprintln!("tandem: {msg}");
-        return 2;
-    }
-    let param_env = match parameters::parse_set_items(&opts.set) {
-        Ok(vars) => vars,
-        Err(msg) => {
+    match prepare(opts) {
+        Ok(config) => match Job::start(config) {
+            Ok(job) => job.run(),
+            Err(code) => code,
+        },
+        Err((msg, code)) => {
             eprintln!("tandem: {msg}");
-            return 2;
+            code
+        }
+    }
+}
+
+/// Checks the options and works out where every rank goes.
+fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
+    let usage = |msg: String| (msg, 2);
+    // Catch every parameter mistake before anything starts.
+    parameters::settings_from_env().map_err(usage)?;
+    let mut param_env = parameters::parse_set_items(&opts.set).map_err(usage)?;
+    let export = parse_exports(&opts.export).map_err(usage)?;
+    param_env.extend(export.iter().cloned());
+    let host_list = host_list(&opts).map_err(usage)?;
+    let map_by = MapBy::parse(opts.map_by.as_deref().unwrap_or("slot")).map_err(usage)?;
+    let (ranks, multi) = match host_list {
+        None => {
+            let n = opts.ranks.ok_or_else(|| {
+                usage(
+                    "give the number of ranks with -n N (or hosts with --host / --hostfile)".into(),
+                )
+            })?;
+            (n, None)
+        }
+        Some(list) => {
+            let placed = hosts::place(&list, opts.ranks, map_by).map_err(usage)?;
+            let total: u32 = placed.iter().map(|p| p.len() as u32).sum();
+            let mut local_ranks = Vec::new();
+            let mut remote = Vec::new();
+            for (h, ranks) in list.iter().zip(placed) {
+                if ranks.is_empty() {
+                    continue;
+                }
+                if hosts::is_local(&h.name) {
+                    local_ranks.extend(ranks);
+                } else {
+                    remote.push((h.name.clone(), ranks));
+                }
+            }
+            local_ranks.sort_unstable();
+            if remote.is_empty() {
+                // Every rank is here: exactly the single-host job.
+                (total, None)
+            } else {
+                let agent = remote::split_words(opts.agent.as_deref().unwrap_or(DEFAULT_AGENT))
+                    .map_err(usage)?;
+                let tandem_path = match opts.remote_tandem.clone() {
+                    Some(p) => p,
+                    None => std::env::current_exe()
+                        .map_err(|e| (format!("cannot find the tandem executable: {e}"), 1))?
+                        .into_os_string(),
+                };
+                let launch_timeout = Duration::from_secs_f64(opts.launch_timeout.unwrap_or(60.0));
+                (
+                    total,
+                    Some(MultiHost {
+                        local_ranks,
+                        remote,
+                        agent,
+                        tandem_path,
+                        export: export.clone(),
+                        launch_timeout,
+                    }),
+                )
+            }
         }
     };
-    let config = JobConfig {
-        ranks: opts.ranks,
+    Ok(JobConfig {
+        ranks,
         tag_output: opts.tag_output,
         timeout: opts.timeout,
         command: RankCommand {
@@ -54,9 +141,58 @@ pub fn run(opts: RunOptions) -> i32 {
                 .collect(),
             original_fd_limit: None,
         },
-    };
-    match Job::start(config) {
-        Ok(job) => job.run(),
-        Err(code) => code,
+        multi,
+    })
+}
+
+/// The hosts of `--host` and `--hostfile`, if any were given.
+fn host_list(opts: &RunOptions) -> Result<Option<Vec<HostSlots>>, String> {
+    let mut list: Vec<HostSlots> = Vec::new();
+    for h in &opts.hosts {
+        list.extend(hosts::parse_host_list(h)?);
     }
+    if let Some(path) = &opts.hostfile {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the host file {}: {e}", path.display()))?;
+        list.extend(hosts::parse_hostfile(&text, &path.display().to_string())?);
+    }
+    if list.is_empty() {
+        return Ok(None);
+    }
+    // Repeated hosts (in --host and the file) add up.
+    let mut merged: Vec<HostSlots> = Vec::new();
+    for h in list {
+        match merged.iter_mut().find(|m| m.name == h.name) {
+            Some(m) => m.slots = m.slots.saturating_add(h.slots),
+            None => merged.push(h),
+        }
+    }
+    Ok(Some(merged))
+}
+
+/// `-x NAME=VALUE` or `-x NAME` (the value of NAME here).
+fn parse_exports(items: &[String]) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for item in items {
+        let (name, value) = match item.split_once('=') {
+            Some((n, v)) => (n.to_string(), v.to_string()),
+            None => match std::env::var(item) {
+                Ok(v) => (item.clone(), v),
+                Err(_) => continue, // not set here: nothing to pass on
+            },
+        };
+        let valid = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !valid {
+            return Err(format!("-x: '{name}' is not a variable name"));
+        }
+        if name.starts_with(tandem::params::ENV_PREFIX) {
+            return Err(format!(
+                "-x: {name}: set parameters with --set (or TANDEM_* in the environment, which is passed on)"
+            ));
+        }
+        out.push((name, value));
+    }
+    Ok(out)
 }

@@ -17,6 +17,15 @@ pub enum Sink {
 }
 
 impl Sink {
+    /// The sink for stream 1 (stdout) or 2 (stderr).
+    pub fn from_number(n: u32) -> Option<Sink> {
+        match n {
+            1 => Some(Sink::Stdout),
+            2 => Some(Sink::Stderr),
+            _ => None,
+        }
+    }
+
     fn fd(self) -> RawFd {
         match self {
             Sink::Stdout => libc::STDOUT_FILENO,
@@ -47,6 +56,14 @@ impl LineSplitter {
     pub fn new(rank: u32, tag: bool) -> LineSplitter {
         LineSplitter {
             prefix: tag.then(|| format!("[{rank}] ").into_bytes()),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Lines that all start with `prefix` (and always end with a newline).
+    pub fn with_prefix(prefix: &str) -> LineSplitter {
+        LineSplitter {
+            prefix: Some(prefix.as_bytes().to_vec()),
             pending: Vec::new(),
         }
     }

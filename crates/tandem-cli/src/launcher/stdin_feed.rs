@@ -93,7 +93,7 @@ impl StdinFeed {
 /// False when there is nothing to forward: stdin is closed, is /dev/null, or
 /// is a terminal this job does not own (reading it from the background would
 /// stop the launcher with SIGTTIN).
-fn stdin_is_worth_reading() -> bool {
+pub fn stdin_is_worth_reading() -> bool {
     // SAFETY: `st` is plain data that fstat fills in on success.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is valid for writes.

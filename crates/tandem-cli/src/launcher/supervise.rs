@@ -59,7 +59,7 @@ pub fn spawn_rank(
     // async-signal-safe system calls (sigprocmask, prctl, getppid,
     // setrlimit); it neither allocates nor takes locks.
     unsafe {
-        command.pre_exec(move || prepare_child(launcher_pid, fd_limit));
+        command.pre_exec(move || prepare_child(launcher_pid, fd_limit, libc::SIGKILL));
     }
     let mut child = command.spawn()?;
     let spawned = SpawnedRank {
@@ -73,9 +73,50 @@ pub fn spawn_rank(
     Ok(spawned)
 }
 
+/// A started agent (`ssh HOST tandem _host ...`): its pid (and process
+/// group) and our ends of its stdin, stdout and stderr.
+pub struct SpawnedAgent {
+    pub pid: libc::pid_t,
+    pub stdin: OwnedFd,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+/// Starts an agent command in its own process group. It gets SIGTERM if the
+/// launcher dies (ssh then closes the remote helper's stdin, which makes the
+/// helper kill its ranks; a helper started directly handles SIGTERM itself).
+pub fn spawn_agent(argv: &[OsString]) -> io::Result<SpawnedAgent> {
+    let mut command = Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let launcher_pid = std::process::id() as libc::pid_t;
+    // SAFETY: as in `spawn_rank`: only async-signal-safe calls before exec.
+    unsafe {
+        command.pre_exec(move || prepare_child(launcher_pid, None, libc::SIGTERM));
+    }
+    let mut child = command.spawn()?;
+    let spawned = SpawnedAgent {
+        pid: child.id() as libc::pid_t,
+        stdin: OwnedFd::from(child.stdin.take().expect("stdin is piped")),
+        stdout: OwnedFd::from(child.stdout.take().expect("stdout is piped")),
+        stderr: OwnedFd::from(child.stderr.take().expect("stderr is piped")),
+    };
+    drop(child);
+    Ok(spawned)
+}
+
 /// Runs in the child between fork and exec: undoes what the launcher
-/// changed for itself, and ties the child's life to the launcher's.
-fn prepare_child(launcher_pid: libc::pid_t, fd_limit: Option<libc::rlimit>) -> io::Result<()> {
+/// changed for itself, and ties the child's life to the launcher's
+/// (`death_signal` when the launcher dies).
+fn prepare_child(
+    launcher_pid: libc::pid_t,
+    fd_limit: Option<libc::rlimit>,
+    death_signal: libc::c_int,
+) -> io::Result<()> {
     // The launcher blocks the signals it reads from its signalfd; a rank
     // must start with none blocked (std's Command does not reset the mask).
     // SAFETY: sigset_t is plain data; all-zero is a valid value.
@@ -88,9 +129,9 @@ fn prepare_child(launcher_pid: libc::pid_t, fd_limit: Option<libc::rlimit>) -> i
             return Err(io::Error::last_os_error());
         }
     }
-    let sigkill = libc::SIGKILL as libc::c_ulong;
+    let signal = death_signal as libc::c_ulong;
     // SAFETY: prctl(PR_SET_PDEATHSIG) only changes this process's attributes.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sigkill, 0, 0, 0) } != 0 {
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal, 0, 0, 0) } != 0 {
         return Err(io::Error::last_os_error());
     }
     // The launcher may have died before the prctl took effect; then nobody

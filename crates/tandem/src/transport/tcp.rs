@@ -14,7 +14,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,9 @@ pub struct TcpConfig {
     pub rank: u32,
     pub size: u32,
     pub secret: [u8; 32],
+    /// The address to listen on: loopback for single-host jobs, else the
+    /// interface that reaches the other hosts (see [`listen_ip`]).
+    pub listen_ip: IpAddr,
     /// Inclusive port range to listen on; `None` for any free port.
     pub port_range: Option<(u16, u16)>,
     pub sndbuf: usize,
@@ -124,6 +127,8 @@ enum RxState {
 struct Conn {
     fd: OwnedFd,
     peer: Option<u32>,
+    /// Where an outgoing connection goes (for error messages).
+    addr: Option<SocketAddr>,
     state: ConnState,
     deadline: Instant,
     hs: [u8; HELLO_LEN],
@@ -210,10 +215,184 @@ pub fn parse_port_range(text: &str) -> Result<Option<(u16, u16)>, String> {
     Ok(Some((lo, hi)))
 }
 
+/// The probable reason behind a failed connection, for error messages.
+pub fn likely_cause(e: &io::Error) -> &'static str {
+    if e.kind() == io::ErrorKind::TimedOut && e.raw_os_error().is_none() {
+        return "no answer: a firewall dropping packets, the host is down, or an address on an interface that does not reach this host (see tcp_if_include)";
+    }
+    match e.raw_os_error() {
+        Some(libc::ECONNREFUSED) => {
+            "nothing listens there: the process has ended, or a firewall rejects the port"
+        }
+        Some(libc::ETIMEDOUT) => {
+            "no answer: a firewall dropping packets, the host is down, or an address on an interface that does not reach this host (see tcp_if_include)"
+        }
+        Some(libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EADDRNOTAVAIL) => {
+            "no route from this host: the address is on an interface that does not reach it (see tcp_if_include / tcp_if_exclude)"
+        }
+        Some(libc::ECONNRESET | libc::EPIPE) => "the connection was reset by the other side",
+        _ => "check that the host is up and no firewall blocks the port",
+    }
+}
+
+/// A network interface address (IPv4, interface up).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interface {
+    pub name: String,
+    pub addr: Ipv4Addr,
+    pub loopback: bool,
+}
+
+/// The IPv4 addresses of this host's interfaces that are up.
+pub fn interfaces() -> Vec<Interface> {
+    let mut out = Vec::new();
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list we free below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return out;
+    }
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, not yet freed.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        let up = ifa.ifa_flags & libc::IFF_UP as libc::c_uint != 0;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() || !up {
+            continue;
+        }
+        // SAFETY: ifa_addr is non-null and points at a sockaddr of its family.
+        if i32::from(unsafe { (*ifa.ifa_addr).sa_family }) != libc::AF_INET {
+            continue;
+        }
+        // SAFETY: an AF_INET address is a sockaddr_in.
+        let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        out.push(Interface {
+            name: name.to_string_lossy().into_owned(),
+            addr: Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+            loopback: ifa.ifa_flags & libc::IFF_LOOPBACK as libc::c_uint != 0,
+        });
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    out
+}
+
+/// One item of `tcp_if_include` / `tcp_if_exclude`: an interface name
+/// (`eth0`, or a prefix with `*`: `eth*`) or an IPv4 network (`10.1.0.0/16`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum IfPattern {
+    Name(String),
+    Prefix(String),
+    Net(u32, u32),
+}
+
+impl IfPattern {
+    fn parse(item: &str, param: &str) -> Result<IfPattern, String> {
+        if let Some((net, bits)) = item.split_once('/') {
+            let net: Ipv4Addr = net.parse().map_err(|_| {
+                format!("{param}: '{item}' is not an IPv4 network (like 10.1.0.0/16)")
+            })?;
+            let bits: u32 = bits
+                .parse()
+                .ok()
+                .filter(|b| *b <= 32)
+                .ok_or_else(|| format!("{param}: '{item}' has a bad prefix length"))?;
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
+            return Ok(IfPattern::Net(u32::from(net) & mask, mask));
+        }
+        if let Ok(ip) = item.parse::<Ipv4Addr>() {
+            return Ok(IfPattern::Net(u32::from(ip), u32::MAX));
+        }
+        match item.strip_suffix('*') {
+            Some(p) => Ok(IfPattern::Prefix(p.to_string())),
+            None => Ok(IfPattern::Name(item.to_string())),
+        }
+    }
+
+    fn matches(&self, i: &Interface) -> bool {
+        match self {
+            IfPattern::Name(n) => &i.name == n,
+            IfPattern::Prefix(p) => i.name.starts_with(p.as_str()),
+            IfPattern::Net(net, mask) => u32::from(i.addr) & mask == *net,
+        }
+    }
+}
+
+fn parse_patterns(text: &str, param: &str) -> Result<Vec<IfPattern>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| IfPattern::parse(t, param))
+        .collect()
+}
+
+/// The interfaces a multi-host job may use, best first: those matching
+/// `include` (in its order) or, when it is empty, every interface but
+/// loopback; less those matching `exclude`.
+pub fn usable_interfaces(
+    all: &[Interface],
+    include: &str,
+    exclude: &str,
+) -> Result<Vec<Interface>, String> {
+    let inc = parse_patterns(include, "tcp_if_include")?;
+    let exc = parse_patterns(exclude, "tcp_if_exclude")?;
+    let mut out: Vec<Interface> = Vec::new();
+    if inc.is_empty() {
+        out.extend(all.iter().filter(|i| !i.loopback).cloned());
+    } else {
+        for p in &inc {
+            for i in all.iter().filter(|i| p.matches(i)) {
+                if !out.contains(i) {
+                    out.push(i.clone());
+                }
+            }
+        }
+    }
+    out.retain(|i| !exc.iter().any(|p| p.matches(i)));
+    Ok(out)
+}
+
+/// Where a rank's TCP transport listens: loopback when the job has one
+/// host; otherwise the interface `tcp_if_include` / `tcp_if_exclude` pick,
+/// preferring `hint` (the address this host reached the master from).
+pub fn listen_ip(
+    include: &str,
+    exclude: &str,
+    hosts: u32,
+    hint: Option<&str>,
+) -> Result<IpAddr, String> {
+    if hosts <= 1 {
+        return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    let all = interfaces();
+    let usable = usable_interfaces(&all, include, exclude)?;
+    let hint: Option<Ipv4Addr> = hint.and_then(|h| h.parse().ok());
+    if let Some(h) = hint.filter(|h| usable.iter().any(|i| i.addr == *h)) {
+        return Ok(IpAddr::V4(h));
+    }
+    usable
+        .first()
+        .map(|i| IpAddr::V4(i.addr))
+        .ok_or_else(|| {
+            let have: Vec<String> = all.iter().map(|i| format!("{} {}", i.name, i.addr)).collect();
+            format!(
+                "no network interface to listen on for a job across hosts (tcp_if_include '{include}', \
+                 tcp_if_exclude '{exclude}'; this host has: {})",
+                have.join(", ")
+            )
+        })
+}
+
 impl TcpTransport {
     /// Listens on loopback (single-host jobs never listen elsewhere).
     pub fn new(cfg: TcpConfig, resolver: Resolver) -> Result<TcpTransport, Error> {
-        let listener = Self::listen(cfg.port_range)?;
+        let listener = Self::listen(cfg.listen_ip, cfg.port_range)?;
         listener
             .set_nonblocking(true)
             .map_err(|e| Error::new(ErrorClass::Other, format!("tcp listener: {e}")))?;
@@ -258,23 +437,19 @@ impl TcpTransport {
         Ok(t)
     }
 
-    fn listen(range: Option<(u16, u16)>) -> Result<TcpListener, Error> {
+    fn listen(ip: IpAddr, range: Option<(u16, u16)>) -> Result<TcpListener, Error> {
         let Some((lo, hi)) = range else {
-            return TcpListener::bind("127.0.0.1:0").map_err(|e| {
-                Error::new(
-                    ErrorClass::Other,
-                    format!("cannot listen on 127.0.0.1: {e}"),
-                )
-            });
+            return TcpListener::bind((ip, 0))
+                .map_err(|e| Error::new(ErrorClass::Other, format!("cannot listen on {ip}: {e}")));
         };
         for port in lo..=hi {
-            if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+            if let Ok(l) = TcpListener::bind((ip, port)) {
                 return Ok(l);
             }
         }
         Err(Error::new(
             ErrorClass::Other,
-            format!("no free port in tcp_port_range {lo}-{hi} on 127.0.0.1"),
+            format!("no free port in tcp_port_range {lo}-{hi} on {ip}"),
         ))
     }
 
@@ -380,6 +555,7 @@ impl TcpTransport {
         let conn = Conn {
             fd,
             peer,
+            addr: None,
             state,
             deadline: Instant::now() + self.cfg.connect_timeout,
             hs: [0; HELLO_LEN],
@@ -459,11 +635,15 @@ impl TcpTransport {
             if e.raw_os_error() != Some(libc::EINPROGRESS) {
                 return Err(Error::new(
                     ErrorClass::ProcAborted,
-                    format!("cannot connect to rank {peer} at {addr}: {e}"),
+                    format!(
+                        "cannot connect to rank {peer} at {addr}: {e} ({})",
+                        likely_cause(&e)
+                    ),
                 ));
             }
         }
         let c = self.new_conn(fd, Some(peer), ConnState::Connecting);
+        self.conn(c).addr = Some(addr);
         self.peers[peer as usize].pending_out = Some(c);
         self.epoll_ctl(libc::EPOLL_CTL_ADD, raw, libc::EPOLLOUT as u32, c as u64)
             .map_err(|e| Error::new(ErrorClass::Other, format!("epoll_ctl: {e}")))?;
@@ -688,7 +868,7 @@ impl TcpTransport {
             } else {
                 io::Error::from_raw_os_error(err)
             };
-            return Served::Close(format!("cannot connect: {e}"));
+            return Served::Close(format!("cannot connect: {e}; {}", likely_cause(&e)));
         }
         let hello = Hello {
             version: wire::PROTOCOL_VERSION,
@@ -844,6 +1024,7 @@ impl TcpTransport {
             return;
         };
         let peer = conn.peer;
+        let conn_addr = conn.addr;
         // Only the peer's working connection, or its only attempt, matters;
         // a losing duplicate may close without harm.
         let owner = peer.filter(|&p| {
@@ -858,7 +1039,10 @@ impl TcpTransport {
         }
         self.drop_conn(c);
         if let Some(p) = owner {
-            let reason = format!("rank {p} is unreachable ({why})");
+            let reason = match conn_addr {
+                Some(a) => format!("rank {p} at {a} is unreachable ({why})"),
+                None => format!("rank {p} is unreachable ({why})"),
+            };
             self.mark_lost(p, &reason);
             sink.on_peer_lost(p, &reason);
         }
@@ -877,7 +1061,17 @@ impl TcpTransport {
             })
             .collect();
         for c in expired {
-            self.close_conn(c, "connection or handshake timed out", sink);
+            let secs = self.cfg.connect_timeout.as_secs_f64();
+            let why = match self.conns[c].as_ref().map(|c| c.state) {
+                Some(ConnState::Connecting) => format!(
+                    "no answer to the connection within {secs} s: a firewall dropping packets, \
+                     or an address on an interface that does not reach this host (see tcp_if_include)"
+                ),
+                _ => format!(
+                    "handshake not completed within {secs} s: the peer is stuck, or is not a rank of this job"
+                ),
+            };
+            self.close_conn(c, &why, sink);
         }
     }
 
@@ -1289,6 +1483,46 @@ fn sockaddr_of(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn interface_patterns_pick_by_name_and_network() {
+        let ifs = |v: &[(&str, [u8; 4], bool)]| -> Vec<Interface> {
+            v.iter()
+                .map(|(n, a, l)| Interface {
+                    name: n.to_string(),
+                    addr: Ipv4Addr::from(*a),
+                    loopback: *l,
+                })
+                .collect()
+        };
+        let all = ifs(&[
+            ("lo", [127, 0, 0, 1], true),
+            ("eth0", [192, 0, 2, 5], false),
+            ("ib0", [10, 9, 0, 7], false),
+        ]);
+        let names = |v: Vec<Interface>| v.into_iter().map(|i| i.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(usable_interfaces(&all, "", "").unwrap()),
+            ["eth0", "ib0"]
+        );
+        assert_eq!(
+            names(usable_interfaces(&all, "10.9.0.0/16", "").unwrap()),
+            ["ib0"]
+        );
+        assert_eq!(
+            names(usable_interfaces(&all, "ib0,eth*", "").unwrap()),
+            ["ib0", "eth0"]
+        );
+        assert_eq!(names(usable_interfaces(&all, "", "eth0").unwrap()), ["ib0"]);
+        assert_eq!(names(usable_interfaces(&all, "lo", "").unwrap()), ["lo"]);
+        assert!(usable_interfaces(&all, "10.0.0.0/40", "").is_err());
+        assert!(usable_interfaces(&all, "", "300.1.1.1/8").is_err());
+        assert_eq!(
+            listen_ip("ib0", "", 1, None).unwrap(),
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            "single-host jobs stay on loopback"
+        );
+    }
     use super::*;
     use crate::wire::FrameKind;
     use std::io::{Read, Write};
@@ -1330,6 +1564,7 @@ mod tests {
                 rank,
                 size: 2,
                 secret,
+                listen_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
                 port_range: None,
                 sndbuf: 0,
                 rcvbuf: 0,

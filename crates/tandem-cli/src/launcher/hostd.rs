@@ -1,0 +1,593 @@
+//! `tandem _host HOST`: the per-host helper of a job across hosts.
+//!
+//! The master starts one per remote host through the agent (`ssh HOST
+//! tandem _host HOST`, `ip netns exec HOST tandem _host HOST`, ...). It
+//! reads the job from its stdin (see `channel`), finds which of the
+//! master's addresses it can reach, creates this host's shared-memory
+//! resources, starts the host's ranks (each in its own process group, with
+//! PR_SET_PDEATHSIG), forwards their output and exit statuses on its stdout,
+//! and obeys the master's signals. When its stdin closes — the master is
+//! gone — or it is itself told to stop, it kills every rank at once: no
+//! rank outlives its job.
+
+use std::ffi::{OsStr, OsString};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::ffi::OsStrExt;
+use std::time::{Duration, Instant};
+
+use tandem::bootstrap::env as job_env;
+use tandem::params::Settings;
+use tandem::transport::shm::{HostResources, Layout};
+
+use super::channel::{encode, Decoder, Record};
+use super::job::{os_error_text, spawn_error};
+use super::signals::{SignalQueue, STOP_SIGNALS};
+use super::supervise::{self, RankCommand, Termination};
+use crate::{parameters, sys};
+
+/// Time for the ranks to go after SIGKILL before the helper leaves anyway.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+
+/// What the master sent.
+#[derive(Default)]
+struct Spec {
+    size: u32,
+    hosts: u32,
+    id: String,
+    secret: String,
+    connect_timeout: Duration,
+    masters: Vec<String>,
+    ranks: Vec<u32>,
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(String, String)>,
+    cwd: Option<OsString>,
+    /// World rank 0 is here and reads the master's stdin.
+    stdin: bool,
+}
+
+struct Rank {
+    rank: u32,
+    pid: libc::pid_t,
+    running: bool,
+    /// stdout and stderr pipes, until EOF.
+    pipes: [Option<std::os::fd::OwnedFd>; 2],
+}
+
+/// Writes a record to the master; false when the master is gone.
+fn send(words: &[&str], payload: &[u8]) -> bool {
+    sys::write_all(libc::STDOUT_FILENO, &encode(words, payload)).is_ok()
+}
+
+fn fail(status: i32, message: &str) -> i32 {
+    send(&["fail", &status.to_string()], message.as_bytes());
+    status
+}
+
+/// Runs the helper; returns its exit status.
+pub fn main(host: &str) -> i32 {
+    let mut decoder = Decoder::default();
+    let spec = match read_spec(&mut decoder) {
+        Ok(Some(spec)) => spec,
+        Ok(None) => return 1, // the master went away before sending the job
+        Err(msg) => return fail(1, &format!("host {host}: {msg}")),
+    };
+    let (master, node_addr) = match probe_master(&spec) {
+        Ok(found) => found,
+        Err(msg) => return fail(1, &format!("host {host}: {msg}")),
+    };
+    let signals = match SignalQueue::open() {
+        Ok(s) => s,
+        Err(e) => return fail(1, &format!("host {host}: signal handling: {e}")),
+    };
+    supervise::become_subreaper();
+    if let Some(dir) = &spec.cwd {
+        // As mpirun does: ranks start where the master was, if that exists here.
+        let _ = std::env::set_current_dir(dir);
+    }
+    let local_size = spec.ranks.len() as u32;
+    let mut env = spec.env.clone();
+    env.extend([
+        (job_env::SIZE.to_string(), spec.size.to_string()),
+        (job_env::LOCAL_SIZE.to_string(), local_size.to_string()),
+        (job_env::ADDR.to_string(), master.to_string()),
+        (job_env::SECRET.to_string(), spec.secret.clone()),
+        (job_env::ID.to_string(), spec.id.clone()),
+        (job_env::HOSTS.to_string(), spec.hosts.to_string()),
+        (job_env::NODE_ADDR.to_string(), node_addr.clone()),
+    ]);
+    let command = RankCommand {
+        program: spec.program.clone(),
+        args: spec.args.clone(),
+        env,
+        env_remove: parameters::TOOL_VARS
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        original_fd_limit: sys::raise_fd_limit(4 * u64::from(local_size) + 256),
+    };
+    let shm = match shared_memory(&command.env, local_size) {
+        Ok(s) => s,
+        Err(msg) => return fail(1, &format!("host {host}: {msg}")),
+    };
+    let mut ranks = Vec::new();
+    let mut rank0_stdin = None;
+    for (local, &rank) in spec.ranks.iter().enumerate() {
+        let mut rank_env = vec![(job_env::RANK.to_string(), rank.to_string())];
+        if let Some(h) = &shm {
+            rank_env.extend(h.env(local as u32));
+        }
+        match supervise::spawn_rank(&command, &rank_env, spec.stdin && rank == 0) {
+            Ok(s) => {
+                for fd in [&s.stdout, &s.stderr] {
+                    let _ = sys::set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(fd));
+                }
+                if let Some(p) = s.stdin {
+                    if sys::set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&p)).is_ok() {
+                        rank0_stdin = Some(p);
+                    }
+                }
+                send(&["pid", &rank.to_string(), &s.pid.to_string()], b"");
+                ranks.push(Rank {
+                    rank,
+                    pid: s.pid,
+                    running: true,
+                    pipes: [Some(s.stdout), Some(s.stderr)],
+                });
+            }
+            Err(e) => {
+                let (msg, code) = spawn_error(rank, &command.program, &e);
+                let msg = msg.trim_start_matches("tandem: ").to_string();
+                kill_all(&ranks);
+                return fail(code, &format!("host {host}: {msg}"));
+            }
+        }
+    }
+    drop(shm);
+    if !send(&["ready", &node_addr], b"") {
+        kill_all(&ranks);
+        return 1;
+    }
+    Helper {
+        ranks,
+        signals,
+        decoder,
+        buf: vec![0u8; 64 * 1024],
+        stdin: rank0_stdin,
+        stdin_pending: Vec::new(),
+        stdin_eof: false,
+    }
+    .run()
+}
+
+/// Reads records up to `start`; `None` at EOF.
+fn read_spec(decoder: &mut Decoder) -> Result<Option<Spec>, String> {
+    let mut spec = Spec {
+        connect_timeout: Duration::from_secs(10),
+        ..Spec::default()
+    };
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        while let Some(r) = decoder.next_record()? {
+            let bad = || format!("malformed '{}' record from the master", r.kind());
+            match r.kind() {
+                "job" => {
+                    spec.size = r.num(1).ok_or_else(bad)?;
+                    spec.hosts = r.num(2).ok_or_else(bad)?;
+                    spec.id = r.words.get(3).cloned().ok_or_else(bad)?;
+                    spec.secret = r.words.get(4).cloned().ok_or_else(bad)?;
+                    let ms: u64 = r.num(5).ok_or_else(bad)?;
+                    spec.connect_timeout = Duration::from_millis(ms.max(1));
+                }
+                "master" => spec.masters.push(r.words.get(1).cloned().ok_or_else(bad)?),
+                "rank" => spec.ranks.push(r.num(1).ok_or_else(bad)?),
+                "program" => spec.program = OsStr::from_bytes(&r.payload).to_os_string(),
+                "arg" => spec.args.push(OsStr::from_bytes(&r.payload).to_os_string()),
+                "cwd" => spec.cwd = Some(OsStr::from_bytes(&r.payload).to_os_string()),
+                "stdin" => spec.stdin = true,
+                "env" => {
+                    let text = r.text();
+                    let (k, v) = text.split_once('=').ok_or_else(bad)?;
+                    spec.env.push((k.to_string(), v.to_string()));
+                }
+                "start" => {
+                    if spec.size == 0 || spec.ranks.is_empty() || spec.masters.is_empty() {
+                        return Err("incomplete job from the master".into());
+                    }
+                    return Ok(Some(spec));
+                }
+                other => return Err(format!("unexpected '{other}' record from the master")),
+            }
+        }
+        match sys::read_fd(libc::STDIN_FILENO, &mut buf) {
+            Ok(sys::ReadOutcome::Data(n)) => decoder.push(&buf[..n]),
+            Ok(sys::ReadOutcome::WouldBlock) => {
+                let mut fds = [libc::pollfd {
+                    fd: libc::STDIN_FILENO,
+                    events: libc::POLLIN,
+                    revents: 0,
+                }];
+                let _ = sys::poll(&mut fds, None);
+            }
+            Ok(sys::ReadOutcome::Eof) | Err(_) => return Ok(None),
+        }
+    }
+}
+
+/// The first of the master's addresses this host can reach, and this
+/// host's address on that connection.
+fn probe_master(spec: &Spec) -> Result<(SocketAddr, String), String> {
+    let mut tried = Vec::new();
+    for text in &spec.masters {
+        let Ok(addr) = text.parse::<SocketAddr>() else {
+            tried.push(format!("{text} (malformed)"));
+            continue;
+        };
+        match TcpStream::connect_timeout(&addr, spec.connect_timeout) {
+            Ok(s) => match is_our_master(&s, &spec.secret, spec.connect_timeout) {
+                Ok(()) => match s.local_addr() {
+                    Ok(local) => return Ok((addr, local.ip().to_string())),
+                    Err(e) => tried.push(format!("{addr} ({e})")),
+                },
+                Err(why) => tried.push(format!("{addr} ({why})")),
+            },
+            Err(e) => tried.push(format!(
+                "{addr} ({}: {})",
+                os_error_text(&e),
+                tandem::transport::tcp::likely_cause(&e)
+            )),
+        }
+    }
+    Err(format!(
+        "cannot reach the launcher at any of its addresses within {} s each: {}",
+        spec.connect_timeout.as_secs_f64(),
+        tried.join("; ")
+    ))
+}
+
+/// Asks the service at the other end of `s` whether it is this job's
+/// master (another program may listen at an address that, from this host,
+/// names a different machine).
+fn is_our_master(mut s: &TcpStream, secret: &str, timeout: Duration) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let _ = s.set_read_timeout(Some(timeout));
+    s.write_all(format!("PING {secret}\n").as_bytes())
+        .map_err(|e| format!("cannot talk to it: {e}"))?;
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while reply.len() < 16 {
+        match s.read(&mut byte) {
+            Ok(1) if byte[0] == b'\n' => break,
+            Ok(1) => reply.push(byte[0]),
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("no answer: {e}")),
+        }
+    }
+    if reply == b"PONG" {
+        Ok(())
+    } else {
+        Err("something else answers there, not this job's launcher".into())
+    }
+}
+
+/// This host's segment and wake-up descriptors, when the job uses shm.
+fn shared_memory(
+    env: &[(String, String)],
+    local_size: u32,
+) -> Result<Option<HostResources>, String> {
+    let mut vars = Vec::new();
+    for (k, v) in parameters::parameter_vars() {
+        vars.push((k, v?));
+    }
+    vars.extend(
+        env.iter()
+            .filter(|(k, _)| {
+                k.starts_with(tandem::params::ENV_PREFIX)
+                    && !k.starts_with(tandem::params::JOB_ENV_PREFIX)
+            })
+            .cloned(),
+    );
+    let settings = Settings::from_vars(vars)?;
+    let wants = settings
+        .text("transports")
+        .split(',')
+        .any(|t| t.trim() == "shm");
+    if !wants || local_size < 2 {
+        return Ok(None);
+    }
+    let layout = Layout::from_settings(local_size, &settings)?;
+    HostResources::create(layout)
+        .map(Some)
+        .map_err(|e| format!("cannot create the shared-memory segment: {e}"))
+}
+
+fn kill_all(ranks: &[Rank]) {
+    for r in ranks.iter().filter(|r| r.running) {
+        sys::signal_group(r.pid, libc::SIGKILL);
+    }
+}
+
+struct Helper {
+    ranks: Vec<Rank>,
+    signals: SignalQueue,
+    decoder: Decoder,
+    buf: Vec<u8>,
+    /// Rank 0's stdin, input for it not written yet, and whether the
+    /// master's stdin has ended.
+    stdin: Option<std::os::fd::OwnedFd>,
+    stdin_pending: Vec<u8>,
+    stdin_eof: bool,
+}
+
+enum Step {
+    Go,
+    /// The master is gone (or we were told to stop): kill everything.
+    Abandon,
+}
+
+impl Helper {
+    fn run(mut self) -> i32 {
+        // Commands that came with the job (read along with it) go first.
+        if let Step::Abandon = self.obey_buffered() {
+            return self.abandon();
+        }
+        loop {
+            let busy = self
+                .ranks
+                .iter()
+                .any(|r| r.running || r.pipes.iter().any(Option::is_some));
+            if !busy {
+                self.reap_leftovers();
+                send(&["done"], b"");
+                return 0;
+            }
+            let mut fds = vec![
+                libc::pollfd {
+                    fd: libc::STDIN_FILENO,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                libc::pollfd {
+                    fd: self.signals.fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            let stdin_slot = match &self.stdin {
+                Some(p) if !self.stdin_pending.is_empty() => {
+                    fds.push(libc::pollfd {
+                        fd: std::os::fd::AsRawFd::as_raw_fd(p),
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    });
+                    true
+                }
+                _ => false,
+            };
+            let first_output = fds.len();
+            let mut which = Vec::new();
+            for (i, r) in self.ranks.iter().enumerate() {
+                for (s, p) in r.pipes.iter().enumerate() {
+                    if let Some(p) = p {
+                        fds.push(libc::pollfd {
+                            fd: std::os::fd::AsRawFd::as_raw_fd(p),
+                            events: libc::POLLIN,
+                            revents: 0,
+                        });
+                        which.push((i, s));
+                    }
+                }
+            }
+            if sys::poll(&mut fds, None).is_err() {
+                return self.abandon();
+            }
+            if stdin_slot && fds[2].revents != 0 && matches!(self.write_stdin(), Step::Abandon) {
+                return self.abandon();
+            }
+            for (pfd, &(i, s)) in fds[first_output..].iter().zip(&which) {
+                if pfd.revents != 0 && matches!(self.forward(i, s, 4), Step::Abandon) {
+                    return self.abandon();
+                }
+            }
+            if fds[0].revents != 0 && matches!(self.on_command(), Step::Abandon) {
+                return self.abandon();
+            }
+            if fds[1].revents != 0 {
+                for sig in self.signals.drain() {
+                    if STOP_SIGNALS.contains(&sig) {
+                        return self.abandon();
+                    }
+                    if sig == libc::SIGCHLD && matches!(self.collect_exits(), Step::Abandon) {
+                        return self.abandon();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forwards what rank `i`'s stream `s` holds (at most `rounds` reads).
+    fn forward(&mut self, i: usize, s: usize, rounds: usize) -> Step {
+        let rank = self.ranks[i].rank.to_string();
+        let stream = (s + 1).to_string();
+        for _ in 0..rounds {
+            let Some(p) = &self.ranks[i].pipes[s] else {
+                break;
+            };
+            match sys::read_fd(std::os::fd::AsRawFd::as_raw_fd(p), &mut self.buf) {
+                Ok(sys::ReadOutcome::Data(n)) => {
+                    if !send(&["out", &rank, &stream], &self.buf[..n]) {
+                        return Step::Abandon;
+                    }
+                }
+                Ok(sys::ReadOutcome::WouldBlock) => break,
+                Ok(sys::ReadOutcome::Eof) | Err(_) => self.ranks[i].pipes[s] = None,
+            }
+        }
+        Step::Go
+    }
+
+    fn on_command(&mut self) -> Step {
+        match sys::read_fd(libc::STDIN_FILENO, &mut self.buf) {
+            Ok(sys::ReadOutcome::Data(n)) => self.decoder.push(&self.buf[..n]),
+            Ok(sys::ReadOutcome::WouldBlock) => return Step::Go,
+            Ok(sys::ReadOutcome::Eof) | Err(_) => return Step::Abandon,
+        }
+        self.obey_buffered()
+    }
+
+    /// Carries out every complete command received.
+    fn obey_buffered(&mut self) -> Step {
+        loop {
+            match self.decoder.next_record() {
+                Ok(Some(r)) => {
+                    if let Step::Abandon = self.obey(&r) {
+                        return Step::Abandon;
+                    }
+                }
+                Ok(None) => return Step::Go,
+                Err(_) => return Step::Abandon,
+            }
+        }
+    }
+
+    fn obey(&mut self, r: &Record) -> Step {
+        if r.kind() == "in" {
+            if r.payload.is_empty() {
+                self.stdin_eof = true;
+            } else {
+                self.stdin_pending.extend_from_slice(&r.payload);
+            }
+            return self.write_stdin();
+        }
+        if r.kind() == "signal" {
+            if let Some(sig) = r.num::<i32>(1).filter(|s| (1..=64).contains(s)) {
+                for rank in self.ranks.iter().filter(|r| r.running) {
+                    sys::signal_group(rank.pid, sig);
+                }
+            }
+        }
+        Step::Go
+    }
+
+    /// Writes what rank 0's stdin takes and tells the master how much.
+    fn write_stdin(&mut self) -> Step {
+        let mut written = 0;
+        let mut broken = false;
+        match &self.stdin {
+            Some(p) => {
+                while written < self.stdin_pending.len() {
+                    match sys::write_fd(
+                        std::os::fd::AsRawFd::as_raw_fd(p),
+                        &self.stdin_pending[written..],
+                    ) {
+                        Ok(0) => break,
+                        Ok(n) => written += n,
+                        Err(_) => {
+                            // Rank 0 closed its stdin or ended: drop the rest.
+                            written = self.stdin_pending.len();
+                            broken = true;
+                        }
+                    }
+                }
+            }
+            None => written = self.stdin_pending.len(),
+        }
+        if broken {
+            self.stdin = None;
+        }
+        self.stdin_pending.drain(..written);
+        if self.stdin_eof && self.stdin_pending.is_empty() {
+            self.stdin = None;
+        }
+        if written > 0 && !send(&["ack", &written.to_string()], b"") {
+            return Step::Abandon;
+        }
+        Step::Go
+    }
+
+    fn collect_exits(&mut self) -> Step {
+        while let Some((pid, how)) = supervise::peek_exited_child() {
+            let Some(i) = self.ranks.iter().position(|r| r.running && r.pid == pid) else {
+                supervise::reap(pid);
+                continue;
+            };
+            sys::signal_group(pid, libc::SIGKILL);
+            supervise::reap(pid);
+            self.ranks[i].running = false;
+            // Its last words come before the news of its end; whatever a
+            // process that escaped its group writes later is not waited for.
+            for s in 0..2 {
+                if let Step::Abandon = self.forward(i, s, 1024) {
+                    return Step::Abandon;
+                }
+            }
+            self.ranks[i].pipes = [None, None];
+            let rank = self.ranks[i].rank.to_string();
+            let ok = match how {
+                Termination::Exited(c) => send(&["exit", &rank, "exited", &c.to_string()], b""),
+                Termination::Killed {
+                    signal,
+                    core_dumped,
+                } => send(
+                    &[
+                        "exit",
+                        &rank,
+                        "killed",
+                        &signal.to_string(),
+                        if core_dumped { "1" } else { "0" },
+                    ],
+                    b"",
+                ),
+                Termination::Unknown => send(&["exit", &rank, "unknown"], b""),
+            };
+            if !ok {
+                return Step::Abandon;
+            }
+        }
+        Step::Go
+    }
+
+    /// Kills every rank and whatever they left, then leaves.
+    fn abandon(mut self) -> i32 {
+        kill_all(&self.ranks);
+        for r in &mut self.ranks {
+            r.pipes = [None, None];
+        }
+        self.reap_leftovers();
+        1
+    }
+
+    /// Kills and reaps every remaining descendant we adopted.
+    fn reap_leftovers(&mut self) {
+        let deadline = Instant::now() + KILL_WAIT;
+        loop {
+            while let Some((pid, _)) = supervise::peek_exited_child() {
+                if let Some(r) = self.ranks.iter_mut().find(|r| r.running && r.pid == pid) {
+                    r.running = false;
+                }
+                supervise::reap(pid);
+            }
+            let left = supervise::children();
+            if left.is_empty() || Instant::now() >= deadline {
+                return;
+            }
+            for pid in left {
+                sys::signal_process(pid, libc::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// Shell-quotes `word` (for agents such as ssh that hand the command to a
+/// remote shell).
+pub fn shell_quote(word: &OsStr) -> String {
+    let text = word.to_string_lossy();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}

@@ -1,0 +1,183 @@
+//! Where build systems already are: the `mpicc` / `mpicxx` / `mpirun` /
+//! `mpiexec` names the build makes next to `tandem`, their Open MPI and
+//! MPICH style flags, the pkg-config file, and a CMake project that finds
+//! Tandem with `find_package(MPI)` (tests/cmake/), built and run.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{repo_root, run_command, TANDEM};
+
+const JOB_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// target/<profile>/, where the build puts tandem and the MPI names.
+fn bin_dir() -> PathBuf {
+    Path::new(TANDEM).parent().unwrap().to_path_buf()
+}
+
+fn output(cmd: &mut Command) -> (bool, String, String) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn the_build_makes_the_mpi_names() {
+    for name in ["mpicc", "mpicxx", "mpic++", "mpirun", "mpiexec"] {
+        let path = bin_dir().join(name);
+        assert!(
+            path.exists(),
+            "{} is missing after the build",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn compiler_names_show_their_flags() {
+    let mpicc = bin_dir().join("mpicc");
+    let inc = repo_root().join("include");
+    let (ok, compile, err) = output(Command::new(&mpicc).arg("--showme:compile"));
+    assert!(ok, "{err}");
+    assert_eq!(compile.trim(), format!("-I{}", inc.display()));
+    let (ok, link, err) = output(Command::new(&mpicc).arg("--showme:link"));
+    assert!(ok, "{err}");
+    assert!(link.contains("-lmpi_abi") && link.contains("-L/"), "{link}");
+    let (ok, show, _) = output(Command::new(&mpicc).args(["-show", "x.c"]));
+    assert!(
+        ok && show.contains("x.c") && show.contains("-lmpi_abi"),
+        "{show}"
+    );
+    let (ok, info, _) = output(Command::new(&mpicc).args(["-compile-info", "x.c"]));
+    assert!(
+        ok && info.contains(" -c") && !info.contains("-lmpi_abi"),
+        "{info}"
+    );
+    let (ok, cxx, _) = output(Command::new(bin_dir().join("mpicxx")).args(["--showme", "x.cc"]));
+    assert!(ok && cxx.contains("x.cc"), "{cxx}");
+}
+
+#[test]
+fn mpicc_builds_and_mpirun_and_mpiexec_run() {
+    let dir = scratch("names");
+    let exe = dir.join("hello");
+    let (ok, _, err) = output(
+        Command::new(bin_dir().join("mpicc"))
+            .arg("-O2")
+            .arg("-o")
+            .arg(&exe)
+            .arg(repo_root().join("tests/cmake/mpi_hello.c")),
+    );
+    assert!(ok, "mpicc failed: {err}");
+    for (launcher, flag) in [("mpirun", "-np"), ("mpiexec", "-n")] {
+        let mut cmd = Command::new(bin_dir().join(launcher));
+        cmd.args([flag, "3", "-x", "HELLO_TEST=1", "--host", "localhost:3"])
+            .arg(&exe);
+        let outcome = run_command(cmd, JOB_TIMEOUT);
+        assert!(outcome.status.success(), "{}", outcome.describe());
+        assert!(
+            outcome.has_line("PASS cmake_hello (3 ranks)"),
+            "{}",
+            outcome.describe()
+        );
+    }
+    let mut cmd = Command::new(bin_dir().join("mpirun"));
+    cmd.args(["--bogus-option", "true"]);
+    let outcome = run_command(cmd, JOB_TIMEOUT);
+    assert_eq!(outcome.code(), Some(2), "{}", outcome.describe());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pkg_config_file_builds_a_program() {
+    if !have("pkg-config") {
+        eprintln!("SKIP pkg_config_file_builds_a_program: pkg-config is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let pc_dir = bin_dir().join("pkgconfig");
+    let (ok, flags, err) = output(
+        Command::new("pkg-config")
+            .env("PKG_CONFIG_PATH", &pc_dir)
+            .args(["--cflags", "--libs", "tandem-mpi"]),
+    );
+    assert!(ok, "pkg-config failed: {err}");
+    assert!(flags.contains("-lmpi_abi"), "{flags}");
+    let dir = scratch("pkgconfig");
+    let exe = dir.join("hello");
+    let mut cc = Command::new("cc");
+    cc.arg("-o")
+        .arg(&exe)
+        .arg(repo_root().join("tests/cmake/mpi_hello.c"))
+        .args(flags.split_whitespace());
+    let (ok, _, err) = output(&mut cc);
+    assert!(ok, "cc with pkg-config flags failed: {err}");
+    let mut cmd = Command::new(TANDEM);
+    cmd.args(["run", "-n", "2"]).arg(&exe);
+    let outcome = run_command(cmd, JOB_TIMEOUT);
+    assert!(
+        outcome.has_line("PASS cmake_hello (2 ranks)"),
+        "{}",
+        outcome.describe()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cmake_find_package_mpi_builds_and_runs() {
+    if !have("cmake") {
+        eprintln!("SKIP cmake_find_package_mpi_builds_and_runs: cmake is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let build = scratch("cmake");
+    let mpicc = bin_dir().join("mpicc");
+    let (ok, out, err) = output(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(repo_root().join("tests/cmake"))
+            .arg("-B")
+            .arg(&build)
+            .arg(format!("-DMPI_C_COMPILER={}", mpicc.display())),
+    );
+    assert!(ok, "cmake configure failed\n{out}\n{err}");
+    assert!(
+        out.contains(&format!(
+            "MPI_C_INCLUDE_DIRS: {}",
+            repo_root().join("include").display()
+        )),
+        "FindMPI did not take Tandem's include directory\n{out}"
+    );
+    let (ok, out, err) = output(Command::new("cmake").arg("--build").arg(&build));
+    assert!(ok, "cmake build failed\n{out}\n{err}");
+    let mut cmd = Command::new(bin_dir().join("mpiexec"));
+    cmd.args(["-n", "4"]).arg(build.join("mpi_hello"));
+    let outcome = run_command(cmd, JOB_TIMEOUT);
+    assert!(outcome.status.success(), "{}", outcome.describe());
+    assert!(
+        outcome.has_line("PASS cmake_hello (4 ranks)"),
+        "{}",
+        outcome.describe()
+    );
+    let _ = std::fs::remove_dir_all(&build);
+}
