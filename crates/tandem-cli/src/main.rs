@@ -152,8 +152,8 @@ fn main() {
             })
         }
         Command::Host { host } => launcher::host_main(&host),
-        Command::Cc(a) => compiler::run(compiler::Language::C, a.args),
-        Command::Cxx(a) => compiler::run(compiler::Language::Cxx, a.args),
+        Command::Cc(a) => mpi_names::compiler_wrapper(compiler::Language::C, a.args),
+        Command::Cxx(a) => mpi_names::compiler_wrapper(compiler::Language::Cxx, a.args),
         Command::Info { coll: true, .. } => {
             print!("{}", tandem::coll::describe());
             0

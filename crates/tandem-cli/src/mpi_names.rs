@@ -33,7 +33,9 @@ pub fn dispatch(argv0: &OsString, args: Vec<OsString>) -> Option<i32> {
     }
 }
 
-fn compiler_wrapper(language: Language, args: Vec<OsString>) -> i32 {
+/// The compiler wrapper with every flag the common MPIs' wrappers take
+/// (also what `tandem cc` and `tandem cxx` run).
+pub fn compiler_wrapper(language: Language, args: Vec<OsString>) -> i32 {
     let info = args.iter().find_map(|a| {
         let a = a.to_str()?;
         match a {
