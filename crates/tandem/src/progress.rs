@@ -8,7 +8,6 @@
 //! the caller's wait loop.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::time::Instant;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::stats::{Counters, Stopwatch};
@@ -252,7 +251,7 @@ impl Engine {
     }
 
     /// Closes every connection.
-    pub fn shutdown(&mut self, _deadline: Instant) {
+    pub fn shutdown(&mut self) {
         self.tcp.close_all();
     }
 }

@@ -368,10 +368,10 @@ impl Runtime {
                 )?;
             }
             link.fence()?;
-            self.p2p.engine().shutdown(Instant::now());
+            self.p2p.engine().shutdown();
             link.finalize()?;
         } else {
-            self.p2p.engine().shutdown(Instant::now());
+            self.p2p.engine().shutdown();
         }
         Ok(())
     }
@@ -379,11 +379,6 @@ impl Runtime {
     /// Ends the whole job with `code`. Does not return.
     pub fn abort(&mut self, code: i32, message: &str) -> ! {
         abort_job(self.master.as_ref(), self.job.rank, code, message)
-    }
-
-    /// The link to the launcher, if any (for aborting without a runtime).
-    pub fn master(&self) -> Option<Arc<Mutex<MasterLink>>> {
-        self.master.clone()
     }
 }
 
@@ -484,9 +479,4 @@ pub fn abort_job(
     }
     let status = if code & 0xff == 0 { 1 } else { code & 0xff };
     std::process::exit(status)
-}
-
-/// Names a parameter's environment variable (re-exported for convenience).
-pub fn param_env(name: &str) -> String {
-    params::env_name(name)
 }

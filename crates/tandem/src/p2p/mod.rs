@@ -142,7 +142,6 @@ fn matches(src_filter: Option<u32>, tag_filter: Option<i32>, src: u32, tag: i32)
 
 /// Matching state: the transports' [`FrameSink`].
 pub struct Matcher {
-    me: u32,
     reqs: Requests,
     contexts: ContextTable,
     /// Per peer: the receive its connection is filling right now.
@@ -573,7 +572,6 @@ impl P2p {
             size,
             engine,
             m: Matcher {
-                me: rank,
                 reqs: Requests::default(),
                 contexts: ContextTable::default(),
                 filling: vec![None; size as usize],
@@ -930,11 +928,6 @@ impl P2p {
         Ok(())
     }
 
-    /// Why a peer is gone, if it is.
-    pub fn lost_reason(&self, peer: u32) -> Option<&str> {
-        self.m.lost[peer as usize].as_deref()
-    }
-
     /// Makes the single-copy reads matching scheduled, then completes the
     /// receive and tells the sender (FIN); where the kernel refuses, falls
     /// back to CTS so the sender pushes the data through the transport.
@@ -1083,15 +1076,5 @@ impl P2p {
         let mut c = self.engine.counters();
         c.merge(&self.m.counters);
         c
-    }
-
-    /// Number of live requests (for leak checks).
-    pub fn live_requests(&self) -> usize {
-        self.m.reqs.len()
-    }
-
-    /// This rank's world rank as seen by matching.
-    pub fn me(&self) -> u32 {
-        self.m.me
     }
 }

@@ -159,6 +159,8 @@ pub struct TcpTransport {
     events: Vec<libc::epoll_event>,
     paused: Vec<usize>,
     handshakes: usize,
+    /// Connections in `conns` (so asking whether TCP is idle costs nothing).
+    live_conns: usize,
     /// Losses found outside `progress` (during `send`), reported at the next one.
     lost_pending: Vec<(u32, String)>,
     /// What this transport did (readiness events and their handling).
@@ -423,6 +425,7 @@ impl TcpTransport {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 64],
             paused: Vec::new(),
             handshakes: 0,
+            live_conns: 0,
             lost_pending: Vec::new(),
             counters: Counters::default(),
             pollfds: Vec::new(),
@@ -463,15 +466,10 @@ impl TcpTransport {
         self.epfd.as_raw_fd()
     }
 
-    /// Why `peer` is unusable, if it is.
-    pub fn lost_reason(&self, peer: u32) -> Option<&str> {
-        self.peers[peer as usize].lost.as_deref()
-    }
-
     /// Whether any connection exists or is being made (otherwise only the
     /// listener can have news, and strangers can wait).
     pub fn is_active(&self) -> bool {
-        self.conns.iter().any(Option::is_some) || !self.lost_pending.is_empty()
+        self.live_conns > 0 || !self.lost_pending.is_empty()
     }
 
     /// Whether readiness handling is timed (statistics were asked for).
@@ -567,6 +565,7 @@ impl TcpTransport {
             watching_out: false,
         };
         self.handshakes += 1;
+        self.live_conns += 1;
         if let Some(i) = self.conns.iter().position(Option::is_none) {
             self.conns[i] = Some(conn);
             i
@@ -791,6 +790,7 @@ impl TcpTransport {
                         .is_err()
                     {
                         self.conns[c] = None;
+                        self.live_conns -= 1;
                         self.handshakes -= 1;
                     }
                 }
@@ -999,6 +999,7 @@ impl TcpTransport {
     /// Closes a connection that belongs to no peer (yet), or a losing duplicate.
     fn drop_conn(&mut self, c: usize) {
         if let Some(conn) = self.conns[c].take() {
+            self.live_conns -= 1;
             if conn.state != ConnState::Established {
                 self.handshakes -= 1;
             }
