@@ -25,6 +25,7 @@ mod pmpi;
 mod progress_thread;
 mod pt2pt;
 mod request;
+mod rwapi;
 mod state;
 mod topo;
 mod xfer;

@@ -33,6 +33,8 @@ pub struct State {
     pub thread_level: c_int,
     /// Requests, operations, groups, keyvals, infos, buffered sends (ext.rs).
     pub ext: crate::ext::Ext,
+    /// The Remote-Write API, once rwapi_init has run.
+    pub rwapi: Option<crate::rwapi::RwState>,
 }
 
 impl State {
@@ -49,6 +51,7 @@ impl State {
             req_comm: Vec::new(),
             thread_level,
             ext: Default::default(),
+            rwapi: None,
         }
     }
 
@@ -145,7 +148,7 @@ impl Owner {
             .map(|_| Owner)
     }
 
-    fn acquire() -> Owner {
+    pub(crate) fn acquire() -> Owner {
         while GLOBAL
             .busy
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -271,11 +274,14 @@ pub fn finalize(func: &'static str) -> c_int {
         // The helper thread must be gone before the state is.
         progress_thread::stop();
         let mut owner = Owner::acquire();
-        let Some(state) = owner.slot().take() else {
+        let Some(mut state) = owner.slot().take() else {
             errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");
         };
         GLOBAL.phase.store(FINALIZED, Ordering::Release);
-        match state.rt.finalize() {
+        let rwapi = state.rwapi.take();
+        let done = state.rt.finalize();
+        crate::rwapi::release(rwapi);
+        match done {
             Ok(()) => MPI_SUCCESS,
             Err(e) => {
                 eprintln!("tandem: {func}: {}", e.message);

@@ -15,8 +15,8 @@
 //! | 24..32 | sreq | sender's request id (rendezvous) |
 //! | 32..40 | rreq | receiver's request id (rendezvous); for `Rget`, the sender's buffer address |
 //!
-//! `Eager` and `Data` frames are followed by `len` payload bytes; the other
-//! kinds carry none. Decoding is total: any byte string either decodes to a
+//! `Eager`, `Data`, `Put`, `GetReply` and `Acc` frames are followed by
+//! `len` payload bytes; the other kinds carry none. Decoding is total: any byte string either decodes to a
 //! well-formed header or to a [`WireError`].
 
 use std::fmt;
@@ -50,6 +50,28 @@ pub enum FrameKind {
     Rget = 5,
     /// The receiver has read a single-copy message; no payload.
     Fin = 6,
+    /// One-sided write into memory the target exposed: `context` names the
+    /// region, `rreq` the target address, `sreq` the origin's operation
+    /// (answered by `Ack`); payload follows.
+    Put = 7,
+    /// One-sided read: `context`, `rreq` and `len` as for `Put`; answered by
+    /// `GetReply`. No payload.
+    Get = 8,
+    /// Data read for the origin's operation `sreq`; `tag` is 0 or the MPI
+    /// error class that refused it; payload follows.
+    GetReply = 9,
+    /// One-sided accumulate: `context` and `rreq` as for `Put`, `tag` packs
+    /// the operation, the element type and flags (fetch, compare-and-swap);
+    /// payload follows.
+    Acc = 10,
+    /// Completion of the origin's operation `sreq`; `tag` is 0 or the MPI
+    /// error class that refused it. No payload.
+    Ack = 11,
+    /// Lock request for region `context` (`tag` 1: exclusive, 0: shared),
+    /// answered by `Ack` once granted. No payload.
+    Lock = 12,
+    /// Release of a lock on region `context`, answered by `Ack`. No payload.
+    Unlock = 13,
 }
 
 impl FrameKind {
@@ -61,6 +83,13 @@ impl FrameKind {
             4 => Some(FrameKind::Data),
             5 => Some(FrameKind::Rget),
             6 => Some(FrameKind::Fin),
+            7 => Some(FrameKind::Put),
+            8 => Some(FrameKind::Get),
+            9 => Some(FrameKind::GetReply),
+            10 => Some(FrameKind::Acc),
+            11 => Some(FrameKind::Ack),
+            12 => Some(FrameKind::Lock),
+            13 => Some(FrameKind::Unlock),
             _ => None,
         }
     }
@@ -109,7 +138,14 @@ impl fmt::Display for WireError {
 impl Header {
     /// Whether a payload (possibly empty) follows this header.
     pub fn carries_payload(&self) -> bool {
-        matches!(self.kind, FrameKind::Eager | FrameKind::Data)
+        matches!(
+            self.kind,
+            FrameKind::Eager
+                | FrameKind::Data
+                | FrameKind::Put
+                | FrameKind::GetReply
+                | FrameKind::Acc
+        )
     }
 
     /// Bytes of payload that follow this header on the wire.
@@ -156,7 +192,8 @@ impl Header {
             rreq: u64_at(32),
         };
         let limit = match kind {
-            FrameKind::Eager => MAX_EAGER,
+            // Both are buffered whole before use.
+            FrameKind::Eager | FrameKind::Acc => MAX_EAGER,
             _ => MAX_MESSAGE,
         };
         if h.len > limit {
@@ -263,8 +300,8 @@ mod tests {
         b[0] = 0;
         assert!(matches!(Header::decode(&b), Err(WireError::BadMagic(0))));
         let mut b = good;
-        b[1] = 9;
-        assert!(matches!(Header::decode(&b), Err(WireError::UnknownKind(9))));
+        b[1] = 200;
+        assert!(matches!(Header::decode(&b), Err(WireError::UnknownKind(200))));
         let mut b = good;
         b[3] = 1;
         assert_eq!(Header::decode(&b), Err(WireError::ReservedNotZero));

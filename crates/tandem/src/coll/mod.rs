@@ -15,7 +15,7 @@
 
 pub mod algos;
 mod api;
-pub mod ops;
+pub use crate::ops;
 pub mod sched;
 pub mod select;
 

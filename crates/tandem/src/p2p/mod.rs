@@ -13,6 +13,7 @@
 //! * Synchronous sends always use rendezvous, so completion implies a match.
 //! * Messages to self never touch a transport.
 
+mod remote;
 pub mod request;
 
 use std::collections::VecDeque;
@@ -25,6 +26,8 @@ use crate::stats::Counters;
 use crate::transport::shm::ReadRemoteError;
 use crate::transport::{FrameSink, Payload, PayloadDest, SendState};
 use crate::wire::{FrameKind, Header};
+use remote::Remote;
+pub use remote::{accumulate_supported, OpId, OpState};
 use request::Requests;
 pub use request::{ReqId, Request, Stage, Status};
 
@@ -152,6 +155,7 @@ pub struct Matcher {
     pulls: Vec<Pull>,
     lost: Vec<Option<String>>,
     counters: Counters,
+    remote: Remote,
 }
 
 impl Matcher {
@@ -374,9 +378,8 @@ impl FrameSink for Matcher {
                     cap: r.len,
                 })
             }
-            FrameKind::Rts | FrameKind::Cts | FrameKind::Rget | FrameKind::Fin => {
-                Err(format!("{:?} frame with a payload", h.kind))
-            }
+            FrameKind::Put | FrameKind::GetReply | FrameKind::Acc => self.remote.on_header(peer, h),
+            _ => Err(format!("{:?} frame with a payload", h.kind)),
         }
     }
 
@@ -387,6 +390,18 @@ impl FrameSink for Matcher {
         payload: Payload,
     ) -> std::result::Result<(), String> {
         match (h.kind, payload) {
+            (
+                FrameKind::Put
+                | FrameKind::GetReply
+                | FrameKind::Get
+                | FrameKind::Ack
+                | FrameKind::Lock
+                | FrameKind::Unlock,
+                Payload::Direct { .. } | Payload::Empty,
+            ) => return self.remote.on_frame(peer, h, None, &mut self.outbox),
+            (FrameKind::Acc, Payload::Buffer(data)) => {
+                return self.remote.on_frame(peer, h, Some(data), &mut self.outbox)
+            }
             (FrameKind::Eager, Payload::Buffer(data)) => {
                 // A receive posted while this payload was arriving matches it now.
                 if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
@@ -489,6 +504,10 @@ impl FrameSink for Matcher {
     }
 
     fn on_send_done(&mut self, token: u64) {
+        if token & remote::TOKEN_BIT != 0 {
+            self.remote.send_done(token);
+            return;
+        }
         let id = ReqId(token);
         if let Some(r) = self.reqs.get(id) {
             if matches!(r.stage, Stage::SendQueued | Stage::SendData) {
@@ -504,6 +523,7 @@ impl FrameSink for Matcher {
         }
         self.lost[peer as usize] = Some(reason.to_string());
         self.filling[peer as usize] = None;
+        self.remote.peer_lost(peer, reason);
         // Contexts whose wildcard receives can no longer be sure to match.
         let member_of: Vec<u32> = self
             .contexts
@@ -581,6 +601,7 @@ impl P2p {
                 pulls: Vec::new(),
                 counters: Counters::default(),
                 lost: vec![None; size as usize],
+                remote: Remote::new(rank, size),
             },
             eager_limit: cfg.eager_limit,
             spin: cfg.spin,

@@ -1,0 +1,406 @@
+//! The Remote-Write API (`include/rwapi.h`, seed 003) on the engine's
+//! one-sided operations: blocks peers may write into are exposed regions,
+//! writes are one-sided puts, small messages travel on a communicator of
+//! their own. Errors are returned (negated MPI error classes), never raised
+//! through MPI's error handlers.
+
+use std::alloc::Layout;
+use std::collections::{HashMap, VecDeque};
+use std::os::raw::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use tandem::p2p::{OpId, OpState, ReqId, SendMode};
+use tandem::{CommId, ErrorClass, WORLD};
+
+use crate::abi::MPI_THREAD_SINGLE;
+use crate::state::{self, Owner, State};
+
+/// The network address of a block (`rwapi_net`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RwapiNet {
+    pub addr: u64,
+    pub key: u32,
+    pub node: i32,
+}
+
+/// A small message (`rwapi_small`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct RwapiSmall {
+    pub bytes: [u8; 16],
+}
+
+const OK: c_int = 0;
+const ERR_ARG: c_int = -13;
+const ERR_NODE: c_int = -6;
+const ERR_SID: c_int = -7;
+const ERR_INIT: c_int = -16;
+const ERR_RANGE: c_int = -48;
+
+/// Blocks are page-aligned (and so cache-line aligned) and zeroed.
+const BLOCK_ALIGN: usize = 4096;
+/// Finished writes are forgotten in batches of about this many.
+const FORGET_BATCH: usize = 1024;
+
+struct Block {
+    key: u32,
+    len: usize,
+}
+
+/// RWAPI's part of the library state.
+pub struct RwState {
+    comm: CommId,
+    /// Whether rwapi_init started MPI (then rwapi_finalize ends it).
+    owns_mpi: bool,
+    /// By base address.
+    blocks: HashMap<usize, Block>,
+    /// Base address by key.
+    keys: HashMap<u32, usize>,
+    /// Writes not yet known to be done, oldest first.
+    outstanding: VecDeque<u64>,
+    max_sid: u64,
+    /// Refused writes already forgotten by the engine: sid → class.
+    failed: HashMap<u64, ErrorClass>,
+    /// The first refusal not yet reported by rwapi_flush.
+    first_error: Option<ErrorClass>,
+    /// Small messages in flight, with the buffers they are sent from.
+    sends: Vec<(ReqId, Box<RwapiSmall>)>,
+}
+
+fn neg(class: ErrorClass) -> c_int {
+    -class.code()
+}
+
+/// Runs `body` on the library state; `fail` when there is none or on panic.
+fn with_state<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut State) -> T) -> T {
+    catch_unwind(AssertUnwindSafe(|| {
+        let mut owner = Owner::acquire();
+        match owner.slot().as_mut() {
+            Some(s) => body(s),
+            None => fail,
+        }
+    }))
+    .unwrap_or_else(|_| {
+        eprintln!("tandem: internal error in {func}");
+        fail
+    })
+}
+
+/// Runs `body` with RWAPI initialized; `fail` otherwise.
+fn with_rw<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut State, &mut RwState) -> T) -> T {
+    with_state(func, fail, |s| {
+        let Some(mut rw) = s.rwapi.take() else {
+            return fail;
+        };
+        let r = body(s, &mut rw);
+        s.rwapi = Some(rw);
+        r
+    })
+}
+
+impl RwState {
+    /// Forgets finished writes (the engine keeps each until asked), keeping
+    /// refusals for rwapi_issent and rwapi_flush.
+    fn forget_done(&mut self, s: &mut State) {
+        let p2p = s.rt.p2p();
+        let failed = &mut self.failed;
+        let first = &mut self.first_error;
+        self.outstanding
+            .retain(|&sid| match p2p.op_state(OpId(sid)) {
+                Some(OpState::Done(_)) => {
+                    if let Some(Err(e)) = p2p.op_take(OpId(sid)) {
+                        failed.insert(sid, e.class);
+                        first.get_or_insert(e.class);
+                    }
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            });
+    }
+
+    /// Small messages whose buffers may be released.
+    fn reap_sends(&mut self, s: &mut State) {
+        let p2p = s.rt.p2p();
+        self.sends
+            .retain(|(id, _)| p2p.take_if_complete(*id).is_none() && p2p.is_live(*id));
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_int {
+    if state::is_finalized() {
+        return ERR_INIT;
+    }
+    let owns_mpi = !state::is_initialized();
+    if owns_mpi {
+        let rc = state::initialize("rwapi_init", MPI_THREAD_SINGLE);
+        if rc != 0 {
+            return -rc;
+        }
+    }
+    with_state("rwapi_init", ERR_INIT, |s| {
+        if s.rwapi.is_some() {
+            return OK;
+        }
+        match s.rt.comm_dup(WORLD) {
+            Ok(comm) => {
+                s.rwapi = Some(RwState {
+                    comm,
+                    owns_mpi,
+                    blocks: HashMap::new(),
+                    keys: HashMap::new(),
+                    outstanding: VecDeque::new(),
+                    max_sid: 0,
+                    failed: HashMap::new(),
+                    first_error: None,
+                    sends: Vec::new(),
+                });
+                OK
+            }
+            Err(e) => neg(e.class),
+        }
+    })
+}
+
+/// Waits until every write is done at its target; the first refusal.
+fn flush(s: &mut State, rw: &mut RwState) -> c_int {
+    let pending: Vec<u64> = rw.outstanding.iter().copied().collect();
+    s.rt.p2p().wait_for(|p| {
+        pending.iter().all(|&sid| {
+            !matches!(
+                p.op_state(OpId(sid)),
+                Some(OpState::Pending | OpState::LocalDone)
+            )
+        })
+    });
+    rw.forget_done(s);
+    rw.first_error.take().map_or(OK, neg)
+}
+
+#[no_mangle]
+pub extern "C" fn rwapi_flush() -> c_int {
+    with_rw("rwapi_flush", ERR_INIT, flush)
+}
+
+#[no_mangle]
+pub extern "C" fn rwapi_finalize() -> c_int {
+    let done = with_rw("rwapi_finalize", None, |s, rw| {
+        let rc = flush(s, rw);
+        // Every rank's writes are done before any rank leaves.
+        let sent: Vec<ReqId> = rw.sends.iter().map(|(id, _)| *id).collect();
+        s.rt.p2p()
+            .wait_for(|p| sent.iter().all(|&id| p.is_complete(id) != Some(false)));
+        rw.reap_sends(s);
+        let rc = match s.rt.barrier(rw.comm) {
+            Ok(()) => rc,
+            Err(e) => neg(e.class),
+        };
+        let _ = s.rt.comm_free(rw.comm);
+        Some((rc, rw.owns_mpi))
+    });
+    let Some((rc, owns_mpi)) = done else {
+        return ERR_INIT;
+    };
+    with_state("rwapi_finalize", (), |s| s.rwapi = None);
+    if owns_mpi {
+        let fin = state::finalize("rwapi_finalize");
+        if fin != 0 && rc == OK {
+            return -fin;
+        }
+    }
+    rc
+}
+
+#[no_mangle]
+pub extern "C" fn rwapi_rank() -> c_int {
+    with_rw("rwapi_rank", ERR_INIT, |s, _| s.rt.rank() as c_int)
+}
+
+#[no_mangle]
+pub extern "C" fn rwapi_size() -> c_int {
+    with_rw("rwapi_size", ERR_INIT, |s, _| s.rt.size() as c_int)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8 {
+    if size == 0 || net.is_null() {
+        return std::ptr::null_mut();
+    }
+    with_rw("rwapi_alloc", std::ptr::null_mut(), |s, rw| {
+        let Ok(layout) = Layout::from_size_align(size, BLOCK_ALIGN) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: the layout has a non-zero size.
+        let base = unsafe { std::alloc::alloc_zeroed(layout) };
+        if base.is_null() {
+            return base;
+        }
+        let key = s.rt.p2p().expose(base, size);
+        rw.blocks.insert(base as usize, Block { key, len: size });
+        rw.keys.insert(key, base as usize);
+        // SAFETY: checked non-null; the caller's out-parameter.
+        unsafe {
+            *net = RwapiNet {
+                addr: base as u64,
+                key,
+                node: s.rt.rank() as i32,
+            };
+        }
+        base
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rwapi_free(ptr: *mut u8) -> c_int {
+    with_rw("rwapi_free", ERR_INIT, |s, rw| {
+        let Some(block) = rw.blocks.remove(&(ptr as usize)) else {
+            return ERR_ARG;
+        };
+        s.rt.p2p().unexpose(block.key);
+        rw.keys.remove(&block.key);
+        // Writes from this block may still be reading it.
+        let pending: Vec<u64> = rw.outstanding.iter().copied().collect();
+        s.rt.p2p().wait_for(|p| {
+            pending
+                .iter()
+                .all(|&sid| p.op_state(OpId(sid)) != Some(OpState::Pending))
+        });
+        let layout = Layout::from_size_align(block.len, BLOCK_ALIGN).expect("valid at alloc");
+        // SAFETY: allocated by rwapi_alloc with this very layout, and no
+        // longer exposed or read by any write in flight.
+        unsafe { std::alloc::dealloc(ptr, layout) };
+        OK
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn rwapi_send(node: c_int, small: RwapiSmall) -> c_int {
+    with_rw("rwapi_send", ERR_INIT, |s, rw| {
+        if node < 0 || node as u32 >= s.rt.size() {
+            return ERR_NODE;
+        }
+        rw.reap_sends(s);
+        let buf = Box::new(small);
+        let ptr = buf.bytes.as_ptr();
+        // SAFETY: the box is kept in `sends` until the send completes; its
+        // heap memory does not move when the box does.
+        let r = unsafe {
+            s.rt.isend(rw.comm, node as u32, 0, ptr, 16, SendMode::Standard)
+        };
+        match r {
+            Ok(id) => {
+                rw.sends.push((id, buf));
+                OK
+            }
+            Err(e) => neg(e.class),
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall) -> c_int {
+    if node.is_null() || small.is_null() {
+        return ERR_ARG;
+    }
+    with_rw("rwapi_receive", ERR_INIT, |s, rw| {
+        rw.reap_sends(s);
+        let st = match s.rt.iprobe(rw.comm, None, None) {
+            Ok(Some(st)) => st,
+            Ok(None) => return 0,
+            Err(e) => return neg(e.class),
+        };
+        let mut buf = RwapiSmall { bytes: [0; 16] };
+        match s.rt.recv(rw.comm, st.source, st.tag, &mut buf.bytes) {
+            Ok(st) => {
+                // SAFETY: checked non-null; the caller's out-parameters.
+                unsafe {
+                    *node = st.source.unwrap_or(0) as c_int;
+                    *small = buf;
+                }
+                1
+            }
+            Err(e) => neg(e.class),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, size: usize) -> i64 {
+    with_rw("rwapi_write", i64::from(ERR_INIT), |s, rw| {
+        let me = s.rt.rank();
+        if node < 0 || node as u32 >= s.rt.size() {
+            return i64::from(ERR_NODE);
+        }
+        if remote.node != node || local.node != me as i32 {
+            return i64::from(ERR_ARG);
+        }
+        let Some(&base) = rw.keys.get(&local.key) else {
+            return i64::from(-ErrorClass::Win.code());
+        };
+        let len = rw.blocks[&base].len as u64;
+        let inside = local
+            .addr
+            .checked_sub(base as u64)
+            .and_then(|off| off.checked_add(size as u64))
+            .is_some_and(|end| end <= len);
+        if !inside {
+            return i64::from(ERR_RANGE);
+        }
+        if rw.outstanding.len() >= FORGET_BATCH && rw.outstanding.len() % FORGET_BATCH == 0 {
+            rw.forget_done(s);
+        }
+        // SAFETY: the source lies inside a live local block (checked), which
+        // rwapi_free keeps alive until no write reads it.
+        let r = unsafe {
+            s.rt.p2p().put(
+                node as u32,
+                remote.key,
+                remote.addr,
+                local.addr as usize as *const u8,
+                size,
+            )
+        };
+        match r {
+            Ok(OpId(sid)) => {
+                rw.outstanding.push_back(sid);
+                rw.max_sid = rw.max_sid.max(sid);
+                sid as i64
+            }
+            Err(e) => i64::from(neg(e.class)),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
+    with_rw("rwapi_issent", ERR_INIT, |s, rw| {
+        if sid <= 0 || sid as u64 > rw.max_sid {
+            return ERR_SID;
+        }
+        let id = OpId(sid as u64);
+        let p2p = s.rt.p2p();
+        if p2p.op_state(id) == Some(OpState::Pending) {
+            p2p.progress(false);
+        }
+        match p2p.op_state(id) {
+            Some(OpState::Pending) => 0,
+            Some(OpState::LocalDone | OpState::Done(None)) => 1,
+            Some(OpState::Done(Some(e))) => neg(e.class),
+            None => rw.failed.get(&(sid as u64)).map_or(1, |&c| neg(c)),
+        }
+    })
+}
+
+/// Frees what RWAPI holds when MPI finalizes without rwapi_finalize.
+pub fn release(rw: Option<RwState>) {
+    if let Some(rw) = rw {
+        for (base, b) in rw.blocks {
+            let layout = Layout::from_size_align(b.len, BLOCK_ALIGN).expect("valid at alloc");
+            // SAFETY: allocated by rwapi_alloc with this layout; the engine
+            // is gone, so nothing reads or writes it any more.
+            unsafe { std::alloc::dealloc(base as *mut u8, layout) };
+        }
+    }
+}

@@ -1,0 +1,1022 @@
+//! One-sided access: memory a rank exposes, and the operations peers make on
+//! it (write, read, accumulate, compare-and-swap, locks), carried out by the
+//! target's progress engine without its application taking part.
+//!
+//! The origin names a region by the key its owner gave it and an absolute
+//! address inside it; the target checks both before touching memory, so a
+//! write outside a region, to an unknown key or to a freed region is refused
+//! (answered with an error class) and never performed. Keys are never
+//! reused, so a stale key cannot reach a newer region.
+//!
+//! Frames between one pair of ranks are handled in the order they were
+//! sent, so an operation followed by a message (or an unlock) to the same
+//! target is complete at the target before the message is seen. Every
+//! operation that asks for it is acknowledged once done at the target.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::datatype::{PairKind, Prim};
+use crate::error::{Error, ErrorClass, Result};
+use crate::ops::{self, PredefOp};
+use crate::transport::PayloadDest;
+use crate::wire::{FrameKind, Header};
+
+use super::Outgoing;
+
+/// Send tokens of one-sided frames carry this bit, apart from requests'.
+pub(super) const TOKEN_BIT: u64 = 1 << 63;
+/// ... and replies' tokens this one too, apart from operations'.
+const REPLY_BIT: u64 = 1 << 62;
+/// Flag in an `Acc` frame's tag: reply with the previous contents.
+const ACC_FETCH: i32 = 1 << 16;
+/// Flag in an `Acc` frame's tag: compare-and-swap (payload: compare, swap).
+const ACC_CAS: i32 = 1 << 17;
+
+/// A one-sided operation started by this rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OpId(pub u64);
+
+/// Where an operation is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpState {
+    /// The local buffer is still in use.
+    Pending,
+    /// The local buffer may be reused; the target has not confirmed yet.
+    LocalDone,
+    /// Done at the target (or failed).
+    Done(Option<Error>),
+}
+
+#[derive(Clone, Copy)]
+struct Region {
+    base: usize,
+    len: usize,
+}
+
+struct Pending {
+    peer: u32,
+    local_done: bool,
+    /// Whether the target answers (otherwise done once local).
+    acked: bool,
+    remote_done: bool,
+    error: Option<Error>,
+    /// Where a reply's data goes (read, fetch): address and length.
+    dest: Option<(usize, usize)>,
+    /// A payload built for the operation (compare-and-swap), in flight.
+    _owned: Vec<u8>,
+}
+
+#[derive(Default)]
+struct LockState {
+    exclusive: bool,
+    holders: u32,
+    /// Requests not yet granted, in arrival order: (peer, exclusive, op).
+    waiting: VecDeque<(u32, bool, u64)>,
+}
+
+impl LockState {
+    fn grantable(&self, exclusive: bool) -> bool {
+        if exclusive {
+            self.holders == 0
+        } else {
+            !self.exclusive
+        }
+    }
+}
+
+/// One-sided state of one rank: its exposed regions and locks (target side)
+/// and its operations in flight (origin side).
+pub(super) struct Remote {
+    me: u32,
+    regions: HashMap<u32, Region>,
+    next_key: u32,
+    locks: HashMap<u32, LockState>,
+    ops: HashMap<u64, Pending>,
+    next_op: u64,
+    /// Operations in flight per peer (for flushes).
+    in_flight: Vec<u64>,
+    /// Reply payloads being sent, by token.
+    replies: HashMap<u64, Vec<u8>>,
+    next_reply: u64,
+    /// Per peer: the put (origin op, refusal) or read reply (origin op)
+    /// whose payload is arriving.
+    filling: Vec<Option<(FrameKind, u64, Option<ErrorClass>)>>,
+    /// Per peer: the reason it is gone.
+    lost: Vec<Option<String>>,
+}
+
+fn refused(class: ErrorClass, peer: u32) -> Error {
+    let what = match class {
+        ErrorClass::RmaRange => "outside the exposed region",
+        ErrorClass::Win => "to a region that is not exposed (unknown or freed)",
+        ErrorClass::Op => "with an operation the target cannot apply",
+        ErrorClass::Type => "with an element type the target cannot apply",
+        ErrorClass::RmaSync => "that does not match the target's lock state",
+        _ => "for an unexpected reason",
+    };
+    Error::new(
+        class,
+        format!("one-sided access refused by rank {peer}: {what}"),
+    )
+}
+
+fn class_from_code(code: i32) -> ErrorClass {
+    match code {
+        48 => ErrorClass::RmaRange,
+        56 => ErrorClass::Win,
+        10 => ErrorClass::Op,
+        3 => ErrorClass::Type,
+        50 => ErrorClass::RmaSync,
+        _ => ErrorClass::Other,
+    }
+}
+
+const OPS: [PredefOp; 14] = [
+    PredefOp::Sum,
+    PredefOp::Prod,
+    PredefOp::Min,
+    PredefOp::Max,
+    PredefOp::Land,
+    PredefOp::Lor,
+    PredefOp::Lxor,
+    PredefOp::Band,
+    PredefOp::Bor,
+    PredefOp::Bxor,
+    PredefOp::MinLoc,
+    PredefOp::MaxLoc,
+    PredefOp::Replace,
+    PredefOp::NoOp,
+];
+
+const PRIMS: [Prim; 23] = [
+    Prim::I8,
+    Prim::I16,
+    Prim::I32,
+    Prim::I64,
+    Prim::U8,
+    Prim::U16,
+    Prim::U32,
+    Prim::U64,
+    Prim::F32,
+    Prim::F64,
+    Prim::LongDouble,
+    Prim::Bool,
+    Prim::Logical4,
+    Prim::C32,
+    Prim::C64,
+    Prim::CLongDouble,
+    Prim::Byte,
+    Prim::Pair(PairKind::F32),
+    Prim::Pair(PairKind::F64),
+    Prim::Pair(PairKind::I64),
+    Prim::Pair(PairKind::I32),
+    Prim::Pair(PairKind::I16),
+    Prim::Pair(PairKind::LongDouble),
+];
+
+/// The operation and element type of an accumulate, packed into a tag.
+fn acc_tag(op: PredefOp, prim: Prim) -> Option<i32> {
+    let o = OPS.iter().position(|&x| x == op)?;
+    let p = PRIMS.iter().position(|&x| x == prim)?;
+    Some(o as i32 | ((p as i32) << 8))
+}
+
+fn acc_untag(tag: i32) -> Option<(PredefOp, Prim)> {
+    let op = *OPS.get((tag & 0xff) as usize)?;
+    let prim = *PRIMS.get(((tag >> 8) & 0xff) as usize)?;
+    Some((op, prim))
+}
+
+/// Whether one-sided frames can describe `prim` (opaque Fortran types
+/// cannot be computed on; moving them is a plain put).
+pub fn accumulate_supported(op: PredefOp, prim: Prim) -> bool {
+    acc_tag(op, prim).is_some()
+        && (matches!(op, PredefOp::Replace | PredefOp::NoOp) || ops::applies(op, prim))
+}
+
+impl Remote {
+    pub(super) fn new(me: u32, size: u32) -> Remote {
+        Remote {
+            me,
+            regions: HashMap::new(),
+            next_key: 1,
+            locks: HashMap::new(),
+            ops: HashMap::new(),
+            next_op: 1,
+            in_flight: vec![0; size as usize],
+            replies: HashMap::new(),
+            next_reply: 1,
+            filling: vec![None; size as usize],
+            lost: vec![None; size as usize],
+        }
+    }
+
+    pub(super) fn expose(&mut self, base: *mut u8, len: usize) -> u32 {
+        let key = self.next_key;
+        self.next_key = self.next_key.checked_add(1).expect("region keys exhausted");
+        self.regions.insert(
+            key,
+            Region {
+                base: base as usize,
+                len,
+            },
+        );
+        key
+    }
+
+    pub(super) fn unexpose(&mut self, key: u32) -> bool {
+        self.locks.remove(&key);
+        self.regions.remove(&key).is_some()
+    }
+
+    /// The address range `[addr, addr + len)` inside region `key`.
+    fn check(&self, key: u32, addr: u64, len: u64) -> std::result::Result<usize, ErrorClass> {
+        let r = self.regions.get(&key).ok_or(ErrorClass::Win)?;
+        let start = addr
+            .checked_sub(r.base as u64)
+            .ok_or(ErrorClass::RmaRange)?;
+        let end = start.checked_add(len).ok_or(ErrorClass::RmaRange)?;
+        if end > r.len as u64 {
+            return Err(ErrorClass::RmaRange);
+        }
+        Ok(addr as usize)
+    }
+
+    pub(super) fn start(
+        &mut self,
+        peer: u32,
+        acked: bool,
+        dest: Option<(usize, usize)>,
+        owned: Vec<u8>,
+    ) -> u64 {
+        let id = self.next_op;
+        self.next_op += 1;
+        let mut p = Pending {
+            peer,
+            local_done: false,
+            acked,
+            remote_done: false,
+            error: None,
+            dest,
+            _owned: owned,
+        };
+        if let Some(why) = &self.lost[peer as usize] {
+            p.local_done = true;
+            p.remote_done = true;
+            p.error = Some(Error::new(ErrorClass::ProcAborted, why.clone()));
+        } else {
+            self.in_flight[peer as usize] += 1;
+        }
+        self.ops.insert(id, p);
+        id
+    }
+
+    pub(super) fn finish(&mut self, id: u64, error: Option<Error>) {
+        if let Some(p) = self.ops.get_mut(&id) {
+            if !p.remote_done {
+                p.remote_done = true;
+                p.local_done = true;
+                self.in_flight[p.peer as usize] -= 1;
+            }
+            if p.error.is_none() {
+                p.error = error;
+            }
+        }
+    }
+
+    pub(super) fn local_done(&mut self, id: u64) {
+        let Some(p) = self.ops.get_mut(&id) else {
+            return;
+        };
+        p.local_done = true;
+        if !p.acked {
+            self.finish(id, None);
+        }
+    }
+
+    pub(super) fn state(&self, id: OpId) -> Option<OpState> {
+        let p = self.ops.get(&id.0)?;
+        Some(if p.remote_done {
+            OpState::Done(p.error.clone())
+        } else if p.local_done {
+            OpState::LocalDone
+        } else {
+            OpState::Pending
+        })
+    }
+
+    /// Forgets a finished operation, returning its outcome.
+    pub(super) fn take(&mut self, id: OpId) -> Option<Option<Error>> {
+        if self.ops.get(&id.0)?.remote_done {
+            return self.ops.remove(&id.0).map(|p| p.error);
+        }
+        None
+    }
+
+    pub(super) fn in_flight(&self, peer: u32) -> u64 {
+        self.in_flight[peer as usize]
+    }
+
+    pub(super) fn send_done(&mut self, token: u64) {
+        if token & REPLY_BIT != 0 {
+            self.replies.remove(&(token & !(TOKEN_BIT | REPLY_BIT)));
+        } else {
+            self.local_done(token & !TOKEN_BIT);
+        }
+    }
+
+    /// Fails everything in flight to `peer`.
+    pub(super) fn peer_lost(&mut self, peer: u32, reason: &str) {
+        self.lost[peer as usize] = Some(reason.to_string());
+        self.filling[peer as usize] = None;
+        let doomed: Vec<u64> = self
+            .ops
+            .iter()
+            .filter(|(_, p)| p.peer == peer && !p.remote_done)
+            .map(|(&k, _)| k)
+            .collect();
+        for id in doomed {
+            self.finish(
+                id,
+                Some(Error::new(ErrorClass::ProcAborted, reason.to_string())),
+            );
+        }
+        // Its waiting lock requests will never be used.
+        for l in self.locks.values_mut() {
+            l.waiting.retain(|w| w.0 != peer);
+        }
+    }
+
+    fn ack(peer: u32, sreq: u64, status: Option<ErrorClass>) -> Outgoing {
+        Outgoing {
+            peer,
+            header: Header {
+                kind: FrameKind::Ack,
+                context: 0,
+                src: 0,
+                tag: status.map_or(0, |c| c.code()),
+                len: 0,
+                sreq,
+                rreq: 0,
+            },
+            payload: std::ptr::null(),
+            len: 0,
+            token: None,
+        }
+    }
+
+    fn reply(&mut self, peer: u32, sreq: u64, data: Vec<u8>) -> Outgoing {
+        let t = self.next_reply;
+        self.next_reply += 1;
+        let (ptr, len) = (data.as_ptr(), data.len());
+        // The vector's heap buffer does not move when the vector does.
+        self.replies.insert(t, data);
+        Outgoing {
+            peer,
+            header: Header {
+                kind: FrameKind::GetReply,
+                context: 0,
+                src: 0,
+                tag: 0,
+                len: len as u64,
+                sreq,
+                rreq: 0,
+            },
+            payload: ptr,
+            len,
+            token: Some(TOKEN_BIT | REPLY_BIT | t),
+        }
+    }
+
+    fn refuse_reply(peer: u32, sreq: u64, class: ErrorClass) -> Outgoing {
+        let mut o = Self::ack(peer, sreq, Some(class));
+        o.header.kind = FrameKind::GetReply;
+        o
+    }
+
+    /// Answers a granted lock: an `Ack` to a peer, or completion for self.
+    fn grant(&mut self, peer: u32, sreq: u64, out: &mut Vec<Outgoing>) {
+        if peer == self.me {
+            self.finish(sreq, None);
+        } else {
+            out.push(Self::ack(peer, sreq, None));
+        }
+    }
+
+    /// A lock request from `peer` (possibly self) for region `key`.
+    pub(super) fn lock(
+        &mut self,
+        peer: u32,
+        key: u32,
+        exclusive: bool,
+        sreq: u64,
+        out: &mut Vec<Outgoing>,
+    ) {
+        if !self.regions.contains_key(&key) {
+            if peer == self.me {
+                self.finish(sreq, Some(refused(ErrorClass::Win, peer)));
+            } else {
+                out.push(Self::ack(peer, sreq, Some(ErrorClass::Win)));
+            }
+            return;
+        }
+        let l = self.locks.entry(key).or_default();
+        if l.waiting.is_empty() && l.grantable(exclusive) {
+            l.holders += 1;
+            l.exclusive = exclusive;
+            self.grant(peer, sreq, out);
+        } else {
+            l.waiting.push_back((peer, exclusive, sreq));
+        }
+    }
+
+    /// A lock release from `peer` (possibly self) for region `key`.
+    pub(super) fn unlock(&mut self, peer: u32, key: u32, sreq: u64, out: &mut Vec<Outgoing>) {
+        let ok = match self.locks.get_mut(&key) {
+            Some(l) if l.holders > 0 => {
+                l.holders -= 1;
+                if l.holders == 0 {
+                    l.exclusive = false;
+                }
+                true
+            }
+            _ => false,
+        };
+        let status = (!ok).then_some(ErrorClass::RmaSync);
+        if peer == self.me {
+            self.finish(sreq, status.map(|c| refused(c, peer)));
+        } else {
+            out.push(Self::ack(peer, sreq, status));
+        }
+        let mut granted = Vec::new();
+        if let Some(l) = self.locks.get_mut(&key) {
+            while let Some(&(p, excl, id)) = l.waiting.front() {
+                if !l.grantable(excl) {
+                    break;
+                }
+                l.waiting.pop_front();
+                l.holders += 1;
+                l.exclusive = excl;
+                granted.push((p, id));
+            }
+        }
+        for (p, id) in granted {
+            self.grant(p, id, out);
+        }
+    }
+
+    /// Where the payload of a one-sided frame from `peer` goes.
+    pub(super) fn on_header(
+        &mut self,
+        peer: u32,
+        h: &Header,
+    ) -> std::result::Result<PayloadDest, String> {
+        match h.kind {
+            FrameKind::Put => {
+                let refusal = self.check(h.context, h.rreq, h.len).err();
+                self.filling[peer as usize] = Some((FrameKind::Put, h.sreq, refusal));
+                Ok(match refusal {
+                    None => PayloadDest::Direct {
+                        ptr: h.rreq as usize as *mut u8,
+                        cap: h.len as usize,
+                    },
+                    // Read and dropped.
+                    Some(_) => PayloadDest::Direct {
+                        ptr: std::ptr::NonNull::dangling().as_ptr(),
+                        cap: 0,
+                    },
+                })
+            }
+            FrameKind::GetReply if h.tag != 0 => {
+                // A refusal: no data.
+                let class = class_from_code(h.tag);
+                self.filling[peer as usize] = Some((FrameKind::GetReply, h.sreq, Some(class)));
+                Ok(PayloadDest::Direct {
+                    ptr: std::ptr::NonNull::dangling().as_ptr(),
+                    cap: 0,
+                })
+            }
+            FrameKind::GetReply => {
+                let p = self
+                    .ops
+                    .get(&h.sreq)
+                    .filter(|p| p.peer == peer && !p.remote_done)
+                    .ok_or_else(|| format!("read reply for unknown operation {:#x}", h.sreq))?;
+                let (addr, len) = p.dest.ok_or("read reply for an operation without one")?;
+                if h.len != len as u64 {
+                    return Err(format!(
+                        "read reply of {} bytes where {len} were asked",
+                        h.len
+                    ));
+                }
+                self.filling[peer as usize] = Some((FrameKind::GetReply, h.sreq, None));
+                Ok(PayloadDest::Direct {
+                    ptr: addr as *mut u8,
+                    cap: len,
+                })
+            }
+            FrameKind::Acc => Ok(PayloadDest::Buffer),
+            k => Err(format!("{k:?} frame with a payload")),
+        }
+    }
+
+    /// A complete one-sided frame from `peer`: `data` is the payload of a
+    /// buffered `Acc`, `written` what a direct payload placed.
+    pub(super) fn on_frame(
+        &mut self,
+        peer: u32,
+        h: &Header,
+        data: Option<Vec<u8>>,
+        out: &mut Vec<Outgoing>,
+    ) -> std::result::Result<(), String> {
+        match h.kind {
+            FrameKind::Put => {
+                let (_, sreq, refusal) = self.filling[peer as usize]
+                    .take()
+                    .ok_or("put payload without a header")?;
+                if sreq != 0 {
+                    out.push(Self::ack(peer, sreq, refusal));
+                }
+            }
+            FrameKind::GetReply => {
+                let (_, sreq, refusal) = self.filling[peer as usize]
+                    .take()
+                    .ok_or("read reply payload without a header")?;
+                self.finish(sreq, refusal.map(|c| refused(c, peer)));
+            }
+            FrameKind::Ack => {
+                let known = self
+                    .ops
+                    .get(&h.sreq)
+                    .is_some_and(|p| p.peer == peer && !p.remote_done);
+                if !known {
+                    return Err(format!(
+                        "acknowledgement of unknown operation {:#x}",
+                        h.sreq
+                    ));
+                }
+                let err = (h.tag != 0).then(|| refused(class_from_code(h.tag), peer));
+                self.finish(h.sreq, err);
+            }
+            FrameKind::Get => match self.check(h.context, h.rreq, h.len) {
+                Ok(addr) => {
+                    // Read now: the reply must carry the contents as of this
+                    // point in the frame order.
+                    // SAFETY: `check` proved [addr, addr+len) lies inside a
+                    // region its owner exposed and has not withdrawn.
+                    let data = unsafe {
+                        std::slice::from_raw_parts(addr as *const u8, h.len as usize).to_vec()
+                    };
+                    let o = self.reply(peer, h.sreq, data);
+                    out.push(o);
+                }
+                Err(c) => out.push(Self::refuse_reply(peer, h.sreq, c)),
+            },
+            FrameKind::Acc => {
+                let data = data.ok_or("accumulate without its payload")?;
+                let fetch = h.tag & (ACC_FETCH | ACC_CAS) != 0;
+                match self.apply_acc(h, &data) {
+                    Ok(old) if fetch => {
+                        let o = self.reply(peer, h.sreq, old);
+                        out.push(o);
+                    }
+                    Ok(_) => out.push(Self::ack(peer, h.sreq, None)),
+                    Err(c) if fetch => out.push(Self::refuse_reply(peer, h.sreq, c)),
+                    Err(c) => out.push(Self::ack(peer, h.sreq, Some(c))),
+                }
+            }
+            FrameKind::Lock => self.lock(peer, h.context, h.tag == 1, h.sreq, out),
+            FrameKind::Unlock => self.unlock(peer, h.context, h.sreq, out),
+            k => return Err(format!("{k:?} is not a one-sided frame")),
+        }
+        Ok(())
+    }
+
+    /// Applies an accumulate to the target's memory; returns the previous
+    /// contents (for fetching forms).
+    fn apply_acc(&mut self, h: &Header, data: &[u8]) -> std::result::Result<Vec<u8>, ErrorClass> {
+        let (op, prim) = acc_untag(h.tag & 0xffff).ok_or(ErrorClass::Op)?;
+        let cas = h.tag & ACC_CAS != 0;
+        let n = if cas { data.len() / 2 } else { data.len() };
+        if cas && data.len() != 2 * prim.size() {
+            return Err(ErrorClass::Type);
+        }
+        if prim.size() == 0 || !n.is_multiple_of(prim.size()) {
+            return Err(ErrorClass::Type);
+        }
+        let addr = self.check(h.context, h.rreq, n as u64)?;
+        // SAFETY: `check` proved [addr, addr+n) lies inside an exposed
+        // region; this rank's own accesses to it are the application's
+        // business, as for any one-sided target memory.
+        let target = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n) };
+        let old = target.to_vec();
+        if cas {
+            if target[..] == data[..n] {
+                target.copy_from_slice(&data[n..]);
+            }
+            return Ok(old);
+        }
+        match op {
+            PredefOp::NoOp => {}
+            PredefOp::Replace => target.copy_from_slice(data),
+            _ => ops::apply(op, prim, data, target).map_err(|_| ErrorClass::Op)?,
+        }
+        Ok(old)
+    }
+
+    /// Local accumulate on self (no frame).
+    pub(super) fn acc_tag_for(op: PredefOp, prim: Prim, fetch: bool, cas: bool) -> Option<i32> {
+        let t = acc_tag(op, prim)?;
+        Some(t | if fetch { ACC_FETCH } else { 0 } | if cas { ACC_CAS } else { 0 })
+    }
+
+    /// Carries out a one-sided frame addressed to this very rank, as if it
+    /// had arrived, without a transport.
+    pub(super) fn on_self(
+        &mut self,
+        h: &Header,
+        data: &[u8],
+        out: &mut Vec<Outgoing>,
+    ) -> std::result::Result<(), String> {
+        let me = self.me;
+        match h.kind {
+            FrameKind::Put => {
+                let r = self.check(h.context, h.rreq, h.len);
+                if let Ok(addr) = r {
+                    // SAFETY: `check` proved the target range is inside an
+                    // exposed region; `data` is the caller's buffer of
+                    // `len` bytes; they may overlap only if the application
+                    // passes overlapping buffers, hence `copy`.
+                    unsafe {
+                        std::ptr::copy(data.as_ptr(), addr as *mut u8, data.len());
+                    }
+                }
+                self.finish(h.sreq, r.err().map(|c| refused(c, me)));
+            }
+            FrameKind::Get => {
+                let p = self.ops.get(&h.sreq).and_then(|p| p.dest);
+                let r = self.check(h.context, h.rreq, h.len);
+                if let (Ok(addr), Some((dest, len))) = (r, p) {
+                    // SAFETY: source inside an exposed region (checked);
+                    // destination is the caller's buffer of `len` bytes.
+                    unsafe { std::ptr::copy(addr as *const u8, dest as *mut u8, len) };
+                }
+                self.finish(h.sreq, r.err().map(|c| refused(c, me)));
+            }
+            FrameKind::Acc => {
+                let fetch = h.tag & (ACC_FETCH | ACC_CAS) != 0;
+                let r = self.apply_acc(h, data);
+                if let (true, Ok(old), Some((dest, len))) =
+                    (fetch, &r, self.ops.get(&h.sreq).and_then(|p| p.dest))
+                {
+                    let n = len.min(old.len());
+                    // SAFETY: the destination is the caller's buffer of `len` bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(old.as_ptr(), dest as *mut u8, n) };
+                }
+                self.finish(h.sreq, r.err().map(|c| refused(c, me)));
+            }
+            FrameKind::Lock => self.lock(me, h.context, h.tag == 1, h.sreq, out),
+            FrameKind::Unlock => self.unlock(me, h.context, h.sreq, out),
+            k => return Err(format!("{k:?} is not a one-sided frame")),
+        }
+        Ok(())
+    }
+}
+
+/// One-sided operations, as the layers above see them.
+impl super::P2p {
+    /// Lets peers access `[base, base + len)`; returns the key they name it by.
+    pub fn expose(&mut self, base: *mut u8, len: usize) -> u32 {
+        self.m.remote.expose(base, len)
+    }
+
+    /// Withdraws a region: later accesses to it are refused.
+    pub fn unexpose(&mut self, key: u32) -> bool {
+        self.m.remote.unexpose(key)
+    }
+
+    fn check_peer(&self, peer: u32) -> Result<()> {
+        if peer >= self.size {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!("rank {peer} is not in the job (size {})", self.size),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sends a one-sided frame for operation `id` (carries it out at once
+    /// when the target is this rank).
+    fn send_onesided(&mut self, peer: u32, header: Header, payload: *const u8, len: usize) {
+        let id = header.sreq;
+        if self.m.remote.state(OpId(id)) != Some(OpState::Pending) {
+            return; // already failed (peer gone)
+        }
+        if peer == self.rank {
+            let data = if len == 0 {
+                &[][..]
+            } else {
+                // SAFETY: the caller of the public operation promised
+                // `payload` is valid for `len` bytes.
+                unsafe { std::slice::from_raw_parts(payload, len) }
+            };
+            if let Err(e) = self.m.remote.on_self(&header, data, &mut self.m.outbox) {
+                self.m
+                    .remote
+                    .finish(id, Some(Error::new(ErrorClass::Intern, e)));
+            }
+            self.flush_outbox();
+            return;
+        }
+        match self
+            .engine
+            .send(peer, &header, payload, len, Some(TOKEN_BIT | id))
+        {
+            Ok(crate::transport::SendState::Done) => self.m.remote.local_done(id),
+            Ok(crate::transport::SendState::Queued) => {}
+            Err(e) => {
+                let msg = e.message.clone();
+                super::FrameSink::on_peer_lost(&mut self.m, peer, &msg);
+            }
+        }
+    }
+
+    fn header(kind: FrameKind, key: u32, tag: i32, len: usize, id: u64, addr: u64) -> Header {
+        Header {
+            kind,
+            context: key,
+            src: 0,
+            tag,
+            len: len as u64,
+            sreq: id,
+            rreq: addr,
+        }
+    }
+
+    /// Writes `len` bytes from `data` to `addr` in peer's region `key`.
+    ///
+    /// # Safety
+    /// `data` must stay valid for reads of `len` bytes until the operation
+    /// is no longer [`OpState::Pending`].
+    pub unsafe fn put(
+        &mut self,
+        peer: u32,
+        key: u32,
+        addr: u64,
+        data: *const u8,
+        len: usize,
+    ) -> Result<OpId> {
+        self.check_peer(peer)?;
+        let id = self.m.remote.start(peer, true, None, Vec::new());
+        let h = Self::header(FrameKind::Put, key, 0, len, id, addr);
+        self.send_onesided(peer, h, data, len);
+        Ok(OpId(id))
+    }
+
+    /// Reads `len` bytes at `addr` in peer's region `key` into `dest`.
+    ///
+    /// # Safety
+    /// `dest` must stay valid for writes of `len` bytes until the operation
+    /// is done.
+    pub unsafe fn get(
+        &mut self,
+        peer: u32,
+        key: u32,
+        addr: u64,
+        dest: *mut u8,
+        len: usize,
+    ) -> Result<OpId> {
+        self.check_peer(peer)?;
+        let id = self
+            .m
+            .remote
+            .start(peer, true, Some((dest as usize, len)), Vec::new());
+        let h = Self::header(FrameKind::Get, key, 0, len, id, addr);
+        self.send_onesided(peer, h, std::ptr::null(), 0);
+        Ok(OpId(id))
+    }
+
+    /// Combines `len` bytes of `prim` elements from `data` into peer's
+    /// memory with `op`, atomically per element with respect to other
+    /// accumulates; with `fetch`, the previous contents land there.
+    ///
+    /// # Safety
+    /// `data` valid for reads of `len` bytes until not pending; `fetch`
+    /// valid for writes of `len` bytes until done.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn accumulate(
+        &mut self,
+        peer: u32,
+        key: u32,
+        addr: u64,
+        op: PredefOp,
+        prim: Prim,
+        data: *const u8,
+        len: usize,
+        fetch: Option<*mut u8>,
+    ) -> Result<OpId> {
+        self.check_peer(peer)?;
+        let tag = Remote::acc_tag_for(op, prim, fetch.is_some(), false)
+            .filter(|_| accumulate_supported(op, prim))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Op,
+                    format!("{} does not apply to this element type", op.name()),
+                )
+            })?;
+        if len as u64 > crate::wire::MAX_EAGER {
+            return Err(Error::new(
+                ErrorClass::Count,
+                "one accumulate carries at most 64 MiB",
+            ));
+        }
+        let dest = fetch.map(|p| (p as usize, len));
+        let id = self.m.remote.start(peer, true, dest, Vec::new());
+        let h = Self::header(FrameKind::Acc, key, tag, len, id, addr);
+        self.send_onesided(peer, h, data, len);
+        Ok(OpId(id))
+    }
+
+    /// Compare-and-swap of one `prim` element at `addr`: where it equals
+    /// `compare` it becomes `swap`; the previous value lands in `result`.
+    ///
+    /// # Safety
+    /// `compare` and `swap` valid for reads of one element now; `result`
+    /// valid for writes of one element until done.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn compare_and_swap(
+        &mut self,
+        peer: u32,
+        key: u32,
+        addr: u64,
+        prim: Prim,
+        compare: *const u8,
+        swap: *const u8,
+        result: *mut u8,
+    ) -> Result<OpId> {
+        self.check_peer(peer)?;
+        let n = prim.size();
+        let tag = Remote::acc_tag_for(PredefOp::Replace, prim, false, true)
+            .ok_or_else(|| Error::new(ErrorClass::Type, "compare-and-swap on an opaque type"))?;
+        let mut payload = Vec::with_capacity(2 * n);
+        // SAFETY: the caller's promise: one element each.
+        unsafe {
+            payload.extend_from_slice(std::slice::from_raw_parts(compare, n));
+            payload.extend_from_slice(std::slice::from_raw_parts(swap, n));
+        }
+        let (ptr, len) = (payload.as_ptr(), payload.len());
+        // The payload's heap buffer stays put while the operation owns it.
+        let id = self
+            .m
+            .remote
+            .start(peer, true, Some((result as usize, n)), payload);
+        let h = Self::header(FrameKind::Acc, key, tag, len, id, addr);
+        self.send_onesided(peer, h, ptr, len);
+        Ok(OpId(id))
+    }
+
+    /// Asks peer for a lock on its region `key`; done once granted.
+    pub fn lock(&mut self, peer: u32, key: u32, exclusive: bool) -> Result<OpId> {
+        self.check_peer(peer)?;
+        let id = self.m.remote.start(peer, true, None, Vec::new());
+        let h = Self::header(FrameKind::Lock, key, i32::from(exclusive), 0, id, 0);
+        self.send_onesided(peer, h, std::ptr::null(), 0);
+        Ok(OpId(id))
+    }
+
+    /// Releases a lock on peer's region `key`; done once the target has
+    /// carried out everything this rank sent it before.
+    pub fn unlock(&mut self, peer: u32, key: u32) -> Result<OpId> {
+        self.check_peer(peer)?;
+        let id = self.m.remote.start(peer, true, None, Vec::new());
+        let h = Self::header(FrameKind::Unlock, key, 0, 0, id, 0);
+        self.send_onesided(peer, h, std::ptr::null(), 0);
+        Ok(OpId(id))
+    }
+
+    /// Where operation `id` is; `None` once taken or never started.
+    pub fn op_state(&self, id: OpId) -> Option<OpState> {
+        self.m.remote.state(id)
+    }
+
+    /// Forgets a finished operation and returns its outcome; `None` while
+    /// it is still in flight.
+    pub fn op_take(&mut self, id: OpId) -> Option<Result<()>> {
+        self.m.remote.take(id).map(|e| e.map_or(Ok(()), Err))
+    }
+
+    /// Operations to `peer` not yet done at the target.
+    pub fn ops_in_flight(&self, peer: u32) -> u64 {
+        self.m.remote.in_flight(peer)
+    }
+
+    /// Drives progress until `id` is done at the target; returns its outcome.
+    pub fn op_wait(&mut self, id: OpId) -> Result<()> {
+        self.wait_for(|p| !matches!(p.op_state(id), Some(OpState::Pending | OpState::LocalDone)));
+        self.op_take(id).unwrap_or(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accumulate_tags_round_trip() {
+        for &op in &OPS {
+            for &prim in &PRIMS {
+                let t = acc_tag(op, prim).unwrap();
+                assert!(t >= 0);
+                assert_eq!(acc_untag(t), Some((op, prim)));
+            }
+        }
+        assert_eq!(acc_untag(0xff), None);
+    }
+
+    #[test]
+    fn range_checks_refuse_outside_and_unknown() {
+        let mut r = Remote::new(0, 2);
+        let mut mem = vec![0u8; 64];
+        let key = r.expose(mem.as_mut_ptr(), 64);
+        let base = mem.as_ptr() as u64;
+        assert!(r.check(key, base, 64).is_ok());
+        assert!(r.check(key, base + 8, 56).is_ok());
+        assert_eq!(r.check(key, base + 8, 57), Err(ErrorClass::RmaRange));
+        assert_eq!(r.check(key, base - 1, 1), Err(ErrorClass::RmaRange));
+        assert_eq!(r.check(key, u64::MAX, 2), Err(ErrorClass::RmaRange));
+        assert_eq!(r.check(key + 1, base, 1), Err(ErrorClass::Win));
+        assert!(r.unexpose(key));
+        assert_eq!(r.check(key, base, 1), Err(ErrorClass::Win));
+        // Keys are not reused.
+        let key2 = r.expose(mem.as_mut_ptr(), 64);
+        assert_ne!(key, key2);
+    }
+
+    #[test]
+    fn locks_grant_in_order_and_exclude() {
+        let mut r = Remote::new(0, 3);
+        let mut mem = vec![0u8; 8];
+        let key = r.expose(mem.as_mut_ptr(), 8);
+        let mut out = Vec::new();
+        r.lock(1, key, true, 10, &mut out);
+        assert_eq!(out.len(), 1, "free lock granted at once");
+        r.lock(2, key, false, 11, &mut out);
+        r.lock(2, key, true, 12, &mut out);
+        assert_eq!(out.len(), 1, "held exclusively: both wait");
+        out.clear();
+        r.unlock(1, key, 13, &mut out);
+        // Ack of the unlock, then the shared grant; the exclusive one waits.
+        let acks: Vec<u64> = out.iter().map(|o| o.header.sreq).collect();
+        assert_eq!(acks, vec![13, 11]);
+        out.clear();
+        r.unlock(2, key, 14, &mut out);
+        let acks: Vec<u64> = out.iter().map(|o| o.header.sreq).collect();
+        assert_eq!(acks, vec![14, 12]);
+        out.clear();
+        // Unlock without a lock is a synchronisation error.
+        r.unlock(2, key, 15, &mut out);
+        r.unlock(1, key, 16, &mut out);
+        assert_eq!(out[1].header.tag, ErrorClass::RmaSync.code());
+    }
+
+    #[test]
+    fn accumulate_applies_and_fetches() {
+        let mut r = Remote::new(0, 2);
+        let mut mem = [1i32, 2, 3, 4];
+        let key = r.expose(mem.as_mut_ptr().cast(), 16);
+        let add: Vec<u8> = [10i32, 20, 30, 40]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let h = Header {
+            kind: FrameKind::Acc,
+            context: key,
+            src: 0,
+            tag: Remote::acc_tag_for(PredefOp::Sum, Prim::I32, true, false).unwrap(),
+            len: 16,
+            sreq: 1,
+            rreq: mem.as_ptr() as u64,
+        };
+        let old = r.apply_acc(&h, &add).unwrap();
+        assert_eq!(old[..4], 1i32.to_le_bytes());
+        assert_eq!(mem, [11, 22, 33, 44]);
+        // Compare-and-swap: matches the first element, swaps it.
+        let mut cas = 11i32.to_le_bytes().to_vec();
+        cas.extend(99i32.to_le_bytes());
+        let h2 = Header {
+            len: 8,
+            tag: Remote::acc_tag_for(PredefOp::Replace, Prim::I32, false, true).unwrap(),
+            ..h
+        };
+        let old = r.apply_acc(&h2, &cas).unwrap();
+        assert_eq!(old, 11i32.to_le_bytes());
+        assert_eq!(mem[0], 99);
+        // Beyond the region: refused, memory untouched.
+        let h3 = Header {
+            rreq: mem.as_ptr() as u64 + 8,
+            ..h
+        };
+        assert_eq!(r.apply_acc(&h3, &add), Err(ErrorClass::RmaRange));
+        assert_eq!(mem, [99, 22, 33, 44]);
+    }
+}
