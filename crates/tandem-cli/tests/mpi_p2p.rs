@@ -68,6 +68,8 @@ pass_tests! {
     pingpong_sizes_np2: "pingpong_sizes", 2;
     pingpong_sizes_np3: "pingpong_sizes", 3, "1048576";
     pingpong_sizes_np4: "pingpong_sizes", 4;
+    rma_np2: "rma", 2;
+    rma_np3: "rma", 3;
     rwapi_np2: "rwapi_basic", 2;
     rwapi_np3_with_mpi: "rwapi_basic", 3, "mpi";
     wildcards_np2: "wildcards", 2;

@@ -60,11 +60,16 @@ pub fn fatal_without_state(func: &str, why: &str) -> ! {
 /// Hands an error to the handler of its communicator (errors on an invalid
 /// communicator go to `MPI_COMM_SELF`'s, as the standard says).
 pub fn raise(state: &mut State, func: &str, fail: Fail) -> c_int {
-    let class = fail.error.class.code();
     let handler = match state.comm_id(fail.comm) {
         Ok(id) => state.entry(id).errhandler,
         Err(_) => state.entry(tandem::SELF).errhandler,
     };
+    raise_to(state, func, handler, fail)
+}
+
+/// Hands an error to `handler`.
+pub fn raise_to(state: &mut State, func: &str, handler: MPI_Errhandler, fail: Fail) -> c_int {
+    let class = fail.error.class.code();
     if handler == MPI_ERRORS_RETURN {
         return class;
     }

@@ -28,6 +28,7 @@ mod request;
 mod rwapi;
 mod state;
 mod topo;
+mod win;
 mod xfer;
 
 pub use env::library_version;

@@ -35,6 +35,8 @@ pub struct State {
     pub ext: crate::ext::Ext,
     /// The Remote-Write API, once rwapi_init has run.
     pub rwapi: Option<crate::rwapi::RwState>,
+    /// One-sided windows, by handle index.
+    pub wins: Vec<Option<crate::win::Win>>,
 }
 
 impl State {
@@ -52,6 +54,7 @@ impl State {
             thread_level,
             ext: Default::default(),
             rwapi: None,
+            wins: Vec::new(),
         }
     }
 
@@ -209,6 +212,16 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 
 /// Runs the body of an exported function that needs an initialized library.
 pub fn call(func: &'static str, body: impl FnOnce(&mut State) -> Outcome) -> c_int {
+    call_with(func, body, errhandler::raise)
+}
+
+/// As [`call`], with the error handling chosen by `raise` (windows have
+/// handlers of their own).
+pub fn call_with(
+    func: &'static str,
+    body: impl FnOnce(&mut State) -> Outcome,
+    raise: impl FnOnce(&mut State, &str, Fail) -> c_int,
+) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
         let mut owner = Owner::acquire();
         let Some(state) = owner.slot().as_mut() else {
@@ -221,7 +234,7 @@ pub fn call(func: &'static str, body: impl FnOnce(&mut State) -> Outcome) -> c_i
         };
         match body(state) {
             Ok(()) => MPI_SUCCESS,
-            Err(f) => errhandler::raise(state, func, f),
+            Err(f) => raise(state, func, f),
         }
     }));
     match result {

@@ -301,7 +301,10 @@ mod tests {
         assert!(matches!(Header::decode(&b), Err(WireError::BadMagic(0))));
         let mut b = good;
         b[1] = 200;
-        assert!(matches!(Header::decode(&b), Err(WireError::UnknownKind(200))));
+        assert!(matches!(
+            Header::decode(&b),
+            Err(WireError::UnknownKind(200))
+        ));
         let mut b = good;
         b[3] = 1;
         assert_eq!(Header::decode(&b), Err(WireError::ReservedNotZero));

@@ -89,6 +89,9 @@ impl LockState {
 pub(super) struct Remote {
     me: u32,
     regions: HashMap<u32, Region>,
+    /// Keys naming a changing set of regions (dynamic windows): an access
+    /// must fall inside one of them.
+    dynamic: HashMap<u32, Vec<Region>>,
     next_key: u32,
     locks: HashMap<u32, LockState>,
     ops: HashMap<u64, Pending>,
@@ -199,6 +202,7 @@ impl Remote {
         Remote {
             me,
             regions: HashMap::new(),
+            dynamic: HashMap::new(),
             next_key: 1,
             locks: HashMap::new(),
             ops: HashMap::new(),
@@ -211,9 +215,50 @@ impl Remote {
         }
     }
 
-    pub(super) fn expose(&mut self, base: *mut u8, len: usize) -> u32 {
+    fn new_key(&mut self) -> u32 {
         let key = self.next_key;
         self.next_key = self.next_key.checked_add(1).expect("region keys exhausted");
+        key
+    }
+
+    pub(super) fn expose_dynamic(&mut self) -> u32 {
+        let key = self.new_key();
+        self.dynamic.insert(key, Vec::new());
+        key
+    }
+
+    pub(super) fn attach(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
+        match self.dynamic.get_mut(&key) {
+            Some(v) => {
+                v.push(Region {
+                    base: base as usize,
+                    len,
+                });
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(super) fn detach(&mut self, key: u32, base: *const u8) -> bool {
+        let Some(v) = self.dynamic.get_mut(&key) else {
+            return false;
+        };
+        match v.iter().position(|r| r.base == base as usize) {
+            Some(i) => {
+                v.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn known(&self, key: u32) -> bool {
+        self.regions.contains_key(&key) || self.dynamic.contains_key(&key)
+    }
+
+    pub(super) fn expose(&mut self, base: *mut u8, len: usize) -> u32 {
+        let key = self.new_key();
         self.regions.insert(
             key,
             Region {
@@ -226,11 +271,22 @@ impl Remote {
 
     pub(super) fn unexpose(&mut self, key: u32) -> bool {
         self.locks.remove(&key);
-        self.regions.remove(&key).is_some()
+        self.dynamic.remove(&key).is_some() | self.regions.remove(&key).is_some()
     }
 
     /// The address range `[addr, addr + len)` inside region `key`.
     fn check(&self, key: u32, addr: u64, len: u64) -> std::result::Result<usize, ErrorClass> {
+        if let Some(attached) = self.dynamic.get(&key) {
+            let inside = |r: &Region| {
+                addr.checked_sub(r.base as u64)
+                    .and_then(|start| start.checked_add(len))
+                    .is_some_and(|end| end <= r.len as u64)
+            };
+            return match attached.iter().any(inside) {
+                true => Ok(addr as usize),
+                false => Err(ErrorClass::RmaRange),
+            };
+        }
         let r = self.regions.get(&key).ok_or(ErrorClass::Win)?;
         let start = addr
             .checked_sub(r.base as u64)
@@ -412,7 +468,7 @@ impl Remote {
         sreq: u64,
         out: &mut Vec<Outgoing>,
     ) {
-        if !self.regions.contains_key(&key) {
+        if !self.known(key) {
             if peer == self.me {
                 self.finish(sreq, Some(refused(ErrorClass::Win, peer)));
             } else {
@@ -688,6 +744,22 @@ impl super::P2p {
     /// Lets peers access `[base, base + len)`; returns the key they name it by.
     pub fn expose(&mut self, base: *mut u8, len: usize) -> u32 {
         self.m.remote.expose(base, len)
+    }
+
+    /// A key for a set of regions that changes ([`P2p::attach`],
+    /// [`P2p::detach_region`]).
+    pub fn expose_dynamic(&mut self) -> u32 {
+        self.m.remote.expose_dynamic()
+    }
+
+    /// Adds `[base, base + len)` to dynamic key `key`'s regions.
+    pub fn attach(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
+        self.m.remote.attach(key, base, len)
+    }
+
+    /// Removes the region starting at `base` from dynamic key `key`.
+    pub fn detach_region(&mut self, key: u32, base: *const u8) -> bool {
+        self.m.remote.detach(key, base)
     }
 
     /// Withdraws a region: later accesses to it are refused.

@@ -1,0 +1,1530 @@
+//! MPI one-sided communication (windows) on the engine's one-sided
+//! operations.
+//!
+//! * Every window has a private duplicate of its communicator (fences,
+//!   post/start/complete/wait notices) and an exposed region at each member
+//!   (a key per member, exchanged at creation; dynamic windows expose a key
+//!   whose regions come and go with attach/detach, and are addressed by
+//!   absolute address).
+//! * Operations are split into the target datatype's contiguous runs, one
+//!   engine operation each; origin data that is not contiguous is packed
+//!   first, and reads into such buffers are unpacked once complete.
+//! * Every operation is acknowledged by its target once applied there, so
+//!   waiting for the acknowledgements is remote completion: that is what
+//!   fence, unlock, flush and complete do. Accumulates are applied by the
+//!   target's progress engine one at a time, hence atomic per element.
+//! * Lock requests are queued at the target by its progress engine and
+//!   granted in order (shared ones together); `MPI_Win_lock` returns once
+//!   granted.
+
+use std::alloc::Layout as AllocLayout;
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::Arc;
+
+use tandem::coll::CollCall;
+use tandem::datatype::{Layout, Prim};
+use tandem::ops::PredefOp;
+use tandem::p2p::{OpId, OpState};
+use tandem::{CommId, Error, ErrorClass};
+
+use crate::abi::*;
+use crate::args::{self, put};
+use crate::datatype::{self, Typed};
+use crate::state::{call, call_with, Fail, Outcome, State};
+use crate::{errhandler, group, ops};
+
+/// First handle value of windows.
+const WIN_BASE: usize = 0x30000;
+/// Tags of the post/start and complete/wait notices on the private communicator.
+const TAG_POST: i32 = 1;
+const TAG_COMPLETE: i32 = 2;
+/// Alignment of memory from MPI_Win_allocate.
+const ALLOC_ALIGN: usize = 64;
+
+/// What a member exposes, as every member learns it at creation.
+#[derive(Clone, Copy, Default)]
+struct Target {
+    key: u32,
+    base: u64,
+    size: u64,
+    disp_unit: u64,
+}
+
+/// A read whose data arrives packed and is unpacked once complete.
+struct Unpack {
+    target: u32,
+    data: Vec<u8>,
+    dest: Typed,
+}
+
+/// An engine operation of this window not yet known to be complete.
+struct Pending {
+    id: OpId,
+    target: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LockHeld {
+    No,
+    /// Granted by the target.
+    Yes,
+    /// Under MPI_MODE_NOCHECK: no lock was asked for.
+    NoCheck,
+}
+
+pub struct Win {
+    comm: CommId,
+    /// The creating communicator, whose rank numbering the window uses.
+    user_comm: MPI_Comm,
+    group: Arc<[u32]>,
+    key: u32,
+    base: usize,
+    flavor: c_int,
+    /// Memory from MPI_Win_allocate: (address, layout).
+    owned: Option<(usize, AllocLayout)>,
+    targets: Vec<Target>,
+    pending: Vec<Pending>,
+    unpacks: Vec<Unpack>,
+    /// Packed origin data that operations in flight read, by target.
+    keep: Vec<(u32, Vec<u8>)>,
+    locks: Vec<LockHeld>,
+    lock_all: bool,
+    fence_open: bool,
+    start_group: Option<Vec<u32>>,
+    post_group: Option<Vec<u32>>,
+    errhandler: MPI_Errhandler,
+    name: String,
+    /// Storage the predefined attributes point into.
+    attr_size: Box<MPI_Aint>,
+    attr_disp_unit: Box<c_int>,
+    attr_flavor: Box<c_int>,
+    attr_model: Box<c_int>,
+}
+
+fn win_fail(class: ErrorClass, msg: impl Into<String>) -> Fail {
+    Fail::new(MPI_COMM_WORLD, class, msg)
+}
+
+fn index(win: MPI_Win) -> Option<usize> {
+    win.checked_sub(WIN_BASE)
+}
+
+fn get(s: &State, win: MPI_Win) -> Result<&Win, Fail> {
+    index(win)
+        .and_then(|i| s.wins.get(i))
+        .and_then(Option::as_ref)
+        .ok_or_else(|| win_fail(ErrorClass::Win, format!("invalid window handle {win:#x}")))
+}
+
+fn get_mut(s: &mut State, win: MPI_Win) -> Result<&mut Win, Fail> {
+    index(win)
+        .and_then(|i| s.wins.get_mut(i))
+        .and_then(Option::as_mut)
+        .ok_or_else(|| win_fail(ErrorClass::Win, format!("invalid window handle {win:#x}")))
+}
+
+/// Runs a window call: errors go to the window's error handler.
+fn win_call(func: &'static str, win: MPI_Win, body: impl FnOnce(&mut State) -> Outcome) -> c_int {
+    call_with(func, body, |s, func, f| {
+        let handler = get(s, win).map_or(MPI_ERRORS_ARE_FATAL, |w| w.errhandler);
+        errhandler::raise_to(s, func, handler, f)
+    })
+}
+
+fn engine_fail(e: Error) -> Fail {
+    win_fail(e.class, e.message)
+}
+
+/// Creates a window over `[base, base + size)` (or a dynamic one).
+fn create(
+    s: &mut State,
+    base: *mut u8,
+    size: usize,
+    disp_unit: usize,
+    comm: MPI_Comm,
+    flavor: c_int,
+    owned: Option<(usize, AllocLayout)>,
+) -> Result<MPI_Win, Fail> {
+    let cid = args::comm(s, comm)?;
+    let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
+    let c = s.rt.comm(wcomm).map_err(engine_fail)?;
+    let (group, n) = (c.group.clone(), c.size() as usize);
+    let key = if flavor == MPI_WIN_FLAVOR_DYNAMIC {
+        s.rt.p2p().expose_dynamic()
+    } else {
+        s.rt.p2p().expose(base, size)
+    };
+    let mine = [key as u64, base as u64, size as u64, disp_unit as u64];
+    let mut all = vec![0u64; 4 * n];
+    // SAFETY: both buffers outlive the collective, which completes here.
+    unsafe {
+        s.rt.coll(
+            wcomm,
+            CollCall::Allgather {
+                send: Some(mine.as_ptr().cast()),
+                recv: all.as_mut_ptr().cast(),
+                len: 32,
+            },
+        )
+    }
+    .map_err(engine_fail)?;
+    let targets = all
+        .chunks_exact(4)
+        .map(|t| Target {
+            key: t[0] as u32,
+            base: t[1],
+            size: t[2],
+            disp_unit: t[3],
+        })
+        .collect();
+    let w = Win {
+        comm: wcomm,
+        user_comm: comm,
+        group,
+        key,
+        base: base as usize,
+        flavor,
+        owned,
+        targets,
+        pending: Vec::new(),
+        unpacks: Vec::new(),
+        keep: Vec::new(),
+        locks: vec![LockHeld::No; n],
+        lock_all: false,
+        fence_open: false,
+        start_group: None,
+        post_group: None,
+        errhandler: MPI_ERRORS_ARE_FATAL,
+        name: String::new(),
+        attr_size: Box::new(size as MPI_Aint),
+        attr_disp_unit: Box::new(disp_unit as c_int),
+        attr_flavor: Box::new(flavor),
+        attr_model: Box::new(MPI_WIN_UNIFIED),
+    };
+    let slot = match s.wins.iter().position(Option::is_none) {
+        Some(i) => i,
+        None => {
+            s.wins.push(None);
+            s.wins.len() - 1
+        }
+    };
+    s.wins[slot] = Some(w);
+    Ok(WIN_BASE + slot)
+}
+
+fn check_size_disp(size: MPI_Aint, disp_unit: MPI_Aint) -> Result<(), Fail> {
+    if size < 0 {
+        return Err(win_fail(
+            ErrorClass::Size,
+            format!("negative window size {size}"),
+        ));
+    }
+    if disp_unit <= 0 {
+        return Err(win_fail(
+            ErrorClass::Disp,
+            format!("displacement unit {disp_unit} is not positive"),
+        ));
+    }
+    Ok(())
+}
+
+unsafe fn win_create(
+    func: &'static str,
+    base: *mut c_void,
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    comm: MPI_Comm,
+    win: *mut MPI_Win,
+) -> c_int {
+    call(func, |s| {
+        args::out_ptr(comm, win, "win")?;
+        check_size_disp(size, disp_unit)?;
+        if size > 0 && base.is_null() {
+            return Err(win_fail(
+                ErrorClass::Base,
+                "NULL base for a non-empty window",
+            ));
+        }
+        let h = create(
+            s,
+            base.cast(),
+            size as usize,
+            disp_unit as usize,
+            comm,
+            MPI_WIN_FLAVOR_CREATE,
+            None,
+        )?;
+        // SAFETY: checked non-null.
+        unsafe { put(win, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create(
+    base: *mut c_void,
+    size: MPI_Aint,
+    disp_unit: c_int,
+    _info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut MPI_Win,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        win_create(
+            "MPI_Win_create",
+            base,
+            size,
+            disp_unit as MPI_Aint,
+            comm,
+            win,
+        )
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_c(
+    base: *mut c_void,
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    _info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut MPI_Win,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { win_create("MPI_Win_create_c", base, size, disp_unit, comm, win) }
+}
+
+unsafe fn win_allocate(
+    func: &'static str,
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    call(func, |s| {
+        args::out_ptr(comm, win, "win")?;
+        args::out_ptr(comm, baseptr, "baseptr")?;
+        check_size_disp(size, disp_unit)?;
+        let layout = AllocLayout::from_size_align((size as usize).max(1), ALLOC_ALIGN)
+            .map_err(|_| win_fail(ErrorClass::Size, "window size too large"))?;
+        // SAFETY: the layout has a non-zero size.
+        let mem = unsafe { std::alloc::alloc_zeroed(layout) };
+        if mem.is_null() {
+            return Err(win_fail(ErrorClass::NoMem, "cannot allocate the window"));
+        }
+        let h = create(
+            s,
+            mem,
+            size as usize,
+            disp_unit as usize,
+            comm,
+            MPI_WIN_FLAVOR_ALLOCATE,
+            Some((mem as usize, layout)),
+        );
+        let h = match h {
+            Ok(h) => h,
+            Err(f) => {
+                // SAFETY: allocated above with this layout, never exposed.
+                unsafe { std::alloc::dealloc(mem, layout) };
+                return Err(f);
+            }
+        };
+        // SAFETY: checked non-null; baseptr points to a `void *` (MPI).
+        unsafe {
+            put(baseptr.cast::<*mut c_void>(), mem.cast());
+            put(win, h);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate(
+    size: MPI_Aint,
+    disp_unit: c_int,
+    _info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        win_allocate(
+            "MPI_Win_allocate",
+            size,
+            disp_unit as MPI_Aint,
+            comm,
+            baseptr,
+            win,
+        )
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_c(
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    _info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe { win_allocate("MPI_Win_allocate_c", size, disp_unit, comm, baseptr, win) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_dynamic(
+    _info: MPI_Info,
+    comm: MPI_Comm,
+    win: *mut MPI_Win,
+) -> c_int {
+    call("MPI_Win_create_dynamic", |s| {
+        args::out_ptr(comm, win, "win")?;
+        let h = create(
+            s,
+            std::ptr::null_mut(),
+            0,
+            1,
+            comm,
+            MPI_WIN_FLAVOR_DYNAMIC,
+            None,
+        )?;
+        // SAFETY: checked non-null.
+        unsafe { put(win, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
+    win_call("MPI_Win_attach", win, |s| {
+        let w = get(s, win)?;
+        if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
+            return Err(win_fail(
+                ErrorClass::RmaFlavor,
+                "MPI_Win_attach needs a window from MPI_Win_create_dynamic",
+            ));
+        }
+        if size < 0 || (size > 0 && base.is_null()) {
+            return Err(win_fail(ErrorClass::RmaAttach, "invalid memory to attach"));
+        }
+        let key = w.key;
+        s.rt.p2p().attach(key, base.cast(), size as usize);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
+    win_call("MPI_Win_detach", win, |s| {
+        let w = get(s, win)?;
+        if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
+            return Err(win_fail(
+                ErrorClass::RmaFlavor,
+                "MPI_Win_detach needs a window from MPI_Win_create_dynamic",
+            ));
+        }
+        let key = w.key;
+        if !s.rt.p2p().detach_region(key, base.cast()) {
+            return Err(win_fail(
+                ErrorClass::RmaAttach,
+                "memory not attached to this window",
+            ));
+        }
+        Ok(())
+    })
+}
+
+/// Waits until this window's operations (to `target`, or all) are complete
+/// at their targets, then finishes reads into packed buffers.
+fn complete_ops(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<(), Fail> {
+    let i = index(win).expect("validated window");
+    let ids: Vec<OpId> = {
+        let w = s.wins[i].as_ref().expect("validated window");
+        w.pending
+            .iter()
+            .filter(|p| target.is_none_or(|t| p.target == t))
+            .map(|p| p.id)
+            .collect()
+    };
+    s.rt.wait_until(|p2p, _| {
+        ids.iter().all(|&id| {
+            !matches!(
+                p2p.op_state(id),
+                Some(OpState::Pending | OpState::LocalDone)
+            )
+        })
+    });
+    let mut first: Option<Error> = None;
+    for &id in &ids {
+        if let Some(Err(e)) = s.rt.p2p().op_take(id) {
+            first.get_or_insert(e);
+        }
+    }
+    let w = s.wins[i].as_mut().expect("validated window");
+    let mine = |t: u32| target.is_none_or(|x| x == t);
+    w.pending.retain(|p| !mine(p.target));
+    w.keep.retain(|(t, _)| !mine(*t));
+    let (done, rest): (Vec<Unpack>, Vec<Unpack>) = std::mem::take(&mut w.unpacks)
+        .into_iter()
+        .partition(|u| mine(u.target));
+    w.unpacks = rest;
+    for u in done {
+        // SAFETY: the origin buffer was checked when the read started and
+        // the application keeps it valid until the read completes (now).
+        unsafe { u.dest.unpack(&u.data) };
+    }
+    match first {
+        Some(e) => Err(engine_fail(e)),
+        None => Ok(()),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
+    let h = if win.is_null() {
+        MPI_WIN_NULL
+    } else {
+        // SAFETY: checked non-null.
+        unsafe { *win }
+    };
+    win_call("MPI_Win_free", h, |s| {
+        args::out_ptr(MPI_COMM_WORLD, win, "win")?;
+        let w = get(s, h)?;
+        if w.lock_all || w.locks.iter().any(|&l| l != LockHeld::No) || w.start_group.is_some() {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_free inside an access epoch (unlock or complete first)",
+            ));
+        }
+        complete_ops(s, h, None)?;
+        let comm = get(s, h)?.comm;
+        // Nobody may still be reaching into this memory when it goes.
+        s.rt.barrier(comm).map_err(engine_fail)?;
+        let w = s.wins[index(h).expect("validated")]
+            .take()
+            .expect("validated");
+        s.rt.p2p().unexpose(w.key);
+        let _ = s.rt.comm_free(w.comm);
+        if let Some((mem, layout)) = w.owned {
+            // SAFETY: allocated by MPI_Win_allocate with this layout, and no
+            // longer exposed.
+            unsafe { std::alloc::dealloc(mem as *mut u8, layout) };
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(win, MPI_WIN_NULL) };
+        Ok(())
+    })
+}
+
+/// A target rank of a window: `None` for MPI_PROC_NULL.
+fn target_rank(w: &Win, rank: c_int) -> Result<Option<u32>, Fail> {
+    if rank == MPI_PROC_NULL {
+        return Ok(None);
+    }
+    if rank < 0 || rank as usize >= w.targets.len() {
+        return Err(win_fail(
+            ErrorClass::Rank,
+            format!("target rank {rank} is not in 0..{}", w.targets.len()),
+        ));
+    }
+    Ok(Some(rank as u32))
+}
+
+/// Checks that an access to `t` is inside an epoch.
+fn check_epoch(w: &Win, t: u32) -> Result<(), Fail> {
+    let ok = w.fence_open
+        || w.lock_all
+        || w.locks[t as usize] != LockHeld::No
+        || w.start_group.as_ref().is_some_and(|g| g.contains(&t));
+    if ok {
+        Ok(())
+    } else {
+        Err(win_fail(
+            ErrorClass::RmaSync,
+            format!("access to rank {t} outside an access epoch (fence, lock or start first)"),
+        ))
+    }
+}
+
+/// The target's contiguous runs for `count` elements of `layout` at
+/// displacement `disp`: (address, bytes), adjacent runs merged.
+fn target_runs(
+    w: &Win,
+    t: u32,
+    disp: MPI_Aint,
+    count: usize,
+    layout: &Layout,
+) -> Result<Vec<(u64, usize)>, Fail> {
+    if disp < 0 && w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
+        return Err(win_fail(
+            ErrorClass::Disp,
+            format!("negative target displacement {disp}"),
+        ));
+    }
+    let tg = w.targets[t as usize];
+    let start = if w.flavor == MPI_WIN_FLAVOR_DYNAMIC {
+        disp as u64
+    } else {
+        tg.base
+            .wrapping_add((disp as u64).wrapping_mul(tg.disp_unit))
+    };
+    let mut runs: Vec<(u64, usize)> = Vec::new();
+    for i in 0..count {
+        let elem = start.wrapping_add((i as i64 * layout.extent as i64) as u64);
+        for b in &layout.blocks {
+            let addr = elem.wrapping_add(b.off as i64 as u64);
+            match runs.last_mut() {
+                Some(last) if last.0.wrapping_add(last.1 as u64) == addr => last.1 += b.len,
+                _ => runs.push((addr, b.len)),
+            }
+        }
+    }
+    if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
+        let end = tg.base + tg.size;
+        for &(a, n) in &runs {
+            if a < tg.base || a.checked_add(n as u64).is_none_or(|e| e > end) {
+                return Err(win_fail(
+                    ErrorClass::RmaRange,
+                    format!("access beyond rank {t}'s window of {} bytes", tg.size),
+                ));
+            }
+        }
+    }
+    Ok(runs)
+}
+
+/// The predefined element type of an accumulate's data.
+fn acc_prim(origin: &Layout, target: &Layout) -> Result<Prim, Fail> {
+    let t = target.single_prim();
+    let o = origin.single_prim();
+    match (o, t) {
+        (Some(a), Some(b)) if a == b => Ok(a),
+        (None, Some(b)) if origin.size == 0 => Ok(b),
+        _ => Err(win_fail(
+            ErrorClass::Type,
+            "accumulate needs origin and target datatypes of one and the same predefined type",
+        )),
+    }
+}
+
+/// Origin data ready to send: the user's memory or a packed copy.
+fn origin_bytes(o: &Typed) -> (*const u8, Option<Vec<u8>>) {
+    match o.direct() {
+        Some(p) => (p, None),
+        None => {
+            // SAFETY: the buffer was checked by `datatype::typed`; the MPI
+            // contract makes it readable as the datatype describes.
+            let v = unsafe { o.pack() };
+            (v.as_ptr(), Some(v))
+        }
+    }
+}
+
+struct Access {
+    win: MPI_Win,
+    target: u32,
+    runs: Vec<(u64, usize)>,
+}
+
+/// Validates a one-sided call's target side; `None` for MPI_PROC_NULL.
+fn access(
+    s: &State,
+    win: MPI_Win,
+    rank: c_int,
+    disp: MPI_Aint,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> Result<Option<(Access, Arc<Layout>)>, Fail> {
+    let w = get(s, win)?;
+    let Some(t) = target_rank(w, rank)? else {
+        return Ok(None);
+    };
+    check_epoch(w, t)?;
+    if count < 0 {
+        return Err(win_fail(
+            ErrorClass::Count,
+            format!("negative target count {count}"),
+        ));
+    }
+    let layout = datatype::layout(w.user_comm, dt)?;
+    let runs = target_runs(w, t, disp, count as usize, &layout)?;
+    Ok(Some((
+        Access {
+            win,
+            target: t,
+            runs,
+        },
+        layout,
+    )))
+}
+
+fn record(s: &mut State, a: &Access, ids: Vec<OpId>, keep: Option<Vec<u8>>) {
+    let Ok(w) = get_mut(s, a.win) else {
+        return;
+    };
+    w.pending.extend(ids.into_iter().map(|id| Pending {
+        id,
+        target: a.target,
+    }));
+    if let Some(k) = keep {
+        w.keep.push((a.target, k));
+    }
+}
+
+fn mismatch(o: usize, t: usize) -> Fail {
+    win_fail(
+        ErrorClass::Type,
+        format!("origin carries {o} bytes, the target datatype {t}"),
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Put(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    win_call("MPI_Put", win, |s| {
+        let Some((a, tl)) = access(
+            s,
+            win,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+        )?
+        else {
+            return Ok(());
+        };
+        let comm = get(s, win)?.user_comm;
+        let o = datatype::typed(comm, origin_addr, origin_count, origin_datatype)?;
+        if o.bytes() != tl.size * target_count as usize {
+            return Err(mismatch(o.bytes(), tl.size * target_count as usize));
+        }
+        let (data, keep) = origin_bytes(&o);
+        let (world, key) = {
+            let w = get(s, win)?;
+            (w.group[a.target as usize], w.targets[a.target as usize].key)
+        };
+        let mut ids = Vec::with_capacity(a.runs.len());
+        let mut pos = 0usize;
+        for &(addr, n) in &a.runs {
+            // SAFETY: `data` holds the packed origin data (the user's buffer
+            // or `keep`, kept until the operation completes), of which
+            // [pos, pos + n) is in range since the sizes matched.
+            let r = unsafe { s.rt.p2p().put(world, key, addr, data.add(pos), n) };
+            ids.push(r.map_err(engine_fail)?);
+            pos += n;
+        }
+        record(s, &a, ids, keep);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> c_int {
+    win_call("MPI_Get", win, |s| {
+        let Some((a, tl)) = access(
+            s,
+            win,
+            target_rank,
+            target_disp,
+            target_count,
+            target_datatype,
+        )?
+        else {
+            return Ok(());
+        };
+        let comm = get(s, win)?.user_comm;
+        let o = datatype::typed(comm, origin_addr, origin_count, origin_datatype)?;
+        if o.bytes() != tl.size * target_count as usize {
+            return Err(mismatch(o.bytes(), tl.size * target_count as usize));
+        }
+        let (world, key) = {
+            let w = get(s, win)?;
+            (w.group[a.target as usize], w.targets[a.target as usize].key)
+        };
+        let (dest, mut unpack) = match o.direct() {
+            Some(p) => (p, None),
+            None => {
+                let mut data = vec![0u8; o.bytes()];
+                let p = data.as_mut_ptr();
+                (
+                    p,
+                    Some(Unpack {
+                        target: a.target,
+                        data,
+                        dest: o.clone(),
+                    }),
+                )
+            }
+        };
+        let mut ids = Vec::with_capacity(a.runs.len());
+        let mut pos = 0usize;
+        for &(addr, n) in &a.runs {
+            // SAFETY: `dest` is the user's contiguous buffer or the packed
+            // buffer kept in `unpack` until completion; [pos, pos + n) is in
+            // range since the sizes matched.
+            let r = unsafe { s.rt.p2p().get(world, key, addr, dest.add(pos), n) };
+            ids.push(r.map_err(engine_fail)?);
+            pos += n;
+        }
+        record(s, &a, ids, None);
+        if let Some(u) = unpack.take() {
+            get_mut(s, win)?.unpacks.push(u);
+        }
+        Ok(())
+    })
+}
+
+/// Accumulate and its fetching forms: combines the origin data into the
+/// target with `op`; with `result`, the previous contents land there.
+#[allow(clippy::too_many_arguments)]
+unsafe fn accumulate(
+    s: &mut State,
+    win: MPI_Win,
+    origin: Option<(*const c_void, c_int, MPI_Datatype)>,
+    result: Option<(*mut c_void, c_int, MPI_Datatype)>,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+) -> Outcome {
+    let Some((a, tl)) = access(
+        s,
+        win,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+    )?
+    else {
+        return Ok(());
+    };
+    let comm = get(s, win)?.user_comm;
+    let pop = ops::predefined(op).ok_or_else(|| {
+        win_fail(
+            ErrorClass::Op,
+            "one-sided accumulate takes predefined operations only",
+        )
+    })?;
+    let tbytes = tl.size * target_count as usize;
+    let o = match origin {
+        Some((p, c, dt)) if pop != PredefOp::NoOp => {
+            let o = datatype::typed(comm, p, c, dt)?;
+            if o.bytes() != tbytes {
+                return Err(mismatch(o.bytes(), tbytes));
+            }
+            Some(o)
+        }
+        _ => None,
+    };
+    if o.is_none() && pop != PredefOp::NoOp {
+        return Err(win_fail(
+            ErrorClass::Op,
+            "MPI_Accumulate cannot take MPI_NO_OP",
+        ));
+    }
+    let prim = match &o {
+        Some(o) => acc_prim(&o.layout, &tl)?,
+        None => acc_prim(&tl, &tl)?,
+    };
+    if !tandem::p2p::accumulate_supported(pop, prim) {
+        return Err(win_fail(
+            ErrorClass::Op,
+            format!("{} does not apply to this datatype", pop.name()),
+        ));
+    }
+    let (data, keep) = match &o {
+        Some(o) => origin_bytes(o),
+        // MPI_NO_OP fetches only: the payload is ignored at the target.
+        None => {
+            let v = vec![0u8; tbytes];
+            (v.as_ptr(), Some(v))
+        }
+    };
+    let r = match result {
+        Some((p, c, dt)) => {
+            let r = datatype::typed(comm, p, c, dt)?;
+            if r.bytes() != tbytes {
+                return Err(mismatch(r.bytes(), tbytes));
+            }
+            Some(r)
+        }
+        None => None,
+    };
+    let (fetch, mut unpack) = match &r {
+        None => (None, None),
+        Some(r) => match r.direct() {
+            Some(p) => (Some(p), None),
+            None => {
+                let mut data = vec![0u8; tbytes];
+                let p = data.as_mut_ptr();
+                (
+                    Some(p),
+                    Some(Unpack {
+                        target: a.target,
+                        data,
+                        dest: r.clone(),
+                    }),
+                )
+            }
+        },
+    };
+    let (world, key) = {
+        let w = get(s, win)?;
+        (w.group[a.target as usize], w.targets[a.target as usize].key)
+    };
+    let mut ids = Vec::with_capacity(a.runs.len());
+    let mut pos = 0usize;
+    for &(addr, n) in &a.runs {
+        // SAFETY: origin data and the fetch buffer are the user's buffers or
+        // copies kept until completion; [pos, pos + n) is in range of both.
+        let id = unsafe {
+            s.rt.p2p().accumulate(
+                world,
+                key,
+                addr,
+                pop,
+                prim,
+                data.add(pos),
+                n,
+                fetch.map(|f| f.add(pos)),
+            )
+        };
+        ids.push(id.map_err(engine_fail)?);
+        pos += n;
+    }
+    record(s, &a, ids, keep);
+    if let Some(u) = unpack.take() {
+        get_mut(s, win)?.unpacks.push(u);
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    win_call("MPI_Accumulate", win, |s| {
+        // SAFETY: forwarded from the caller (MPI contract on the buffers).
+        unsafe {
+            accumulate(
+                s,
+                win,
+                Some((origin_addr, origin_count, origin_datatype)),
+                None,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+            )
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    win_call("MPI_Get_accumulate", win, |s| {
+        // SAFETY: forwarded from the caller (MPI contract on the buffers).
+        unsafe {
+            accumulate(
+                s,
+                win,
+                Some((origin_addr, origin_count, origin_datatype)),
+                Some((result_addr, result_count, result_datatype)),
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                op,
+            )
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Fetch_and_op(
+    origin_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    op: MPI_Op,
+    win: MPI_Win,
+) -> c_int {
+    win_call("MPI_Fetch_and_op", win, |s| {
+        // SAFETY: forwarded from the caller (MPI contract on the buffers).
+        unsafe {
+            accumulate(
+                s,
+                win,
+                Some((origin_addr, 1, datatype)),
+                Some((result_addr, 1, datatype)),
+                target_rank,
+                target_disp,
+                1,
+                datatype,
+                op,
+            )
+        }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Compare_and_swap(
+    origin_addr: *const c_void,
+    compare_addr: *const c_void,
+    result_addr: *mut c_void,
+    datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    win: MPI_Win,
+) -> c_int {
+    win_call("MPI_Compare_and_swap", win, |s| {
+        let Some((a, tl)) = access(s, win, target_rank, target_disp, 1, datatype)? else {
+            return Ok(());
+        };
+        let prim = tl
+            .single_prim()
+            .filter(|_| tl.prim_count() == 1 && datatype::is_predefined(datatype))
+            .ok_or_else(|| {
+                win_fail(
+                    ErrorClass::Type,
+                    "compare-and-swap takes one predefined element",
+                )
+            })?;
+        if origin_addr.is_null() || compare_addr.is_null() || result_addr.is_null() {
+            return Err(win_fail(ErrorClass::Buffer, "NULL buffer"));
+        }
+        let (world, key) = {
+            let w = get(s, win)?;
+            (w.group[a.target as usize], w.targets[a.target as usize].key)
+        };
+        // SAFETY: one element each (checked non-null; MPI contract).
+        let id = unsafe {
+            s.rt.p2p().compare_and_swap(
+                world,
+                key,
+                a.runs[0].0,
+                prim,
+                compare_addr.cast(),
+                origin_addr.cast(),
+                result_addr.cast(),
+            )
+        }
+        .map_err(engine_fail)?;
+        record(s, &a, vec![id], None);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
+    win_call("MPI_Win_fence", win, |s| {
+        let w = get(s, win)?;
+        if w.lock_all || w.locks.iter().any(|&l| l != LockHeld::No) {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_fence inside a lock epoch",
+            ));
+        }
+        let comm = w.comm;
+        complete_ops(s, win, None)?;
+        if assert & MPI_MODE_NOPRECEDE == 0 || assert & MPI_MODE_NOSUCCEED == 0 {
+            s.rt.barrier(comm).map_err(engine_fail)?;
+        }
+        get_mut(s, win)?.fence_open = assert & MPI_MODE_NOSUCCEED == 0;
+        Ok(())
+    })
+}
+
+fn lock_one(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, assert: c_int) -> Outcome {
+    let w = get(s, win)?;
+    if w.locks[t as usize] != LockHeld::No {
+        return Err(win_fail(
+            ErrorClass::RmaSync,
+            format!("rank {t} is already locked in this window"),
+        ));
+    }
+    let held = if assert & MPI_MODE_NOCHECK != 0 {
+        LockHeld::NoCheck
+    } else {
+        let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
+        let id =
+            s.rt.p2p()
+                .lock(world, key, exclusive)
+                .map_err(engine_fail)?;
+        s.rt.wait_until(|p2p, _| {
+            !matches!(
+                p2p.op_state(id),
+                Some(OpState::Pending | OpState::LocalDone)
+            )
+        });
+        if let Some(Err(e)) = s.rt.p2p().op_take(id) {
+            return Err(engine_fail(e));
+        }
+        LockHeld::Yes
+    };
+    get_mut(s, win)?.locks[t as usize] = held;
+    Ok(())
+}
+
+fn unlock_one(s: &mut State, win: MPI_Win, t: u32) -> Outcome {
+    let held = get(s, win)?.locks[t as usize];
+    if held == LockHeld::No {
+        return Err(win_fail(
+            ErrorClass::RmaSync,
+            format!("rank {t} is not locked in this window"),
+        ));
+    }
+    // The lock is released even when an operation failed.
+    let done = complete_ops(s, win, Some(t));
+    if held == LockHeld::Yes {
+        let w = get(s, win)?;
+        let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
+        let id = s.rt.p2p().unlock(world, key).map_err(engine_fail)?;
+        s.rt.wait_until(|p2p, _| {
+            !matches!(
+                p2p.op_state(id),
+                Some(OpState::Pending | OpState::LocalDone)
+            )
+        });
+        if let Some(Err(e)) = s.rt.p2p().op_take(id) {
+            return Err(engine_fail(e));
+        }
+    }
+    get_mut(s, win)?.locks[t as usize] = LockHeld::No;
+    done
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_lock(
+    lock_type: c_int,
+    rank: c_int,
+    assert: c_int,
+    win: MPI_Win,
+) -> c_int {
+    win_call("MPI_Win_lock", win, |s| {
+        let exclusive =
+            match lock_type {
+                MPI_LOCK_EXCLUSIVE => true,
+                MPI_LOCK_SHARED => false,
+                _ => return Err(win_fail(
+                    ErrorClass::Locktype,
+                    format!(
+                        "lock type {lock_type} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"
+                    ),
+                )),
+            };
+        let w = get(s, win)?;
+        let Some(t) = target_rank(w, rank)? else {
+            return Ok(());
+        };
+        if w.lock_all {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_lock inside MPI_Win_lock_all",
+            ));
+        }
+        lock_one(s, win, t, exclusive, assert)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
+    win_call("MPI_Win_unlock", win, |s| {
+        let w = get(s, win)?;
+        let Some(t) = target_rank(w, rank)? else {
+            return Ok(());
+        };
+        if w.lock_all {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_unlock inside MPI_Win_lock_all",
+            ));
+        }
+        unlock_one(s, win, t)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
+    win_call("MPI_Win_lock_all", win, |s| {
+        let w = get(s, win)?;
+        if w.lock_all || w.locks.iter().any(|&l| l != LockHeld::No) {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_lock_all inside a lock epoch",
+            ));
+        }
+        for t in 0..w.targets.len() as u32 {
+            lock_one(s, win, t, false, assert)?;
+        }
+        get_mut(s, win)?.lock_all = true;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
+    win_call("MPI_Win_unlock_all", win, |s| {
+        let w = get(s, win)?;
+        if !w.lock_all {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_unlock_all without MPI_Win_lock_all",
+            ));
+        }
+        for t in 0..w.targets.len() as u32 {
+            unlock_one(s, win, t)?;
+        }
+        get_mut(s, win)?.lock_all = false;
+        Ok(())
+    })
+}
+
+/// Flushes need a passive-target epoch on the rank (or all).
+fn flush(s: &mut State, win: MPI_Win, rank: Option<c_int>) -> Outcome {
+    let w = get(s, win)?;
+    let t = match rank {
+        Some(r) => match target_rank(w, r)? {
+            Some(t) => Some(t),
+            None => return Ok(()),
+        },
+        None => None,
+    };
+    let locked = w.lock_all
+        || match t {
+            Some(t) => w.locks[t as usize] != LockHeld::No,
+            None => w.locks.iter().any(|&l| l != LockHeld::No),
+        };
+    if !locked {
+        return Err(win_fail(
+            ErrorClass::RmaSync,
+            "flush outside a passive-target (lock) epoch",
+        ));
+    }
+    complete_ops(s, win, t)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_flush(rank: c_int, win: MPI_Win) -> c_int {
+    win_call("MPI_Win_flush", win, |s| flush(s, win, Some(rank)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_flush_all(win: MPI_Win) -> c_int {
+    win_call("MPI_Win_flush_all", win, |s| flush(s, win, None))
+}
+
+/// Local completion is implied by remote completion, which is what is
+/// waited for (reads complete locally only once their data is here anyway).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
+    win_call("MPI_Win_flush_local", win, |s| flush(s, win, Some(rank)))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
+    win_call("MPI_Win_flush_local_all", win, |s| flush(s, win, None))
+}
+
+/// Window ranks of a group's members.
+fn window_ranks(s: &State, win: MPI_Win, g: MPI_Group) -> Result<Vec<u32>, Fail> {
+    let w = get(s, win)?;
+    let members = group::members(s, g)?;
+    members
+        .iter()
+        .map(|m| {
+            w.group
+                .iter()
+                .position(|x| x == m)
+                .map(|p| p as u32)
+                .ok_or_else(|| win_fail(ErrorClass::Group, "group member not in the window"))
+        })
+        .collect()
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_post(g: MPI_Group, _assert: c_int, win: MPI_Win) -> c_int {
+    win_call("MPI_Win_post", win, |s| {
+        let ranks = window_ranks(s, win, g)?;
+        let w = get(s, win)?;
+        if w.post_group.is_some() {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_post twice without MPI_Win_wait",
+            ));
+        }
+        let comm = w.comm;
+        for &r in &ranks {
+            s.rt.send(comm, r, TAG_POST, &[]).map_err(engine_fail)?;
+        }
+        get_mut(s, win)?.post_group = Some(ranks);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_start(g: MPI_Group, _assert: c_int, win: MPI_Win) -> c_int {
+    win_call("MPI_Win_start", win, |s| {
+        let ranks = window_ranks(s, win, g)?;
+        let w = get(s, win)?;
+        if w.start_group.is_some() {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_start twice without MPI_Win_complete",
+            ));
+        }
+        let comm = w.comm;
+        for &r in &ranks {
+            s.rt.recv(comm, Some(r), Some(TAG_POST), &mut [])
+                .map_err(engine_fail)?;
+        }
+        get_mut(s, win)?.start_group = Some(ranks);
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
+    win_call("MPI_Win_complete", win, |s| {
+        let Some(ranks) = get(s, win)?.start_group.clone() else {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_complete without MPI_Win_start",
+            ));
+        };
+        for &r in &ranks {
+            complete_ops(s, win, Some(r))?;
+        }
+        let comm = get(s, win)?.comm;
+        for &r in &ranks {
+            s.rt.send(comm, r, TAG_COMPLETE, &[]).map_err(engine_fail)?;
+        }
+        get_mut(s, win)?.start_group = None;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
+    win_call("MPI_Win_wait", win, |s| {
+        let Some(ranks) = get(s, win)?.post_group.clone() else {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_wait without MPI_Win_post",
+            ));
+        };
+        let comm = get(s, win)?.comm;
+        for &r in &ranks {
+            s.rt.recv(comm, Some(r), Some(TAG_COMPLETE), &mut [])
+                .map_err(engine_fail)?;
+        }
+        get_mut(s, win)?.post_group = None;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
+    win_call("MPI_Win_test", win, |s| {
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        let Some(ranks) = get(s, win)?.post_group.clone() else {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_test without MPI_Win_post",
+            ));
+        };
+        let comm = get(s, win)?.comm;
+        let mut all = true;
+        for &r in &ranks {
+            if s.rt
+                .iprobe(comm, Some(r), Some(TAG_COMPLETE))
+                .map_err(engine_fail)?
+                .is_none()
+            {
+                all = false;
+                break;
+            }
+        }
+        if all {
+            for &r in &ranks {
+                s.rt.recv(comm, Some(r), Some(TAG_COMPLETE), &mut [])
+                    .map_err(engine_fail)?;
+            }
+            get_mut(s, win)?.post_group = None;
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(flag, c_int::from(all)) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, g: *mut MPI_Group) -> c_int {
+    win_call("MPI_Win_get_group", win, |s| {
+        args::out_ptr(MPI_COMM_WORLD, g, "group")?;
+        let members = get(s, win)?.group.clone();
+        let h = group::add(s, members);
+        // SAFETY: checked non-null.
+        unsafe { put(g, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_attr(
+    win: MPI_Win,
+    keyval: c_int,
+    attribute_val: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    win_call("MPI_Win_get_attr", win, |s| {
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        args::out_ptr(MPI_COMM_WORLD, attribute_val, "attribute_val")?;
+        let w = get(s, win)?;
+        let value: Option<*mut c_void> = match keyval {
+            MPI_WIN_BASE => Some(w.base as *mut c_void),
+            MPI_WIN_SIZE => Some((&*w.attr_size as *const MPI_Aint).cast_mut().cast()),
+            MPI_WIN_DISP_UNIT => Some((&*w.attr_disp_unit as *const c_int).cast_mut().cast()),
+            MPI_WIN_CREATE_FLAVOR => Some((&*w.attr_flavor as *const c_int).cast_mut().cast()),
+            MPI_WIN_MODEL => Some((&*w.attr_model as *const c_int).cast_mut().cast()),
+            _ => None,
+        };
+        // SAFETY: checked non-null; attribute_val points to a `void *` (MPI).
+        unsafe {
+            put(flag, c_int::from(value.is_some()));
+            if let Some(v) = value {
+                put(attribute_val.cast::<*mut c_void>(), v);
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
+    win_call("MPI_Win_set_errhandler", win, |s| {
+        if !errhandler::is_valid(errhandler) {
+            return Err(win_fail(ErrorClass::Arg, "invalid error handler"));
+        }
+        get_mut(s, win)?.errhandler = errhandler;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_errhandler(
+    win: MPI_Win,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    win_call("MPI_Win_get_errhandler", win, |s| {
+        args::out_ptr(MPI_COMM_WORLD, errhandler, "errhandler")?;
+        let h = get(s, win)?.errhandler;
+        // SAFETY: checked non-null.
+        unsafe { put(errhandler, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_set_name(win: MPI_Win, name: *const c_char) -> c_int {
+    win_call("MPI_Win_set_name", win, |s| {
+        if name.is_null() {
+            return Err(win_fail(ErrorClass::Arg, "NULL name"));
+        }
+        // SAFETY: checked non-null; a C string by the MPI contract.
+        let n = unsafe { datatype::read_name(name) };
+        get_mut(s, win)?.name = n;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_get_name(
+    win: MPI_Win,
+    name: *mut c_char,
+    resultlen: *mut c_int,
+) -> c_int {
+    win_call("MPI_Win_get_name", win, |s| {
+        let n = get(s, win)?.name.clone();
+        datatype::write_name(&n, name, resultlen)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_shared(
+    _size: MPI_Aint,
+    _disp_unit: c_int,
+    _info: MPI_Info,
+    comm: MPI_Comm,
+    _baseptr: *mut c_void,
+    _win: *mut MPI_Win,
+) -> c_int {
+    call("MPI_Win_allocate_shared", |_| {
+        Err(Fail::new(
+            comm,
+            ErrorClass::RmaFlavor,
+            "shared-memory windows (MPI_Win_allocate_shared) are not supported yet",
+        ))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_shared_query(
+    win: MPI_Win,
+    _rank: c_int,
+    _size: *mut MPI_Aint,
+    _disp_unit: *mut c_int,
+    _baseptr: *mut c_void,
+) -> c_int {
+    win_call("MPI_Win_shared_query", win, |_| {
+        Err(win_fail(
+            ErrorClass::RmaFlavor,
+            "MPI_Win_shared_query needs a shared-memory window, which Tandem does not make yet",
+        ))
+    })
+}
