@@ -9,8 +9,8 @@ use std::collections::{HashMap, VecDeque};
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use tandem::p2p::{OpId, OpState, ReqId, SendMode};
-use tandem::{CommId, ErrorClass, WORLD};
+use tandem::p2p::{OpId, OpState};
+use tandem::{CommId, ErrorClass, Runtime, WORLD};
 
 use crate::abi::MPI_THREAD_SINGLE;
 use crate::state::{self, Owner, State};
@@ -40,6 +40,9 @@ const ERR_RANGE: c_int = -48;
 
 /// Blocks are page-aligned (and so cache-line aligned) and zeroed.
 const BLOCK_ALIGN: usize = 4096;
+/// Empty rwapi_receive calls in a row before each further one yields the
+/// CPU (a few tens of microseconds of polling).
+const IDLE_POLLS_BEFORE_YIELD: u32 = 256;
 /// Finished writes are forgotten in batches of about this many.
 const FORGET_BATCH: usize = 1024;
 
@@ -64,8 +67,8 @@ pub struct RwState {
     failed: HashMap<u64, ErrorClass>,
     /// The first refusal not yet reported by rwapi_flush.
     first_error: Option<ErrorClass>,
-    /// Small messages in flight, with the buffers they are sent from.
-    sends: Vec<(ReqId, Box<RwapiSmall>)>,
+    /// Calls in a row that found nothing to receive.
+    idle_polls: u32,
 }
 
 fn neg(class: ErrorClass) -> c_int {
@@ -88,22 +91,18 @@ fn with_state<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut State) -> T) 
 }
 
 /// Runs `body` with RWAPI initialized; `fail` otherwise.
-fn with_rw<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut State, &mut RwState) -> T) -> T {
-    with_state(func, fail, |s| {
-        let Some(mut rw) = s.rwapi.take() else {
-            return fail;
-        };
-        let r = body(s, &mut rw);
-        s.rwapi = Some(rw);
-        r
+fn with_rw<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut Runtime, &mut RwState) -> T) -> T {
+    with_state(func, fail, |s| match s.rwapi.as_mut() {
+        Some(rw) => body(&mut s.rt, rw),
+        None => fail,
     })
 }
 
 impl RwState {
     /// Forgets finished writes (the engine keeps each until asked), keeping
     /// refusals for rwapi_issent and rwapi_flush.
-    fn forget_done(&mut self, s: &mut State) {
-        let p2p = s.rt.p2p();
+    fn forget_done(&mut self, rt: &mut Runtime) {
+        let p2p = rt.p2p();
         let failed = &mut self.failed;
         let first = &mut self.first_error;
         self.outstanding
@@ -118,13 +117,6 @@ impl RwState {
                 Some(_) => true,
                 None => false,
             });
-    }
-
-    /// Small messages whose buffers may be released.
-    fn reap_sends(&mut self, s: &mut State) {
-        let p2p = s.rt.p2p();
-        self.sends
-            .retain(|(id, _)| p2p.take_if_complete(*id).is_none() && p2p.is_live(*id));
     }
 }
 
@@ -155,7 +147,7 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
                     max_sid: 0,
                     failed: HashMap::new(),
                     first_error: None,
-                    sends: Vec::new(),
+                    idle_polls: 0,
                 });
                 OK
             }
@@ -165,9 +157,9 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
 }
 
 /// Waits until every write is done at its target; the first refusal.
-fn flush(s: &mut State, rw: &mut RwState) -> c_int {
+fn flush(rt: &mut Runtime, rw: &mut RwState) -> c_int {
     let pending: Vec<u64> = rw.outstanding.iter().copied().collect();
-    s.rt.p2p().wait_for(|p| {
+    rt.p2p().wait_for(|p| {
         pending.iter().all(|&sid| {
             !matches!(
                 p.op_state(OpId(sid)),
@@ -175,7 +167,7 @@ fn flush(s: &mut State, rw: &mut RwState) -> c_int {
             )
         })
     });
-    rw.forget_done(s);
+    rw.forget_done(rt);
     rw.first_error.take().map_or(OK, neg)
 }
 
@@ -186,18 +178,14 @@ pub extern "C" fn rwapi_flush() -> c_int {
 
 #[no_mangle]
 pub extern "C" fn rwapi_finalize() -> c_int {
-    let done = with_rw("rwapi_finalize", None, |s, rw| {
-        let rc = flush(s, rw);
+    let done = with_rw("rwapi_finalize", None, |rt, rw| {
+        let rc = flush(rt, rw);
         // Every rank's writes are done before any rank leaves.
-        let sent: Vec<ReqId> = rw.sends.iter().map(|(id, _)| *id).collect();
-        s.rt.p2p()
-            .wait_for(|p| sent.iter().all(|&id| p.is_complete(id) != Some(false)));
-        rw.reap_sends(s);
-        let rc = match s.rt.barrier(rw.comm) {
+        let rc = match rt.barrier(rw.comm) {
             Ok(()) => rc,
             Err(e) => neg(e.class),
         };
-        let _ = s.rt.comm_free(rw.comm);
+        let _ = rt.comm_free(rw.comm);
         Some((rc, rw.owns_mpi))
     });
     let Some((rc, owns_mpi)) = done else {
@@ -215,12 +203,12 @@ pub extern "C" fn rwapi_finalize() -> c_int {
 
 #[no_mangle]
 pub extern "C" fn rwapi_rank() -> c_int {
-    with_rw("rwapi_rank", ERR_INIT, |s, _| s.rt.rank() as c_int)
+    with_rw("rwapi_rank", ERR_INIT, |rt, _| rt.rank() as c_int)
 }
 
 #[no_mangle]
 pub extern "C" fn rwapi_size() -> c_int {
-    with_rw("rwapi_size", ERR_INIT, |s, _| s.rt.size() as c_int)
+    with_rw("rwapi_size", ERR_INIT, |rt, _| rt.size() as c_int)
 }
 
 #[no_mangle]
@@ -228,7 +216,7 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
     if size == 0 || net.is_null() {
         return std::ptr::null_mut();
     }
-    with_rw("rwapi_alloc", std::ptr::null_mut(), |s, rw| {
+    with_rw("rwapi_alloc", std::ptr::null_mut(), |rt, rw| {
         let Ok(layout) = Layout::from_size_align(size, BLOCK_ALIGN) else {
             return std::ptr::null_mut();
         };
@@ -237,7 +225,7 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
         if base.is_null() {
             return base;
         }
-        let key = s.rt.p2p().expose(base, size);
+        let key = rt.p2p().expose(base, size);
         rw.blocks.insert(base as usize, Block { key, len: size });
         rw.keys.insert(key, base as usize);
         // SAFETY: checked non-null; the caller's out-parameter.
@@ -245,7 +233,7 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
             *net = RwapiNet {
                 addr: base as u64,
                 key,
-                node: s.rt.rank() as i32,
+                node: rt.rank() as i32,
             };
         }
         base
@@ -254,15 +242,15 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
 
 #[no_mangle]
 pub unsafe extern "C" fn rwapi_free(ptr: *mut u8) -> c_int {
-    with_rw("rwapi_free", ERR_INIT, |s, rw| {
+    with_rw("rwapi_free", ERR_INIT, |rt, rw| {
         let Some(block) = rw.blocks.remove(&(ptr as usize)) else {
             return ERR_ARG;
         };
-        s.rt.p2p().unexpose(block.key);
+        rt.p2p().unexpose(block.key);
         rw.keys.remove(&block.key);
         // Writes from this block may still be reading it.
         let pending: Vec<u64> = rw.outstanding.iter().copied().collect();
-        s.rt.p2p().wait_for(|p| {
+        rt.p2p().wait_for(|p| {
             pending
                 .iter()
                 .all(|&sid| p.op_state(OpId(sid)) != Some(OpState::Pending))
@@ -277,23 +265,12 @@ pub unsafe extern "C" fn rwapi_free(ptr: *mut u8) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn rwapi_send(node: c_int, small: RwapiSmall) -> c_int {
-    with_rw("rwapi_send", ERR_INIT, |s, rw| {
-        if node < 0 || node as u32 >= s.rt.size() {
+    with_rw("rwapi_send", ERR_INIT, |rt, _| {
+        if node < 0 || node as u32 >= rt.size() {
             return ERR_NODE;
         }
-        rw.reap_sends(s);
-        let buf = Box::new(small);
-        let ptr = buf.bytes.as_ptr();
-        // SAFETY: the box is kept in `sends` until the send completes; its
-        // heap memory does not move when the box does.
-        let r = unsafe {
-            s.rt.isend(rw.comm, node as u32, 0, ptr, 16, SendMode::Standard)
-        };
-        match r {
-            Ok(id) => {
-                rw.sends.push((id, buf));
-                OK
-            }
+        match rt.p2p().send_small(node as u32, &small.bytes) {
+            Ok(()) => OK,
             Err(e) => neg(e.class),
         }
     })
@@ -304,33 +281,44 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
     if node.is_null() || small.is_null() {
         return ERR_ARG;
     }
-    with_rw("rwapi_receive", ERR_INIT, |s, rw| {
-        rw.reap_sends(s);
-        let st = match s.rt.iprobe(rw.comm, None, None) {
-            Ok(Some(st)) => st,
-            Ok(None) => return 0,
-            Err(e) => return neg(e.class),
+    with_rw("rwapi_receive", ERR_INIT, |rt, rw| {
+        let p2p = rt.p2p();
+        let got = match p2p.take_small() {
+            Some(m) => Some(m),
+            None => {
+                p2p.progress(false);
+                p2p.take_small()
+            }
         };
-        let mut buf = RwapiSmall { bytes: [0; 16] };
-        match s.rt.recv(rw.comm, st.source, st.tag, &mut buf.bytes) {
-            Ok(st) => {
+        match got {
+            None => {
+                // A program polling for messages should not starve the peer
+                // (or the kernel thread delivering its data) on a busy
+                // machine: after a while of nothing, each empty poll yields.
+                rw.idle_polls = rw.idle_polls.saturating_add(1);
+                if rw.idle_polls > IDLE_POLLS_BEFORE_YIELD {
+                    std::thread::yield_now();
+                }
+                0
+            }
+            Some((from, bytes)) => {
+                rw.idle_polls = 0;
                 // SAFETY: checked non-null; the caller's out-parameters.
                 unsafe {
-                    *node = st.source.unwrap_or(0) as c_int;
-                    *small = buf;
+                    *node = from as c_int;
+                    *small = RwapiSmall { bytes };
                 }
                 1
             }
-            Err(e) => neg(e.class),
         }
     })
 }
 
 #[no_mangle]
 pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, size: usize) -> i64 {
-    with_rw("rwapi_write", i64::from(ERR_INIT), |s, rw| {
-        let me = s.rt.rank();
-        if node < 0 || node as u32 >= s.rt.size() {
+    with_rw("rwapi_write", i64::from(ERR_INIT), |rt, rw| {
+        let me = rt.rank();
+        if node < 0 || node as u32 >= rt.size() {
             return i64::from(ERR_NODE);
         }
         if remote.node != node || local.node != me as i32 {
@@ -349,12 +337,12 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
             return i64::from(ERR_RANGE);
         }
         if rw.outstanding.len() >= FORGET_BATCH && rw.outstanding.len() % FORGET_BATCH == 0 {
-            rw.forget_done(s);
+            rw.forget_done(rt);
         }
         // SAFETY: the source lies inside a live local block (checked), which
         // rwapi_free keeps alive until no write reads it.
         let r = unsafe {
-            s.rt.p2p().put(
+            rt.p2p().put(
                 node as u32,
                 remote.key,
                 remote.addr,
@@ -375,18 +363,27 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
 
 #[no_mangle]
 pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
-    with_rw("rwapi_issent", ERR_INIT, |s, rw| {
+    with_rw("rwapi_issent", ERR_INIT, |rt, rw| {
         if sid <= 0 || sid as u64 > rw.max_sid {
             return ERR_SID;
         }
         let id = OpId(sid as u64);
-        let p2p = s.rt.p2p();
+        let p2p = rt.p2p();
         if p2p.op_state(id) == Some(OpState::Pending) {
             p2p.progress(false);
         }
         match p2p.op_state(id) {
-            Some(OpState::Pending) => 0,
-            Some(OpState::LocalDone | OpState::Done(None)) => 1,
+            Some(OpState::Pending) => {
+                rw.idle_polls = rw.idle_polls.saturating_add(1);
+                if rw.idle_polls > IDLE_POLLS_BEFORE_YIELD {
+                    std::thread::yield_now();
+                }
+                0
+            }
+            Some(OpState::LocalDone | OpState::Done(None)) => {
+                rw.idle_polls = 0;
+                1
+            }
             Some(OpState::Done(Some(e))) => neg(e.class),
             None => rw.failed.get(&(sid as u64)).map_or(1, |&c| neg(c)),
         }

@@ -1147,17 +1147,18 @@ pub unsafe extern "C" fn MPI_Win_lock(
     win: MPI_Win,
 ) -> c_int {
     win_call("MPI_Win_lock", win, |s| {
-        let exclusive =
-            match lock_type {
-                MPI_LOCK_EXCLUSIVE => true,
-                MPI_LOCK_SHARED => false,
-                _ => return Err(win_fail(
+        let exclusive = match lock_type {
+            MPI_LOCK_EXCLUSIVE => true,
+            MPI_LOCK_SHARED => false,
+            _ => {
+                return Err(win_fail(
                     ErrorClass::Locktype,
                     format!(
                         "lock type {lock_type} is neither MPI_LOCK_EXCLUSIVE nor MPI_LOCK_SHARED"
                     ),
-                )),
-            };
+                ))
+            }
+        };
         let w = get(s, win)?;
         let Some(t) = target_rank(w, rank)? else {
             return Ok(());

@@ -72,6 +72,9 @@ pub enum FrameKind {
     Lock = 12,
     /// Release of a lock on region `context`, answered by `Ack`. No payload.
     Unlock = 13,
+    /// A 16-byte small message (RWAPI), carried in `sreq` and `rreq`. No
+    /// payload.
+    Small = 14,
 }
 
 impl FrameKind {
@@ -90,6 +93,7 @@ impl FrameKind {
             11 => Some(FrameKind::Ack),
             12 => Some(FrameKind::Lock),
             13 => Some(FrameKind::Unlock),
+            14 => Some(FrameKind::Small),
             _ => None,
         }
     }

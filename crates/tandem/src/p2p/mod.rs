@@ -396,7 +396,8 @@ impl FrameSink for Matcher {
                 | FrameKind::Get
                 | FrameKind::Ack
                 | FrameKind::Lock
-                | FrameKind::Unlock,
+                | FrameKind::Unlock
+                | FrameKind::Small,
                 Payload::Direct { .. } | Payload::Empty,
             ) => return self.remote.on_frame(peer, h, None, &mut self.outbox),
             (FrameKind::Acc, Payload::Buffer(data)) => {

@@ -106,6 +106,8 @@ pub(super) struct Remote {
     filling: Vec<Option<(FrameKind, u64, Option<ErrorClass>)>>,
     /// Per peer: the reason it is gone.
     lost: Vec<Option<String>>,
+    /// Small messages received and not yet taken, oldest first.
+    smalls: VecDeque<(u32, [u8; 16])>,
 }
 
 fn refused(class: ErrorClass, peer: u32) -> Error {
@@ -212,6 +214,7 @@ impl Remote {
             next_reply: 1,
             filling: vec![None; size as usize],
             lost: vec![None; size as usize],
+            smalls: VecDeque::new(),
         }
     }
 
@@ -643,6 +646,12 @@ impl Remote {
             }
             FrameKind::Lock => self.lock(peer, h.context, h.tag == 1, h.sreq, out),
             FrameKind::Unlock => self.unlock(peer, h.context, h.sreq, out),
+            FrameKind::Small => {
+                let mut m = [0u8; 16];
+                m[..8].copy_from_slice(&h.sreq.to_le_bytes());
+                m[8..].copy_from_slice(&h.rreq.to_le_bytes());
+                self.smalls.push_back((peer, m));
+            }
             k => return Err(format!("{k:?} is not a one-sided frame")),
         }
         Ok(())
@@ -975,6 +984,46 @@ impl super::P2p {
     /// it is still in flight.
     pub fn op_take(&mut self, id: OpId) -> Option<Result<()>> {
         self.m.remote.take(id).map(|e| e.map_or(Ok(()), Err))
+    }
+
+    /// Sends a 16-byte small message to `peer` (it never waits: the
+    /// transport copies the frame if it cannot send it now). Frames to one
+    /// peer keep their order, so a small message sent after a write is seen
+    /// after the write is done at the target.
+    pub fn send_small(&mut self, peer: u32, msg: &[u8; 16]) -> Result<()> {
+        self.check_peer(peer)?;
+        if let Some(why) = &self.m.remote.lost[peer as usize] {
+            return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
+        }
+        let h = Header {
+            kind: FrameKind::Small,
+            context: 0,
+            src: 0,
+            tag: 0,
+            len: 0,
+            sreq: u64::from_le_bytes(msg[..8].try_into().expect("8 bytes")),
+            rreq: u64::from_le_bytes(msg[8..].try_into().expect("8 bytes")),
+        };
+        if peer == self.rank {
+            return self
+                .m
+                .remote
+                .on_frame(peer, &h, None, &mut self.m.outbox)
+                .map_err(|e| Error::new(ErrorClass::Intern, e));
+        }
+        match self.engine.send(peer, &h, std::ptr::null(), 0, None) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let msg = e.message.clone();
+                super::FrameSink::on_peer_lost(&mut self.m, peer, &msg);
+                Err(e)
+            }
+        }
+    }
+
+    /// The oldest small message received and not yet taken: (sender, bytes).
+    pub fn take_small(&mut self) -> Option<(u32, [u8; 16])> {
+        self.m.remote.smalls.pop_front()
     }
 
     /// Operations to `peer` not yet done at the target.

@@ -1,0 +1,139 @@
+/*
+ * rw.h - shared set-up of the RWAPI kernels (rw_pingpong, rw_bidir,
+ * rw_burst): seed 003's three benchmarks with remote writes in place of
+ * sends, on the same harness as the MPI kernels (bench.h), so `tandem
+ * bench compare` can put the two side by side per size.
+ *
+ * Ranks 0 and 1 each allocate a source and a destination block with
+ * rwapi_alloc and exchange the destination's address (over MPI, before
+ * timing). How the target learns that a write has arrived is a parameter:
+ *   notify=flag  (default) the last byte of each write is a flag (1) that
+ *                the target polls in its destination buffer, driving
+ *                progress with rwapi_receive meanwhile, and clears once
+ *                seen; the writer clears it in its source once the round
+ *                is over. This relies on a write's bytes landing in order,
+ *                which Tandem's transports do (a stream into the buffer);
+ *   notify=small a small message sent right after the write (rwapi's
+ *                ordering makes the data visible before the notice): the
+ *                seed's usage pattern, one more frame per write.
+ *
+ * Tandem only: RWAPI is Tandem's API (`tandem bench rw_pingpong`).
+ */
+#ifndef TANDEM_BENCH_RW_H
+#define TANDEM_BENCH_RW_H
+
+#include "bench.h"
+#include <rwapi.h>
+
+static rwapi_net rw_src, rw_dst, rw_peer_dst;
+static volatile char *rw_src_mem, *rw_dst_mem;
+static int rw_flag = 1;
+static rwapi_sid rw_last_sid;
+
+static void rw_check(int rc, const char *what)
+{
+    if (rc < 0)
+        bench_fail("%s failed: RWAPI error %d", what, rc);
+}
+
+/* Waits for the next small message (the arrival notice). */
+static inline void rw_wait_notice(void)
+{
+    int node;
+    rwapi_small m;
+    for (;;) {
+        int r = rwapi_receive(&node, &m);
+        rw_check(r, "rwapi_receive");
+        if (r == 1)
+            return;
+    }
+}
+
+static inline void rw_notify(int peer)
+{
+    rwapi_small m;
+    memset(&m, 0, sizeof m);
+    rw_check(rwapi_send(peer, m), "rwapi_send");
+}
+
+/* bench_pair_params hook: RWAPI up, blocks allocated, addresses exchanged. */
+static void rw_setup(void)
+{
+    long sizes[BENCH_MAX_SIZES], maxsize = 1;
+    int n = bench_param_sizes("sizes", "1", sizes), i;
+    for (i = 0; i < n; i++)
+        if (sizes[i] > maxsize)
+            maxsize = sizes[i];
+    const char *notify = bench_param_str("notify", "flag");
+    if (strcmp(notify, "flag") == 0)
+        rw_flag = 1;
+    else if (strcmp(notify, "small") == 0)
+        rw_flag = 0;
+    else
+        bench_fail("parameter notify=%s: expected flag or small", notify);
+    rw_check(rwapi_init(0, NULL), "rwapi_init");
+    if (bench_rank > 1)
+        return;
+    char *s = rwapi_alloc((size_t)maxsize, &rw_src);
+    char *d = rwapi_alloc((size_t)maxsize, &rw_dst);
+    if (!s || !d)
+        bench_fail("rwapi_alloc of %ld bytes failed", maxsize);
+    memset(s, 'a' + bench_rank, (size_t)maxsize);
+    memset(d, 0, (size_t)maxsize);
+    rw_src_mem = s;
+    rw_dst_mem = d;
+    bench_check(MPI_Sendrecv(&rw_dst, sizeof rw_dst, MPI_BYTE, 1 - bench_rank, BENCH_TAG_CTL,
+                             &rw_peer_dst, sizeof rw_peer_dst, MPI_BYTE, 1 - bench_rank,
+                             BENCH_TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                "address exchange");
+}
+
+/* One write of `size` bytes to the peer; returns its send id. */
+static inline rwapi_sid rw_write(int peer, long size)
+{
+    rwapi_sid sid = rwapi_write(peer, rw_src, rw_peer_dst, (size_t)size);
+    if (sid < 0)
+        bench_fail("rwapi_write of %ld bytes failed: RWAPI error %lld", size, (long long)sid);
+    return sid;
+}
+
+/* Sends `size` bytes to the peer, announced as `notify` says. */
+static inline void rw_send_data(int peer, long size)
+{
+    if (rw_flag && size > 0) {
+        rw_src_mem[size - 1] = 1;
+        rw_last_sid = rw_write(peer, size);
+    } else {
+        rw_last_sid = rw_write(peer, size);
+        rw_notify(peer);
+    }
+}
+
+/* Waits until the peer's `size` bytes are here. */
+static inline void rw_wait_data(long size)
+{
+    if (rw_flag && size > 0) {
+        int node;
+        rwapi_small m;
+        while (rw_dst_mem[size - 1] != 1)
+            rw_check(rwapi_receive(&node, &m), "rwapi_receive");
+        rw_dst_mem[size - 1] = 0;
+    } else {
+        rw_wait_notice();
+    }
+}
+
+/* After a round: once our last write no longer reads its source, the
+ * flag there may go (a large write may still be on its way). */
+static inline void rw_round_done(long size)
+{
+    if (rw_flag && size > 0) {
+        int r;
+        while ((r = rwapi_issent(rw_last_sid)) == 0)
+            ;
+        rw_check(r, "rwapi_issent");
+        rw_src_mem[size - 1] = 'a' + bench_rank;
+    }
+}
+
+#endif
