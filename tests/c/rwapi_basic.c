@@ -11,7 +11,9 @@
  *     (RWAPI_ERR_RANGE, target bytes untouched), into a block the target
  *     freed (RWAPI_ERR_REGION), to a node that does not exist
  *     (RWAPI_ERR_NODE), from memory not from rwapi_alloc;
- *   - with argument "mpi": MPI_Init first, RWAPI and MPI traffic mixed.
+ *   - 1000 writes outstanding at once, then one flush;
+ *   - with argument "mpi": MPI_Init first, RWAPI and MPI traffic mixed;
+ *   - with argument "big": one 64 MiB write, every byte checked.
  *
  * Prints "PASS rwapi_basic" on node 0.
  */
@@ -106,7 +108,11 @@ static uint32_t b_of(const rwapi_small *m)
 
 int main(int argc, char **argv)
 {
-    int with_mpi = argc > 1 && strcmp(argv[1], "mpi") == 0;
+    int with_mpi = 0, big = 0;
+    for (int a = 1; a < argc; a++) {
+        with_mpi |= strcmp(argv[a], "mpi") == 0;
+        big |= strcmp(argv[a], "big") == 0;
+    }
     if (with_mpi)
         MPI_Init(&argc, &argv);
     CHECK(rwapi_init(argc, argv) == RWAPI_OK, "rwapi_init");
@@ -180,6 +186,50 @@ int main(int argc, char **argv)
         receive_kind(VERIFIED, &from, &m);
         CHECK(from == right && kind_of(&m) == VERIFIED && b_of(&m) == (uint32_t)round,
               "verification of round %d", round);
+    }
+
+    /* Many writes outstanding at once: 1000 of 512 bytes at distinct
+     * offsets, one flush, one notice. */
+    enum { MANY = 1000, PIECE = 512 };
+    for (size_t i = 0; i < (size_t)MANY * PIECE; i++)
+        src[i] = pattern(me, 99, i);
+    for (int k = 0; k < MANY; k++) {
+        rwapi_sid sid = rwapi_write(right, rwapi_net_offset(src_net, (size_t)k * PIECE),
+                                    rwapi_net_offset(target, (size_t)(MANY - 1 - k) * PIECE), PIECE);
+        CHECK(sid > 0, "write %d of many: %lld", k, (long long)sid);
+    }
+    CHECK(rwapi_flush() == RWAPI_OK, "flush of many writes");
+    CHECK(rwapi_send(right, make(WROTE, 0, 99)) == RWAPI_OK, "announce many");
+    receive_kind(WROTE, &from, &m);
+    CHECK(from == left && b_of(&m) == 99, "many-writes notice");
+    for (int k = 0; k < MANY; k++)
+        for (size_t i = 0; i < PIECE; i++)
+            CHECK(buf[(size_t)(MANY - 1 - k) * PIECE + i] == pattern(left, 99, (size_t)k * PIECE + i),
+                  "many writes: piece %d byte %zu", k, i);
+    CHECK(rwapi_send(left, make(VERIFIED, 0, 99)) == RWAPI_OK, "verified many");
+    receive_kind(VERIFIED, &from, &m);
+
+    /* One 64 MiB write, when asked ("big"). */
+    if (big) {
+        const size_t huge = 64u << 20;
+        rwapi_net hsrc, hdst, htarget;
+        unsigned char *hs = rwapi_alloc(huge, &hsrc), *hd = rwapi_alloc(huge, &hdst);
+        CHECK(hs && hd, "rwapi_alloc of 64 MiB");
+        for (size_t i = 0; i < huge; i++)
+            hs[i] = pattern(me, 64, i);
+        memcpy(m.bytes, &hdst, sizeof hdst);
+        CHECK(rwapi_send(left, m) == RWAPI_OK, "64 MiB address");
+        receive_match(0, right, &from, &m);
+        memcpy(&htarget, m.bytes, sizeof htarget);
+        CHECK(rwapi_write(right, hsrc, htarget, huge) > 0, "64 MiB write");
+        CHECK(rwapi_flush() == RWAPI_OK, "flush of 64 MiB");
+        CHECK(rwapi_send(right, make(WROTE, 0, 64)) == RWAPI_OK, "announce 64 MiB");
+        receive_kind(WROTE, &from, &m);
+        for (size_t i = 0; i < huge; i++)
+            CHECK(hd[i] == pattern(left, 64, i), "64 MiB write: byte %zu", i);
+        CHECK(rwapi_send(left, make(VERIFIED, 0, 64)) == RWAPI_OK, "verified 64 MiB");
+        receive_kind(VERIFIED, &from, &m);
+        CHECK(rwapi_free(hs) == RWAPI_OK && rwapi_free(hd) == RWAPI_OK, "free 64 MiB blocks");
     }
 
     /* Beyond the end of the target's small block: refused whole. */

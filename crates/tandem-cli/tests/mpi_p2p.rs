@@ -70,7 +70,7 @@ pass_tests! {
     pingpong_sizes_np4: "pingpong_sizes", 4;
     rma_np2: "rma", 2;
     rma_np3: "rma", 3;
-    rwapi_np2: "rwapi_basic", 2;
+    rwapi_np2_with_64mib: "rwapi_basic", 2, "big";
     rwapi_np3_with_mpi: "rwapi_basic", 3, "mpi";
     wildcards_np2: "wildcards", 2;
     wildcards_np3: "wildcards", 3;
@@ -223,6 +223,34 @@ fn killed_rank_ends_the_job_within_two_seconds() {
         "stderr should name rank 1 and SIGKILL (or signal 9)\n{}",
         outcome.describe()
     );
+}
+
+/// RWAPI writes outstanding to a node that dies: the job ends fast, naming
+/// it, on shared memory and on TCP.
+#[test]
+fn rwapi_node_killed_with_writes_outstanding() {
+    let prog = compile("rwapi_killed");
+    for transport in [&[][..], &["--set", "transports=tcp"][..]] {
+        let outcome = run(2, transport, &prog, &[], JOB_TIMEOUT);
+        assert_failed_cleanly(&outcome, "rwapi_killed");
+        assert!(
+            outcome.elapsed < Duration::from_secs(5),
+            "the job took {:?} (limit 5 s)\n{}",
+            outcome.elapsed,
+            outcome.describe()
+        );
+        let err = &outcome.stderr;
+        assert!(
+            mentions_rank(err, 1) && (err.contains("SIGKILL") || err.contains("signal 9")),
+            "stderr should name rank 1 and SIGKILL (or signal 9)\n{}",
+            outcome.describe()
+        );
+        assert!(
+            !err.contains("rwapi_flush returned 0"),
+            "writes to a dead node cannot have completed\n{}",
+            outcome.describe()
+        );
+    }
 }
 
 #[test]
