@@ -69,6 +69,9 @@ pub struct RwState {
     first_error: Option<ErrorClass>,
     /// Calls in a row that found nothing to receive.
     idle_polls: u32,
+    /// Nodes written to since the last flush, and a flag per node.
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
 }
 
 fn neg(class: ErrorClass) -> c_int {
@@ -105,6 +108,11 @@ impl RwState {
         let p2p = rt.p2p();
         let failed = &mut self.failed;
         let first = &mut self.first_error;
+        // Refusals that came after their write was forgotten.
+        for (OpId(sid), e) in p2p.take_late_errors() {
+            failed.insert(sid, e.class);
+            first.get_or_insert(e.class);
+        }
         self.outstanding
             .retain(|&sid| match p2p.op_state(OpId(sid)) {
                 Some(OpState::Done(_)) => {
@@ -148,6 +156,8 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
                     failed: HashMap::new(),
                     first_error: None,
                     idle_polls: 0,
+                    dirty: Vec::new(),
+                    is_dirty: vec![false; s.rt.size() as usize],
                 });
                 OK
             }
@@ -158,7 +168,18 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
 
 /// Waits until every write is done at its target; the first refusal.
 fn flush(rt: &mut Runtime, rw: &mut RwState) -> c_int {
-    let pending: Vec<u64> = rw.outstanding.iter().copied().collect();
+    let mut pending: Vec<u64> = rw.outstanding.iter().copied().collect();
+    // Writes are answered only when refused: a sync per node written to
+    // says when all of them are carried out (refusals arrive before it).
+    let mut syncs = Vec::new();
+    for node in std::mem::take(&mut rw.dirty) {
+        rw.is_dirty[node as usize] = false;
+        match rt.p2p().sync(node) {
+            Ok(OpId(id)) => syncs.push(id),
+            Err(e) => return neg(e.class),
+        }
+    }
+    pending.extend(&syncs);
     rt.p2p().wait_for(|p| {
         pending.iter().all(|&sid| {
             !matches!(
@@ -167,8 +188,14 @@ fn flush(rt: &mut Runtime, rw: &mut RwState) -> c_int {
             )
         })
     });
+    let mut gone = None;
+    for id in syncs {
+        if let Some(Err(e)) = rt.p2p().op_take(OpId(id)) {
+            gone.get_or_insert(e.class);
+        }
+    }
     rw.forget_done(rt);
-    rw.first_error.take().map_or(OK, neg)
+    rw.first_error.take().or(gone).map_or(OK, neg)
 }
 
 #[no_mangle]
@@ -352,6 +379,10 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         };
         match r {
             Ok(OpId(sid)) => {
+                if !rw.is_dirty[node as usize] {
+                    rw.is_dirty[node as usize] = true;
+                    rw.dirty.push(node as u32);
+                }
                 rw.outstanding.push_back(sid);
                 rw.max_sid = rw.max_sid.max(sid);
                 sid as i64
@@ -385,7 +416,10 @@ pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
                 1
             }
             Some(OpState::Done(Some(e))) => neg(e.class),
-            None => rw.failed.get(&(sid as u64)).map_or(1, |&c| neg(c)),
+            None => {
+                rw.forget_done(rt);
+                rw.failed.get(&(sid as u64)).map_or(1, |&c| neg(c))
+            }
         }
     })
 }

@@ -442,14 +442,29 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
 /// at their targets, then finishes reads into packed buffers.
 fn complete_ops(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<(), Fail> {
     let i = index(win).expect("validated window");
-    let ids: Vec<OpId> = {
+    let (mut ids, targets): (Vec<OpId>, Vec<u32>) = {
         let w = s.wins[i].as_ref().expect("validated window");
-        w.pending
+        let ids = w
+            .pending
             .iter()
             .filter(|p| target.is_none_or(|t| p.target == t))
             .map(|p| p.id)
-            .collect()
+            .collect();
+        let mut targets: Vec<u32> = w
+            .pending
+            .iter()
+            .filter(|p| target.is_none_or(|t| p.target == t))
+            .map(|p| w.group[p.target as usize])
+            .collect();
+        targets.sort_unstable();
+        targets.dedup();
+        (ids, targets)
     };
+    // Writes and accumulates are answered only when refused: one sync per
+    // target says when everything before it is carried out.
+    for t in targets {
+        ids.push(s.rt.p2p().sync(t).map_err(engine_fail)?);
+    }
     s.rt.wait_until(|p2p, _| {
         ids.iter().all(|&id| {
             !matches!(

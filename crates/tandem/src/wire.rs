@@ -52,7 +52,8 @@ pub enum FrameKind {
     Fin = 6,
     /// One-sided write into memory the target exposed: `context` names the
     /// region, `rreq` the target address, `sreq` the origin's operation
-    /// (answered by `Ack`); payload follows.
+    /// (answered by `Ack` if refused, or always when `tag` is 1); payload
+    /// follows.
     Put = 7,
     /// One-sided read: `context`, `rreq` and `len` as for `Put`; answered by
     /// `GetReply`. No payload.
@@ -75,6 +76,9 @@ pub enum FrameKind {
     /// A 16-byte small message (RWAPI), carried in `sreq` and `rreq`. No
     /// payload.
     Small = 14,
+    /// Asks for an `Ack` once everything sent before it is carried out. No
+    /// payload.
+    Sync = 15,
 }
 
 impl FrameKind {
@@ -94,6 +98,7 @@ impl FrameKind {
             12 => Some(FrameKind::Lock),
             13 => Some(FrameKind::Unlock),
             14 => Some(FrameKind::Small),
+            15 => Some(FrameKind::Sync),
             _ => None,
         }
     }

@@ -397,7 +397,8 @@ impl FrameSink for Matcher {
                 | FrameKind::Ack
                 | FrameKind::Lock
                 | FrameKind::Unlock
-                | FrameKind::Small,
+                | FrameKind::Small
+                | FrameKind::Sync,
                 Payload::Direct { .. } | Payload::Empty,
             ) => return self.remote.on_frame(peer, h, None, &mut self.outbox),
             (FrameKind::Acc, Payload::Buffer(data)) => {

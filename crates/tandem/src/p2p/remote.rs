@@ -31,6 +31,8 @@ const REPLY_BIT: u64 = 1 << 62;
 const ACC_FETCH: i32 = 1 << 16;
 /// Flag in an `Acc` frame's tag: compare-and-swap (payload: compare, swap).
 const ACC_CAS: i32 = 1 << 17;
+/// Flag in an `Acc` frame's tag: answer only a refusal.
+const ACC_QUIET: i32 = 1 << 18;
 
 /// A one-sided operation started by this rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -108,6 +110,8 @@ pub(super) struct Remote {
     lost: Vec<Option<String>>,
     /// Small messages received and not yet taken, oldest first.
     smalls: VecDeque<(u32, [u8; 16])>,
+    /// Refusals of operations already forgotten: (operation, error).
+    late: Vec<(u64, Error)>,
 }
 
 fn refused(class: ErrorClass, peer: u32) -> Error {
@@ -215,6 +219,7 @@ impl Remote {
             filling: vec![None; size as usize],
             lost: vec![None; size as usize],
             smalls: VecDeque::new(),
+            late: Vec::new(),
         }
     }
 
@@ -593,15 +598,29 @@ impl Remote {
                 let (_, sreq, refusal) = self.filling[peer as usize]
                     .take()
                     .ok_or("put payload without a header")?;
-                if sreq != 0 {
+                // Quiet puts are answered only when refused.
+                if h.tag == 1 || refusal.is_some() {
                     out.push(Self::ack(peer, sreq, refusal));
                 }
             }
+            FrameKind::Sync => out.push(Self::ack(peer, h.sreq, None)),
             FrameKind::GetReply => {
                 let (_, sreq, refusal) = self.filling[peer as usize]
                     .take()
                     .ok_or("read reply payload without a header")?;
                 self.finish(sreq, refusal.map(|c| refused(c, peer)));
+            }
+            FrameKind::Ack if h.tag != 0 => {
+                // A refusal: of an operation in flight, or of a quiet one
+                // that counted as done once sent.
+                let err = refused(class_from_code(h.tag), peer);
+                match self.ops.get_mut(&h.sreq).filter(|p| p.peer == peer) {
+                    Some(p) if p.remote_done => {
+                        p.error.get_or_insert(err);
+                    }
+                    Some(_) => self.finish(h.sreq, Some(err)),
+                    None => self.late.push((h.sreq, err)),
+                }
             }
             FrameKind::Ack => {
                 let known = self
@@ -614,8 +633,7 @@ impl Remote {
                         h.sreq
                     ));
                 }
-                let err = (h.tag != 0).then(|| refused(class_from_code(h.tag), peer));
-                self.finish(h.sreq, err);
+                self.finish(h.sreq, None);
             }
             FrameKind::Get => match self.check(h.context, h.rreq, h.len) {
                 Ok(addr) => {
@@ -639,6 +657,7 @@ impl Remote {
                         let o = self.reply(peer, h.sreq, old);
                         out.push(o);
                     }
+                    Ok(_) if h.tag & ACC_QUIET != 0 => {}
                     Ok(_) => out.push(Self::ack(peer, h.sreq, None)),
                     Err(c) if fetch => out.push(Self::refuse_reply(peer, h.sreq, c)),
                     Err(c) => out.push(Self::ack(peer, h.sreq, Some(c))),
@@ -692,7 +711,12 @@ impl Remote {
     /// Local accumulate on self (no frame).
     pub(super) fn acc_tag_for(op: PredefOp, prim: Prim, fetch: bool, cas: bool) -> Option<i32> {
         let t = acc_tag(op, prim)?;
-        Some(t | if fetch { ACC_FETCH } else { 0 } | if cas { ACC_CAS } else { 0 })
+        let quiet = !fetch && !cas;
+        Some(
+            t | if fetch { ACC_FETCH } else { 0 }
+                | if cas { ACC_CAS } else { 0 }
+                | if quiet { ACC_QUIET } else { 0 },
+        )
     }
 
     /// Carries out a one-sided frame addressed to this very rank, as if it
@@ -742,6 +766,7 @@ impl Remote {
             }
             FrameKind::Lock => self.lock(me, h.context, h.tag == 1, h.sreq, out),
             FrameKind::Unlock => self.unlock(me, h.context, h.sreq, out),
+            FrameKind::Sync => self.finish(h.sreq, None),
             k => return Err(format!("{k:?} is not a one-sided frame")),
         }
         Ok(())
@@ -835,6 +860,10 @@ impl super::P2p {
     }
 
     /// Writes `len` bytes from `data` to `addr` in peer's region `key`.
+    /// The operation is done once `data` may be reused; the target answers
+    /// only a refusal, which the operation's state shows if it has not been
+    /// taken yet, and [`P2p::take_late_errors`] otherwise. [`P2p::sync`]
+    /// waits until the target has carried it out.
     ///
     /// # Safety
     /// `data` must stay valid for reads of `len` bytes until the operation
@@ -848,7 +877,7 @@ impl super::P2p {
         len: usize,
     ) -> Result<OpId> {
         self.check_peer(peer)?;
-        let id = self.m.remote.start(peer, true, None, Vec::new());
+        let id = self.m.remote.start(peer, false, None, Vec::new());
         let h = Self::header(FrameKind::Put, key, 0, len, id, addr);
         self.send_onesided(peer, h, data, len);
         Ok(OpId(id))
@@ -912,7 +941,8 @@ impl super::P2p {
             ));
         }
         let dest = fetch.map(|p| (p as usize, len));
-        let id = self.m.remote.start(peer, true, dest, Vec::new());
+        // Without a fetch it is quiet, as a put is.
+        let id = self.m.remote.start(peer, fetch.is_some(), dest, Vec::new());
         let h = Self::header(FrameKind::Acc, key, tag, len, id, addr);
         self.send_onesided(peer, h, data, len);
         Ok(OpId(id))
@@ -954,6 +984,23 @@ impl super::P2p {
         let h = Self::header(FrameKind::Acc, key, tag, len, id, addr);
         self.send_onesided(peer, h, ptr, len);
         Ok(OpId(id))
+    }
+
+    /// Done once `peer` has carried out everything this rank sent it before.
+    pub fn sync(&mut self, peer: u32) -> Result<OpId> {
+        self.check_peer(peer)?;
+        let id = self.m.remote.start(peer, true, None, Vec::new());
+        let h = Self::header(FrameKind::Sync, 0, 0, 0, id, 0);
+        self.send_onesided(peer, h, std::ptr::null(), 0);
+        Ok(OpId(id))
+    }
+
+    /// Refusals of quiet operations that had already been taken.
+    pub fn take_late_errors(&mut self) -> Vec<(OpId, Error)> {
+        std::mem::take(&mut self.m.remote.late)
+            .into_iter()
+            .map(|(id, e)| (OpId(id), e))
+            .collect()
     }
 
     /// Asks peer for a lock on its region `key`; done once granted.
