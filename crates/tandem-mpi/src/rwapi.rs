@@ -102,6 +102,17 @@ fn with_rw<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut Runtime, &mut Rw
 }
 
 impl RwState {
+    /// A poll found nothing. A program polling in a loop must not starve
+    /// the peer on a busy machine, nor the kernel thread that finishes
+    /// loopback TCP deliveries: with TCP in use each empty poll yields the
+    /// CPU, otherwise only after a while of nothing.
+    fn idle(&mut self, rt: &mut Runtime) {
+        self.idle_polls = self.idle_polls.saturating_add(1);
+        if self.idle_polls > IDLE_POLLS_BEFORE_YIELD || rt.p2p().engine().tcp_active() {
+            std::thread::yield_now();
+        }
+    }
+
     /// Forgets finished writes (the engine keeps each until asked), keeping
     /// refusals for rwapi_issent and rwapi_flush.
     fn forget_done(&mut self, rt: &mut Runtime) {
@@ -322,10 +333,7 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
                 // A program polling for messages should not starve the peer
                 // (or the kernel thread delivering its data) on a busy
                 // machine: after a while of nothing, each empty poll yields.
-                rw.idle_polls = rw.idle_polls.saturating_add(1);
-                if rw.idle_polls > IDLE_POLLS_BEFORE_YIELD {
-                    std::thread::yield_now();
-                }
+                rw.idle(rt);
                 0
             }
             Some((from, bytes)) => {
@@ -405,10 +413,7 @@ pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
         }
         match p2p.op_state(id) {
             Some(OpState::Pending) => {
-                rw.idle_polls = rw.idle_polls.saturating_add(1);
-                if rw.idle_polls > IDLE_POLLS_BEFORE_YIELD {
-                    std::thread::yield_now();
-                }
+                rw.idle(rt);
                 0
             }
             Some(OpState::LocalDone | OpState::Done(None)) => {

@@ -68,6 +68,55 @@ struct Pending {
     _owned: Vec<u8>,
 }
 
+/// Operations in flight by id. Ids only grow and most operations finish in
+/// order, so a window of slots from the oldest live id is a cheap map.
+#[derive(Default)]
+struct OpTable {
+    first: u64,
+    slots: VecDeque<Option<Pending>>,
+}
+
+impl OpTable {
+    fn insert(&mut self, id: u64, p: Pending) {
+        if self.slots.is_empty() {
+            self.first = id;
+        }
+        debug_assert!(id >= self.first + self.slots.len() as u64);
+        while self.first + (self.slots.len() as u64) < id {
+            self.slots.push_back(None);
+        }
+        self.slots.push_back(Some(p));
+    }
+
+    fn get(&self, id: &u64) -> Option<&Pending> {
+        let i = id.checked_sub(self.first)?;
+        self.slots.get(usize::try_from(i).ok()?)?.as_ref()
+    }
+
+    fn get_mut(&mut self, id: &u64) -> Option<&mut Pending> {
+        let i = id.checked_sub(self.first)?;
+        self.slots.get_mut(usize::try_from(i).ok()?)?.as_mut()
+    }
+
+    fn remove(&mut self, id: &u64) -> Option<Pending> {
+        let i = usize::try_from(id.checked_sub(self.first)?).ok()?;
+        let p = self.slots.get_mut(i)?.take();
+        while matches!(self.slots.front(), Some(None)) {
+            self.slots.pop_front();
+            self.first += 1;
+        }
+        p
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u64, &Pending)> {
+        let first = self.first;
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, p)| p.as_ref().map(|p| (first + i as u64, p)))
+    }
+}
+
 #[derive(Default)]
 struct LockState {
     exclusive: bool,
@@ -96,7 +145,7 @@ pub(super) struct Remote {
     dynamic: HashMap<u32, Vec<Region>>,
     next_key: u32,
     locks: HashMap<u32, LockState>,
-    ops: HashMap<u64, Pending>,
+    ops: OpTable,
     next_op: u64,
     /// Operations in flight per peer (for flushes).
     in_flight: Vec<u64>,
@@ -211,7 +260,7 @@ impl Remote {
             dynamic: HashMap::new(),
             next_key: 1,
             locks: HashMap::new(),
-            ops: HashMap::new(),
+            ops: OpTable::default(),
             next_op: 1,
             in_flight: vec![0; size as usize],
             replies: HashMap::new(),
@@ -397,7 +446,7 @@ impl Remote {
             .ops
             .iter()
             .filter(|(_, p)| p.peer == peer && !p.remote_done)
-            .map(|(&k, _)| k)
+            .map(|(k, _)| k)
             .collect();
         for id in doomed {
             self.finish(
