@@ -77,6 +77,29 @@ fn assert_valid_svg(text: &str) {
     assert!(stack.is_empty(), "unclosed elements: {stack:?}");
 }
 
+/// A PNG file's signature and its IHDR chunk (which must come first):
+/// returns the image's width and height.
+fn assert_valid_png(bytes: &[u8]) -> (u32, u32) {
+    assert!(
+        bytes.starts_with(&[0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n']),
+        "no PNG signature: {:?}",
+        &bytes[..bytes.len().min(8)]
+    );
+    assert!(bytes.len() > 33, "{} bytes", bytes.len());
+    let word = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
+    assert_eq!(word(8), 13, "IHDR length");
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let (w, h) = (word(16), word(20));
+    assert!(w > 0 && h > 0, "{w}x{h}");
+    // Bit depth 8, colour type 2 (RGB), then compression, filter, interlace 0.
+    assert_eq!(&bytes[24..29], &[8, 2, 0, 0, 0]);
+    assert!(
+        bytes.ends_with(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x82]),
+        "no IEND chunk at the end"
+    );
+    (w, h)
+}
+
 /// Checks the JSON document of a kernel run: machine, versions,
 /// parameters, records of `record_type`, and a table of `rows` rows.
 fn check_document(doc: &Value, kernel: &str, record_type: &str, rows: usize) {
@@ -109,10 +132,26 @@ fn check_document(doc: &Value, kernel: &str, record_type: &str, rows: usize) {
     }
 }
 
-/// Runs a kernel with --json, --csv and --plot and checks all three.
+/// Runs a kernel with --json, --csv and --plot (an SVG file) and checks
+/// all three.
 fn kernel_end_to_end(kernel: &str, args: &[&str], record_type: &str, rows: usize) -> Value {
+    kernel_end_to_end_plot(kernel, args, record_type, rows, "svg")
+}
+
+/// The same with a plot of type `plot` (svg or png).
+fn kernel_end_to_end_plot(
+    kernel: &str,
+    args: &[&str],
+    record_type: &str,
+    rows: usize,
+    plot: &str,
+) -> Value {
     let dir = out_dir(kernel);
-    let (json, csv, svg) = (dir.join("r.json"), dir.join("r.csv"), dir.join("r.svg"));
+    let (json, csv, svg) = (
+        dir.join("r.json"),
+        dir.join("r.csv"),
+        dir.join(format!("r.{plot}")),
+    );
     let mut all = vec![kernel];
     all.extend_from_slice(args);
     let (j, c, s) = (
@@ -129,17 +168,23 @@ fn kernel_end_to_end(kernel: &str, args: &[&str], record_type: &str, rows: usize
     let csv_text = std::fs::read_to_string(&csv).expect("csv");
     assert_eq!(csv_text.lines().count(), rows + 1, "{csv_text}");
     assert!(csv_text.starts_with("mpi,"));
-    assert_valid_svg(&std::fs::read_to_string(&svg).expect("svg"));
+    if plot == "png" {
+        let size = assert_valid_png(&std::fs::read(&svg).expect("png"));
+        assert_eq!(size, (900, 560));
+    } else {
+        assert_valid_svg(&std::fs::read_to_string(&svg).expect("svg"));
+    }
     doc
 }
 
 #[test]
 fn pingpong_kernel() {
-    let doc = kernel_end_to_end(
+    let doc = kernel_end_to_end_plot(
         "pingpong",
         &["--sizes", "1,64k", "--duration", "0.005", "--repeat", "3"],
         "sample",
         2,
+        "png",
     );
     assert_eq!(doc["params"]["sizes"], "1,65536");
     let table = &doc["tables"][0][1];
@@ -382,19 +427,10 @@ fn user_errors_are_explained() {
         o.describe()
     );
 
-    let o = bench(&[
-        "pingpong",
-        "--plot",
-        "/tmp/x.png",
-        "--sizes",
-        "1",
-        "--duration",
-        "0.001",
-        "--repeat",
-        "1",
-    ]);
+    // Refused before anything is measured.
+    let o = bench(&["pingpong", "--plot", "/tmp/x.jpg"]);
     assert!(!o.status.success());
-    assert!(o.stderr.contains("SVG"), "{}", o.describe());
+    assert!(o.stderr.contains(".svg or .png"), "{}", o.describe());
 
     let o = bench(&["overhead", "--duration", "1"]);
     assert!(!o.status.success());

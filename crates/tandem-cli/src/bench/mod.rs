@@ -11,6 +11,7 @@ pub mod mpi;
 pub mod output;
 pub mod overhead;
 pub mod plot;
+pub mod raster;
 pub mod report;
 pub mod run;
 pub mod stats;
@@ -94,8 +95,8 @@ pub struct KernelArgs {
     /// Write the table as CSV
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Draw the main metric as an SVG plot
-    #[arg(long, value_name = "FILE.svg")]
+    /// Draw the main metric as a plot, SVG or PNG by the file's extension
+    #[arg(long, value_name = "FILE.svg|FILE.png")]
     pub plot: Option<PathBuf>,
     /// Stop a launch that runs longer than this many seconds
     #[arg(long, value_name = "S", default_value_t = 1800.0)]
@@ -140,8 +141,8 @@ pub struct ModelArgs {
     /// Write the measurements and the fits as JSON
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Draw measured and predicted ping-pong times as an SVG plot
-    #[arg(long, value_name = "FILE.svg")]
+    /// Draw measured and predicted ping-pong times as a plot (.svg or .png)
+    #[arg(long, value_name = "FILE.svg|FILE.png")]
     pub plot: Option<PathBuf>,
 }
 
@@ -569,6 +570,9 @@ fn kernel_command(
         Some(rounds) => spec_from_args(kernel, a, "tandem,openmpi", rounds)?,
         None => spec_from_args(kernel, a, "tandem", 1)?,
     };
+    if let Some(p) = &a.plot {
+        plot::check_path(p)?;
+    }
     if compare.is_some() && spec.libs.len() < 2 {
         return Err("compare needs at least two libraries, e.g. --mpi tandem,openmpi".into());
     }

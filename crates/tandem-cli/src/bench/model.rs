@@ -799,6 +799,9 @@ fn table_of<'a>(results: &'a [(String, Table)], kernel: &str) -> Option<&'a Tabl
 }
 
 pub fn command(a: &ModelArgs) -> Result<(), String> {
+    if let Some(p) = &a.plot {
+        plot::check_path(p)?;
+    }
     let (tables, measurements, mut notes) = if a.from.is_empty() {
         let lib = mpi::resolve(&a.mpi)?;
         let specs = specs(
