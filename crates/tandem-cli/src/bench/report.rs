@@ -524,8 +524,17 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
             }
         }
         if tables.contains_key("pingpong") {
+            let pingpong = kernels::find("pingpong").expect("kernel in the catalogue");
+            let lib_set: Vec<(String, String)> =
+                split_set(pingpong, &rest, &libs, &mut BTreeMap::new())?
+                    .into_iter()
+                    .filter(|(l, _, _)| l.is_empty() || *l == libs[0].name)
+                    .map(|(_, k, v)| (k, v))
+                    .collect();
+            let protocols = model::protocols_of(libs[0].family, &lib_set, &transport)?;
             let m = model::fit(
                 &libs[0].name,
+                protocols.as_ref(),
                 tables.get("pingpong"),
                 tables.get("burst"),
                 tables.get("overhead"),
