@@ -7,6 +7,7 @@ mod info;
 mod install_layout;
 mod launcher;
 mod mpi_names;
+mod netns;
 mod parameters;
 mod sys;
 

@@ -410,6 +410,74 @@ fn report_page() {
 }
 
 #[test]
+fn pingpong_across_rate_limited_namespaces() {
+    // Two network namespaces as hosts, each link limited to 1 Gbit/s
+    // (125 MB/s on the wire, Ethernet, IP and TCP headers included).
+    let dir = out_dir("netns");
+    let json = dir.join("r.json");
+    let o = bench(&[
+        "pingpong",
+        "--hosts",
+        "netns:2",
+        "--rate",
+        "1gbit",
+        "--sizes",
+        "8,4m",
+        "--duration",
+        "0.005",
+        "--repeat",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    if !o.status.success() && o.stderr.contains("network namespaces cannot be created") {
+        eprintln!(
+            "SKIP pingpong_across_rate_limited_namespaces: {}",
+            o.stderr.trim()
+        );
+        return;
+    }
+    ok(&o);
+    assert!(
+        o.stdout.contains("2 network namespaces"),
+        "{}",
+        o.describe()
+    );
+    let doc = read_json(&json);
+    check_document(&doc, "pingpong", "sample", 2);
+    let command = doc["runs"][0]["command"].as_str().unwrap_or("");
+    assert!(
+        command.starts_with("ip netns exec tnd-") && command.contains("--agent"),
+        "{command}"
+    );
+    // The bucket lets at most one burst (125 kB, 1 ms at the rate) through
+    // at line speed per message, under 3% of 4 MiB, and headers cost more
+    // than that: payload bandwidth above the rate by more than 10% would
+    // mean the limit was not applied.
+    let rows = doc["tables"][0][1]["rows"].as_array().unwrap();
+    let big = rows
+        .iter()
+        .find(|r| r["x"].as_f64() == Some(4194304.0))
+        .unwrap_or_else(|| panic!("no 4 MiB row: {rows:?}"));
+    let mbps = big["values"][1]["median"].as_f64().unwrap();
+    eprintln!("4 MiB ping-pong between namespaces limited to 1gbit: {mbps:.1} MB/s");
+    assert!(
+        mbps > 0.0 && mbps <= 125.0 * 1.10,
+        "{mbps} MB/s over links limited to 125 MB/s"
+    );
+    // Everything is gone: the namespaces named in the command, and no
+    // process of the job is left (ok() checked).
+    let ns = command.split_whitespace().nth(3).unwrap_or("");
+    let base = ns.trim_end_matches("-h0");
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        !list.contains(base),
+        "namespaces of {base} left behind:\n{list}"
+    );
+}
+
+#[test]
 fn user_errors_are_explained() {
     let o = bench(&["pingpong", "--mpi", "/nonexistent/mpicc"]);
     assert!(!o.status.success());
@@ -431,6 +499,30 @@ fn user_errors_are_explained() {
     let o = bench(&["pingpong", "--plot", "/tmp/x.jpg"]);
     assert!(!o.status.success());
     assert!(o.stderr.contains(".svg or .png"), "{}", o.describe());
+
+    for (args, needle) in [
+        (vec!["--hosts", "cluster"], "expected netns:K"),
+        (vec!["--rate", "1gbit"], "give --hosts netns:K"),
+        (
+            vec!["--hosts", "netns:2", "--rate", "fast"],
+            "expected a tc rate",
+        ),
+    ] {
+        let mut all = vec!["pingpong"];
+        all.extend(args.iter());
+        let o = bench(&all);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(o.stderr.contains(needle), "{args:?}: {}", o.describe());
+    }
+
+    // Other libraries are not started across namespaces (or not installed).
+    let o = bench(&["pingpong", "--hosts", "netns:2", "--mpi", "tandem,mpich"]);
+    assert!(!o.status.success());
+    assert!(
+        o.stderr.contains("Tandem only") || o.stderr.contains("MPICH is not installed"),
+        "{}",
+        o.describe()
+    );
 
     let o = bench(&["overhead", "--duration", "1"]);
     assert!(!o.status.success());

@@ -994,6 +994,7 @@ pub fn specs(
             rounds: 1,
             timeout: Duration::from_secs(1800),
             progress: true,
+            placement: None,
         });
     }
     Ok(out)

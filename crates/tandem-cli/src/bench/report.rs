@@ -488,6 +488,7 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                 rounds: if libs.len() > 1 { 2 } else { 1 },
                 timeout: Duration::from_secs(600),
                 progress: true,
+                placement: None,
             };
             let skipped = libs.iter().find_map(|l| match build::build(p.kernel, l) {
                 Err(BuildError::Missing(message)) => Some(message),
