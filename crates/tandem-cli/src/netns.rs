@@ -314,6 +314,65 @@ pub unsafe fn child_defaults() -> std::io::Result<()> {
     Ok(())
 }
 
+/// The subnet (three octets) of the namespaces the `tandem` command makes
+/// (`tandem bench --hosts`, `tandem _netns`); the tests use their own.
+pub const COMMAND_SUBNET: &str = "10.231.0";
+
+/// `tandem _netns`: runs `command` with `k` namespace hosts (the names in
+/// NETNS_HOSTS, their network in NETNS_NETWORK, the agent in NETNS_AGENT),
+/// then removes them; returns the command's exit status.
+pub fn run_with_hosts(
+    k: usize,
+    rate: Option<&str>,
+    burst: Option<&str>,
+    command: &[std::ffi::OsString],
+) -> i32 {
+    let fail = |e: String| {
+        eprintln!("tandem _netns: {e}");
+        1
+    };
+    let bucket = match rate {
+        Some(r) => match burst.map(str::to_string).or_else(|| burst_for(r)) {
+            Some(b) => Some((r, b)),
+            None => return fail(format!("--rate {r}: expected a tc rate such as 1gbit")),
+        },
+        None => None,
+    };
+    if let Err(e) = remove_on_signals() {
+        return fail(e);
+    }
+    let hosts = match Hosts::create(k, bucket.as_ref().map(|(r, b)| (*r, b.as_str())), COMMAND_SUBNET) {
+        Ok(h) => h,
+        Err(e) => {
+            return fail(format!(
+                "network namespaces cannot be created here ({e}); they need root (or CAP_NET_ADMIN and \
+                 CAP_SYS_ADMIN) and iproute2"
+            ))
+        }
+    };
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..])
+        .env("NETNS_HOSTS", hosts.names.join(" "))
+        .env("NETNS_NETWORK", hosts.network())
+        .env("NETNS_AGENT", AGENT);
+    {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: child_defaults makes only async-signal-safe calls.
+        unsafe {
+            cmd.pre_exec(|| child_defaults());
+        }
+    }
+    let status = match cmd.status() {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot run {}: {e}", command[0].to_string_lossy())),
+    };
+    drop(hosts);
+    use std::os::unix::process::ExitStatusExt as _;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

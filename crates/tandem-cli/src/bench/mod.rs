@@ -632,9 +632,6 @@ fn kernel_command(
     write_outputs(&result, a.json.as_ref(), a.csv.as_ref(), a.plot.as_ref())
 }
 
-/// The subnet (three octets) of the namespaces `--hosts netns:K` makes.
-const NETNS_SUBNET: &str = "10.231.0";
-
 /// Makes the hosts of `--hosts SPEC [--rate R]` and places the spec's ranks
 /// on them; the hosts last as long as the returned value.
 fn place_on_hosts(
@@ -674,7 +671,7 @@ fn place_on_hosts(
     let made = crate::netns::Hosts::create(
         k,
         bucket.as_ref().map(|(r, b)| (r.as_str(), b.as_str())),
-        NETNS_SUBNET,
+        crate::netns::COMMAND_SUBNET,
     )
     .map_err(|e| {
         format!(
