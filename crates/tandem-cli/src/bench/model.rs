@@ -210,7 +210,8 @@ pub fn protocols_of(
 }
 
 /// One Hockney line per protocol regime. A regime with a single measured
-/// size cannot have a line of its own and shares its neighbour's.
+/// size, or whose times do not grow with size (noise over a narrow range),
+/// cannot have a line of its own and shares its neighbour's.
 pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Option<HockneyFit> {
     // Consecutive groups of points, one per regime that has any.
     let mut groups: Vec<(Vec<String>, Vec<(f64, f64)>)> = Vec::new();
@@ -221,33 +222,39 @@ pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Op
             groups.push((vec![protocols.names[i].clone()], Vec::new()));
             current = i;
         }
-        groups.last_mut().expect("a group").1.push(p);
+        groups.last_mut()?.1.push(p);
     }
-    // Merge the groups too small for a line into a neighbour.
-    while groups.len() > 1 {
-        let Some(i) = groups.iter().position(|g| g.1.len() < 2) else {
-            break;
+    loop {
+        let fits: Vec<Option<Hockney>> = groups
+            .iter()
+            .map(|(names, pts)| {
+                if pts.len() < 2 {
+                    None
+                } else {
+                    fit_segment(pts, &names.join(" + "))
+                }
+            })
+            .collect();
+        let Some(bad) = fits.iter().position(Option::is_none) else {
+            let segments = fits.into_iter().flatten().collect();
+            return Some(HockneyFit::with_errors(segments, &protocols.source, points));
         };
-        let (names, pts) = groups.remove(i);
-        let j = if i > 0 { i - 1 } else { 0 };
-        let target = &mut groups[j];
-        if j < i {
-            target.0.extend(names);
-            target.1.extend(pts);
+        if groups.len() == 1 {
+            return None;
+        }
+        // Into the previous regime, or the next for the first.
+        let (mut names, mut pts) = groups.remove(bad);
+        if bad > 0 {
+            let g = &mut groups[bad - 1];
+            g.0.append(&mut names);
+            g.1.append(&mut pts);
         } else {
-            let mut n = names;
-            n.append(&mut target.0);
-            target.0 = n;
-            let mut p = pts;
-            p.append(&mut target.1);
-            target.1 = p;
+            let g = &mut groups[0];
+            names.append(&mut g.0);
+            pts.append(&mut g.1);
+            *g = (names, pts);
         }
     }
-    let mut segments = Vec::new();
-    for (names, pts) in &groups {
-        segments.push(fit_segment(pts, &names.join(" + "))?);
-    }
-    Some(HockneyFit::with_errors(segments, &protocols.source, points))
 }
 
 /// Fits `k` Hockney lines to consecutive ranges of sizes (each of at
@@ -1222,6 +1229,19 @@ mod tests {
         assert_eq!(names, ["eager", "rendezvous", "single copy"]);
         assert!(f.max_error < 1e-9, "{f:?}");
         assert!((f.segments[2].l - 60e-6).abs() < 1e-12);
+        // A regime whose two sizes got slower with size (noise) shares its
+        // neighbour's line.
+        let mut noisy = pts.clone();
+        noisy[17].1 = noisy[16].1 * 0.9;
+        noisy[18].1 = noisy[16].1 * 0.8;
+        let p2 = Protocols {
+            limits: vec![65536.0, 262144.0],
+            names: vec!["eager".into(), "rendezvous".into(), "single copy".into()],
+            source: "test".into(),
+        };
+        let f = fit_hockney_protocols(&noisy, &p2).unwrap();
+        let names: Vec<&str> = f.segments.iter().map(|s| s.regime.as_str()).collect();
+        assert_eq!(names, ["eager + rendezvous", "single copy"]);
         // Measured only up to 128 KiB: rendezvous has one size, too few for
         // a line of its own, and shares eager's; single copy is absent.
         let f = fit_hockney_protocols(&pts[..=17], &p).unwrap();
