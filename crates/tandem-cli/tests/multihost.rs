@@ -34,7 +34,7 @@ const JOB_TIMEOUT: Duration = Duration::from_secs(120);
 fn run_across(hosts: &Hosts, name: &str, args: &[&str]) {
     let prog = compile(name);
     for map_by in ["slot", "node"] {
-        let mut cmd = tandem_run(&hosts, 0);
+        let mut cmd = tandem_run(hosts, 0);
         cmd.args(["--host", &hosts.host_list(2), "--map-by", map_by])
             .arg(&prog)
             .args(args);

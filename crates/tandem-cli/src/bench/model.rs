@@ -213,8 +213,10 @@ pub fn protocols_of(
 /// size, or whose times do not grow with size (noise over a narrow range),
 /// cannot have a line of its own and shares its neighbour's.
 pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Option<HockneyFit> {
-    // Consecutive groups of points, one per regime that has any.
-    let mut groups: Vec<(Vec<String>, Vec<(f64, f64)>)> = Vec::new();
+    // Consecutive groups of points, one per regime that has any: the
+    // regimes' names and their (size, seconds) points.
+    type Group = (Vec<String>, Vec<(f64, f64)>);
+    let mut groups: Vec<Group> = Vec::new();
     let mut current = usize::MAX;
     for &p in points {
         let i = protocols.index(p.0);
