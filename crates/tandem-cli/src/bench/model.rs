@@ -209,9 +209,10 @@ pub fn protocols_of(
     Ok(Some(tandem_protocols(&settings, transport)))
 }
 
-/// One Hockney line per protocol regime. A regime with a single measured
-/// size, or whose times do not grow with size (noise over a narrow range),
-/// cannot have a line of its own and shares its neighbour's.
+/// One Hockney line per protocol regime. A regime with fewer than three
+/// measured sizes (a line through two points fits anything, noise
+/// included), or whose times do not grow with size, cannot have a line of
+/// its own and shares its neighbour's.
 pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Option<HockneyFit> {
     // Consecutive groups of points, one per regime that has any: the
     // regimes' names and their (size, seconds) points.
@@ -230,7 +231,7 @@ pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Op
         let fits: Vec<Option<Hockney>> = groups
             .iter()
             .map(|(names, pts)| {
-                if pts.len() < 2 {
+                if pts.len() < 3 {
                     None
                 } else {
                     fit_segment(pts, &names.join(" + "))
@@ -705,6 +706,15 @@ pub fn text(r: &ModelResult) -> String {
     }
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
+    }
+    if let Some(m) = r.measurements.iter().find(|m| m.machine.loaded()) {
+        let _ = writeln!(
+            o,
+            "note: the machine was loaded (load average {:.2} on {} cores, these ranks included): the \
+             times include other programs' interference, which no model of the library predicts",
+            m.machine.load_average.unwrap_or(0.0),
+            m.machine.cores
+        );
     }
     if !r.pingpong.is_empty() {
         let _ = writeln!(o);
@@ -1236,20 +1246,21 @@ mod tests {
         let mut noisy = pts.clone();
         noisy[17].1 = noisy[16].1 * 0.9;
         noisy[18].1 = noisy[16].1 * 0.8;
+        noisy[19].1 = noisy[16].1 * 0.7;
         let p2 = Protocols {
-            limits: vec![65536.0, 262144.0],
+            limits: vec![65536.0, 524288.0],
             names: vec!["eager".into(), "rendezvous".into(), "single copy".into()],
             source: "test".into(),
         };
         let f = fit_hockney_protocols(&noisy, &p2).unwrap();
         let names: Vec<&str> = f.segments.iter().map(|s| s.regime.as_str()).collect();
         assert_eq!(names, ["eager + rendezvous", "single copy"]);
-        // Measured only up to 128 KiB: rendezvous has one size, too few for
-        // a line of its own, and shares eager's; single copy is absent.
-        let f = fit_hockney_protocols(&pts[..=17], &p).unwrap();
+        // Measured only up to 256 KiB: rendezvous has two sizes, too few
+        // for a line of its own, and shares eager's; single copy is absent.
+        let f = fit_hockney_protocols(&pts[..=18], &p).unwrap();
         assert_eq!(f.segments.len(), 1);
         assert_eq!(f.segments[0].regime, "eager + rendezvous");
-        assert_eq!(f.segments[0].to, 131072.0);
+        assert_eq!(f.segments[0].to, 262144.0);
     }
 
     #[test]
