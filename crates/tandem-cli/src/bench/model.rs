@@ -209,6 +209,18 @@ pub fn protocols_of(
     Ok(Some(tandem_protocols(&settings, transport)))
 }
 
+/// The name of regimes that share a line: their common protocol ("eager"
+/// for "eager, one cell" and "eager, across cells"), else all of them.
+fn merged_name(names: &[String]) -> String {
+    let base = |n: &String| n.split(", ").next().unwrap_or("").to_string();
+    match names.first() {
+        Some(first) if names.len() > 1 && names.iter().all(|n| base(n) == base(first)) => {
+            base(first)
+        }
+        _ => names.join(" + "),
+    }
+}
+
 /// One Hockney line per protocol regime. A regime with fewer than three
 /// measured sizes (a line through two points fits anything, noise
 /// included), or whose times do not grow with size, cannot have a line of
@@ -234,7 +246,7 @@ pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Op
                 if pts.len() < 3 {
                     None
                 } else {
-                    fit_segment(pts, &names.join(" + "))
+                    fit_segment(pts, &merged_name(names))
                 }
             })
             .collect();
@@ -663,12 +675,22 @@ pub fn text(r: &ModelResult) -> String {
                 h.segments.len()
             );
         }
-        let width = h.segments.iter().map(|s| s.regime.len()).max().unwrap_or(0);
+        // Regimes are named where the protocols are known; otherwise the
+        // name would only repeat the range of sizes.
+        let named = r.protocols.is_some();
+        let label = |s: &Hockney| {
+            if named {
+                format!("{}  ", s.regime)
+            } else {
+                String::new()
+            }
+        };
+        let width = h.segments.iter().map(|s| label(s).len()).max().unwrap_or(0);
         for s in &h.segments {
             let _ = writeln!(
                 o,
-                "    {:width$}  {} .. {}: {}",
-                s.regime,
+                "    {:width$}{} .. {}: {}",
+                label(s),
                 size_text(s.from as u64),
                 size_text(s.to as u64),
                 seg(s)
@@ -1261,6 +1283,14 @@ mod tests {
         assert_eq!(f.segments.len(), 1);
         assert_eq!(f.segments[0].regime, "eager + rendezvous");
         assert_eq!(f.segments[0].to, 262144.0);
+    }
+
+    #[test]
+    fn merged_regime_names() {
+        let n = |v: &[&str]| merged_name(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(n(&["eager, one cell", "eager, across cells"]), "eager");
+        assert_eq!(n(&["eager, one cell"]), "eager, one cell");
+        assert_eq!(n(&["eager", "rendezvous"]), "eager + rendezvous");
     }
 
     #[test]
