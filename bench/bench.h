@@ -390,17 +390,18 @@ static inline void bench_pair_order(long index, long iters)
 
 /*
  * The iterations of `body` that take about `duration` seconds, found by
- * timing batches that double in size for `warmup` seconds. The first batch
- * (which may include connecting to the peer and faulting the buffers in)
- * never decides, nor does a batch shorter than a quarter of the warm-up:
- * one preemption in a batch of a few iterations would otherwise make every
- * timed batch of the size tiny.
+ * timing batches that double in size for `warmup` seconds. The time per
+ * iteration is the smallest any batch but the first showed (the first may
+ * include connecting to the peer and faulting the buffers in): other
+ * programs can only make a batch slower, and one preempted batch must not
+ * make every timed batch of the size a few iterations long. A batch
+ * shorter than a quarter of the warm-up never ends the calibration.
  */
 static inline long bench_calibrate(bench_body body, int index, long size, double duration,
                                    double warmup)
 {
     long iters = 1;
-    double spent = 0.0;
+    double spent = 0.0, best = -1.0;
     int batches = 0;
     for (;;) {
         double t, per;
@@ -409,9 +410,12 @@ static inline long bench_calibrate(bench_body body, int index, long size, double
         spent += t;
         batches++;
         per = t / (double)iters;
+        if (batches > 1 && (best < 0 || per < best))
+            best = per;
         if ((batches > 1 && spent >= warmup && t >= warmup / 4) || spent >= warmup + duration ||
             iters >= (1L << 40)) {
-            double want = per > 0 ? duration / per : (double)(1L << 30);
+            double use = best > 0 ? best : per;
+            double want = use > 0 ? duration / use : (double)(1L << 30);
             if (want < 1)
                 want = 1;
             if (want > (double)(1L << 40))
