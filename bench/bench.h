@@ -378,43 +378,72 @@ static inline void bench_pair_alloc(long maxsize)
     bench_rbuf = bench_alloc((size_t)maxsize);
 }
 
-static inline long bench_calibrate(bench_body body, long size, double duration, double warmup)
+/* Rank 0 tells rank 1 to run `iters` iterations of size number `index`
+ * (index -1: the kernel is over). */
+static inline void bench_pair_order(long index, long iters)
+{
+    long words[2];
+    words[0] = index;
+    words[1] = iters;
+    bench_check(MPI_Send(words, 2, MPI_LONG, 1, BENCH_TAG_CTL, MPI_COMM_WORLD), "MPI_Send (control)");
+}
+
+/*
+ * The iterations of `body` that take about `duration` seconds, found by
+ * timing batches that double in size for `warmup` seconds. The time per
+ * iteration is the smallest any batch but the first showed (the first may
+ * include connecting to the peer and faulting the buffers in): other
+ * programs can only make a batch slower, and one preempted batch must not
+ * make every timed batch of the size a few iterations long. A batch
+ * shorter than a quarter of the warm-up never ends the calibration.
+ */
+static inline long bench_calibrate(bench_body body, int index, long size, double duration,
+                                   double warmup)
 {
     long iters = 1;
-    double spent = 0.0;
+    double spent = 0.0, best = -1.0;
+    int batches = 0;
     for (;;) {
-        double t;
-        bench_ctl_send(iters, 1);
+        double t, per;
+        bench_pair_order(index, iters);
         t = body(size, iters);
         spent += t;
-        if (spent >= warmup || iters >= (1L << 40)) {
-            double per = t / (double)iters;
-            double want = per > 0 ? duration / per : (double)(1L << 30);
+        batches++;
+        per = t / (double)iters;
+        if (batches > 1 && (best < 0 || per < best))
+            best = per;
+        if ((batches > 1 && spent >= warmup && t >= warmup / 4) || spent >= warmup + duration ||
+            iters >= (1L << 40)) {
+            double use = best > 0 ? best : per;
+            double want = use > 0 ? duration / use : (double)(1L << 30);
             if (want < 1)
                 want = 1;
             if (want > (double)(1L << 40))
                 want = (double)(1L << 40);
             return (long)want;
         }
-        /* Grow fast while a batch is short, but never past the warm-up budget. */
-        if (t < warmup / 8)
+        /* Grow fast while a batch is short, then fill what is left of the
+         * warm-up. */
+        if (t < warmup / 4)
             iters *= 2;
         else {
-            double per = t / (double)iters;
             long left = (long)((warmup - spent) / (per > 0 ? per : 1e-9));
-            iters = left > 1 ? left : 1;
+            if (left > iters)
+                iters = left;
         }
     }
 }
 
-/* Runs the driver for rank 1's side of a size: follows control words. */
-static inline void bench_follow(bench_body body, long size)
+/* Rank 1's side: runs what rank 0 orders until it says the kernel is over. */
+static inline void bench_follow(bench_body body, const long *sizes)
 {
     for (;;) {
-        long iters = bench_ctl_recv(0);
-        if (iters <= 0)
+        long words[2] = {-1, 0};
+        bench_check(MPI_Recv(words, 2, MPI_LONG, 0, BENCH_TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                    "MPI_Recv (control)");
+        if (words[0] < 0)
             return;
-        body(size, iters);
+        body(sizes[words[0]], words[1]);
     }
 }
 
@@ -438,11 +467,19 @@ static inline void bench_size_label(char *buf, size_t n, long size)
  * transmitted and T the elapsed seconds on rank 0, from before the first
  * message is sent to after the last one is received (seed 003: L = T/N,
  * throughput = N*S/T).
+ *
+ * The sizes are interleaved: after every size is calibrated, each round
+ * times one batch of every size (preceded by an untimed eighth of a batch,
+ * to bring the caches and protocol state back to that size). A burst of
+ * load on a shared machine then lands in one batch of many sizes, which
+ * the median over the rounds discards, instead of in every batch of a few
+ * neighbouring sizes, which would bend the curve there.
  */
 static inline int bench_pair_main(int argc, char **argv, const char *kernel, bench_body body,
                                   long msgs_per_iter, const char *default_sizes)
 {
     long sizes[BENCH_MAX_SIZES];
+    long iters[BENCH_MAX_SIZES];
     int nsizes, i, rep, repeat;
     double duration, warmup;
     long maxsize = 0;
@@ -463,24 +500,27 @@ static inline int bench_pair_main(int argc, char **argv, const char *kernel, ben
     bench_pair_alloc(maxsize);
     bench_start(nsizes * repeat);
 
-    for (i = 0; i < nsizes; i++) {
-        long s = sizes[i];
-        char label[64];
-        bench_size_label(label, sizeof label, s);
-        if (bench_rank == 0) {
-            long iters = bench_calibrate(body, s, duration, warmup);
-            for (rep = 0; rep < repeat; rep++) {
+    if (bench_rank == 0) {
+        for (i = 0; i < nsizes; i++)
+            iters[i] = bench_calibrate(body, i, sizes[i], duration, warmup);
+        for (rep = 0; rep < repeat; rep++) {
+            for (i = 0; i < nsizes; i++) {
+                long s = sizes[i];
+                char label[64];
                 double t;
-                bench_ctl_send(iters, 1);
-                t = body(s, iters);
+                bench_size_label(label, sizeof label, s);
+                bench_pair_order(i, iters[i] / 8 + 1);
+                body(s, iters[i] / 8 + 1);
+                bench_pair_order(i, iters[i]);
+                t = body(s, iters[i]);
                 bench_emit("\"type\":\"sample\",\"size\":%ld,\"rep\":%d,\"iters\":%ld,\"n\":%ld,\"t\":%.9g",
-                           s, rep, iters, iters * bench_pair_msgs, t);
+                           s, rep, iters[i], iters[i] * bench_pair_msgs, t);
                 bench_step(label);
             }
-            bench_ctl_send(0, 1);
-        } else if (bench_rank == 1) {
-            bench_follow(body, s);
         }
+        bench_pair_order(-1, 0);
+    } else if (bench_rank == 1) {
+        bench_follow(body, sizes);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     return bench_finish();

@@ -1,9 +1,9 @@
 /*
  * pingpong.c - round trip between ranks 0 and 1 (seed 003, figure 1(a)).
  *
- * A message is sent only once the previous one has been received. For each
- * size, after a warm-up, `repeat` batches each run for about `duration`
- * seconds; every batch prints
+ * A message is sent only once the previous one has been received. Every
+ * size is calibrated after a warm-up, then `repeat` rounds each time one
+ * batch of every size for about `duration` seconds; every batch prints
  *   {"type":"sample","size":S,"rep":R,"iters":I,"n":N,"t":T}
  * with N = 2*I messages transmitted (I round trips) in T seconds, so the
  * latency L = T/N is half a round trip and the throughput is N*S/T.

@@ -6,35 +6,21 @@
 # installed, Open MPI (`mpirun.openmpi` with an ssh-like agent that enters
 # the namespace, `--bind-to none`, TCP only), interleaved RUNS times (default
 # 3); prints the median 8-byte latency and 4 MiB bandwidth of each, and what
-# share of the link rate that is. Needs root; the namespaces (tnd-bench-*)
-# and everything in them are removed at the end, also on failure.
-# Only the namespaces' own 10.213.0.0/24 addresses are used.
+# share of the link rate that is. Needs root. The namespaces are made and
+# removed (also on failure or Ctrl-C) by `tandem _netns`, the code behind
+# `tandem bench --hosts netns:K`, which runs this script again inside them;
+# only their own 10.231.0.0/24 addresses are used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-3}
 rate=${RATE:-1gbit}
 burst=${BURST:-128kb}
-base="tnd-bench-$$"
+if [ -z "${NETNS_HOSTS:-}" ]; then
+    exec target/release/tandem _netns --hosts 2 --rate "$rate" --burst "$burst" "$PWD/scripts/netns-pingpong.sh" "$@"
+fi
+read -r h0 h1 <<<"$NETNS_HOSTS"
 tmp=$(mktemp -d)
-cleanup() {
-    for ns in "$base-h0" "$base-h1" "$base-sw"; do ip netns del "$ns" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-ip netns add "$base-sw"
-ip -n "$base-sw" link add br0 type bridge
-ip -n "$base-sw" link set br0 up
-for i in 0 1; do
-    h="$base-h$i"
-    ip netns add "$h"
-    ip -n "$base-sw" link add "p$i" type veth peer name eth0 netns "$h"
-    ip -n "$base-sw" link set "p$i" master br0 up
-    ip -n "$h" addr add "10.213.0.$((i + 1))/24" dev eth0
-    ip -n "$h" link set eth0 up
-    ip -n "$h" link set lo up
-    ip netns exec "$h" tc qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 400ms
-done
-h0="$base-h0" h1="$base-h1"
+trap 'rm -rf "$tmp"' EXIT
 target/release/tandem cc -O2 examples/pingpong.c -o "$tmp/pingpong"
 have_ompi=0
 if command -v mpirun.openmpi >/dev/null && command -v mpicc.openmpi >/dev/null; then
@@ -51,12 +37,12 @@ pick='$1==8 {l=$2} $1==4194304 {b=$3} END {print l, b}'
 out="$tmp/results"
 for _ in $(seq "$runs"); do
     echo "tandem $(ip netns exec "$h0" target/release/tandem run --host "$h0:1,$h1:1" \
-        --agent "ip netns exec {host}" --set tcp_if_include=10.213.0.0/24 \
+        --agent "ip netns exec {host}" --set tcp_if_include="$NETNS_NETWORK" \
         "$tmp/pingpong" -m 4m | awk "$pick")" >>"$out"
     if [ "$have_ompi" = 1 ]; then
         echo "openmpi $(cd "$tmp" && ip netns exec "$h0" timeout 600 mpirun.openmpi --host "$h0:1,$h1:1" -np 2 \
             --bind-to none --mca plm_rsh_agent "$tmp/nsagent" --mca btl tcp,self \
-            --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
+            --mca btl_tcp_if_include "$NETNS_NETWORK" --mca oob_tcp_if_include "$NETNS_NETWORK" \
             "$tmp/pingpong.openmpi" -m 4m 2>/dev/null | awk "$pick")" >>"$out"
     fi
 done

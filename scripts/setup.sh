@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build Tandem (a C compiler,
-# pkg-config, Rust) and, with TANDEM_SETUP_TESTS=1, what the tests use
+# pkg-config, Rust, and the font `tandem bench --plot FILE.png` draws text
+# with) and, with TANDEM_SETUP_TESTS=1, what the tests use
 # (iproute2, cmake, Slurm). Sourced by the other scripts; safe to run again.
 set -euo pipefail
 
@@ -8,6 +9,7 @@ need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl ca-certificates)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_apt+=(fonts-dejavu-core)
 if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     # The tests' extras (scripts/test.sh asks for them): network namespaces
     # as hosts (ip, tc), a CMake project that finds Tandem with

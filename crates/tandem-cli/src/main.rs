@@ -7,6 +7,7 @@ mod info;
 mod install_layout;
 mod launcher;
 mod mpi_names;
+mod netns;
 mod parameters;
 mod sys;
 
@@ -35,6 +36,25 @@ enum Command {
     Host {
         /// The host's name, as the master calls it
         host: String,
+    },
+    /// Run COMMAND with network namespaces standing in for hosts, removed
+    /// afterwards (for scripts; `tandem bench --hosts netns:K` does the same
+    /// for the kernels). COMMAND finds them in NETNS_HOSTS (names, space
+    /// separated), NETNS_NETWORK (their /24) and NETNS_AGENT
+    #[command(name = "_netns", hide = true)]
+    Netns {
+        /// How many hosts
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=64))]
+        hosts: u32,
+        /// Limit every host's link to this rate (tc tbf), e.g. 1gbit
+        #[arg(long, value_name = "RATE")]
+        rate: Option<String>,
+        /// The token bucket in bytes [default: about 1 ms of the rate]
+        #[arg(long, value_name = "BYTES")]
+        burst: Option<String>,
+        /// The command and its arguments
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<OsString>,
     },
     /// Compile and link a C program against Tandem (compiler: $TANDEM_CC or cc)
     #[command(disable_help_flag = true)]
@@ -152,6 +172,12 @@ fn main() {
             })
         }
         Command::Host { host } => launcher::host_main(&host),
+        Command::Netns {
+            hosts,
+            rate,
+            burst,
+            command,
+        } => netns::run_with_hosts(hosts as usize, rate.as_deref(), burst.as_deref(), &command),
         Command::Cc(a) => mpi_names::compiler_wrapper(compiler::Language::C, a.args),
         Command::Cxx(a) => mpi_names::compiler_wrapper(compiler::Language::Cxx, a.args),
         Command::Info { coll: true, .. } => {

@@ -77,6 +77,29 @@ fn assert_valid_svg(text: &str) {
     assert!(stack.is_empty(), "unclosed elements: {stack:?}");
 }
 
+/// A PNG file's signature and its IHDR chunk (which must come first):
+/// returns the image's width and height.
+fn assert_valid_png(bytes: &[u8]) -> (u32, u32) {
+    assert!(
+        bytes.starts_with(&[0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n']),
+        "no PNG signature: {:?}",
+        &bytes[..bytes.len().min(8)]
+    );
+    assert!(bytes.len() > 33, "{} bytes", bytes.len());
+    let word = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
+    assert_eq!(word(8), 13, "IHDR length");
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let (w, h) = (word(16), word(20));
+    assert!(w > 0 && h > 0, "{w}x{h}");
+    // Bit depth 8, colour type 2 (RGB), then compression, filter, interlace 0.
+    assert_eq!(&bytes[24..29], &[8, 2, 0, 0, 0]);
+    assert!(
+        bytes.ends_with(&[0, 0, 0, 0, b'I', b'E', b'N', b'D', 0xae, 0x42, 0x60, 0x82]),
+        "no IEND chunk at the end"
+    );
+    (w, h)
+}
+
 /// Checks the JSON document of a kernel run: machine, versions,
 /// parameters, records of `record_type`, and a table of `rows` rows.
 fn check_document(doc: &Value, kernel: &str, record_type: &str, rows: usize) {
@@ -109,10 +132,26 @@ fn check_document(doc: &Value, kernel: &str, record_type: &str, rows: usize) {
     }
 }
 
-/// Runs a kernel with --json, --csv and --plot and checks all three.
+/// Runs a kernel with --json, --csv and --plot (an SVG file) and checks
+/// all three.
 fn kernel_end_to_end(kernel: &str, args: &[&str], record_type: &str, rows: usize) -> Value {
+    kernel_end_to_end_plot(kernel, args, record_type, rows, "svg")
+}
+
+/// The same with a plot of type `plot` (svg or png).
+fn kernel_end_to_end_plot(
+    kernel: &str,
+    args: &[&str],
+    record_type: &str,
+    rows: usize,
+    plot: &str,
+) -> Value {
     let dir = out_dir(kernel);
-    let (json, csv, svg) = (dir.join("r.json"), dir.join("r.csv"), dir.join("r.svg"));
+    let (json, csv, svg) = (
+        dir.join("r.json"),
+        dir.join("r.csv"),
+        dir.join(format!("r.{plot}")),
+    );
     let mut all = vec![kernel];
     all.extend_from_slice(args);
     let (j, c, s) = (
@@ -129,17 +168,23 @@ fn kernel_end_to_end(kernel: &str, args: &[&str], record_type: &str, rows: usize
     let csv_text = std::fs::read_to_string(&csv).expect("csv");
     assert_eq!(csv_text.lines().count(), rows + 1, "{csv_text}");
     assert!(csv_text.starts_with("mpi,"));
-    assert_valid_svg(&std::fs::read_to_string(&svg).expect("svg"));
+    if plot == "png" {
+        let size = assert_valid_png(&std::fs::read(&svg).expect("png"));
+        assert_eq!(size, (900, 560));
+    } else {
+        assert_valid_svg(&std::fs::read_to_string(&svg).expect("svg"));
+    }
     doc
 }
 
 #[test]
 fn pingpong_kernel() {
-    let doc = kernel_end_to_end(
+    let doc = kernel_end_to_end_plot(
         "pingpong",
         &["--sizes", "1,64k", "--duration", "0.005", "--repeat", "3"],
         "sample",
         2,
+        "png",
     );
     assert_eq!(doc["params"]["sizes"], "1,65536");
     let table = &doc["tables"][0][1];
@@ -365,6 +410,74 @@ fn report_page() {
 }
 
 #[test]
+fn pingpong_across_rate_limited_namespaces() {
+    // Two network namespaces as hosts, each link limited to 1 Gbit/s
+    // (125 MB/s on the wire, Ethernet, IP and TCP headers included).
+    let dir = out_dir("netns");
+    let json = dir.join("r.json");
+    let o = bench(&[
+        "pingpong",
+        "--hosts",
+        "netns:2",
+        "--rate",
+        "1gbit",
+        "--sizes",
+        "8,4m",
+        "--duration",
+        "0.005",
+        "--repeat",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    if !o.status.success() && o.stderr.contains("network namespaces cannot be created") {
+        eprintln!(
+            "SKIP pingpong_across_rate_limited_namespaces: {}",
+            o.stderr.trim()
+        );
+        return;
+    }
+    ok(&o);
+    assert!(
+        o.stdout.contains("2 network namespaces"),
+        "{}",
+        o.describe()
+    );
+    let doc = read_json(&json);
+    check_document(&doc, "pingpong", "sample", 2);
+    let command = doc["runs"][0]["command"].as_str().unwrap_or("");
+    assert!(
+        command.starts_with("ip netns exec tnd-") && command.contains("--agent"),
+        "{command}"
+    );
+    // The bucket lets at most one burst (125 kB, 1 ms at the rate) through
+    // at line speed per message, under 3% of 4 MiB, and headers cost more
+    // than that: payload bandwidth above the rate by more than 10% would
+    // mean the limit was not applied.
+    let rows = doc["tables"][0][1]["rows"].as_array().unwrap();
+    let big = rows
+        .iter()
+        .find(|r| r["x"].as_f64() == Some(4194304.0))
+        .unwrap_or_else(|| panic!("no 4 MiB row: {rows:?}"));
+    let mbps = big["values"][1]["median"].as_f64().unwrap();
+    eprintln!("4 MiB ping-pong between namespaces limited to 1gbit: {mbps:.1} MB/s");
+    assert!(
+        mbps > 0.0 && mbps <= 125.0 * 1.10,
+        "{mbps} MB/s over links limited to 125 MB/s"
+    );
+    // Everything is gone: the namespaces named in the command, and no
+    // process of the job is left (ok() checked).
+    let ns = command.split_whitespace().nth(3).unwrap_or("");
+    let base = ns.trim_end_matches("-h0");
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        !list.contains(base),
+        "namespaces of {base} left behind:\n{list}"
+    );
+}
+
+#[test]
 fn user_errors_are_explained() {
     let o = bench(&["pingpong", "--mpi", "/nonexistent/mpicc"]);
     assert!(!o.status.success());
@@ -382,19 +495,34 @@ fn user_errors_are_explained() {
         o.describe()
     );
 
-    let o = bench(&[
-        "pingpong",
-        "--plot",
-        "/tmp/x.png",
-        "--sizes",
-        "1",
-        "--duration",
-        "0.001",
-        "--repeat",
-        "1",
-    ]);
+    // Refused before anything is measured.
+    let o = bench(&["pingpong", "--plot", "/tmp/x.jpg"]);
     assert!(!o.status.success());
-    assert!(o.stderr.contains("SVG"), "{}", o.describe());
+    assert!(o.stderr.contains(".svg or .png"), "{}", o.describe());
+
+    for (args, needle) in [
+        (vec!["--hosts", "cluster"], "expected netns:K"),
+        (vec!["--rate", "1gbit"], "give --hosts netns:K"),
+        (
+            vec!["--hosts", "netns:2", "--rate", "fast"],
+            "expected a tc rate",
+        ),
+    ] {
+        let mut all = vec!["pingpong"];
+        all.extend(args.iter());
+        let o = bench(&all);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(o.stderr.contains(needle), "{args:?}: {}", o.describe());
+    }
+
+    // Other libraries are not started across namespaces (or not installed).
+    let o = bench(&["pingpong", "--hosts", "netns:2", "--mpi", "tandem,mpich"]);
+    assert!(!o.status.success());
+    assert!(
+        o.stderr.contains("Tandem only") || o.stderr.contains("MPICH is not installed"),
+        "{}",
+        o.describe()
+    );
 
     let o = bench(&["overhead", "--duration", "1"]);
     assert!(!o.status.success());

@@ -24,7 +24,7 @@ use common::{
     alive, assert_pass, compile, compile_source, mentions_rank, printed_pids, repo_root,
     run_command, TANDEM,
 };
-use multihost_netns::{hosts_or_skip, Hosts, AGENT};
+use multihost_netns::{hosts_or_skip, tandem_run, tandem_run_on, Hosts, AGENT};
 
 /// Deadline for a job across hosts.
 const JOB_TIMEOUT: Duration = Duration::from_secs(120);
@@ -34,7 +34,7 @@ const JOB_TIMEOUT: Duration = Duration::from_secs(120);
 fn run_across(hosts: &Hosts, name: &str, args: &[&str]) {
     let prog = compile(name);
     for map_by in ["slot", "node"] {
-        let mut cmd = hosts.tandem_run(0);
+        let mut cmd = tandem_run(hosts, 0);
         cmd.args(["--host", &hosts.host_list(2), "--map-by", map_by])
             .arg(&prog)
             .args(args);
@@ -77,7 +77,7 @@ fn local_and_remote_ranks_in_one_job() {
         ),
     )
     .unwrap();
-    let mut cmd = hosts.tandem_run(0);
+    let mut cmd = tandem_run(&hosts, 0);
     cmd.arg("--hostfile")
         .arg(&hostfile)
         .arg("--tag-output")
@@ -94,7 +94,7 @@ fn remote_rank_killed_ends_the_job_fast_naming_it() {
         return;
     };
     let prog = compile("killed_rank");
-    let mut cmd = hosts.tandem_run(0);
+    let mut cmd = tandem_run(&hosts, 0);
     // By node: rank 1 (the one that kills itself) is on the second host.
     cmd.args(["--host", &hosts.host_list(2), "--map-by", "node"])
         .arg(&prog);
@@ -129,7 +129,7 @@ fn master_killed_leaves_no_rank_on_any_host() {
     let Some(hosts) = hosts_or_skip(3, None, "master_killed_leaves_no_rank_on_any_host") else {
         return;
     };
-    let mut cmd = hosts.tandem_run(0);
+    let mut cmd = tandem_run(&hosts, 0);
     cmd.args(["--host", &hosts.host_list(2)])
         .args([
             "sh",
@@ -200,7 +200,7 @@ fn unreachable_host_is_a_clear_error_within_the_timeout() {
     };
     hosts.unplug(2).expect("unplug host 2");
     let prog = compile("pingpong_sizes");
-    let mut cmd = hosts.tandem_run(0);
+    let mut cmd = tandem_run(&hosts, 0);
     cmd.args(["--host", &hosts.host_list(1)])
         .args(["--set", "connect_timeout_ms=2000"])
         .arg(&prog);
@@ -235,8 +235,8 @@ fn unreachable_peer_is_named_with_address_and_cause() {
         .add_dead_end(1, "10.214.0.2")
         .expect("dummy interface");
     let prog = compile("pingpong_sizes");
-    let include = format!("10.214.0.0/24,{}/32", Hosts::address(0));
-    let mut cmd = hosts.tandem_run_on(0, &include);
+    let include = format!("10.214.0.0/24,{}/32", hosts.address(0));
+    let mut cmd = tandem_run_on(&hosts, 0, &include);
     cmd.args(["--host", &hosts.host_list(1)])
         .args(["--set", "connect_timeout_ms=3000"])
         .arg(&prog);
@@ -261,7 +261,7 @@ fn missing_host_is_the_agents_error() {
     let Some(hosts) = hosts_or_skip(1, None, "missing_host_is_the_agents_error") else {
         return;
     };
-    let mut cmd = hosts.tandem_run(0);
+    let mut cmd = tandem_run(&hosts, 0);
     let list = format!("{}:1,{}-nosuch:1", hosts.names[0], hosts.names[0]);
     cmd.args(["--host", &list]).args(["sh", "-c", "sleep 30"]);
     let outcome = run_command(cmd, JOB_TIMEOUT);
@@ -300,7 +300,7 @@ fn rate_limited_link_caps_the_bandwidth() {
     };
     let src = repo_root().join("examples/pingpong.c");
     let prog = compile_source(&src, "pingpong_example");
-    let mut cmd = hosts.tandem_run(0);
+    let mut cmd = tandem_run(&hosts, 0);
     cmd.args(["--host", &hosts.host_list(1)])
         .arg(&prog)
         .args(["-m", "4m", "-r", "3"]);

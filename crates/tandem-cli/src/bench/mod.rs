@@ -11,6 +11,7 @@ pub mod mpi;
 pub mod output;
 pub mod overhead;
 pub mod plot;
+pub mod raster;
 pub mod report;
 pub mod run;
 pub mod stats;
@@ -25,7 +26,7 @@ use serde_json::Value;
 
 use analyze::Table;
 use kernels::Kernel;
-use mpi::{Library, Transport};
+use mpi::{Family, Library, Placement, Transport};
 use output::Machine;
 use run::RunOutput;
 
@@ -94,12 +95,21 @@ pub struct KernelArgs {
     /// Write the table as CSV
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// Draw the main metric as an SVG plot
-    #[arg(long, value_name = "FILE.svg")]
+    /// Draw the main metric as a plot, SVG or PNG by the file's extension
+    #[arg(long, value_name = "FILE.svg|FILE.png")]
     pub plot: Option<PathBuf>,
     /// Stop a launch that runs longer than this many seconds
     #[arg(long, value_name = "S", default_value_t = 1800.0)]
     pub timeout: f64,
+    /// Run across hosts: netns:K makes K network namespaces joined by a
+    /// bridge (needs root; removed afterwards, also on failure or Ctrl-C)
+    /// and spreads the ranks over them, talking TCP (Tandem only)
+    #[arg(long, value_name = "netns:K")]
+    pub hosts: Option<String>,
+    /// With --hosts netns:K: limit every host's link to this rate with a
+    /// token bucket (tc tbf), e.g. 1gbit for the seeds' Gigabit Ethernet
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -140,8 +150,8 @@ pub struct ModelArgs {
     /// Write the measurements and the fits as JSON
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Draw measured and predicted ping-pong times as an SVG plot
-    #[arg(long, value_name = "FILE.svg")]
+    /// Draw measured and predicted ping-pong times as a plot (.svg or .png)
+    #[arg(long, value_name = "FILE.svg|FILE.png")]
     pub plot: Option<PathBuf>,
 }
 
@@ -162,6 +172,8 @@ pub struct RunSpec {
     pub rounds: u32,
     pub timeout: Duration,
     pub progress: bool,
+    /// Ranks on other hosts (`--hosts`).
+    pub placement: Option<Placement>,
 }
 
 /// The outcome of a RunSpec: per library the runs and the table.
@@ -173,6 +185,8 @@ pub struct KernelResult {
     pub machine: Machine,
     pub np: u32,
     pub transport: String,
+    /// The hosts the ranks ran on, when not this machine alone.
+    pub hosts: Option<String>,
     pub params: BTreeMap<String, String>,
     pub library_params: Vec<(String, String, String)>,
     pub runs: Vec<RunOutput>,
@@ -313,6 +327,7 @@ pub fn spec_from_args(
         rounds: rounds.max(1),
         timeout: Duration::from_secs_f64(a.timeout),
         progress: true,
+        placement: None,
     })
 }
 
@@ -405,6 +420,7 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                     timeout: spec.timeout,
                     label,
                     progress: spec.progress,
+                    placement: spec.placement.as_ref(),
                 })?;
                 for r in &out.records {
                     let mut r = r.clone();
@@ -436,6 +452,7 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
         machine: Machine::describe(),
         np: spec.np,
         transport: spec.transport.name().to_string(),
+        hosts: spec.placement.as_ref().map(|p| p.describe.clone()),
         params: spec.params.clone(),
         library_params: spec.lib_set.clone(),
         runs,
@@ -543,6 +560,9 @@ fn header_lines(result: &KernelResult) -> String {
         result.transport,
         result.machine.one_line()
     );
+    if let Some(h) = &result.hosts {
+        s.push_str(&format!("  hosts: {h}\n"));
+    }
     for (lib, version) in result.versions() {
         s.push_str(&format!("  {lib}: {version}\n"));
     }
@@ -568,6 +588,18 @@ fn kernel_command(
     let spec = match compare {
         Some(rounds) => spec_from_args(kernel, a, "tandem,openmpi", rounds)?,
         None => spec_from_args(kernel, a, "tandem", 1)?,
+    };
+    if let Some(p) = &a.plot {
+        plot::check_path(p)?;
+    }
+    let mut spec = spec;
+    // Dropped at the end of this function: the namespaces go with it.
+    let _hosts = match &a.hosts {
+        Some(h) => Some(place_on_hosts(&mut spec, h, a.rate.as_deref())?),
+        None if a.rate.is_some() => {
+            return Err("--rate limits the links between hosts: give --hosts netns:K too".into())
+        }
+        None => None,
     };
     if compare.is_some() && spec.libs.len() < 2 {
         return Err("compare needs at least two libraries, e.g. --mpi tandem,openmpi".into());
@@ -598,6 +630,87 @@ fn kernel_command(
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     write_outputs(&result, a.json.as_ref(), a.csv.as_ref(), a.plot.as_ref())
+}
+
+/// Makes the hosts of `--hosts SPEC [--rate R]` and places the spec's ranks
+/// on them; the hosts last as long as the returned value.
+fn place_on_hosts(
+    spec: &mut RunSpec,
+    hosts: &str,
+    rate: Option<&str>,
+) -> Result<crate::netns::Hosts, String> {
+    let k: usize = hosts
+        .strip_prefix("netns:")
+        .and_then(|k| k.parse().ok())
+        .filter(|k| (1..=64).contains(k))
+        .ok_or_else(|| {
+            format!(
+                "--hosts {hosts}: expected netns:K, K network namespaces (1 to 64) standing in for hosts"
+            )
+        })?;
+    if let Some(other) = spec.libs.iter().find(|l| l.family != Family::Tandem) {
+        return Err(format!(
+            "--hosts {hosts} runs Tandem only for now: {} would have to be started across the namespaces \
+             by its own launcher (scripts/netns-pingpong.sh does it for Open MPI, with its rsh launcher \
+             and an agent that enters a namespace); measure it without --hosts, or Tandem alone with --hosts",
+            other.name
+        ));
+    }
+    let bucket = match rate {
+        Some(r) => {
+            let burst = crate::netns::burst_for(r).ok_or_else(|| {
+                format!("--rate {r}: expected a tc rate such as 1gbit, 100mbit or 500kbit")
+            })?;
+            Some((r.to_string(), burst))
+        }
+        None => None,
+    };
+    // Before any thread starts: Ctrl-C and SIGTERM must remove the
+    // namespaces too.
+    crate::netns::remove_on_signals()?;
+    let made = crate::netns::Hosts::create(
+        k,
+        bucket.as_ref().map(|(r, b)| (r.as_str(), b.as_str())),
+        crate::netns::COMMAND_SUBNET,
+    )
+    .map_err(|e| {
+        format!(
+            "network namespaces cannot be created here ({e}): --hosts netns:K needs root (or CAP_NET_ADMIN \
+             and CAP_SYS_ADMIN) and iproute2 (apt-get install iproute2)"
+        )
+    })?;
+    let most = spec
+        .np_list
+        .iter()
+        .copied()
+        .max()
+        .unwrap_or(spec.np)
+        .max(spec.np);
+    let slots = (most as usize).div_ceil(k).max(1) as u32;
+    let mut describe = format!(
+        "{k} network namespace{} on a bridge ({}), {slots} slot{} each",
+        if k == 1 { "" } else { "s" },
+        made.network(),
+        if slots == 1 { "" } else { "s" }
+    );
+    if let Some((r, b)) = &bucket {
+        describe.push_str(&format!(
+            ", each link limited to {r} (tc tbf, burst {b} bytes)"
+        ));
+    }
+    spec.placement = Some(Placement {
+        enter: vec![
+            "ip".into(),
+            "netns".into(),
+            "exec".into(),
+            made.names[0].clone(),
+        ],
+        hosts: made.host_list(slots),
+        agent: crate::netns::AGENT.into(),
+        set: vec![("tcp_if_include".into(), made.network())],
+        describe,
+    });
+    Ok(made)
 }
 
 fn list() {

@@ -1,10 +1,16 @@
 //! `tandem bench model`: the communication models of seed 002's Table 1
 //! fitted to measurements.
 //!
-//! * Hockney, T(m) = l + m/b, fitted to the ping-pong one-way times by least
-//!   relative squares, as one line and as two lines with a break at the
-//!   size that fits best (a protocol switch such as eager to rendezvous
-//!   bends the curve; seeds 001 and 003 point at these knees).
+//! * Hockney, T(m) = l + m/b, fitted to the ping-pong one-way times by
+//!   least relative squares (weights 1/t^2, so that 8 B counts as much as
+//!   4 MiB) with l >= 0: as one line over every size, and per protocol
+//!   regime, one line each for the sizes sent eagerly, by rendezvous and by
+//!   single copy, since a protocol switch changes both the start-up cost
+//!   and the bandwidth (the seeds' models are per protocol too). Tandem's
+//!   limits come from its parameters (`eager_limit`,
+//!   `shm_single_copy_min`, with the run's `--set` values); for other
+//!   libraries, whose limits tandem bench does not know, the breaks are
+//!   put where two or three lines fit best, as PLogP does for LogP.
 //! * LogGP, T(m) = o_s + (m-1)G + L + o_r, from the other kernels as
 //!   Kielmann and Bal measure it: o_s and o_r are the MPI_Isend and
 //!   MPI_Irecv overheads of the smallest message (overhead kernel), g the
@@ -12,8 +18,9 @@
 //!   the burst's time per message over size, and L what the smallest
 //!   ping-pong leaves after the overheads.
 //!
-//! Both predict ping-pong times (checked against the measurement) and, from
-//! the Hockney fit, linear and tree collective times next to `coll`'s.
+//! Each model's largest and median relative error over the ping-pong sizes
+//! is reported; from the Hockney fit come linear and tree collective times
+//! next to `coll`'s.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -25,18 +32,23 @@ use serde_json::Value;
 
 use super::analyze::{self, Table};
 use super::kernels::{self, size_text};
-use super::mpi::{self, Transport};
+use super::mpi::{self, Family, Transport};
 use super::output::{self, num, Machine};
 use super::plot::{self, Plot, Series};
-use super::stats::{fit_line_relative, max_relative_error};
+use super::stats::{
+    fit_line_relative, fit_line_relative_nonneg, max_relative_error, median_relative_error,
+};
 use super::{run_spec, split_set, KernelResult, ModelArgs, RunSpec};
 
 /// The agreement the model must reach with the measured ping-pong.
 pub const TARGET_ERROR: f64 = 0.15;
 
 /// One Hockney line, valid for sizes in [from, to].
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Hockney {
+    /// What the line covers: a protocol ("eager", "rendezvous", "single
+    /// copy"), or "all sizes", or a range of sizes.
+    pub regime: String,
     /// Latency, seconds.
     pub l: f64,
     /// Bandwidth, bytes per second.
@@ -46,13 +58,16 @@ pub struct Hockney {
     pub to: f64,
 }
 
-/// One or two Hockney lines.
+/// One or more Hockney lines over consecutive ranges of sizes.
 #[derive(Clone, Debug, Serialize)]
 pub struct HockneyFit {
     pub segments: Vec<Hockney>,
+    /// Where the breaks between lines come from.
+    pub breaks: String,
     /// Largest |predicted - measured| / measured over the fitted sizes.
     pub max_error: f64,
-    pub mean_error: f64,
+    /// Median of the same.
+    pub median_error: f64,
 }
 
 impl HockneyFit {
@@ -65,14 +80,28 @@ impl HockneyFit {
             .expect("a fit has a segment");
         seg.l + m / seg.b
     }
+
+    fn with_errors(segments: Vec<Hockney>, breaks: &str, points: &[(f64, f64)]) -> HockneyFit {
+        let mut fit = HockneyFit {
+            segments,
+            breaks: breaks.to_string(),
+            max_error: 0.0,
+            median_error: 0.0,
+        };
+        let pairs: Vec<(f64, f64)> = points.iter().map(|&(m, t)| (fit.predict(m), t)).collect();
+        fit.max_error = max_relative_error(pairs.iter().copied());
+        fit.median_error = median_relative_error(pairs);
+        fit
+    }
 }
 
-fn fit_segment(points: &[(f64, f64)]) -> Option<Hockney> {
-    let f = fit_line_relative(points)?;
+fn fit_segment(points: &[(f64, f64)], regime: &str) -> Option<Hockney> {
+    let f = fit_line_relative_nonneg(points)?;
     if f.b <= 0.0 {
         return None;
     }
     Some(Hockney {
+        regime: regime.to_string(),
         l: f.a,
         b: 1.0 / f.b,
         r2: f.r2,
@@ -81,31 +110,173 @@ fn fit_segment(points: &[(f64, f64)]) -> Option<Hockney> {
     })
 }
 
-fn errors(fit: &HockneyFit, points: &[(f64, f64)]) -> (f64, f64) {
-    let errs: Vec<f64> = points
-        .iter()
-        .map(|&(m, t)| ((fit.predict(m) - t) / t).abs())
-        .collect();
-    let max = errs.iter().copied().fold(0.0, f64::max);
-    (max, errs.iter().sum::<f64>() / errs.len().max(1) as f64)
-}
-
 /// Fits one Hockney line to (size, seconds) points sorted by size.
 pub fn fit_hockney(points: &[(f64, f64)]) -> Option<HockneyFit> {
-    let seg = fit_segment(points)?;
-    let mut fit = HockneyFit {
-        segments: vec![seg],
-        max_error: 0.0,
-        mean_error: 0.0,
+    let seg = fit_segment(points, "all sizes")?;
+    Some(HockneyFit::with_errors(vec![seg], "none", points))
+}
+
+/// Where a library changes protocol: regime `names[i]` takes the sizes up
+/// to and including `limits[i]` that no earlier regime takes; the last
+/// takes the rest.
+#[derive(Clone, Debug, Serialize)]
+pub struct Protocols {
+    pub limits: Vec<f64>,
+    pub names: Vec<String>,
+    /// Where the limits come from, for the reader.
+    pub source: String,
+}
+
+impl Protocols {
+    /// The regime of a message of `m` bytes.
+    fn index(&self, m: f64) -> usize {
+        self.limits
+            .iter()
+            .position(|&l| m <= l)
+            .unwrap_or(self.limits.len())
+    }
+}
+
+/// Tandem's protocol regimes under `settings`, for a run over `transport`:
+/// eager up to `eager_limit`, rendezvous above; over shared memory, eager
+/// messages that fit one ring cell (`shm_cell_size` less its 64-byte
+/// header) apart from those spanning cells, whose copy-in and copy-out
+/// overlap, and single copy from `shm_single_copy_min` where it is enabled.
+pub fn tandem_protocols(settings: &tandem::params::Settings, transport: &Transport) -> Protocols {
+    let eager = settings.uint("eager_limit") as f64;
+    let mut p = Protocols {
+        limits: vec![eager],
+        names: vec!["eager".into(), "rendezvous".into()],
+        source: format!("eager_limit = {}", size_text(eager as u64)),
     };
-    (fit.max_error, fit.mean_error) = errors(&fit, points);
-    Some(fit)
+    let shm = match transport {
+        Transport::Tcp => false,
+        Transport::Shm => true,
+        Transport::Default => settings.text("transports").split(',').any(|t| t == "shm"),
+        Transport::Other(t) => t.split(',').any(|t| t == "shm"),
+    };
+    if !shm {
+        return p;
+    }
+    let cell = settings.uint("shm_cell_size") as f64 - 64.0;
+    if cell > 0.0 && cell < eager {
+        p.limits.insert(0, cell);
+        p.names = vec![
+            "eager, one cell".into(),
+            "eager, across cells".into(),
+            "rendezvous".into(),
+        ];
+        let _ = write!(p.source, ", one shm cell up to {}", size_text(cell as u64));
+    }
+    if settings.bool("shm_single_copy") {
+        let min = settings.uint("shm_single_copy_min") as f64;
+        if min <= eager + 1.0 {
+            *p.names.last_mut().expect("a regime") = "single copy".into();
+        } else {
+            p.limits.push(min - 1.0);
+            p.names.push("single copy".into());
+        }
+        let _ = write!(
+            p.source,
+            ", shm_single_copy_min = {}",
+            size_text(min as u64)
+        );
+    }
+    p
+}
+
+/// The protocol regimes of a run of `library` with library parameters
+/// `lib_set` (NAME, VALUE) over `transport`: Tandem's from its parameter
+/// registry, the environment's `TANDEM_*` and `lib_set`; `None` for other
+/// libraries.
+pub fn protocols_of(
+    family: Family,
+    lib_set: &[(String, String)],
+    transport: &Transport,
+) -> Result<Option<Protocols>, String> {
+    if family != Family::Tandem {
+        return Ok(None);
+    }
+    let mut vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with(tandem::params::ENV_PREFIX))
+        .collect();
+    vars.extend(
+        lib_set
+            .iter()
+            .map(|(k, v)| (tandem::params::env_name(k), v.clone())),
+    );
+    let settings = tandem::params::Settings::from_vars(vars)?;
+    Ok(Some(tandem_protocols(&settings, transport)))
+}
+
+/// The name of regimes that share a line: their common protocol ("eager"
+/// for "eager, one cell" and "eager, across cells"), else all of them.
+fn merged_name(names: &[String]) -> String {
+    let base = |n: &String| n.split(", ").next().unwrap_or("").to_string();
+    match names.first() {
+        Some(first) if names.len() > 1 && names.iter().all(|n| base(n) == base(first)) => {
+            base(first)
+        }
+        _ => names.join(" + "),
+    }
+}
+
+/// One Hockney line per protocol regime. A regime with fewer than three
+/// measured sizes (a line through two points fits anything, noise
+/// included), or whose times do not grow with size, cannot have a line of
+/// its own and shares its neighbour's.
+pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Option<HockneyFit> {
+    // Consecutive groups of points, one per regime that has any: the
+    // regimes' names and their (size, seconds) points.
+    type Group = (Vec<String>, Vec<(f64, f64)>);
+    let mut groups: Vec<Group> = Vec::new();
+    let mut current = usize::MAX;
+    for &p in points {
+        let i = protocols.index(p.0);
+        if i != current {
+            groups.push((vec![protocols.names[i].clone()], Vec::new()));
+            current = i;
+        }
+        groups.last_mut()?.1.push(p);
+    }
+    loop {
+        let fits: Vec<Option<Hockney>> = groups
+            .iter()
+            .map(|(names, pts)| {
+                if pts.len() < 3 {
+                    None
+                } else {
+                    fit_segment(pts, &merged_name(names))
+                }
+            })
+            .collect();
+        let Some(bad) = fits.iter().position(Option::is_none) else {
+            let segments = fits.into_iter().flatten().collect();
+            return Some(HockneyFit::with_errors(segments, &protocols.source, points));
+        };
+        if groups.len() == 1 {
+            return None;
+        }
+        // Into the previous regime, or the next for the first.
+        let (mut names, mut pts) = groups.remove(bad);
+        if bad > 0 {
+            let g = &mut groups[bad - 1];
+            g.0.append(&mut names);
+            g.1.append(&mut pts);
+        } else {
+            let g = &mut groups[0];
+            names.append(&mut g.0);
+            pts.append(&mut g.1);
+            *g = (names, pts);
+        }
+    }
 }
 
 /// Fits `k` Hockney lines to consecutive ranges of sizes (each of at
 /// least three sizes), with the breaks that minimise the largest relative
 /// error: Hockney with parameters that depend on the message size, as
-/// PLogP does for LogP (seed 002, Table 1).
+/// PLogP does for LogP (seed 002, Table 1). For libraries whose protocol
+/// limits are unknown.
 pub fn fit_hockney_k(points: &[(f64, f64)], k: usize) -> Option<HockneyFit> {
     const MIN: usize = 3;
     let n = points.len();
@@ -122,18 +293,16 @@ pub fn fit_hockney_k(points: &[(f64, f64)], k: usize) -> Option<HockneyFit> {
         let segments: Option<Vec<Hockney>> = bounds
             .windows(2)
             .map(|w| {
-                let mut seg = fit_segment(&points[w[0]..w[1]])?;
-                seg.to = points[w[1] - 1].0;
-                Some(seg)
+                let range = format!(
+                    "{} .. {}",
+                    size_text(points[w[0]].0 as u64),
+                    size_text(points[w[1] - 1].0 as u64)
+                );
+                fit_segment(&points[w[0]..w[1]], &range)
             })
             .collect();
         if let Some(segments) = segments {
-            let mut fit = HockneyFit {
-                segments,
-                max_error: 0.0,
-                mean_error: 0.0,
-            };
-            (fit.max_error, fit.mean_error) = errors(&fit, points);
+            let fit = HockneyFit::with_errors(segments, "where the lines fit best", points);
             if best.as_ref().is_none_or(|b| fit.max_error < b.max_error) {
                 best = Some(fit);
             }
@@ -180,7 +349,7 @@ pub struct LogGp {
     pub g: f64,
     pub big_g: f64,
     pub max_error: f64,
-    pub mean_error: f64,
+    pub median_error: f64,
 }
 
 impl LogGp {
@@ -224,14 +393,10 @@ pub fn fit_loggp(
         g,
         big_g,
         max_error: 0.0,
-        mean_error: 0.0,
+        median_error: 0.0,
     };
     fit.max_error = max_relative_error(pingpong.iter().map(|&(m, t)| (fit.predict(m), t)));
-    fit.mean_error = pingpong
-        .iter()
-        .map(|&(m, t)| ((fit.predict(m) - t) / t).abs())
-        .sum::<f64>()
-        / pingpong.len() as f64;
+    fit.median_error = median_relative_error(pingpong.iter().map(|&(m, t)| (fit.predict(m), t)));
     Some((fit, burst_big_g, scaled))
 }
 
@@ -290,8 +455,11 @@ pub struct ModelResult {
     pub machine: Machine,
     pub mpi: String,
     pub hockney: Option<HockneyFit>,
-    /// Two or three lines over ranges of sizes.
+    /// One line per protocol regime (Tandem), or two or three lines where
+    /// they fit best (other libraries).
     pub piecewise: Option<HockneyFit>,
+    /// The protocol regimes, where known.
+    pub protocols: Option<Protocols>,
     pub loggp: Option<LogGp>,
     /// G from the burst's slope, as a cross-check of LogGP's G.
     pub burst_big_g: Option<f64>,
@@ -312,6 +480,15 @@ impl ModelResult {
         }
     }
 
+    /// What the piecewise Hockney fit is called.
+    pub fn piecewise_name(&self) -> &'static str {
+        if self.protocols.is_some() {
+            "Hockney per protocol"
+        } else {
+            "piecewise Hockney"
+        }
+    }
+
     /// The smallest largest-error of the ping-pong predictions, and which model.
     pub fn best_error(&self) -> Option<(f64, &'static str)> {
         let mut c = Vec::new();
@@ -319,7 +496,7 @@ impl ModelResult {
             c.push((h.max_error, "Hockney"));
         }
         if let Some(h) = &self.piecewise {
-            c.push((h.max_error, "piecewise Hockney"));
+            c.push((h.max_error, self.piecewise_name()));
         }
         if let Some(h) = &self.loggp {
             c.push((h.max_error, "LogGP"));
@@ -328,9 +505,11 @@ impl ModelResult {
     }
 }
 
-/// Fits the models to the tables of pingpong, burst, overhead and coll.
+/// Fits the models to the tables of pingpong, burst, overhead and coll;
+/// `protocols` are the library's protocol regimes where known.
 pub fn fit(
     mpi_name: &str,
+    protocols: Option<&Protocols>,
     pingpong: Option<&Table>,
     burst: Option<&Table>,
     overhead: Option<&Table>,
@@ -340,7 +519,10 @@ pub fn fit(
     let pp = pingpong.map(|t| points_us(t, None)).unwrap_or_default();
     let bu = burst.map(|t| points_us(t, None)).unwrap_or_default();
     let hockney = fit_hockney(&pp);
-    let piecewise = fit_hockney_piecewise(&pp);
+    let piecewise = match protocols {
+        Some(p) => fit_hockney_protocols(&pp, p),
+        None => fit_hockney_piecewise(&pp),
+    };
     if hockney.is_none() {
         notes.push(
             "no single-line Hockney fit: ping-pong needs at least two sizes, and times that grow with size"
@@ -360,7 +542,7 @@ pub fn fit(
     let large = piecewise
         .as_ref()
         .or(hockney.as_ref())
-        .and_then(|h| h.segments.last().copied());
+        .and_then(|h| h.segments.last().cloned());
     let (loggp, burst_big_g) = match large.and_then(|lg| fit_loggp(&pp, &lg, &bu, o_s, o_r)) {
         Some((l, bg, scaled)) => {
             if scaled {
@@ -396,6 +578,7 @@ pub fn fit(
         mpi: mpi_name.to_string(),
         hockney,
         piecewise,
+        protocols: protocols.cloned(),
         loggp,
         burst_big_g,
         pingpong: pingpong_rows,
@@ -476,21 +659,38 @@ pub fn text(r: &ModelResult) -> String {
         );
         let _ = writeln!(
             o,
-            "    max error {}, mean {}",
+            "    relative error: max {}, median {}",
             pct(h.max_error),
-            pct(h.mean_error)
+            pct(h.median_error)
         );
     }
     if let Some(h) = &r.piecewise {
-        let _ = writeln!(
-            o,
-            "Hockney, {} lines over ranges of sizes (PLogP-style):",
-            h.segments.len()
-        );
+        if r.protocols.is_some() {
+            let _ = writeln!(o, "Hockney per protocol, one line each ({}):", h.breaks);
+        } else {
+            let _ = writeln!(
+                o,
+                "Hockney, {} lines over the ranges of sizes where they fit best (PLogP-style; \
+                 tandem bench does not know this library's protocol limits):",
+                h.segments.len()
+            );
+        }
+        // Regimes are named where the protocols are known; otherwise the
+        // name would only repeat the range of sizes.
+        let named = r.protocols.is_some();
+        let label = |s: &Hockney| {
+            if named {
+                format!("{}  ", s.regime)
+            } else {
+                String::new()
+            }
+        };
+        let width = h.segments.iter().map(|s| label(s).len()).max().unwrap_or(0);
         for s in &h.segments {
             let _ = writeln!(
                 o,
-                "    {} .. {}: {}",
+                "    {:width$}{} .. {}: {}",
+                label(s),
                 size_text(s.from as u64),
                 size_text(s.to as u64),
                 seg(s)
@@ -498,9 +698,9 @@ pub fn text(r: &ModelResult) -> String {
         }
         let _ = writeln!(
             o,
-            "    max error {}, mean {}",
+            "    relative error: max {}, median {}",
             pct(h.max_error),
-            pct(h.mean_error)
+            pct(h.median_error)
         );
     }
     if let Some(l) = &r.loggp {
@@ -521,13 +721,22 @@ pub fn text(r: &ModelResult) -> String {
         );
         let _ = writeln!(
             o,
-            "    max error {}, mean {}",
+            "    relative error: max {}, median {}",
             pct(l.max_error),
-            pct(l.mean_error)
+            pct(l.median_error)
         );
     }
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
+    }
+    if let Some(m) = r.measurements.iter().find(|m| m.machine.loaded()) {
+        let _ = writeln!(
+            o,
+            "note: the machine was loaded (load average {:.2} on {} cores, these ranks included): the \
+             times include other programs' interference, which no model of the library predicts",
+            m.machine.load_average.unwrap_or(0.0),
+            m.machine.cores
+        );
     }
     if !r.pingpong.is_empty() {
         let _ = writeln!(o);
@@ -536,7 +745,11 @@ pub fn text(r: &ModelResult) -> String {
             "measured (us)",
             "Hockney",
             "err",
-            "piecewise",
+            if r.protocols.is_some() {
+                "per protocol"
+            } else {
+                "piecewise"
+            },
             "err",
             "LogGP",
             "err",
@@ -635,7 +848,7 @@ pub fn plot_of(r: &ModelResult) -> Plot {
         }
     };
     add("Hockney", &|p| p.2);
-    add("piecewise Hockney", &|p| p.3);
+    add(r.piecewise_name(), &|p| p.3);
     add("LogGP", &|p| p.4);
     let xs: Vec<f64> = r
         .pingpong
@@ -656,64 +869,115 @@ pub fn plot_of(r: &ModelResult) -> Plot {
     }
 }
 
-/// Loads `--json` documents: (kernel, table) per document, for library
+/// A kernel's table loaded from a `--json` document, with Tandem's
+/// protocol regimes for that run when the table is Tandem's.
+struct Loaded {
+    kernel: String,
+    table: Table,
+    protocols: Option<Protocols>,
+}
+
+/// Loads `--json` documents of kernels (or of `tandem bench model`, whose
+/// measurements they hold): one table per kernel document, for library
 /// `mpi` (or the document's first library).
-fn load(paths: &[std::path::PathBuf], mpi: &str) -> Result<Vec<(String, Table)>, String> {
+fn load(paths: &[std::path::PathBuf], mpi: &str) -> Result<Vec<Loaded>, String> {
     let mut out = Vec::new();
     for p in paths {
         let text =
             std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
         let doc: Value = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not a tandem bench JSON file: {e}", p.display()))?;
-        let kernel = doc
-            .get("kernel")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("{}: no kernel", p.display()))?
-            .to_string();
-        let runs = doc
-            .get("runs")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let libs: Vec<&str> = runs
-            .iter()
-            .filter_map(|r| r.get("mpi").and_then(Value::as_str))
-            .collect();
-        let lib = if libs.contains(&mpi) {
-            mpi
-        } else {
-            libs.first().copied().unwrap_or(mpi)
+        let docs = match doc.get("measurements").and_then(Value::as_array) {
+            Some(m) => m.clone(),
+            None => vec![doc],
         };
-        let mut records = Vec::new();
-        for (i, r) in runs.iter().enumerate() {
-            if r.get("mpi").and_then(Value::as_str) != Some(lib) {
-                continue;
-            }
-            for rec in r
-                .get("records")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-            {
-                let mut rec = rec;
-                if let Some(rep) = rec.get("rep").and_then(Value::as_u64) {
-                    rec["rep"] = Value::from(rep + 100_000 * i as u64);
-                }
-                records.push(rec);
-            }
+        for doc in docs {
+            out.push(load_document(&doc, mpi).map_err(|e| format!("{}: {e}", p.display()))?);
         }
-        let params: BTreeMap<String, String> = doc
-            .get("params")
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.push((kernel.clone(), analyze::analyse(&kernel, &records, &params)));
     }
     Ok(out)
+}
+
+fn load_document(doc: &Value, mpi: &str) -> Result<Loaded, String> {
+    let kernel = doc
+        .get("kernel")
+        .and_then(Value::as_str)
+        .ok_or("no kernel")?
+        .to_string();
+    let runs = doc
+        .get("runs")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let libs: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r.get("mpi").and_then(Value::as_str))
+        .collect();
+    let lib = if libs.contains(&mpi) {
+        mpi
+    } else {
+        libs.first().copied().unwrap_or(mpi)
+    };
+    let mut records = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        if r.get("mpi").and_then(Value::as_str) != Some(lib) {
+            continue;
+        }
+        for rec in r
+            .get("records")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
+            let mut rec = rec;
+            if let Some(rep) = rec.get("rep").and_then(Value::as_u64) {
+                rec["rep"] = Value::from(rep + 100_000 * i as u64);
+            }
+            records.push(rec);
+        }
+    }
+    let params: BTreeMap<String, String> = doc
+        .get("params")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    // Library parameters: [library or "", name, value].
+    let lib_set: Vec<(String, String)> = doc
+        .get("library_params")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|w| {
+                    let w = w.as_array()?;
+                    let (l, k, v) = (
+                        w.first()?.as_str()?,
+                        w.get(1)?.as_str()?,
+                        w.get(2)?.as_str()?,
+                    );
+                    (l.is_empty() || l == lib).then(|| (k.to_string(), v.to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let transport = Transport::parse(
+        doc.get("transport")
+            .and_then(Value::as_str)
+            .unwrap_or("default"),
+    );
+    let family = if lib == "tandem" {
+        Family::Tandem
+    } else {
+        Family::OpenMpi
+    };
+    Ok(Loaded {
+        table: analyze::analyse(&kernel, &records, &params),
+        kernel,
+        protocols: protocols_of(family, &lib_set, &transport)?,
+    })
 }
 
 /// The measurements the model needs, as specs.
@@ -771,6 +1035,7 @@ pub fn specs(
             rounds: 1,
             timeout: Duration::from_secs(1800),
             progress: true,
+            placement: None,
         });
     }
     Ok(out)
@@ -799,28 +1064,58 @@ fn table_of<'a>(results: &'a [(String, Table)], kernel: &str) -> Option<&'a Tabl
 }
 
 pub fn command(a: &ModelArgs) -> Result<(), String> {
-    let (tables, measurements, mut notes) = if a.from.is_empty() {
+    if let Some(p) = &a.plot {
+        plot::check_path(p)?;
+    }
+    // `--set transports=X` means `--transport X`, as for the kernels.
+    let mut transport = Transport::parse(&a.transport);
+    let mut set = Vec::new();
+    for w in &a.set {
+        match w.strip_prefix("transports=") {
+            Some(t) => transport = Transport::parse(t),
+            None => set.push(w.clone()),
+        }
+    }
+    let (tables, measurements, mut notes, protocols) = if a.from.is_empty() {
         let lib = mpi::resolve(&a.mpi)?;
         let specs = specs(
             &lib,
             a.duration,
             a.repeat.max(1),
             a.coll_np,
-            &a.set,
-            &Transport::parse(&a.transport),
+            &set,
+            &transport,
         )?;
+        let lib_set: Vec<(String, String)> = specs
+            .first()
+            .map(|s| {
+                s.lib_set
+                    .iter()
+                    .filter(|(l, _, _)| l.is_empty() || *l == lib.name)
+                    .map(|(_, k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let protocols = protocols_of(lib.family, &lib_set, &transport)?;
         let mut notes = Vec::new();
         let results = measure(&specs, &mut notes)?;
         let tables: Vec<(String, Table)> = results
             .iter()
             .map(|r| (r.kernel.clone(), r.tables[0].1.clone()))
             .collect();
-        (tables, results, notes)
+        (tables, results, notes, protocols)
     } else {
-        (load(&a.from, &a.mpi)?, Vec::new(), Vec::new())
+        let loaded = load(&a.from, &a.mpi)?;
+        let protocols = loaded
+            .iter()
+            .find(|l| l.kernel == "pingpong")
+            .and_then(|l| l.protocols.clone());
+        let tables = loaded.into_iter().map(|l| (l.kernel, l.table)).collect();
+        (tables, Vec::new(), Vec::new(), protocols)
     };
     let mut r = fit(
         &a.mpi,
+        protocols.as_ref(),
         table_of(&tables, "pingpong"),
         table_of(&tables, "burst"),
         table_of(&tables, "overhead"),
@@ -894,6 +1189,183 @@ mod tests {
         assert!((two.predict(1048576.0) - (30e-6 + 1048576.0 * 0.25e-9)).abs() < 1e-12);
     }
 
+    fn two_protocols() -> Protocols {
+        Protocols {
+            limits: vec![65536.0],
+            names: vec!["eager".into(), "rendezvous".into()],
+            source: "test".into(),
+        }
+    }
+
+    #[test]
+    fn one_line_per_protocol_recovers_both() {
+        let pts = synthetic();
+        let f = fit_hockney_protocols(&pts, &two_protocols()).unwrap();
+        assert_eq!(f.segments.len(), 2);
+        let (e, r) = (&f.segments[0], &f.segments[1]);
+        assert_eq!((e.regime.as_str(), e.from, e.to), ("eager", 1.0, 65536.0));
+        assert_eq!(
+            (r.regime.as_str(), r.from, r.to),
+            ("rendezvous", 131072.0, 4194304.0)
+        );
+        assert!((e.l - 8e-6).abs() < 1e-12 && (e.b - 1e9).abs() / 1e9 < 1e-9);
+        assert!((r.l - 30e-6).abs() < 1e-12 && (r.b - 4e9).abs() / 4e9 < 1e-9);
+        assert!(f.max_error < 1e-9 && f.median_error < 1e-9);
+        // One line over both regimes misses by far more.
+        let one = fit_hockney(&pts).unwrap();
+        assert!(one.max_error > 0.15 && one.median_error > 0.01, "{one:?}");
+    }
+
+    #[test]
+    fn protocol_fit_weighs_every_size_alike() {
+        // +-5% alternating noise on the two regimes: minimising relative
+        // errors keeps every size, 1 B as well as 4 MiB, within about the
+        // noise; absolute least squares would give the microsecond sizes
+        // away to the millisecond ones.
+        let pts: Vec<(f64, f64)> = synthetic()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (m, t))| (m, t * if i % 2 == 0 { 1.05 } else { 0.95 }))
+            .collect();
+        let f = fit_hockney_protocols(&pts, &two_protocols()).unwrap();
+        assert!(f.max_error < 0.07, "{f:?}");
+        assert!((f.segments[0].l - 8e-6).abs() / 8e-6 < 0.05, "{f:?}");
+        assert!((f.segments[1].b - 4e9).abs() / 4e9 < 0.05, "{f:?}");
+        // Plain least squares on the same points: the small sizes are off.
+        let w = vec![1.0; pts.len()];
+        let plain = super::super::stats::fit_line(&pts[..17], &w[..17]).unwrap();
+        let small_err = ((plain.a + plain.b) - pts[0].1).abs() / pts[0].1;
+        assert!(small_err > f.max_error, "{small_err}");
+    }
+
+    #[test]
+    fn three_protocols_and_thin_regimes() {
+        // Eager to 64 KiB, rendezvous to 1 MiB - 1, single copy from 1 MiB.
+        let t = |m: f64| {
+            if m <= 65536.0 {
+                5e-6 + m * 1e-9
+            } else if m < 1048576.0 {
+                20e-6 + m * 0.5e-9
+            } else {
+                60e-6 + m * 0.2e-9
+            }
+        };
+        let pts: Vec<(f64, f64)> = (0..=22)
+            .map(|k| ((1u64 << k) as f64, t((1u64 << k) as f64)))
+            .collect();
+        let p = Protocols {
+            limits: vec![65536.0, 1048575.0],
+            names: vec!["eager".into(), "rendezvous".into(), "single copy".into()],
+            source: "test".into(),
+        };
+        let f = fit_hockney_protocols(&pts, &p).unwrap();
+        let names: Vec<&str> = f.segments.iter().map(|s| s.regime.as_str()).collect();
+        assert_eq!(names, ["eager", "rendezvous", "single copy"]);
+        assert!(f.max_error < 1e-9, "{f:?}");
+        assert!((f.segments[2].l - 60e-6).abs() < 1e-12);
+        // A regime whose two sizes got slower with size (noise) shares its
+        // neighbour's line.
+        let mut noisy = pts.clone();
+        noisy[17].1 = noisy[16].1 * 0.9;
+        noisy[18].1 = noisy[16].1 * 0.8;
+        noisy[19].1 = noisy[16].1 * 0.7;
+        let p2 = Protocols {
+            limits: vec![65536.0, 524288.0],
+            names: vec!["eager".into(), "rendezvous".into(), "single copy".into()],
+            source: "test".into(),
+        };
+        let f = fit_hockney_protocols(&noisy, &p2).unwrap();
+        let names: Vec<&str> = f.segments.iter().map(|s| s.regime.as_str()).collect();
+        assert_eq!(names, ["eager + rendezvous", "single copy"]);
+        // Measured only up to 256 KiB: rendezvous has two sizes, too few
+        // for a line of its own, and shares eager's; single copy is absent.
+        let f = fit_hockney_protocols(&pts[..=18], &p).unwrap();
+        assert_eq!(f.segments.len(), 1);
+        assert_eq!(f.segments[0].regime, "eager + rendezvous");
+        assert_eq!(f.segments[0].to, 262144.0);
+    }
+
+    #[test]
+    fn merged_regime_names() {
+        let n = |v: &[&str]| merged_name(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(n(&["eager, one cell", "eager, across cells"]), "eager");
+        assert_eq!(n(&["eager, one cell"]), "eager, one cell");
+        assert_eq!(n(&["eager", "rendezvous"]), "eager + rendezvous");
+    }
+
+    #[test]
+    fn latency_is_never_negative() {
+        // A regime whose points lie on a line through -10 us: l is held at 0.
+        let pts: Vec<(f64, f64)> = (17..=22)
+            .map(|k| {
+                let m = (1u64 << k) as f64;
+                (m, m * 1e-9 - 10e-6)
+            })
+            .collect();
+        let p = Protocols {
+            limits: vec![],
+            names: vec!["rendezvous".into()],
+            source: "test".into(),
+        };
+        let f = fit_hockney_protocols(&pts, &p).unwrap();
+        assert_eq!(f.segments[0].l, 0.0);
+        assert!(f.segments[0].b > 0.0);
+    }
+
+    #[test]
+    fn tandem_regimes_from_parameters() {
+        use tandem::params::Settings;
+        let vars = |v: &[(&str, &str)]| {
+            Settings::from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
+        };
+        let tcp = tandem_protocols(&vars(&[]), &Transport::Tcp);
+        assert_eq!(tcp.limits, [65536.0]);
+        assert_eq!(tcp.names, ["eager", "rendezvous"]);
+        let shm = tandem_protocols(&vars(&[]), &Transport::Shm);
+        assert_eq!(shm.limits, [32704.0, 65536.0, (64u64 << 20) as f64 - 1.0]);
+        assert_eq!(
+            shm.names,
+            [
+                "eager, one cell",
+                "eager, across cells",
+                "rendezvous",
+                "single copy"
+            ]
+        );
+        assert!(
+            shm.source.contains("shm_single_copy_min = 64 MiB"),
+            "{}",
+            shm.source
+        );
+        let v = vars(&[
+            ("TANDEM_EAGER_LIMIT", "16k"),
+            ("TANDEM_SHM_SINGLE_COPY_MIN", "16k"),
+        ]);
+        let low = tandem_protocols(&v, &Transport::Default);
+        assert_eq!(low.limits, [16384.0]);
+        assert_eq!(low.names, ["eager", "single copy"]);
+        let off = tandem_protocols(
+            &vars(&[
+                ("TANDEM_SHM_SINGLE_COPY", "0"),
+                ("TANDEM_SHM_CELL_SIZE", "128k"),
+            ]),
+            &Transport::Shm,
+        );
+        assert_eq!(off.names, ["eager", "rendezvous"]);
+        // Through protocols_of: --set values win; other libraries have none.
+        let p = protocols_of(
+            Family::Tandem,
+            &[("eager_limit".into(), "4k".into())],
+            &Transport::Tcp,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.limits, [4096.0]);
+        assert!(protocols_of(Family::OpenMpi, &[], &Transport::Tcp)
+            .unwrap()
+            .is_none());
+    }
+
     #[test]
     fn loggp_from_overheads_and_burst() {
         // T = o_s + (m-1)G + L + o_r with o_s = 2, o_r = 3, L = 4 us, G = 0.5 ns/B.
@@ -904,7 +1376,7 @@ mod tests {
             })
             .collect();
         let burst: Vec<(f64, f64)> = pp.iter().map(|&(m, _)| (m, 1e-6 + m * 0.5e-9)).collect();
-        let large = fit_hockney(&pp).unwrap().segments[0];
+        let large = fit_hockney(&pp).unwrap().segments[0].clone();
         let (l, bg, scaled) = fit_loggp(&pp, &large, &burst, 2e-6, 3e-6).unwrap();
         assert!(!scaled);
         assert!((l.l - 4e-6).abs() < 1e-10, "{}", l.l);

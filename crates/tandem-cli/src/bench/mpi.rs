@@ -29,6 +29,19 @@ pub struct Library {
     pub launcher: Vec<OsString>,
 }
 
+/// Ranks placed on other hosts: `tandem run` started inside `enter` (a
+/// command prefix, such as `ip netns exec HOST0`) with `--host hosts`,
+/// `--agent agent` and parameters `set`. Tandem only.
+#[derive(Clone, Debug)]
+pub struct Placement {
+    pub enter: Vec<String>,
+    pub hosts: String,
+    pub agent: String,
+    pub set: Vec<(String, String)>,
+    /// What the hosts are, for tables and JSON.
+    pub describe: String,
+}
+
 /// Which transport to force for a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transport {
@@ -205,8 +218,9 @@ impl Library {
     }
 
     /// The launch command for `np` ranks of `program args`, with library
-    /// parameters `lib_set` (NAME=VALUE) and a forced transport. Returns
-    /// the argv and the environment to add.
+    /// parameters `lib_set` (NAME=VALUE), a forced transport and, for
+    /// Tandem, a placement on other hosts. Returns the argv and the
+    /// environment to add.
     pub fn launch_command(
         &self,
         np: u32,
@@ -214,6 +228,7 @@ impl Library {
         transport: &Transport,
         program: &Path,
         args: &[String],
+        placement: Option<&Placement>,
     ) -> (Vec<OsString>, Vec<(String, String)>) {
         let mut argv = self.launcher.clone();
         let mut env = Vec::new();
@@ -221,6 +236,16 @@ impl Library {
             Family::Tandem => {
                 argv.push("-n".into());
                 argv.push(np.to_string().into());
+                if let Some(p) = placement {
+                    let mut entered: Vec<OsString> = p.enter.iter().map(OsString::from).collect();
+                    entered.append(&mut argv);
+                    argv = entered;
+                    argv.extend(["--host", &p.hosts, "--agent", &p.agent].map(OsString::from));
+                    for (k, v) in &p.set {
+                        argv.push("--set".into());
+                        argv.push(format!("{k}={v}").into());
+                    }
+                }
                 match transport {
                     Transport::Default => {}
                     t => {
@@ -310,8 +335,14 @@ mod tests {
             launcher: vec!["mpirun".into()],
         };
         let set = vec![("coll_tuned_use_dynamic_rules".to_string(), "1".to_string())];
-        let (argv, env) =
-            lib.launch_command(4, &set, &Transport::Tcp, Path::new("/k"), &["a=1".into()]);
+        let (argv, env) = lib.launch_command(
+            4,
+            &set,
+            &Transport::Tcp,
+            Path::new("/k"),
+            &["a=1".into()],
+            None,
+        );
         let words: Vec<String> = argv
             .iter()
             .map(|w| w.to_string_lossy().into_owned())
@@ -326,11 +357,52 @@ mod tests {
             launcher: vec!["tandem".into(), "run".into()],
             ..lib
         };
-        let (argv, _) = tandem.launch_command(2, &[], &Transport::Tcp, Path::new("/k"), &[]);
+        let (argv, _) = tandem.launch_command(2, &[], &Transport::Tcp, Path::new("/k"), &[], None);
         let words: Vec<String> = argv
             .iter()
             .map(|w| w.to_string_lossy().into_owned())
             .collect();
         assert_eq!(words.join(" "), "tandem run -n 2 --set transports=tcp /k");
+        let placement = Placement {
+            enter: vec!["ip".into(), "netns".into(), "exec".into(), "h0".into()],
+            hosts: "h0:1,h1:1".into(),
+            agent: "ip netns exec {host}".into(),
+            set: vec![("tcp_if_include".into(), "10.231.0.0/24".into())],
+            describe: String::new(),
+        };
+        let (argv, _) = tandem.launch_command(
+            2,
+            &[],
+            &Transport::Tcp,
+            Path::new("/k"),
+            &[],
+            Some(&placement),
+        );
+        let words: Vec<String> = argv
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            words,
+            [
+                "ip",
+                "netns",
+                "exec",
+                "h0",
+                "tandem",
+                "run",
+                "-n",
+                "2",
+                "--host",
+                "h0:1,h1:1",
+                "--agent",
+                "ip netns exec {host}",
+                "--set",
+                "tcp_if_include=10.231.0.0/24",
+                "--set",
+                "transports=tcp",
+                "/k"
+            ]
+        );
     }
 }

@@ -20,6 +20,9 @@ pub struct Machine {
     pub tandem_version: String,
     /// UTC, ISO 8601.
     pub date: String,
+    /// The 1-minute load average when the record was made (the run's own
+    /// ranks included).
+    pub load_average: Option<f64>,
 }
 
 fn read(path: &str) -> String {
@@ -85,14 +88,28 @@ impl Machine {
             kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
             tandem_version: env!("CARGO_PKG_VERSION").to_string(),
             date: iso_date(secs),
+            load_average: read("/proc/loadavg")
+                .split_whitespace()
+                .next()
+                .and_then(|l| l.parse().ok()),
         }
     }
 
+    /// Whether more was running than the machine has cores: timings then
+    /// include other programs' interference.
+    pub fn loaded(&self) -> bool {
+        self.load_average.is_some_and(|l| l > self.cores as f64)
+    }
+
     pub fn one_line(&self) -> String {
-        format!(
+        let mut s = format!(
             "{} ({} cores, {:.0} GiB, {}), {}, Linux {}",
             self.hostname, self.cores, self.memory_gib, self.cpu, self.os, self.kernel
-        )
+        );
+        if let Some(l) = self.load_average {
+            s.push_str(&format!(", load average {l:.2}"));
+        }
+        s
     }
 }
 

@@ -1,5 +1,6 @@
-//! SVG line plots (plotters' SVG backend: text is left to the viewer's
-//! fonts, so nothing beyond the crate is needed to draw).
+//! Line plots, as SVG (plotters' SVG backend: text is left to the
+//! viewer's fonts, so nothing beyond the crate is needed to draw) or as PNG
+//! (the same drawing in pixels, see `raster`).
 //!
 //! Log axes are drawn as linear axes over log10 of the data with labels
 //! written back as powers, which keeps one code path for every combination.
@@ -101,7 +102,8 @@ pub fn svg(plot: &Plot, size: (u32, u32)) -> Result<String, String> {
     Ok(buf)
 }
 
-fn draw<DB: DrawingBackend>(
+/// Draws the plot on any plotters backend.
+pub(super) fn draw<DB: DrawingBackend>(
     plot: &Plot,
     root: &DrawingArea<DB, plotters::coord::Shift>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
@@ -242,16 +244,40 @@ fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Writes `plot` to `path` (SVG only).
+/// Checks, before anything is measured, that a plot can be written to
+/// `path`: an .svg or .png name, and for PNG a font for the text.
+pub fn check_path(path: &std::path::Path) -> Result<(), String> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("svg") => Ok(()),
+        Some("png") => super::raster::find_font().map(|_| ()),
+        _ => Err(format!(
+            "{}: name the plot file .svg or .png",
+            path.display()
+        )),
+    }
+}
+
+/// Writes `plot` to `path`, as SVG or PNG by the file's extension.
 pub fn write(plot: &Plot, path: &std::path::Path) -> Result<(), String> {
-    match path.extension().and_then(|e| e.to_str()) {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
         Some("svg") => {
             let text = svg(plot, (900, 560))?;
             super::output::write_file(path, text.as_bytes())
         }
+        Some("png") => {
+            let bytes = super::raster::png(plot, (900, 560))?;
+            super::output::write_file(path, &bytes)
+        }
         _ => Err(format!(
-            "{}: tandem bench draws SVG plots only (name the file .svg); for a PNG, convert it, e.g. with \
-             `rsvg-convert -o plot.png plot.svg` (Debian package librsvg2-bin)",
+            "{}: name the plot file .svg or .png",
             path.display()
         )),
     }
@@ -363,7 +389,7 @@ mod tests {
     }
 
     #[test]
-    fn png_is_refused_with_advice() {
+    fn other_formats_are_refused() {
         let plot = Plot {
             title: String::new(),
             x_label: String::new(),
@@ -374,8 +400,10 @@ mod tests {
             x_integer: false,
             series: vec![],
         };
-        let e = write(&plot, std::path::Path::new("/tmp/x.png")).unwrap_err();
-        assert!(e.contains("rsvg-convert"), "{e}");
+        let e = write(&plot, std::path::Path::new("/nonexistent/x.jpg")).unwrap_err();
+        assert!(e.contains(".svg or .png"), "{e}");
+        assert!(check_path(std::path::Path::new("x.JPG")).is_err());
+        assert!(check_path(std::path::Path::new("x.svg")).is_ok());
     }
 
     #[test]

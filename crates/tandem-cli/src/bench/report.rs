@@ -488,6 +488,7 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                 rounds: if libs.len() > 1 { 2 } else { 1 },
                 timeout: Duration::from_secs(600),
                 progress: true,
+                placement: None,
             };
             let skipped = libs.iter().find_map(|l| match build::build(p.kernel, l) {
                 Err(BuildError::Missing(message)) => Some(message),
@@ -524,8 +525,17 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
             }
         }
         if tables.contains_key("pingpong") {
+            let pingpong = kernels::find("pingpong").expect("kernel in the catalogue");
+            let lib_set: Vec<(String, String)> =
+                split_set(pingpong, &rest, &libs, &mut BTreeMap::new())?
+                    .into_iter()
+                    .filter(|(l, _, _)| l.is_empty() || *l == libs[0].name)
+                    .map(|(_, k, v)| (k, v))
+                    .collect();
+            let protocols = model::protocols_of(libs[0].family, &lib_set, &transport)?;
             let m = model::fit(
                 &libs[0].name,
+                protocols.as_ref(),
                 tables.get("pingpong"),
                 tables.get("burst"),
                 tables.get("overhead"),

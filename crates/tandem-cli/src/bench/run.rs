@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::mpi::{Library, Transport};
+use super::mpi::{Library, Placement, Transport};
 
 /// One launch of a kernel.
 pub struct Launch<'a> {
@@ -28,6 +28,8 @@ pub struct Launch<'a> {
     /// Shown before the progress bar.
     pub label: String,
     pub progress: bool,
+    /// Ranks on other hosts (Tandem only).
+    pub placement: Option<&'a Placement>,
 }
 
 /// What a launch produced.
@@ -64,9 +66,14 @@ fn shell_words(argv: &[std::ffi::OsString], env: &[(String, String)]) -> String 
 
 /// Runs the kernel to its end; an error carries the job's output.
 pub fn launch(l: &Launch) -> Result<RunOutput, String> {
-    let (argv, env) =
-        l.lib
-            .launch_command(l.np, &l.lib_set, &l.transport, l.program, &l.kernel_args);
+    let (argv, env) = l.lib.launch_command(
+        l.np,
+        &l.lib_set,
+        &l.transport,
+        l.program,
+        &l.kernel_args,
+        l.placement,
+    );
     let command = shell_words(&argv, &env);
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
@@ -74,6 +81,14 @@ pub fn launch(l: &Launch) -> Result<RunOutput, String> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if l.placement.is_some() {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: child_defaults makes only async-signal-safe calls
+        // (sigprocmask, prctl), as code between fork and exec must.
+        unsafe {
+            cmd.pre_exec(|| crate::netns::child_defaults());
+        }
+    }
     let started = Instant::now();
     let mut child = cmd
         .spawn()
