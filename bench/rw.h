@@ -29,6 +29,11 @@ static rwapi_net rw_src, rw_dst, rw_peer_dst;
 static volatile char *rw_src_mem, *rw_dst_mem;
 static int rw_flag = 1;
 static rwapi_sid rw_last_sid;
+/* Writes alternate between two halves of the destination block: in the
+ * bidirectional kernel a writer may be one write ahead of its peer's
+ * reading, and its next flag must not land on the one not yet seen. */
+static long rw_half;
+static unsigned long rw_seq_out, rw_seq_in;
 
 static void rw_check(int rc, const char *what)
 {
@@ -74,12 +79,13 @@ static void rw_setup(void)
     rw_check(rwapi_init(0, NULL), "rwapi_init");
     if (bench_rank > 1)
         return;
+    rw_half = maxsize;
     char *s = rwapi_alloc((size_t)maxsize, &rw_src);
-    char *d = rwapi_alloc((size_t)maxsize, &rw_dst);
+    char *d = rwapi_alloc(2 * (size_t)maxsize, &rw_dst);
     if (!s || !d)
         bench_fail("rwapi_alloc of %ld bytes failed", maxsize);
     memset(s, 'a' + bench_rank, (size_t)maxsize);
-    memset(d, 0, (size_t)maxsize);
+    memset(d, 0, 2 * (size_t)maxsize);
     rw_src_mem = s;
     rw_dst_mem = d;
     bench_check(MPI_Sendrecv(&rw_dst, sizeof rw_dst, MPI_BYTE, 1 - bench_rank, BENCH_TAG_CTL,
@@ -88,10 +94,12 @@ static void rw_setup(void)
                 "address exchange");
 }
 
-/* One write of `size` bytes to the peer; returns its send id. */
+/* One write of `size` bytes to the peer (into the half of its block whose
+ * turn it is); returns its send id. */
 static inline rwapi_sid rw_write(int peer, long size)
 {
-    rwapi_sid sid = rwapi_write(peer, rw_src, rw_peer_dst, (size_t)size);
+    rwapi_net dst = rwapi_net_offset(rw_peer_dst, (size_t)((rw_seq_out++ & 1) * rw_half));
+    rwapi_sid sid = rwapi_write(peer, rw_src, dst, (size_t)size);
     if (sid < 0)
         bench_fail("rwapi_write of %ld bytes failed: RWAPI error %lld", size, (long long)sid);
     return sid;
@@ -112,12 +120,13 @@ static inline void rw_send_data(int peer, long size)
 /* Waits until the peer's `size` bytes are here. */
 static inline void rw_wait_data(long size)
 {
+    volatile char *flag = rw_dst_mem + (rw_seq_in++ & 1) * rw_half + size - 1;
     if (rw_flag && size > 0) {
         int node;
         rwapi_small m;
-        while (rw_dst_mem[size - 1] != 1)
+        while (*flag != 1)
             rw_check(rwapi_receive(&node, &m), "rwapi_receive");
-        rw_dst_mem[size - 1] = 0;
+        *flag = 0;
     } else {
         rw_wait_notice();
     }

@@ -292,6 +292,51 @@ fn coll_kernel() {
     check_document(&read_json(&json), "coll", "coll", 10);
 }
 
+/// Seed 003's comparison: RWAPI writes beside MPI send/receive, for each
+/// of the three fixed-duration kernels, on shared memory and TCP.
+#[test]
+fn compare_rwapi_with_mpi() {
+    for kernel in ["pingpong", "bidir", "burst"] {
+        for transport in ["shm", "tcp"] {
+            let dir = out_dir(&format!("rwapi-{kernel}-{transport}"));
+            let json = dir.join("c.json");
+            let o = bench(&[
+                "compare",
+                kernel,
+                "--mpi",
+                "rwapi,tandem",
+                "--transport",
+                transport,
+                "--sizes",
+                "8,64k,1m",
+                "--duration",
+                "0.005",
+                "--repeat",
+                "2",
+                "--json",
+                json.to_str().unwrap(),
+            ]);
+            ok(&o);
+            assert!(o.stdout.contains("tandem/rwapi"), "{}", o.describe());
+            let doc = read_json(&json);
+            let tables = doc["tables"].as_array().expect("tables");
+            assert_eq!(tables.len(), 2, "{doc}");
+            assert_eq!(tables[0][0], "rwapi");
+            for t in tables {
+                let rows = t[1]["rows"].as_array().expect("rows");
+                assert_eq!(rows.len(), 3, "{t}");
+                for row in rows {
+                    assert!(row["values"][0]["median"].as_f64().unwrap() > 0.0, "{row}");
+                }
+            }
+        }
+    }
+    // Kernels without an RWAPI variant say so.
+    let o = bench(&["compare", "overhead", "--mpi", "rwapi,tandem"]);
+    assert!(!o.status.success());
+    assert!(o.stderr.contains("no RWAPI variant"), "{}", o.describe());
+}
+
 #[test]
 fn compare_with_open_mpi() {
     let installed = std::env::var_os("PATH")

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use super::kernels::{Kernel, COMMON_HEADER};
+use super::kernels::{Kernel, COMMON_HEADER, RWAPI_HEADER};
 use super::mpi::Library;
 
 /// Why a kernel could not be built.
@@ -77,9 +77,21 @@ pub fn missing_functions(compiler_output: &str) -> Vec<String> {
 /// Builds `kernel` with `lib` (or finds it in the cache); returns the
 /// executable.
 pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
+    // The library `rwapi` is Tandem running the kernel's RWAPI variant.
+    let source = if lib.name == "rwapi" {
+        kernel.rwapi_source.ok_or_else(|| {
+            BuildError::Other(format!(
+                "kernel {} has no RWAPI variant (those with one: pingpong, bidir, burst)",
+                kernel.name
+            ))
+        })?
+    } else {
+        kernel.source
+    };
     let mut key_text = Vec::new();
-    key_text.extend_from_slice(kernel.source.as_bytes());
+    key_text.extend_from_slice(source.as_bytes());
     key_text.extend_from_slice(COMMON_HEADER.1.as_bytes());
+    key_text.extend_from_slice(RWAPI_HEADER.1.as_bytes());
     key_text.extend_from_slice(lib.identity().as_bytes());
     let key = fnv1a(&key_text);
     let dir = cache_dir();
@@ -95,8 +107,9 @@ pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
         .map_err(|e| BuildError::Other(format!("cannot create {}: {e}", src_dir.display())))?;
     let src = src_dir.join(format!("{}.c", kernel.name));
     for (path, text) in [
-        (&src, kernel.source),
+        (&src, source),
         (&src_dir.join(COMMON_HEADER.0), COMMON_HEADER.1),
+        (&src_dir.join(RWAPI_HEADER.0), RWAPI_HEADER.1),
     ] {
         std::fs::write(path, text)
             .map_err(|e| BuildError::Other(format!("cannot write {}: {e}", path.display())))?;

@@ -3,6 +3,8 @@
 
 /// The header every kernel includes.
 pub const COMMON_HEADER: (&str, &str) = ("bench.h", include_str!("../../../../bench/bench.h"));
+/// The header of the RWAPI variants.
+pub const RWAPI_HEADER: (&str, &str) = ("rw.h", include_str!("../../../../bench/rw.h"));
 
 /// One kernel parameter, passed to the program as NAME=VALUE.
 #[derive(Debug)]
@@ -27,6 +29,9 @@ pub struct Kernel {
     /// Whether the kernel is run for a fixed duration per batch.
     pub takes_duration: bool,
     pub params: &'static [Param],
+    /// The same measurement with RWAPI writes in place of sends (run as the
+    /// library `rwapi`), where there is one.
+    pub rwapi_source: Option<&'static str>,
 }
 
 const P_SIZES: Param = Param {
@@ -63,6 +68,7 @@ pub static KERNELS: &[Kernel] = &[
         default_sizes: Some("1:4m:4"),
         takes_duration: true,
         params: PAIR,
+        rwapi_source: Some(include_str!("../../../../bench/rw_pingpong.c")),
     },
     Kernel {
         name: "bidir",
@@ -74,6 +80,7 @@ pub static KERNELS: &[Kernel] = &[
         default_sizes: Some("1:4m:4"),
         takes_duration: true,
         params: PAIR,
+        rwapi_source: Some(include_str!("../../../../bench/rw_bidir.c")),
     },
     Kernel {
         name: "burst",
@@ -94,6 +101,7 @@ pub static KERNELS: &[Kernel] = &[
                 help: "sends kept in flight (default 64)",
             },
         ],
+        rwapi_source: Some(include_str!("../../../../bench/rw_burst.c")),
     },
     Kernel {
         name: "overhead",
@@ -136,6 +144,7 @@ pub static KERNELS: &[Kernel] = &[
                 help: "give up a series after this many points (default 200)",
             },
         ],
+        rwapi_source: None,
     },
     Kernel {
         name: "coll",
@@ -159,6 +168,7 @@ pub static KERNELS: &[Kernel] = &[
                 help: "node counts, comma list (default 2..np); one job is launched per count",
             },
         ],
+        rwapi_source: None,
     },
     Kernel {
         name: "alltoallv",
@@ -182,6 +192,7 @@ pub static KERNELS: &[Kernel] = &[
                 help: "exchanges per timed sample (default 10)",
             },
         ],
+        rwapi_source: None,
     },
     Kernel {
         name: "cannon",
@@ -204,6 +215,7 @@ pub static KERNELS: &[Kernel] = &[
                 help: "1: shifts overlap the multiplication (default); 0: after it",
             },
         ],
+        rwapi_source: None,
     },
 ];
 

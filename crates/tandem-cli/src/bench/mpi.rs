@@ -90,16 +90,18 @@ fn install_hint(family: Family) -> &'static str {
     }
 }
 
-/// Resolves `tandem`, `openmpi`, `mpich` or the path of an MPI C compiler
-/// wrapper.
+/// Resolves `tandem`, `rwapi` (Tandem, RWAPI variant of the kernel),
+/// `openmpi`, `mpich` or the path of an MPI C compiler wrapper.
 pub fn resolve(spec: &str) -> Result<Library, String> {
     match spec {
-        "tandem" => {
+        // `rwapi`: Tandem running a kernel's RWAPI variant (seed 003's
+        // remote writes), to set beside MPI send/receive.
+        "tandem" | "rwapi" => {
             let exe = std::env::current_exe()
                 .map_err(|e| format!("cannot find the running tandem executable: {e}"))?;
             crate::install_layout::locate()?;
             Ok(Library {
-                name: "tandem".into(),
+                name: spec.into(),
                 family: Family::Tandem,
                 cc: vec![exe.clone().into(), "cc".into()],
                 launcher: vec![exe.into(), "run".into()],
@@ -137,7 +139,7 @@ pub fn resolve(spec: &str) -> Result<Library, String> {
         }
         path if path.contains('/') => custom(Path::new(path)),
         other => Err(format!(
-            "unknown MPI '{other}': expected tandem, openmpi, mpich or the path of an MPI C compiler wrapper (e.g. /opt/mpi/bin/mpicc)"
+            "unknown MPI '{other}': expected tandem, rwapi, openmpi, mpich or the path of an MPI C compiler wrapper (e.g. /opt/mpi/bin/mpicc)"
         )),
     }
 }
