@@ -134,6 +134,26 @@ impl Engine {
         }
     }
 
+    /// Hands a frame to the transport only if it can take it whole at once
+    /// (shared memory, a free cell, nothing queued before it); returns
+    /// whether it did. Then the payload memory is free again.
+    ///
+    /// # Safety
+    /// `payload` must be valid for reads of `len` bytes during the call.
+    pub unsafe fn try_send(
+        &mut self,
+        peer: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+    ) -> Result<bool> {
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            // SAFETY: forwarded from the caller.
+            (Route::Shm(local), Some(shm)) => unsafe { shm.try_send(local, header, payload, len) },
+            _ => Ok(false),
+        }
+    }
+
     /// Whether a `len`-byte payload to `peer` should be read by the
     /// receiver straight from the sender's memory.
     pub fn single_copy_to(&self, peer: u32, len: usize) -> bool {
