@@ -195,10 +195,15 @@ impl Matcher {
     fn take_posted(&mut self, ctx: u32, src: u32, tag: i32) -> Option<ReqId> {
         let c = self.contexts.get_mut(&ctx)?;
         let reqs = &self.reqs;
-        let pos = c.posted.iter().position(|&id| {
-            reqs.get(id)
+        let fits = |id: &ReqId| {
+            reqs.get(*id)
                 .is_some_and(|r| matches(r.src_filter, r.tag, src, tag))
-        })?;
+        };
+        // Most often the oldest posted receive is the one.
+        if fits(c.posted.front()?) {
+            return c.posted.pop_front();
+        }
+        let pos = c.posted.iter().position(fits)?;
         c.posted.remove(pos)
     }
 
@@ -633,6 +638,45 @@ impl P2p {
         })
     }
 
+    /// A standard-mode send that leaves at once and needs no request: an
+    /// eager message to another rank that the transport takes whole now
+    /// (shared memory with a free cell and nothing queued before it).
+    /// Returns whether it was sent; if not, nothing happened and the send
+    /// goes through [`P2p::isend`].
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes during the call.
+    pub unsafe fn send_now(
+        &mut self,
+        env: Envelope,
+        dest: u32,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<bool> {
+        if len > self.eager_limit || dest == self.rank {
+            return Ok(false);
+        }
+        if let Some(why) = &self.m.lost[dest as usize] {
+            return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
+        }
+        let header = Header {
+            kind: FrameKind::Eager,
+            context: env.ctx,
+            src: env.src,
+            tag: env.tag,
+            len: len as u64,
+            sreq: 0,
+            rreq: 0,
+        };
+        // SAFETY: forwarded from the caller.
+        let sent = unsafe { self.engine.try_send(dest, &header, buf, len)? };
+        if sent {
+            self.m.counters.eager_msgs += 1;
+            self.m.counters.eager_bytes += len as u64;
+        }
+        Ok(sent)
+    }
+
     /// Starts a send of `len` bytes at `buf` to world rank `dest`.
     ///
     /// # Safety
@@ -646,6 +690,27 @@ impl P2p {
         mode: SendMode,
     ) -> Result<ReqId> {
         let Envelope { ctx, src, tag } = env;
+        // SAFETY: forwarded from the caller.
+        if mode == SendMode::Standard && unsafe { self.send_now(env, dest, buf, len)? } {
+            return Ok(self.m.reqs.insert(Request {
+                is_send: true,
+                stage: Stage::Complete,
+                context: ctx,
+                peer: Some(dest),
+                src_filter: None,
+                tag: Some(tag),
+                buf: buf as *mut u8,
+                len,
+                msg_len: len as u64,
+                status: Status {
+                    source: Some(src),
+                    tag: Some(tag),
+                    count: len,
+                    ..Status::default()
+                },
+                detached: false,
+            }));
+        }
         if let Some(why) = &self.m.lost[dest as usize] {
             return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
         }
@@ -787,12 +852,16 @@ impl P2p {
             detached: false,
         });
         let src_filter = src.map(|s| s.0);
+        let lost = src.is_some_and(|s| self.m.lost[s.1 as usize].is_some());
         let c = self.m.context(ctx);
-        if let Some(pos) = c
-            .unexpected
-            .iter()
-            .position(|u| matches(src_filter, tag, u.src, u.tag))
-        {
+        let found = if c.unexpected.is_empty() {
+            None
+        } else {
+            c.unexpected
+                .iter()
+                .position(|u| matches(src_filter, tag, u.src, u.tag))
+        };
+        if let Some(pos) = found {
             let u = c.unexpected.remove(pos).expect("position is in range");
             match u.body {
                 Body::Eager(data) => {
@@ -807,12 +876,14 @@ impl P2p {
             self.flush_outbox();
             return id;
         }
+        if !lost {
+            c.posted.push_back(id);
+            return id;
+        }
         if let Some(why) = src.and_then(|s| self.m.lost[s.1 as usize].clone()) {
             self.m
                 .complete(id, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
-            return id;
         }
-        self.m.context(ctx).posted.push_back(id);
         id
     }
 
@@ -1012,7 +1083,10 @@ impl P2p {
         if ready(self) {
             return;
         }
-        let mut idle_since = Instant::now();
+        // Reading the clock costs as much as a poll: idleness is timed from
+        // the first look at the clock, after some empty polls, so a wait that
+        // ends quickly never reads it.
+        let mut idle_since: Option<Instant> = None;
         let mut idle_polls: u32 = 0;
         let tcp_busy = self.engine.tcp_active();
         loop {
@@ -1020,18 +1094,18 @@ impl P2p {
                 if ready(self) {
                     return;
                 }
-                idle_since = Instant::now();
+                idle_since = None;
                 idle_polls = 0;
                 continue;
             }
             idle_polls = idle_polls.wrapping_add(1);
-            // Reading the clock costs as much as a poll; do it now and then
-            // (every time when not spinning: then each poll yields anyway).
+            // Look at the clock now and then (every time when not spinning:
+            // then each poll yields anyway).
             if !self.spin.is_zero() && !idle_polls.is_multiple_of(IDLE_POLLS_PER_CLOCK_READ) {
                 std::hint::spin_loop();
                 continue;
             }
-            let idle = idle_since.elapsed();
+            let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
             if idle < self.spin {
                 // A peer may be waiting for this very core (a busy machine
                 // packs ranks together): once a quick answer is unlikely,
@@ -1057,7 +1131,7 @@ impl P2p {
             if ready(self) {
                 return;
             }
-            idle_since = Instant::now();
+            idle_since = None;
             idle_polls = 0;
         }
     }
