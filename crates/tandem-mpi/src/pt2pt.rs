@@ -10,7 +10,7 @@
 
 use std::os::raw::{c_int, c_void};
 
-use tandem::p2p::{SendMode, Status};
+use tandem::p2p::{ReqId, SendMode, Status};
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
@@ -19,6 +19,130 @@ use crate::datatype;
 use crate::request::{self, Op, Req};
 use crate::state::{call, Fail, Outcome, State};
 use crate::xfer::{self, SendKind};
+
+/// Checked arguments of a send of a packed predefined datatype (the fast
+/// path: no datatype object, no staging).
+struct PackedSend {
+    id: CommId,
+    len: usize,
+    /// `None` for `MPI_PROC_NULL`.
+    dest: Option<u32>,
+    tag: i32,
+}
+
+/// Checked arguments of a receive of a packed predefined datatype.
+struct PackedRecv {
+    id: CommId,
+    cap: usize,
+    src: Source,
+    tag: Option<i32>,
+}
+
+/// Bytes of `count` elements of `elem` bytes at `buf`, checked as
+/// [`datatype::typed`] checks a buffer of a predefined datatype.
+fn packed_len(
+    comm: MPI_Comm,
+    buf: *const c_void,
+    count: c_int,
+    elem: usize,
+) -> Result<usize, Fail> {
+    if count < 0 {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Count,
+            format!("negative count {count}"),
+        ));
+    }
+    // At most 2^31 elements of at most 255 bytes: no overflow.
+    let len = count as usize * elem;
+    if len > 0 && buf.is_null() {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Buffer,
+            format!("NULL buffer for {count} elements"),
+        ));
+    }
+    Ok(len)
+}
+
+/// The arguments of a send when its datatype is a packed predefined one,
+/// checked in the order of [`xfer::send_args`]; `None` for any other
+/// datatype (the general path).
+fn packed_send_args(
+    s: &State,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Option<Result<PackedSend, Fail>> {
+    let elem = datatype::packed_predefined(dt)?;
+    let check = || {
+        let id = args::comm(s, comm)?;
+        let len = packed_len(comm, buf, count, elem)?;
+        let tag = args::send_tag(comm, tag)?;
+        let dest = args::dest(s, comm, id, dest)?;
+        Ok(PackedSend { id, len, dest, tag })
+    };
+    Some(check())
+}
+
+/// The arguments of a receive when its datatype is a packed predefined
+/// one, checked in the order of [`xfer::recv_args`].
+fn packed_recv_args(
+    s: &State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Option<Result<PackedRecv, Fail>> {
+    let elem = datatype::packed_predefined(dt)?;
+    let check = || {
+        let id = args::comm(s, comm)?;
+        let cap = packed_len(comm, buf, count, elem)?;
+        let tag = args::recv_tag(comm, tag)?;
+        let src = args::source(s, comm, id, src)?;
+        Ok(PackedRecv { id, cap, src, tag })
+    };
+    Some(check())
+}
+
+/// Starts a send of packed bytes (already complete for `MPI_PROC_NULL`).
+fn packed_isend(
+    s: &mut State,
+    buf: *const c_void,
+    a: &PackedSend,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> Result<ReqId, Fail> {
+    match a.dest {
+        None => Ok(s.rt.p2p().completed(true, Status::default())),
+        // SAFETY: the MPI contract keeps the buffer valid for `len` bytes
+        // until the request completes.
+        Some(d) => unsafe { s.rt.isend(a.id, d, a.tag, buf.cast(), a.len, mode) }
+            .map_err(|error| Fail { comm, error }),
+    }
+}
+
+/// Posts a receive into packed bytes (already complete for `MPI_PROC_NULL`).
+fn packed_irecv(
+    s: &mut State,
+    buf: *mut c_void,
+    a: &PackedRecv,
+    comm: MPI_Comm,
+) -> Result<ReqId, Fail> {
+    let src = match a.src {
+        Source::Null => return Ok(s.rt.p2p().completed(false, Status::default())),
+        Source::Any => None,
+        Source::Rank(r) => Some(r),
+    };
+    // SAFETY: the MPI contract keeps the buffer valid for `cap` bytes until
+    // the request completes.
+    unsafe { s.rt.irecv(a.id, src, a.tag, buf.cast(), a.cap) }.map_err(|error| Fail { comm, error })
+}
 
 /// An operation started for a communicator.
 struct Started {
@@ -90,6 +214,23 @@ fn blocking_send(
     mode: SendMode,
 ) -> c_int {
     call(func, |s| {
+        if let Some(a) = packed_send_args(s, buf, count, dt, dest, tag, comm) {
+            let a = a?;
+            let Some(d) = a.dest else {
+                return Ok(());
+            };
+            // A small message that the transport takes at once needs no request.
+            if mode == SendMode::Standard {
+                // SAFETY: `buf` holds `len` bytes (MPI contract).
+                let sent = unsafe { s.rt.send_now(a.id, d, a.tag, buf.cast(), a.len) }
+                    .map_err(|error| Fail { comm, error })?;
+                if sent {
+                    return Ok(());
+                }
+            }
+            let op = Op::P2p(packed_isend(s, buf, &a, comm, mode)?);
+            return finish(s, Started { op, comm }, std::ptr::null_mut());
+        }
         let started = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
         finish(s, started, std::ptr::null_mut())
     })
@@ -108,6 +249,13 @@ fn nonblocking_send(
 ) -> c_int {
     call(func, |s| {
         args::out_ptr(comm, request, "request")?;
+        if let Some(a) = packed_send_args(s, buf, count, dt, dest, tag, comm) {
+            let id = packed_isend(s, buf, &a?, comm, mode)?;
+            s.note_request(id, comm);
+            // SAFETY: checked non-null; writable by the MPI contract.
+            unsafe { put(request, id.0 as MPI_Request) };
+            return Ok(());
+        }
         let started = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
         let h = handle_of(s, started);
         // SAFETY: checked non-null; writable by the MPI contract.
@@ -259,6 +407,10 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Recv", |s| {
+        if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
+            let op = Op::P2p(packed_irecv(s, buf, &a?, comm)?);
+            return finish(s, Started { op, comm }, status);
+        }
         let started = start_recv(s, buf, count, dt, src, tag, comm)?;
         finish(s, started, status)
     })
@@ -276,6 +428,13 @@ pub unsafe extern "C" fn MPI_Irecv(
 ) -> c_int {
     call("MPI_Irecv", |s| {
         args::out_ptr(comm, request, "request")?;
+        if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
+            let id = packed_irecv(s, buf, &a?, comm)?;
+            s.note_request(id, comm);
+            // SAFETY: checked non-null; writable by the MPI contract.
+            unsafe { put(request, id.0 as MPI_Request) };
+            return Ok(());
+        }
         let started = start_recv(s, buf, count, dt, src, tag, comm)?;
         let h = handle_of(s, started);
         // SAFETY: checked non-null; writable by the MPI contract.
