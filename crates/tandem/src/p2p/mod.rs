@@ -23,7 +23,9 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::progress::Engine;
 use crate::stats::Counters;
 use crate::transport::shm::ReadRemoteError;
-use crate::transport::{FrameSink, Payload, PayloadDest, SendState};
+use crate::transport::{
+    copy_bytes, whole_frame_in_steps, FrameSink, Payload, PayloadDest, SendState,
+};
 use crate::wire::{FrameKind, Header};
 use request::Requests;
 pub use request::{ReqId, Request, Stage, Status};
@@ -329,6 +331,49 @@ unsafe fn slice_or_empty<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 }
 
 impl FrameSink for Matcher {
+    /// An eager message in one piece (a small one over shared memory):
+    /// matched, copied into the posted receive and completed in one step.
+    fn on_whole_frame(
+        &mut self,
+        peer: u32,
+        h: &Header,
+        data: &[u8],
+    ) -> std::result::Result<bool, String> {
+        if h.kind != FrameKind::Eager {
+            return whole_frame_in_steps(self, peer, h, data);
+        }
+        self.check_source(h.context, h.src, peer)?;
+        if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
+            let r = self.reqs.get_mut(id).expect("posted receive is live");
+            let n = data.len().min(r.len);
+            // SAFETY: the receive buffer is valid for `r.len` bytes of writes
+            // (the promise made when posting it) and `n <= r.len`.
+            unsafe { copy_bytes(data.as_ptr(), r.buf, n) };
+            r.peer = Some(peer);
+            r.msg_len = h.len;
+            r.status.source = Some(h.src);
+            r.status.tag = Some(h.tag);
+            let err = Self::truncation(h.len, r.len);
+            self.complete(id, n, err);
+            return Ok(true);
+        }
+        if self.unexpected_bytes > 0 && self.unexpected_bytes + data.len() > self.unexpected_limit {
+            return Ok(false);
+        }
+        self.unexpected_bytes += data.len();
+        self.push_unexpected(
+            h.context,
+            Unexpected {
+                src: h.src,
+                peer,
+                tag: h.tag,
+                len: h.len,
+                body: Body::Eager(data.to_vec()),
+            },
+        );
+        Ok(true)
+    }
+
     fn on_header(&mut self, peer: u32, h: &Header) -> std::result::Result<PayloadDest, String> {
         match h.kind {
             FrameKind::Eager => {

@@ -22,7 +22,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
-use super::{FrameSink, Payload, PayloadDest, SendState};
+use super::{copy_bytes, FrameSink, Payload, PayloadDest, SendState};
 use crate::error::{Error, ErrorClass};
 use crate::params::Settings;
 use crate::wire::{Header, HEADER_LEN};
@@ -864,36 +864,29 @@ impl ShmTransport {
                         if let Err(e) = sink.on_frame(world, &h, Payload::Empty) {
                             return Polled::Malformed(e);
                         }
-                    } else {
-                        match sink.on_header(world, &h) {
+                    } else if chunk as u64 == h.len {
+                        // The whole payload is in this cell (every small
+                        // message): delivered in one step, read from the
+                        // cell, which is released afterwards.
+                        // SAFETY: `chunk` bytes inside the published cell,
+                        // ours until released.
+                        let whole = unsafe { slice_of(data, chunk) };
+                        match sink.on_whole_frame(world, &h, whole) {
                             Err(e) => return Polled::Malformed(e),
                             // Leave the cell unread: the sender is held back
                             // by the full ring until there is room above.
-                            Ok(PayloadDest::Pause) => {
-                                return if worked { Polled::Worked } else { Polled::Idle }
-                            }
-                            // The whole payload is in this cell (every small
-                            // message): deliver it at once.
-                            Ok(dest) if chunk as u64 == h.len => {
-                                let payload = match dest {
-                                    PayloadDest::Direct { ptr, cap } => {
-                                        let n = chunk.min(cap);
-                                        // SAFETY: the sink's target is valid for `cap`
-                                        // bytes, `n <= cap`; the source lies inside the
-                                        // published cell.
-                                        unsafe { copy_bytes(data, ptr, n) };
-                                        Payload::Direct { written: n }
-                                    }
-                                    // SAFETY: as above, `chunk` bytes of the cell.
-                                    _ => Payload::Buffer(unsafe { slice_of(data, chunk) }.to_vec()),
-                                };
-                                // Release the cell before the callback, which may send.
+                            Ok(false) => return if worked { Polled::Worked } else { Polled::Idle },
+                            Ok(true) => {
                                 self.release(peer, ring, pos, slot);
                                 worked = true;
-                                if let Err(e) = sink.on_frame(world, &h, payload) {
-                                    return Polled::Malformed(e);
-                                }
                                 continue;
+                            }
+                        }
+                    } else {
+                        match sink.on_header(world, &h) {
+                            Err(e) => return Polled::Malformed(e),
+                            Ok(PayloadDest::Pause) => {
+                                return if worked { Polled::Worked } else { Polled::Idle }
                             }
                             Ok(dest) => {
                                 let target = match dest {
@@ -1058,32 +1051,6 @@ impl ShmTransport {
             self.cma = false;
         }
         r
-    }
-}
-
-/// Copies `n` bytes; small copies (every inline payload) without a call.
-///
-/// # Safety
-/// As `std::ptr::copy_nonoverlapping`.
-#[inline]
-unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
-    // SAFETY: the caller's promise; every access is within the first `n` bytes.
-    unsafe {
-        match n {
-            0 => {}
-            1..=3 => {
-                *dst = *src;
-                *dst.add(n / 2) = *src.add(n / 2);
-                *dst.add(n - 1) = *src.add(n - 1);
-            }
-            4..=8 => {
-                let a = src.cast::<u32>().read_unaligned();
-                let b = src.add(n - 4).cast::<u32>().read_unaligned();
-                dst.cast::<u32>().write_unaligned(a);
-                dst.add(n - 4).cast::<u32>().write_unaligned(b);
-            }
-            _ => std::ptr::copy_nonoverlapping(src, dst, n),
-        }
     }
 }
 
