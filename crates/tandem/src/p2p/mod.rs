@@ -971,16 +971,19 @@ impl P2p {
     }
 
     /// Whether the request has completed (`None` for an unknown id).
+    #[inline]
     pub fn is_complete(&self, id: ReqId) -> Option<bool> {
         self.m.reqs.get(id).map(|r| r.stage == Stage::Complete)
     }
 
     /// Whether `id` names a live request.
+    #[inline]
     pub fn is_live(&self, id: ReqId) -> bool {
         self.m.reqs.get(id).is_some()
     }
 
     /// Completes and releases a finished request, returning its status.
+    #[inline]
     pub fn take_if_complete(&mut self, id: ReqId) -> Option<Status> {
         if self.is_complete(id)? {
             self.m.reqs.remove(id).map(|r| r.status)
