@@ -42,12 +42,18 @@ pub fn dest(state: &State, comm: MPI_Comm, id: CommId, dest: c_int) -> Result<Op
     match dest {
         MPI_PROC_NULL => Ok(None),
         d if d >= 0 && (d as u32) < size => Ok(Some(d as u32)),
-        d => Err(Fail::new(
-            comm,
-            ErrorClass::Rank,
-            format!("rank {d} is not in 0..{size}"),
-        )),
+        d => Err(rank_error(comm, d, size)),
     }
+}
+
+/// The error for rank `r` of a communicator of `size` ranks.
+#[cold]
+pub fn rank_error(comm: MPI_Comm, r: c_int, size: u32) -> Fail {
+    Fail::new(
+        comm,
+        ErrorClass::Rank,
+        format!("rank {r} is not in 0..{size}"),
+    )
 }
 
 /// Checks a source rank (wildcards allowed).

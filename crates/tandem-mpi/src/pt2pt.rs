@@ -10,7 +10,7 @@
 
 use std::os::raw::{c_int, c_void};
 
-use tandem::p2p::{ReqId, SendMode, Status};
+use tandem::p2p::{Envelope, ReqId, SendMode, Status};
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
@@ -23,18 +23,20 @@ use crate::xfer::{self, SendKind};
 /// Checked arguments of a send of a packed predefined datatype (the fast
 /// path: no datatype object, no staging).
 struct PackedSend {
-    id: CommId,
     len: usize,
-    /// `None` for `MPI_PROC_NULL`.
-    dest: Option<u32>,
-    tag: i32,
+    /// The message's envelope and the destination's world rank; `None` for
+    /// `MPI_PROC_NULL`.
+    to: Option<(Envelope, u32)>,
 }
 
 /// Checked arguments of a receive of a packed predefined datatype.
 struct PackedRecv {
-    id: CommId,
     cap: usize,
-    src: Source,
+    /// Matching context.
+    ctx: u32,
+    /// `None` for `MPI_PROC_NULL`; then `Some(None)` for any source, else
+    /// the source's (communicator rank, world rank).
+    from: Option<Option<(u32, u32)>>,
     tag: Option<i32>,
 }
 
@@ -82,8 +84,21 @@ fn packed_send_args(
         let id = args::comm(s, comm)?;
         let len = packed_len(comm, buf, count, elem)?;
         let tag = args::send_tag(comm, tag)?;
-        let dest = args::dest(s, comm, id, dest)?;
-        Ok(PackedSend { id, len, dest, tag })
+        // The communicator is looked up once, for the check and the envelope.
+        let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
+        let to = match dest {
+            MPI_PROC_NULL => None,
+            d if d >= 0 && (d as u32) < c.size() => {
+                let env = Envelope {
+                    ctx: c.p2p_context(),
+                    src: c.rank,
+                    tag,
+                };
+                Some((env, c.world_rank(d as u32)))
+            }
+            d => return Err(args::rank_error(comm, d, c.size())),
+        };
+        Ok(PackedSend { len, to })
     };
     Some(check())
 }
@@ -104,8 +119,19 @@ fn packed_recv_args(
         let id = args::comm(s, comm)?;
         let cap = packed_len(comm, buf, count, elem)?;
         let tag = args::recv_tag(comm, tag)?;
-        let src = args::source(s, comm, id, src)?;
-        Ok(PackedRecv { id, cap, src, tag })
+        let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
+        let from = match src {
+            MPI_ANY_SOURCE => Some(None),
+            MPI_PROC_NULL => None,
+            r if r >= 0 && (r as u32) < c.size() => Some(Some((r as u32, c.world_rank(r as u32)))),
+            r => return Err(args::rank_error(comm, r, c.size())),
+        };
+        Ok(PackedRecv {
+            cap,
+            ctx: c.p2p_context(),
+            from,
+            tag,
+        })
     };
     Some(check())
 }
@@ -118,30 +144,23 @@ fn packed_isend(
     comm: MPI_Comm,
     mode: SendMode,
 ) -> Result<ReqId, Fail> {
-    match a.dest {
+    match a.to {
         None => Ok(s.rt.p2p().completed(true, Status::default())),
         // SAFETY: the MPI contract keeps the buffer valid for `len` bytes
         // until the request completes.
-        Some(d) => unsafe { s.rt.isend(a.id, d, a.tag, buf.cast(), a.len, mode) }
+        Some((env, world)) => unsafe { s.rt.p2p().isend(env, world, buf.cast(), a.len, mode) }
             .map_err(|error| Fail { comm, error }),
     }
 }
 
 /// Posts a receive into packed bytes (already complete for `MPI_PROC_NULL`).
-fn packed_irecv(
-    s: &mut State,
-    buf: *mut c_void,
-    a: &PackedRecv,
-    comm: MPI_Comm,
-) -> Result<ReqId, Fail> {
-    let src = match a.src {
-        Source::Null => return Ok(s.rt.p2p().completed(false, Status::default())),
-        Source::Any => None,
-        Source::Rank(r) => Some(r),
+fn packed_irecv(s: &mut State, buf: *mut c_void, a: &PackedRecv) -> ReqId {
+    let Some(from) = a.from else {
+        return s.rt.p2p().completed(false, Status::default());
     };
     // SAFETY: the MPI contract keeps the buffer valid for `cap` bytes until
     // the request completes.
-    unsafe { s.rt.irecv(a.id, src, a.tag, buf.cast(), a.cap) }.map_err(|error| Fail { comm, error })
+    unsafe { s.rt.p2p().irecv(a.ctx, from, a.tag, buf.cast(), a.cap) }
 }
 
 /// An operation started for a communicator.
@@ -198,6 +217,17 @@ fn finish(s: &mut State, started: Started, status: *mut MPI_Status) -> Outcome {
     }
 }
 
+/// [`finish`] for a plain point-to-point request.
+fn finish_p2p(s: &mut State, id: ReqId, comm: MPI_Comm, status: *mut MPI_Status) -> Outcome {
+    let st = request::wait_p2p(s, id);
+    // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
+    unsafe { write_status(status, &st) };
+    match st.error {
+        Some(error) => Err(Fail { comm, error }),
+        None => Ok(()),
+    }
+}
+
 /// The request handle of a started operation.
 fn handle_of(s: &mut State, started: Started) -> MPI_Request {
     request::handle(s, started.comm, started.op)
@@ -216,20 +246,20 @@ fn blocking_send(
     call(func, |s| {
         if let Some(a) = packed_send_args(s, buf, count, dt, dest, tag, comm) {
             let a = a?;
-            let Some(d) = a.dest else {
+            let Some((env, world)) = a.to else {
                 return Ok(());
             };
             // A small message that the transport takes at once needs no request.
             if mode == SendMode::Standard {
                 // SAFETY: `buf` holds `len` bytes (MPI contract).
-                let sent = unsafe { s.rt.send_now(a.id, d, a.tag, buf.cast(), a.len) }
+                let sent = unsafe { s.rt.p2p().send_now(env, world, buf.cast(), a.len) }
                     .map_err(|error| Fail { comm, error })?;
                 if sent {
                     return Ok(());
                 }
             }
-            let op = Op::P2p(packed_isend(s, buf, &a, comm, mode)?);
-            return finish(s, Started { op, comm }, std::ptr::null_mut());
+            let id = packed_isend(s, buf, &a, comm, mode)?;
+            return finish_p2p(s, id, comm, std::ptr::null_mut());
         }
         let started = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
         finish(s, started, std::ptr::null_mut())
@@ -408,8 +438,8 @@ pub unsafe extern "C" fn MPI_Recv(
 ) -> c_int {
     call("MPI_Recv", |s| {
         if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
-            let op = Op::P2p(packed_irecv(s, buf, &a?, comm)?);
-            return finish(s, Started { op, comm }, status);
+            let id = packed_irecv(s, buf, &a?);
+            return finish_p2p(s, id, comm, status);
         }
         let started = start_recv(s, buf, count, dt, src, tag, comm)?;
         finish(s, started, status)
@@ -429,7 +459,7 @@ pub unsafe extern "C" fn MPI_Irecv(
     call("MPI_Irecv", |s| {
         args::out_ptr(comm, request, "request")?;
         if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
-            let id = packed_irecv(s, buf, &a?, comm)?;
+            let id = packed_irecv(s, buf, &a?);
             s.note_request(id, comm);
             // SAFETY: checked non-null; writable by the MPI contract.
             unsafe { put(request, id.0 as MPI_Request) };
