@@ -218,35 +218,6 @@ impl Runtime {
         }
     }
 
-    /// Sends a standard-mode message to communicator rank `dest` at once if
-    /// it needs no request (see [`P2p::send_now`]); returns whether it did.
-    ///
-    /// # Safety
-    /// `buf` must be valid for reads of `len` bytes during the call.
-    #[inline]
-    pub unsafe fn send_now(
-        &mut self,
-        comm: CommId,
-        dest: u32,
-        tag: i32,
-        buf: *const u8,
-        len: usize,
-    ) -> Result<bool> {
-        let c = self.comm(comm)?;
-        if dest >= c.size() {
-            return Err(Error::new(
-                ErrorClass::Rank,
-                format!("destination rank {dest} is not in 0..{}", c.size()),
-            ));
-        }
-        let (ctx, me, world) = (c.p2p_context(), c.rank, c.world_rank(dest));
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.p2p
-                .send_now(Envelope { ctx, src: me, tag }, world, buf, len)
-        }
-    }
-
     /// Posts a receive from communicator rank `src` (`None` = any source).
     ///
     /// # Safety
