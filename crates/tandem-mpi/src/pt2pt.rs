@@ -591,6 +591,17 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
             return Ok(());
         }
         let r = request::classify(s, h)?;
+        if let Req::P2p(id) = r {
+            // The common case: a plain point-to-point request.
+            let comm = s.request_comm(id);
+            let st = request::wait_p2p(s, id);
+            // SAFETY: as below.
+            unsafe {
+                put(request, MPI_REQUEST_NULL);
+                write_status(status, &st);
+            }
+            return st.error.map_or(Ok(()), |error| Err(Fail { comm, error }));
+        }
         request::wait(s, &[r], true);
         let done = request::complete(s, r);
         // SAFETY: as above.
