@@ -81,7 +81,7 @@ pub fn whole_frame_in_steps<S: FrameSink + ?Sized>(
 ///
 /// # Safety
 /// As `std::ptr::copy_nonoverlapping`.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
     // SAFETY: the caller's promise; every access is within the first `n` bytes.
     unsafe {
