@@ -20,6 +20,7 @@ pub enum Source {
 }
 
 /// Validates a communicator handle.
+#[inline]
 pub fn comm(state: &State, comm: MPI_Comm) -> Result<CommId, Fail> {
     state.comm_id(comm).map_err(|e| Fail { comm, error: e })
 }
@@ -68,6 +69,7 @@ pub fn source(state: &State, comm: MPI_Comm, id: CommId, src: c_int) -> Result<S
 }
 
 /// Checks a tag for sending.
+#[inline]
 pub fn send_tag(comm: MPI_Comm, tag: c_int) -> Result<i32, Fail> {
     if (0..=TAG_UB).contains(&tag) {
         Ok(tag)
@@ -81,6 +83,7 @@ pub fn send_tag(comm: MPI_Comm, tag: c_int) -> Result<i32, Fail> {
 }
 
 /// Checks a tag for receiving; `None` for `MPI_ANY_TAG`.
+#[inline]
 pub fn recv_tag(comm: MPI_Comm, tag: c_int) -> Result<Option<i32>, Fail> {
     if tag == MPI_ANY_TAG {
         Ok(None)

@@ -158,6 +158,7 @@ pub fn layout(comm: MPI_Comm, dt: MPI_Datatype) -> Result<Arc<Layout>, Fail> {
 /// memory, one after the other (every predefined type but the padded
 /// value-index pairs): the point-to-point fast paths move such buffers as
 /// bytes. `None` for every other handle.
+#[inline]
 pub fn packed_predefined(dt: MPI_Datatype) -> Option<usize> {
     static SIZES: OnceLock<Vec<u8>> = OnceLock::new();
     let sizes = SIZES.get_or_init(|| {

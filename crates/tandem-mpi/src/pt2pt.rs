@@ -42,6 +42,7 @@ struct PackedRecv {
 
 /// Bytes of `count` elements of `elem` bytes at `buf`, checked as
 /// [`datatype::typed`] checks a buffer of a predefined datatype.
+#[inline(always)]
 fn packed_len(
     comm: MPI_Comm,
     buf: *const c_void,
@@ -70,6 +71,7 @@ fn packed_len(
 /// The arguments of a send when its datatype is a packed predefined one,
 /// checked in the order of [`xfer::send_args`]; `None` for any other
 /// datatype (the general path).
+#[inline(always)]
 fn packed_send_args(
     s: &State,
     buf: *const c_void,
@@ -105,6 +107,7 @@ fn packed_send_args(
 
 /// The arguments of a receive when its datatype is a packed predefined
 /// one, checked in the order of [`xfer::recv_args`].
+#[inline(always)]
 fn packed_recv_args(
     s: &State,
     buf: *mut c_void,
