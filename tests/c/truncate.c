@@ -16,7 +16,9 @@
  *   5. MPI_Waitall over a truncated and a normal receive: MPI_ERR_IN_STATUS,
  *      statuses[0].MPI_ERROR of class MPI_ERR_TRUNCATE, statuses[1].MPI_ERROR
  *      MPI_SUCCESS (or MPI_ERR_PENDING, which the standard allows; then the
- *      request is completed with MPI_Wait).
+ *      request is completed with MPI_Wait);
+ *   6. tiny messages (over shared memory they travel inline in a cell):
+ *      MPI_Recv of 8 B into 3 B, MPI_Irecv + MPI_Wait of 8 B into 5 B.
  * Checked after every truncated receive: the error class, the first bytes
  * (every one of the buffer's bytes holds the message's start; on another MPI
  * the buffer may also be left untouched, which the standard allows), the
@@ -139,6 +141,8 @@ int main(int argc, char **argv)
         /* Waitall case: tags 70 (truncated) and 71 (normal) */
         send_pair(partner, 100, 70);
         send_pair(partner, MIB, 80);
+        send_pair(partner, 8, 90);
+        send_pair(partner, 8, 92);
         /* the job still works both ways */
         tc_prepare_recv(rbuf, MIB, partner, 99);
         CHECK_MPI(MPI_Recv(rbuf, MIB, MPI_BYTE, partner, 99, MPI_COMM_WORLD, &st));
@@ -182,6 +186,8 @@ int main(int argc, char **argv)
             free(r2);
         }
         recv_blocking_case(src, MIB, 1000, 80, "MPI_Recv of 1 MiB into 1000 B (again)");
+        recv_blocking_case(src, 8, 3, 90, "MPI_Recv of 8 B into 3 B");
+        recv_wait_case(src, 8, 5, 92, "MPI_Irecv+MPI_Wait of 8 B into 5 B");
         tc_fill(sbuf, MIB, rank, 99);
         CHECK_MPI(MPI_Send(sbuf, MIB, MPI_BYTE, src, 99, MPI_COMM_WORLD));
     }

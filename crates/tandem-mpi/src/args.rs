@@ -20,6 +20,7 @@ pub enum Source {
 }
 
 /// Validates a communicator handle.
+#[inline]
 pub fn comm(state: &State, comm: MPI_Comm) -> Result<CommId, Fail> {
     state.comm_id(comm).map_err(|e| Fail { comm, error: e })
 }
@@ -42,12 +43,18 @@ pub fn dest(state: &State, comm: MPI_Comm, id: CommId, dest: c_int) -> Result<Op
     match dest {
         MPI_PROC_NULL => Ok(None),
         d if d >= 0 && (d as u32) < size => Ok(Some(d as u32)),
-        d => Err(Fail::new(
-            comm,
-            ErrorClass::Rank,
-            format!("rank {d} is not in 0..{size}"),
-        )),
+        d => Err(rank_error(comm, d, size)),
     }
+}
+
+/// The error for rank `r` of a communicator of `size` ranks.
+#[cold]
+pub fn rank_error(comm: MPI_Comm, r: c_int, size: u32) -> Fail {
+    Fail::new(
+        comm,
+        ErrorClass::Rank,
+        format!("rank {r} is not in 0..{size}"),
+    )
 }
 
 /// Checks a source rank (wildcards allowed).
@@ -62,6 +69,7 @@ pub fn source(state: &State, comm: MPI_Comm, id: CommId, src: c_int) -> Result<S
 }
 
 /// Checks a tag for sending.
+#[inline]
 pub fn send_tag(comm: MPI_Comm, tag: c_int) -> Result<i32, Fail> {
     if (0..=TAG_UB).contains(&tag) {
         Ok(tag)
@@ -75,6 +83,7 @@ pub fn send_tag(comm: MPI_Comm, tag: c_int) -> Result<i32, Fail> {
 }
 
 /// Checks a tag for receiving; `None` for `MPI_ANY_TAG`.
+#[inline]
 pub fn recv_tag(comm: MPI_Comm, tag: c_int) -> Result<Option<i32>, Fail> {
     if tag == MPI_ANY_TAG {
         Ok(None)

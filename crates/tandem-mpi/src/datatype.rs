@@ -154,6 +154,34 @@ pub fn layout(comm: MPI_Comm, dt: MPI_Datatype) -> Result<Arc<Layout>, Fail> {
     }
 }
 
+/// Bytes per element of a predefined datatype whose elements lie packed in
+/// memory, one after the other (every predefined type but the padded
+/// value-index pairs): the point-to-point fast paths move such buffers as
+/// bytes. `None` for every other handle.
+#[inline]
+pub fn packed_predefined(dt: MPI_Datatype) -> Option<usize> {
+    static SIZES: OnceLock<Vec<u8>> = OnceLock::new();
+    let sizes = SIZES.get_or_init(|| {
+        predefined_layouts()
+            .iter()
+            .map(|l| match l {
+                Some(l)
+                    if l.contiguous_at() == Some(0)
+                        && l.size as isize == l.extent
+                        && (1..=u8::MAX as usize).contains(&l.size) =>
+                {
+                    l.size as u8
+                }
+                _ => 0,
+            })
+            .collect()
+    });
+    match sizes.get(dt) {
+        Some(&n) if n > 0 => Some(usize::from(n)),
+        _ => None,
+    }
+}
+
 /// Whether `dt` is a predefined datatype.
 pub fn is_predefined(dt: MPI_Datatype) -> bool {
     dt < PREDEF_LIMIT && predefined_layouts()[dt].is_some()

@@ -10,7 +10,7 @@
 
 use std::os::raw::{c_int, c_void};
 
-use tandem::p2p::{SendMode, Status};
+use tandem::p2p::{Envelope, ReqId, SendMode, Status};
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
@@ -19,6 +19,152 @@ use crate::datatype;
 use crate::request::{self, Op, Req};
 use crate::state::{call, Fail, Outcome, State};
 use crate::xfer::{self, SendKind};
+
+/// Checked arguments of a send of a packed predefined datatype (the fast
+/// path: no datatype object, no staging).
+struct PackedSend {
+    len: usize,
+    /// The message's envelope and the destination's world rank; `None` for
+    /// `MPI_PROC_NULL`.
+    to: Option<(Envelope, u32)>,
+}
+
+/// Checked arguments of a receive of a packed predefined datatype.
+struct PackedRecv {
+    cap: usize,
+    /// Matching context.
+    ctx: u32,
+    /// `None` for `MPI_PROC_NULL`; then `Some(None)` for any source, else
+    /// the source's (communicator rank, world rank).
+    from: Option<Option<(u32, u32)>>,
+    tag: Option<i32>,
+}
+
+/// Bytes of `count` elements of `elem` bytes at `buf`, checked as
+/// [`datatype::typed`] checks a buffer of a predefined datatype.
+#[inline(always)]
+fn packed_len(
+    comm: MPI_Comm,
+    buf: *const c_void,
+    count: c_int,
+    elem: usize,
+) -> Result<usize, Fail> {
+    if count < 0 {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Count,
+            format!("negative count {count}"),
+        ));
+    }
+    // At most 2^31 elements of at most 255 bytes: no overflow.
+    let len = count as usize * elem;
+    if len > 0 && buf.is_null() {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Buffer,
+            format!("NULL buffer for {count} elements"),
+        ));
+    }
+    Ok(len)
+}
+
+/// The arguments of a send when its datatype is a packed predefined one,
+/// checked in the order of [`xfer::send_args`]; `None` for any other
+/// datatype (the general path).
+#[inline(always)]
+fn packed_send_args(
+    s: &State,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Option<Result<PackedSend, Fail>> {
+    let elem = datatype::packed_predefined(dt)?;
+    let check = || {
+        let id = args::comm(s, comm)?;
+        let len = packed_len(comm, buf, count, elem)?;
+        let tag = args::send_tag(comm, tag)?;
+        // The communicator is looked up once, for the check and the envelope.
+        let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
+        let to = match dest {
+            MPI_PROC_NULL => None,
+            d if d >= 0 && (d as u32) < c.size() => {
+                let env = Envelope {
+                    ctx: c.p2p_context(),
+                    src: c.rank,
+                    tag,
+                };
+                Some((env, c.world_rank(d as u32)))
+            }
+            d => return Err(args::rank_error(comm, d, c.size())),
+        };
+        Ok(PackedSend { len, to })
+    };
+    Some(check())
+}
+
+/// The arguments of a receive when its datatype is a packed predefined
+/// one, checked in the order of [`xfer::recv_args`].
+#[inline(always)]
+fn packed_recv_args(
+    s: &State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Option<Result<PackedRecv, Fail>> {
+    let elem = datatype::packed_predefined(dt)?;
+    let check = || {
+        let id = args::comm(s, comm)?;
+        let cap = packed_len(comm, buf, count, elem)?;
+        let tag = args::recv_tag(comm, tag)?;
+        let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
+        let from = match src {
+            MPI_ANY_SOURCE => Some(None),
+            MPI_PROC_NULL => None,
+            r if r >= 0 && (r as u32) < c.size() => Some(Some((r as u32, c.world_rank(r as u32)))),
+            r => return Err(args::rank_error(comm, r, c.size())),
+        };
+        Ok(PackedRecv {
+            cap,
+            ctx: c.p2p_context(),
+            from,
+            tag,
+        })
+    };
+    Some(check())
+}
+
+/// Starts a send of packed bytes (already complete for `MPI_PROC_NULL`).
+fn packed_isend(
+    s: &mut State,
+    buf: *const c_void,
+    a: &PackedSend,
+    comm: MPI_Comm,
+    mode: SendMode,
+) -> Result<ReqId, Fail> {
+    match a.to {
+        None => Ok(s.rt.p2p().completed(true, Status::default())),
+        // SAFETY: the MPI contract keeps the buffer valid for `len` bytes
+        // until the request completes.
+        Some((env, world)) => unsafe { s.rt.p2p().isend(env, world, buf.cast(), a.len, mode) }
+            .map_err(|error| Fail { comm, error }),
+    }
+}
+
+/// Posts a receive into packed bytes (already complete for `MPI_PROC_NULL`).
+fn packed_irecv(s: &mut State, buf: *mut c_void, a: &PackedRecv) -> ReqId {
+    let Some(from) = a.from else {
+        return s.rt.p2p().completed(false, Status::default());
+    };
+    // SAFETY: the MPI contract keeps the buffer valid for `cap` bytes until
+    // the request completes.
+    unsafe { s.rt.p2p().irecv(a.ctx, from, a.tag, buf.cast(), a.cap) }
+}
 
 /// An operation started for a communicator.
 struct Started {
@@ -74,6 +220,17 @@ fn finish(s: &mut State, started: Started, status: *mut MPI_Status) -> Outcome {
     }
 }
 
+/// [`finish`] for a plain point-to-point request.
+fn finish_p2p(s: &mut State, id: ReqId, comm: MPI_Comm, status: *mut MPI_Status) -> Outcome {
+    let st = request::wait_p2p(s, id);
+    // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
+    unsafe { write_status(status, &st) };
+    match st.error {
+        Some(error) => Err(Fail { comm, error }),
+        None => Ok(()),
+    }
+}
+
 /// The request handle of a started operation.
 fn handle_of(s: &mut State, started: Started) -> MPI_Request {
     request::handle(s, started.comm, started.op)
@@ -90,6 +247,23 @@ fn blocking_send(
     mode: SendMode,
 ) -> c_int {
     call(func, |s| {
+        if let Some(a) = packed_send_args(s, buf, count, dt, dest, tag, comm) {
+            let a = a?;
+            let Some((env, world)) = a.to else {
+                return Ok(());
+            };
+            // A small message that the transport takes at once needs no request.
+            if mode == SendMode::Standard {
+                // SAFETY: `buf` holds `len` bytes (MPI contract).
+                let sent = unsafe { s.rt.p2p().send_now(env, world, buf.cast(), a.len) }
+                    .map_err(|error| Fail { comm, error })?;
+                if sent {
+                    return Ok(());
+                }
+            }
+            let id = packed_isend(s, buf, &a, comm, mode)?;
+            return finish_p2p(s, id, comm, std::ptr::null_mut());
+        }
         let started = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
         finish(s, started, std::ptr::null_mut())
     })
@@ -108,6 +282,13 @@ fn nonblocking_send(
 ) -> c_int {
     call(func, |s| {
         args::out_ptr(comm, request, "request")?;
+        if let Some(a) = packed_send_args(s, buf, count, dt, dest, tag, comm) {
+            let id = packed_isend(s, buf, &a?, comm, mode)?;
+            s.note_request(id, comm);
+            // SAFETY: checked non-null; writable by the MPI contract.
+            unsafe { put(request, id.0 as MPI_Request) };
+            return Ok(());
+        }
         let started = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
         let h = handle_of(s, started);
         // SAFETY: checked non-null; writable by the MPI contract.
@@ -259,6 +440,10 @@ pub unsafe extern "C" fn MPI_Recv(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Recv", |s| {
+        if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
+            let id = packed_irecv(s, buf, &a?);
+            return finish_p2p(s, id, comm, status);
+        }
         let started = start_recv(s, buf, count, dt, src, tag, comm)?;
         finish(s, started, status)
     })
@@ -276,6 +461,13 @@ pub unsafe extern "C" fn MPI_Irecv(
 ) -> c_int {
     call("MPI_Irecv", |s| {
         args::out_ptr(comm, request, "request")?;
+        if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
+            let id = packed_irecv(s, buf, &a?);
+            s.note_request(id, comm);
+            // SAFETY: checked non-null; writable by the MPI contract.
+            unsafe { put(request, id.0 as MPI_Request) };
+            return Ok(());
+        }
         let started = start_recv(s, buf, count, dt, src, tag, comm)?;
         let h = handle_of(s, started);
         // SAFETY: checked non-null; writable by the MPI contract.
@@ -402,6 +594,17 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
             return Ok(());
         }
         let r = request::classify(s, h)?;
+        if let Req::P2p(id) = r {
+            // The common case: a plain point-to-point request.
+            let comm = s.request_comm(id);
+            let st = request::wait_p2p(s, id);
+            // SAFETY: as below.
+            unsafe {
+                put(request, MPI_REQUEST_NULL);
+                write_status(status, &st);
+            }
+            return st.error.map_or(Ok(()), |error| Err(Fail { comm, error }));
+        }
         request::wait(s, &[r], true);
         let done = request::complete(s, r);
         // SAFETY: as above.

@@ -414,6 +414,13 @@ pub fn wait_op(s: &mut State, op: Op) -> Status {
     op.finish(&mut s.rt)
 }
 
+/// [`wait_op`] for a plain point-to-point request.
+pub fn wait_p2p(s: &mut State, id: ReqId) -> Status {
+    sweep(s);
+    s.rt.wait_until(|p, _| p.is_complete(id) != Some(false));
+    s.rt.p2p().take_if_complete(id).unwrap_or_default()
+}
+
 /// Whether `r` is a persistent request that has not been started.
 pub fn is_inactive(s: &State, r: Req) -> bool {
     matches!(s.ext.reqs.persistent(r), Some((_, false)))

@@ -59,6 +59,7 @@ impl State {
     }
 
     /// The runtime's id of a communicator handle.
+    #[inline]
     pub fn comm_id(&self, comm: MPI_Comm) -> Result<CommId, Error> {
         let id = match comm {
             MPI_COMM_WORLD => WORLD,
@@ -97,6 +98,7 @@ impl State {
     }
 
     /// Remembers which communicator a request belongs to (for its errors).
+    #[inline]
     pub fn note_request(&mut self, id: ReqId, comm: MPI_Comm) {
         let i = (id.0 & 0xffff_ffff) as usize;
         if self.req_comm.len() <= i {

@@ -26,8 +26,11 @@ enum Route {
 
 const TOKEN_TCP: u64 = u64::MAX;
 /// Without TCP connections, the listener is polled once every this many
-/// progress calls (and whenever the rank blocks).
-const IDLE_TCP_POLL_EVERY: u32 = 64;
+/// progress calls (and whenever the rank blocks): a few tens of
+/// microseconds of polling. Each poll is a system call, which a waiting
+/// rank pays when its message lands during it: once every 64 calls it
+/// added about 0.02 us to an 8-byte shared-memory ping-pong (0.18 us).
+const IDLE_TCP_POLL_EVERY: u32 = 1024;
 const TOKEN_WAKE: u64 = u64::MAX - 1;
 
 /// Owns every transport of a rank.
@@ -131,6 +134,26 @@ impl Engine {
         match (self.routes[peer as usize], self.shm.as_mut()) {
             (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
             _ => self.tcp.send(peer, header, payload, len, token),
+        }
+    }
+
+    /// Hands a frame to the transport only if it can take it whole at once
+    /// (shared memory, a free cell, nothing queued before it); returns
+    /// whether it did. Then the payload memory is free again.
+    ///
+    /// # Safety
+    /// `payload` must be valid for reads of `len` bytes during the call.
+    pub unsafe fn try_send(
+        &mut self,
+        peer: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+    ) -> Result<bool> {
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            // SAFETY: forwarded from the caller.
+            (Route::Shm(local), Some(shm)) => unsafe { shm.try_send(local, header, payload, len) },
+            _ => Ok(false),
         }
     }
 

@@ -175,11 +175,13 @@ impl Runtime {
     }
 
     /// The point-to-point engine, for layers built on it.
+    #[inline]
     pub fn p2p(&mut self) -> &mut P2p {
         &mut self.p2p
     }
 
     /// A live communicator.
+    #[inline]
     pub fn comm(&self, id: CommId) -> Result<&Comm> {
         self.comms
             .get(id.0)
@@ -191,6 +193,7 @@ impl Runtime {
     ///
     /// # Safety
     /// `buf` must be valid for reads of `len` bytes until the request completes.
+    #[inline]
     pub unsafe fn isend(
         &mut self,
         comm: CommId,
@@ -219,6 +222,7 @@ impl Runtime {
     ///
     /// # Safety
     /// `buf` must be valid for writes of `cap` bytes until the request completes.
+    #[inline]
     pub unsafe fn irecv(
         &mut self,
         comm: CommId,

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use tandem::bootstrap::env as job_env;
 use tandem::params::Settings;
-use tandem::transport::shm::{HostResources, Layout};
+use tandem::transport::shm::{env as shm_env, HostResources, Layout};
 
 use super::channel::{encode, Decoder, Record};
 use super::job::{os_error_text, spawn_error};
@@ -114,8 +114,11 @@ pub fn main(host: &str) -> i32 {
     let mut rank0_stdin = None;
     for (local, &rank) in spec.ranks.iter().enumerate() {
         let mut rank_env = vec![(job_env::RANK.to_string(), rank.to_string())];
-        if let Some(h) = &shm {
-            rank_env.extend(h.env(local as u32));
+        match &shm {
+            Some(h) => rank_env.extend(h.env(local as u32)),
+            // Without a segment a rank still learns its place on the host
+            // (it chooses its CPU by it).
+            None => rank_env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
         }
         match supervise::spawn_rank(&command, &rank_env, spec.stdin && rank == 0) {
             Ok(s) => {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tandem::bootstrap::{encode_secret, env as job_env, random_secret};
 use tandem::params::Settings;
 use tandem::stats::{self, Counters};
-use tandem::transport::shm::{HostResources, Layout};
+use tandem::transport::shm::{env as shm_env, HostResources, Layout};
 
 use super::channel::{encode, STDIN_WINDOW};
 use super::kv_service::{self, AbortRequest, KvService};
@@ -341,8 +341,11 @@ impl Job {
     ) -> Result<(), (String, i32)> {
         let cmd = &self.config.command;
         let mut rank_env = vec![(job_env::RANK.to_string(), rank.to_string())];
-        if let Some(h) = host {
-            rank_env.extend(h.env(local));
+        match host {
+            Some(h) => rank_env.extend(h.env(local)),
+            // Without a segment a rank still learns its place on the host
+            // (it chooses its CPU by it).
+            None => rank_env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
         }
         let spawned = supervise::spawn_rank(cmd, &rank_env, rank == 0)
             .map_err(|e| spawn_error(rank, &cmd.program, &e))?;

@@ -12,15 +12,18 @@ use crate::runtime::{CommId, Runtime};
 
 impl Runtime {
     /// The collective state (schedules in flight, algorithm selection).
+    #[inline]
     pub fn colls(&self) -> &Colls {
         &self.colls
     }
 
+    #[inline]
     pub fn colls_mut(&mut self) -> &mut Colls {
         &mut self.colls
     }
 
     /// The point-to-point engine, read-only (for readiness checks).
+    #[inline]
     pub fn p2p_ref(&self) -> &P2p {
         &self.p2p
     }

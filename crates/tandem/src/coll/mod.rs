@@ -537,6 +537,7 @@ impl Colls {
     }
 
     /// Advances every unfinished schedule; returns whether any finished.
+    #[inline]
     pub fn advance_all(&mut self, net: &mut dyn Net) -> bool {
         let mut any = false;
         let mut i = 0;
@@ -558,6 +559,7 @@ impl Colls {
     }
 
     /// Whether some unfinished schedule could move now.
+    #[inline]
     pub fn can_advance(&self, net: &dyn Net) -> bool {
         self.active.iter().any(|id| {
             self.slots[id.index()]

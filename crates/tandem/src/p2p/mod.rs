@@ -24,7 +24,9 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::progress::Engine;
 use crate::stats::Counters;
 use crate::transport::shm::ReadRemoteError;
-use crate::transport::{FrameSink, Payload, PayloadDest, SendState};
+use crate::transport::{
+    copy_bytes, whole_frame_in_steps, FrameSink, Payload, PayloadDest, SendState,
+};
 use crate::wire::{FrameKind, Header};
 use remote::Remote;
 pub use remote::{accumulate_supported, OpId, OpState};
@@ -186,23 +188,32 @@ impl Matcher {
         }
     }
 
+    #[inline]
     fn truncation(msg_len: u64, cap: usize) -> Option<Error> {
-        (msg_len > cap as u64).then(|| {
-            Error::new(
-                ErrorClass::Truncate,
-                format!("message of {msg_len} bytes truncated to the receive buffer's {cap} bytes"),
-            )
-        })
+        (msg_len > cap as u64).then(|| Self::truncation_error(msg_len, cap))
+    }
+
+    #[cold]
+    fn truncation_error(msg_len: u64, cap: usize) -> Error {
+        Error::new(
+            ErrorClass::Truncate,
+            format!("message of {msg_len} bytes truncated to the receive buffer's {cap} bytes"),
+        )
     }
 
     /// Takes the first posted receive in `ctx` that matches.
     fn take_posted(&mut self, ctx: u32, src: u32, tag: i32) -> Option<ReqId> {
         let c = self.contexts.get_mut(&ctx)?;
         let reqs = &self.reqs;
-        let pos = c.posted.iter().position(|&id| {
-            reqs.get(id)
+        let fits = |id: &ReqId| {
+            reqs.get(*id)
                 .is_some_and(|r| matches(r.src_filter, r.tag, src, tag))
-        })?;
+        };
+        // Most often the oldest posted receive is the one.
+        if fits(c.posted.front()?) {
+            return c.posted.pop_front();
+        }
+        let pos = c.posted.iter().position(fits)?;
         c.posted.remove(pos)
     }
 
@@ -220,6 +231,54 @@ impl Matcher {
             }
         }
         Ok(())
+    }
+
+    /// The common case of an eager message arriving whole: the oldest
+    /// receive posted in its context matches it, and is filled from `data`
+    /// and completed, with one look at the context and one at the request.
+    /// `false`: not that case, or a frame that fails
+    /// [`Matcher::check_source`] (nothing was done; the general path sorts
+    /// it out).
+    fn deliver_to_oldest(&mut self, peer: u32, h: &Header, data: &[u8]) -> bool {
+        if h.context >= MAX_CONTEXTS {
+            return false;
+        }
+        let Matcher { contexts, reqs, .. } = self;
+        let Some(c) = contexts.get_mut(&h.context) else {
+            return false;
+        };
+        if let Some(group) = &c.group {
+            if group.get(h.src as usize) != Some(&peer) {
+                return false;
+            }
+        }
+        let Some(&id) = c.posted.front() else {
+            return false;
+        };
+        let Some(r) = reqs.get_mut(id) else {
+            return false;
+        };
+        if !matches(r.src_filter, r.tag, h.src, h.tag) {
+            return false;
+        }
+        c.posted.pop_front();
+        let n = data.len().min(r.len);
+        // SAFETY: the receive buffer is valid for `r.len` bytes of writes
+        // (the promise made when posting it) and `n <= r.len`.
+        unsafe { copy_bytes(data.as_ptr(), r.buf, n) };
+        r.peer = Some(peer);
+        r.msg_len = h.len;
+        r.status.source = Some(h.src);
+        r.status.tag = Some(h.tag);
+        r.status.count = n;
+        r.stage = Stage::Complete;
+        if r.status.error.is_none() {
+            r.status.error = Self::truncation(h.len, r.len);
+        }
+        if r.detached {
+            reqs.remove(id);
+        }
+        true
     }
 
     /// Fills a matched receive from a buffered message and completes it.
@@ -328,6 +387,52 @@ unsafe fn slice_or_empty<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 }
 
 impl FrameSink for Matcher {
+    /// An eager message in one piece (a small one over shared memory):
+    /// matched, copied into the posted receive and completed in one step.
+    fn on_whole_frame(
+        &mut self,
+        peer: u32,
+        h: &Header,
+        data: &[u8],
+    ) -> std::result::Result<bool, String> {
+        if h.kind != FrameKind::Eager {
+            return whole_frame_in_steps(self, peer, h, data);
+        }
+        if self.deliver_to_oldest(peer, h, data) {
+            return Ok(true);
+        }
+        self.check_source(h.context, h.src, peer)?;
+        if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
+            let r = self.reqs.get_mut(id).expect("posted receive is live");
+            let n = data.len().min(r.len);
+            // SAFETY: the receive buffer is valid for `r.len` bytes of writes
+            // (the promise made when posting it) and `n <= r.len`.
+            unsafe { copy_bytes(data.as_ptr(), r.buf, n) };
+            r.peer = Some(peer);
+            r.msg_len = h.len;
+            r.status.source = Some(h.src);
+            r.status.tag = Some(h.tag);
+            let err = Self::truncation(h.len, r.len);
+            self.complete(id, n, err);
+            return Ok(true);
+        }
+        if self.unexpected_bytes > 0 && self.unexpected_bytes + data.len() > self.unexpected_limit {
+            return Ok(false);
+        }
+        self.unexpected_bytes += data.len();
+        self.push_unexpected(
+            h.context,
+            Unexpected {
+                src: h.src,
+                peer,
+                tag: h.tag,
+                len: h.len,
+                body: Body::Eager(data.to_vec()),
+            },
+        );
+        Ok(true)
+    }
+
     fn on_header(&mut self, peer: u32, h: &Header) -> std::result::Result<PayloadDest, String> {
         match h.kind {
             FrameKind::Eager => {
@@ -656,6 +761,45 @@ impl P2p {
         })
     }
 
+    /// A standard-mode send that leaves at once and needs no request: an
+    /// eager message to another rank that the transport takes whole now
+    /// (shared memory with a free cell and nothing queued before it).
+    /// Returns whether it was sent; if not, nothing happened and the send
+    /// goes through [`P2p::isend`].
+    ///
+    /// # Safety
+    /// `buf` must be valid for reads of `len` bytes during the call.
+    pub unsafe fn send_now(
+        &mut self,
+        env: Envelope,
+        dest: u32,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<bool> {
+        if len > self.eager_limit || dest == self.rank {
+            return Ok(false);
+        }
+        if let Some(why) = &self.m.lost[dest as usize] {
+            return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
+        }
+        let header = Header {
+            kind: FrameKind::Eager,
+            context: env.ctx,
+            src: env.src,
+            tag: env.tag,
+            len: len as u64,
+            sreq: 0,
+            rreq: 0,
+        };
+        // SAFETY: forwarded from the caller.
+        let sent = unsafe { self.engine.try_send(dest, &header, buf, len)? };
+        if sent {
+            self.m.counters.eager_msgs += 1;
+            self.m.counters.eager_bytes += len as u64;
+        }
+        Ok(sent)
+    }
+
     /// Starts a send of `len` bytes at `buf` to world rank `dest`.
     ///
     /// # Safety
@@ -669,6 +813,27 @@ impl P2p {
         mode: SendMode,
     ) -> Result<ReqId> {
         let Envelope { ctx, src, tag } = env;
+        // SAFETY: forwarded from the caller.
+        if mode == SendMode::Standard && unsafe { self.send_now(env, dest, buf, len)? } {
+            return Ok(self.m.reqs.insert(Request {
+                is_send: true,
+                stage: Stage::Complete,
+                context: ctx,
+                peer: Some(dest),
+                src_filter: None,
+                tag: Some(tag),
+                buf: buf as *mut u8,
+                len,
+                msg_len: len as u64,
+                status: Status {
+                    source: Some(src),
+                    tag: Some(tag),
+                    count: len,
+                    ..Status::default()
+                },
+                detached: false,
+            }));
+        }
         if let Some(why) = &self.m.lost[dest as usize] {
             return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
         }
@@ -810,12 +975,16 @@ impl P2p {
             detached: false,
         });
         let src_filter = src.map(|s| s.0);
+        let lost = src.is_some_and(|s| self.m.lost[s.1 as usize].is_some());
         let c = self.m.context(ctx);
-        if let Some(pos) = c
-            .unexpected
-            .iter()
-            .position(|u| matches(src_filter, tag, u.src, u.tag))
-        {
+        let found = if c.unexpected.is_empty() {
+            None
+        } else {
+            c.unexpected
+                .iter()
+                .position(|u| matches(src_filter, tag, u.src, u.tag))
+        };
+        if let Some(pos) = found {
             let u = c.unexpected.remove(pos).expect("position is in range");
             match u.body {
                 Body::Eager(data) => {
@@ -830,12 +999,14 @@ impl P2p {
             self.flush_outbox();
             return id;
         }
+        if !lost {
+            c.posted.push_back(id);
+            return id;
+        }
         if let Some(why) = src.and_then(|s| self.m.lost[s.1 as usize].clone()) {
             self.m
                 .complete(id, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
-            return id;
         }
-        self.m.context(ctx).posted.push_back(id);
         id
     }
 
@@ -878,16 +1049,19 @@ impl P2p {
     }
 
     /// Whether the request has completed (`None` for an unknown id).
+    #[inline]
     pub fn is_complete(&self, id: ReqId) -> Option<bool> {
         self.m.reqs.get(id).map(|r| r.stage == Stage::Complete)
     }
 
     /// Whether `id` names a live request.
+    #[inline]
     pub fn is_live(&self, id: ReqId) -> bool {
         self.m.reqs.get(id).is_some()
     }
 
     /// Completes and releases a finished request, returning its status.
+    #[inline]
     pub fn take_if_complete(&mut self, id: ReqId) -> Option<Status> {
         if self.is_complete(id)? {
             self.m.reqs.remove(id).map(|r| r.status)
@@ -1035,7 +1209,10 @@ impl P2p {
         if ready(self) {
             return;
         }
-        let mut idle_since = Instant::now();
+        // Reading the clock costs as much as a poll: idleness is timed from
+        // the first look at the clock, after some empty polls, so a wait that
+        // ends quickly never reads it.
+        let mut idle_since: Option<Instant> = None;
         let mut idle_polls: u32 = 0;
         let tcp_busy = self.engine.tcp_active();
         loop {
@@ -1043,18 +1220,18 @@ impl P2p {
                 if ready(self) {
                     return;
                 }
-                idle_since = Instant::now();
+                idle_since = None;
                 idle_polls = 0;
                 continue;
             }
             idle_polls = idle_polls.wrapping_add(1);
-            // Reading the clock costs as much as a poll; do it now and then
-            // (every time when not spinning: then each poll yields anyway).
+            // Look at the clock now and then (every time when not spinning:
+            // then each poll yields anyway).
             if !self.spin.is_zero() && !idle_polls.is_multiple_of(IDLE_POLLS_PER_CLOCK_READ) {
                 std::hint::spin_loop();
                 continue;
             }
-            let idle = idle_since.elapsed();
+            let idle = idle_since.get_or_insert_with(Instant::now).elapsed();
             if idle < self.spin {
                 // A peer may be waiting for this very core (a busy machine
                 // packs ranks together): once a quick answer is unlikely,
@@ -1080,7 +1257,7 @@ impl P2p {
             if ready(self) {
                 return;
             }
-            idle_since = Instant::now();
+            idle_since = None;
             idle_polls = 0;
         }
     }

@@ -96,6 +96,7 @@ pub struct Requests {
 }
 
 impl Requests {
+    #[inline]
     pub fn insert(&mut self, req: Request) -> ReqId {
         self.live += 1;
         if let Some(i) = self.free.pop() {
@@ -111,6 +112,7 @@ impl Requests {
         }
     }
 
+    #[inline]
     pub fn get(&self, id: ReqId) -> Option<&Request> {
         let slot = self.slots.get(id.index())?;
         if slot.generation != id.generation() {
@@ -119,6 +121,7 @@ impl Requests {
         slot.req.as_ref()
     }
 
+    #[inline]
     pub fn get_mut(&mut self, id: ReqId) -> Option<&mut Request> {
         let slot = self.slots.get_mut(id.index())?;
         if slot.generation != id.generation() {
@@ -127,6 +130,7 @@ impl Requests {
         slot.req.as_mut()
     }
 
+    #[inline]
     pub fn remove(&mut self, id: ReqId) -> Option<Request> {
         let slot = self.slots.get_mut(id.index())?;
         if slot.generation != id.generation() || slot.req.is_none() {

@@ -39,10 +39,68 @@ pub trait FrameSink {
     fn on_header(&mut self, peer: u32, header: &Header) -> Result<PayloadDest, String>;
     /// A frame is complete.
     fn on_frame(&mut self, peer: u32, header: &Header, payload: Payload) -> Result<(), String>;
+    /// A frame that carries a payload arrived whole, `data` being all of it
+    /// (a small message in one shared-memory cell): the same as
+    /// [`FrameSink::on_header`], the copy it asks for and
+    /// [`FrameSink::on_frame`], which sinks may do in one step. `Ok(false)`
+    /// means not now (as [`PayloadDest::Pause`]): nothing was taken.
+    fn on_whole_frame(&mut self, peer: u32, header: &Header, data: &[u8]) -> Result<bool, String> {
+        whole_frame_in_steps(self, peer, header, data)
+    }
     /// A queued frame sent with a completion token has fully left.
     fn on_send_done(&mut self, token: u64);
     /// `peer` is gone; every operation involving it must end with an error.
     fn on_peer_lost(&mut self, peer: u32, reason: &str);
+}
+
+/// What [`FrameSink::on_whole_frame`] does unless a sink does better:
+/// [`FrameSink::on_header`], the copy, [`FrameSink::on_frame`].
+pub fn whole_frame_in_steps<S: FrameSink + ?Sized>(
+    sink: &mut S,
+    peer: u32,
+    header: &Header,
+    data: &[u8],
+) -> Result<bool, String> {
+    let payload = match sink.on_header(peer, header)? {
+        PayloadDest::Pause => return Ok(false),
+        PayloadDest::Direct { ptr, cap } => {
+            let n = data.len().min(cap);
+            // SAFETY: the sink promised `cap` writable bytes at `ptr`; `n`
+            // is within both.
+            unsafe { copy_bytes(data.as_ptr(), ptr, n) };
+            Payload::Direct { written: n }
+        }
+        PayloadDest::Buffer => Payload::Buffer(data.to_vec()),
+    };
+    sink.on_frame(peer, header, payload)?;
+    Ok(true)
+}
+
+/// Copies `n` bytes; small copies (every inline shared-memory payload)
+/// without a call to `memcpy`.
+///
+/// # Safety
+/// As `std::ptr::copy_nonoverlapping`.
+#[inline(always)]
+pub(crate) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, n: usize) {
+    // SAFETY: the caller's promise; every access is within the first `n` bytes.
+    unsafe {
+        match n {
+            0 => {}
+            1..=3 => {
+                *dst = *src;
+                *dst.add(n / 2) = *src.add(n / 2);
+                *dst.add(n - 1) = *src.add(n - 1);
+            }
+            4..=8 => {
+                let a = src.cast::<u32>().read_unaligned();
+                let b = src.add(n - 4).cast::<u32>().read_unaligned();
+                dst.cast::<u32>().write_unaligned(a);
+                dst.add(n - 4).cast::<u32>().write_unaligned(b);
+            }
+            _ => std::ptr::copy_nonoverlapping(src, dst, n),
+        }
+    }
 }
 
 /// Whether a frame handed to a transport has left already.
