@@ -322,7 +322,7 @@ mod tests {
     #[test]
     fn unknown_and_missing_libraries_explain() {
         let e = resolve("lam").unwrap_err();
-        assert!(e.contains("tandem, openmpi, mpich"), "{e}");
+        assert!(e.contains("tandem, rwapi, openmpi, mpich"), "{e}");
         let e = resolve("/nonexistent/mpicc").unwrap_err();
         assert!(e.contains("no such compiler wrapper"), "{e}");
         assert!(install_hint(Family::OpenMpi).starts_with("apt-get install"));
