@@ -17,7 +17,7 @@ use crate::abi::*;
 use crate::args::{self, put, write_empty_status, write_status, Source};
 use crate::datatype;
 use crate::request::{self, Op, Req};
-use crate::state::{call, Fail, Outcome, State};
+use crate::state::{self, call, Fail, Outcome, State};
 use crate::xfer::{self, SendKind};
 
 /// An operation started for a communicator.
@@ -276,7 +276,12 @@ pub unsafe extern "C" fn MPI_Irecv(
 ) -> c_int {
     call("MPI_Irecv", |s| {
         args::out_ptr(comm, request, "request")?;
-        let started = start_recv(s, buf, count, dt, src, tag, comm)?;
+        // The application computes beside a non-blocking receive: one that
+        // matches at once may ask its sender to write into it.
+        s.rt.p2p().set_async_matching(state::async_policy());
+        let started = start_recv(s, buf, count, dt, src, tag, comm);
+        s.rt.p2p().set_async_matching(false);
+        let started = started?;
         let h = handle_of(s, started);
         // SAFETY: checked non-null; writable by the MPI contract.
         unsafe { put(request, h) };

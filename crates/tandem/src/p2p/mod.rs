@@ -10,9 +10,17 @@
 //!   CTS with its request id and the bytes it can take, and the sender
 //!   writes the data from its buffer; the transport reads it straight into
 //!   the receive buffer. An unexpected RTS is held as its header only.
+//! * Clear to write (direct.rs): a receive matched while its application
+//!   thread computes (by the progress helper, the signal handler, or when a
+//!   non-blocking receive is posted) can answer the RTS of a sender on this
+//!   host with CTW and its buffer address instead; the sender then writes
+//!   the data straight into the buffer and says WROTE, so the receiving
+//!   side never copies.
 //! * Synchronous sends always use rendezvous, so completion implies a match.
 //! * Messages to self never touch a transport.
 
+mod direct;
+mod handler;
 pub mod request;
 
 use std::collections::VecDeque;
@@ -152,6 +160,18 @@ pub struct Matcher {
     pulls: Vec<Pull>,
     lost: Vec<Option<String>>,
     counters: Counters,
+    /// Clear-to-write messages this rank (their sender) must write.
+    pushes: Vec<direct::Push>,
+    /// Per peer: whether it may be asked to write into this rank's memory.
+    direct_from: Vec<bool>,
+    /// Receives are being matched while the application thread computes
+    /// (or is about to): ask senders that can to write (see direct.rs).
+    async_match: bool,
+    /// By request slot: a receive posted while `async_match` was set (a
+    /// non-blocking one), which asks its sender to write wherever it matches.
+    overlapped: Vec<bool>,
+    /// Posted receives not matched yet, in every context.
+    posted_count: usize,
 }
 
 impl Matcher {
@@ -199,7 +219,9 @@ impl Matcher {
             reqs.get(id)
                 .is_some_and(|r| matches(r.src_filter, r.tag, src, tag))
         })?;
-        c.posted.remove(pos)
+        let id = c.posted.remove(pos);
+        self.posted_count -= 1;
+        id
     }
 
     fn check_source(&self, ctx: u32, src: u32, peer: u32) -> std::result::Result<(), String> {
@@ -255,6 +277,7 @@ impl Matcher {
             self.complete(id, 0, Some(e));
             return;
         }
+        let write = self.wants_write(id, peer);
         let Some(r) = self.reqs.get_mut(id) else {
             return;
         };
@@ -263,6 +286,17 @@ impl Matcher {
         r.msg_len = len;
         r.status.source = Some(src);
         r.status.tag = Some(tag);
+        if write {
+            let header = self.clear_to_write(id, sreq);
+            self.outbox.push(Outgoing {
+                peer,
+                header,
+                payload: std::ptr::null(),
+                len: 0,
+                token: None,
+            });
+            return;
+        }
         if let Some(addr) = addr {
             self.pulls.push(Pull {
                 rid: id,
@@ -374,9 +408,12 @@ impl FrameSink for Matcher {
                     cap: r.len,
                 })
             }
-            FrameKind::Rts | FrameKind::Cts | FrameKind::Rget | FrameKind::Fin => {
-                Err(format!("{:?} frame with a payload", h.kind))
-            }
+            FrameKind::Rts
+            | FrameKind::Cts
+            | FrameKind::Rget
+            | FrameKind::Fin
+            | FrameKind::Ctw
+            | FrameKind::Wrote => Err(format!("{:?} frame with a payload", h.kind)),
         }
     }
 
@@ -483,6 +520,8 @@ impl FrameSink for Matcher {
                     token: Some(id.0),
                 });
             }
+            (FrameKind::Ctw, Payload::Empty) => self.on_clear_to_write(peer, h)?,
+            (FrameKind::Wrote, Payload::Empty) => self.on_wrote(peer, h)?,
             (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
         }
         Ok(())
@@ -523,7 +562,9 @@ impl FrameSink for Matcher {
                 if r.stage == Stage::RecvPosted {
                     let ctx = r.context;
                     if let Some(c) = self.contexts.get_mut(&ctx) {
+                        let before = c.posted.len();
                         c.posted.retain(|&x| x != id);
+                        self.posted_count -= before - c.posted.len();
                     }
                 }
             }
@@ -549,6 +590,9 @@ const SPIN_BEFORE_YIELDING: Duration = Duration::from_micros(50);
 /// Settings of the point-to-point layer.
 pub struct P2pConfig {
     pub eager_limit: usize,
+    /// Whether receives matched while the application computes may ask
+    /// senders on this host to write into them (`shm_direct_write`).
+    pub direct_write: bool,
     pub unexpected_limit: usize,
     pub spin: Duration,
     pub yield_time: Duration,
@@ -567,6 +611,9 @@ pub struct P2p {
 
 impl P2p {
     pub fn new(rank: u32, size: u32, engine: Engine, cfg: P2pConfig) -> P2p {
+        let direct_from = (0..size)
+            .map(|p| cfg.direct_write && engine.direct_write_from(p))
+            .collect();
         P2p {
             rank,
             size,
@@ -581,6 +628,11 @@ impl P2p {
                 pulls: Vec::new(),
                 counters: Counters::default(),
                 lost: vec![None; size as usize],
+                pushes: Vec::new(),
+                direct_from,
+                async_match: false,
+                overlapped: Vec::new(),
+                posted_count: 0,
             },
             eager_limit: cfg.eager_limit,
             spin: cfg.spin,
@@ -786,6 +838,7 @@ impl P2p {
             status: Status::default(),
             detached: false,
         });
+        self.m.note_overlap(id);
         let src_filter = src.map(|s| s.0);
         let c = self.m.context(ctx);
         if let Some(pos) = c
@@ -813,6 +866,7 @@ impl P2p {
             return id;
         }
         self.m.context(ctx).posted.push_back(id);
+        self.m.posted_count += 1;
         id
     }
 
@@ -918,7 +972,9 @@ impl P2p {
         if r.stage == Stage::RecvPosted {
             let ctx = r.context;
             if let Some(c) = self.m.contexts.get_mut(&ctx) {
+                let before = c.posted.len();
                 c.posted.retain(|&x| x != id);
+                self.m.posted_count -= before - c.posted.len();
             }
             if let Some(r) = self.m.reqs.get_mut(id) {
                 r.status.cancelled = true;
@@ -976,6 +1032,9 @@ impl P2p {
     fn flush_outbox(&mut self) -> bool {
         if !self.m.pulls.is_empty() {
             self.run_pulls();
+        }
+        if !self.m.pushes.is_empty() {
+            self.run_pushes();
         }
         if self.m.outbox.is_empty() {
             return false;
