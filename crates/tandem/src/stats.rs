@@ -36,8 +36,10 @@ pub struct Counters {
     pub helper_wakeups: u64,
     /// Signals the helper thread sent the application thread (`signal`).
     pub signals_sent: u64,
-    /// Signals whose handler advanced communication.
+    /// Signals whose handler ran with the communication state.
     pub signals_handled: u64,
+    /// Rendezvous starts the signal handler answered (CTW or CTS).
+    pub signal_rndv_answered: u64,
     /// Rendezvous starts the helper did not signal (the application thread
     /// was inside the library or had no non-blocking receive posted), and
     /// signals that arrived while it was inside: left to the next MPI call.
@@ -49,7 +51,7 @@ pub struct Counters {
 
 impl Counters {
     /// Names and values, in a stable order.
-    pub fn fields(&self) -> [(&'static str, u64); 19] {
+    pub fn fields(&self) -> [(&'static str, u64); 20] {
         [
             ("progress_calls", self.progress_calls),
             ("recv_ready", self.recv_ready),
@@ -68,6 +70,7 @@ impl Counters {
             ("helper_wakeups", self.helper_wakeups),
             ("signals_sent", self.signals_sent),
             ("signals_handled", self.signals_handled),
+            ("signal_rndv_answered", self.signal_rndv_answered),
             ("signals_ignored", self.signals_ignored),
             ("direct_writes", self.direct_writes),
         ]
@@ -92,6 +95,7 @@ impl Counters {
             "helper_wakeups" => &mut self.helper_wakeups,
             "signals_sent" => &mut self.signals_sent,
             "signals_handled" => &mut self.signals_handled,
+            "signal_rndv_answered" => &mut self.signal_rndv_answered,
             "signals_ignored" => &mut self.signals_ignored,
             "direct_writes" => &mut self.direct_writes,
             _ => return None,

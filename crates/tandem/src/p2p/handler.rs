@@ -11,9 +11,12 @@
 //! that matches a posted receive and whose answer can be written straight
 //! into a free cell of the ring back. The answer is CTW (the sender writes
 //! the data into the receive buffer) where the sender may write, CTS (the
-//! pipelined copy) elsewhere. Anything else (an eager frame, an RTS nobody
-//! waits for yet, a full ring) stays where it is for the next MPI call,
-//! which is also what happens to frames arriving over TCP.
+//! pipelined copy) elsewhere. It also takes a WROTE that completes a
+//! receive without an error to build (so that a finished transfer does not
+//! hide the next RTS behind it). Anything else (an eager frame, an RTS
+//! nobody waits for yet, a full ring, a truncated or detached receive)
+//! stays where it is for the next MPI call, which is also what happens to
+//! frames arriving over TCP.
 //!
 //! Matching touches only memory allocated before: the request slab, the
 //! posted queue (removing from a `VecDeque` never allocates) and the
@@ -31,7 +34,11 @@ impl P2p {
         let mut answered = 0;
         for local in 0..self.engine.local_ranks() {
             while let Some((peer, h)) = self.engine.peek_control(local) {
-                if !self.answer_rendezvous_start(local, peer, &h) {
+                let taken = match h.kind {
+                    FrameKind::Wrote => self.take_wrote(local, peer, &h),
+                    _ => self.answer_rendezvous_start(local, peer, &h),
+                };
+                if !taken {
                     break;
                 }
                 answered += 1;
@@ -79,6 +86,29 @@ impl P2p {
         // Cannot fail: the cell is free (checked above) and only this rank
         // fills it; a fast-path send copies the header into it and nothing else.
         let _ = self.engine.send(peer, &reply, std::ptr::null(), 0, None);
+        self.m.counters.signal_rndv_answered += 1;
+        true
+    }
+
+    /// Completes the receive a WROTE at the head of local rank `local`'s
+    /// ring names, if that needs nothing but plain stores (no error status,
+    /// no slot to release).
+    fn take_wrote(&mut self, local: u32, peer: u32, h: &Header) -> bool {
+        let id = super::ReqId(h.rreq);
+        let Some(r) = self.m.reqs.get(id) else {
+            return false;
+        };
+        let granted = r.msg_len.min(r.len as u64);
+        if r.is_send
+            || r.detached
+            || r.stage != (Stage::RecvAwaitData { peer })
+            || h.len != granted
+            || r.msg_len > r.len as u64
+        {
+            return false;
+        }
+        self.engine.consume_control(local);
+        self.m.complete(id, granted as usize, None);
         true
     }
 
