@@ -548,7 +548,7 @@ impl ShmTransport {
     }
 
     /// This rank's helper doorbell: readable when a peer rang it (see
-    /// [`ShmTransport::set_helper_wake`]); `None` if the launcher made none.
+    /// [`ShmTransport::arm_helper`]); `None` if the launcher made none.
     pub fn helper_fd(&self) -> Option<RawFd> {
         self.helper_wake
             .get(self.me as usize)
@@ -1355,6 +1355,83 @@ mod tests {
         }
         assert_eq!(rb.frames[0].2, big);
         assert_eq!(ra.done, vec![7]);
+    }
+
+    fn control(kind: FrameKind) -> Header {
+        Header {
+            kind,
+            len: 1 << 20,
+            sreq: 9,
+            ..eager(3, 0)
+        }
+    }
+
+    #[test]
+    fn helper_doorbells_ring_for_what_the_helper_asked() {
+        let (mut a, mut b) = pair(8, 256);
+        let bell = b.helper_fd().expect("the launcher makes doorbells");
+        // Asking for rendezvous starts only: an eager frame does not ring,
+        // an RTS does, and the owner's own eventfd stays quiet.
+        assert!(b.arm_helper(WAKE_HELPER_RNDV));
+        a.send(1, &eager(1, 3), b"abc".as_ptr(), 3, None).unwrap();
+        assert!(!readable(bell));
+        a.send(1, &control(FrameKind::Rts), std::ptr::null(), 0, None)
+            .unwrap();
+        assert!(readable(bell));
+        assert!(!readable(b.wake_fd()));
+        drain(bell);
+        // Frames are waiting now: arming for any frame says so.
+        assert!(!b.arm_helper(WAKE_HELPER_ANY));
+        b.disarm_helper(WAKE_HELPER_ANY | WAKE_HELPER_RNDV);
+        a.send(1, &control(FrameKind::Rts), std::ptr::null(), 0, None)
+            .unwrap();
+        assert!(!readable(bell), "a disarmed helper is not rung");
+        // The owner sleeping and waking leaves the helper's request alone.
+        let mut rb = Recorder::default();
+        b.progress(&mut rb);
+        assert!(b.arm_helper(WAKE_HELPER_ANY));
+        assert!(b.prepare_sleep());
+        b.after_sleep();
+        a.send(1, &eager(2, 3), b"def".as_ptr(), 3, None).unwrap();
+        assert!(readable(bell));
+    }
+
+    #[test]
+    fn control_frames_are_peeked_in_place_and_consumed_once() {
+        let (mut a, mut b) = pair(4, 256);
+        a.send(1, &control(FrameKind::Rts), std::ptr::null(), 0, None)
+            .unwrap();
+        a.send(1, &eager(4, 3), b"xyz".as_ptr(), 3, None).unwrap();
+        let h = b.peek_control(0).expect("an RTS at the head");
+        assert_eq!((h.kind, h.sreq), (FrameKind::Rts, 9));
+        assert_eq!(b.peek_control(0), Some(h), "peeking leaves it there");
+        b.consume_control(0);
+        assert_eq!(b.peek_control(0), None, "an eager frame is not control");
+        let mut rb = Recorder::default();
+        b.progress(&mut rb);
+        assert_eq!(rb.frames.len(), 1, "the RTS was consumed once");
+        assert_eq!(rb.frames[0].2, b"xyz");
+        // A full ring cannot take a frame at once.
+        assert!(a.can_send_now(1));
+        for _ in 0..4 {
+            a.send(1, &control(FrameKind::Rts), std::ptr::null(), 0, None)
+                .unwrap();
+        }
+        assert!(!a.can_send_now(1));
+    }
+
+    #[test]
+    fn single_copy_writes_a_peer_buffer() {
+        let (mut a, _b) = pair(4, 256);
+        if !a.single_copy() {
+            eprintln!("process_vm_writev is not permitted here; skipping");
+            return;
+        }
+        let src: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        a.write_remote(1, dst.as_mut_ptr() as u64, src.as_ptr(), src.len())
+            .unwrap();
+        assert_eq!(src, dst);
     }
 
     #[test]
