@@ -161,9 +161,24 @@ pub(crate) fn on_enter(state: &mut State) {
 /// The application thread leaves the library: peers ring the helper from
 /// now on, and if something arrived already, the helper is told at once.
 pub(crate) fn on_leave(state: &mut State) {
-    if !state.rt.p2p().engine().arm_helper(WAKE_HELPER_ANY) {
-        kick();
+    let engine = state.rt.p2p().engine();
+    if !engine.arm_helper(WAKE_HELPER_ANY) {
+        engine.ring_helper();
     }
+}
+
+/// Whether any of `fds` is readable now.
+fn readable_now(fds: &[RawFd]) -> bool {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `p` is a valid array of `len` pollfds (see `wait_any`).
+    unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, 0) > 0 }
 }
 
 /// Applies the scheduling policy and CPU the parameters ask for; where the
@@ -232,23 +247,29 @@ fn run(kick_fd: RawFd, doorbell: RawFd, tcp: RawFd) {
             drain(doorbell);
         }
         WAKEUPS.fetch_add(1, Ordering::Relaxed);
-        serve(kick_fd);
+        serve(kick_fd, &fds[1..]);
     }
 }
 
 /// Drives communication while the application thread is outside the
-/// library, until nothing is left to do.
-fn serve(kick_fd: RawFd) {
+/// library, until nothing is left to do (`news`: the doorbell and the
+/// sockets).
+fn serve(kick_fd: RawFd, news: &[RawFd]) {
     loop {
         if stopping() {
             return;
         }
         let Some(mut owner) = Owner::try_acquire() else {
             // The application is inside and drives communication itself;
-            // be told when it leaves, then look again.
+            // be told when it leaves, then take over only if it left
+            // something (in a ping-pong it usually has not, and taking the
+            // state would only delay its next call).
             if Owner::want() {
                 wait_any(&[kick_fd], IDLE_TIMEOUT_MS);
                 drain(kick_fd);
+                if !readable_now(news) {
+                    return;
+                }
             }
             continue;
         };

@@ -252,6 +252,14 @@ impl Engine {
         self.shm.as_mut().is_none_or(|s| s.arm_helper(bits))
     }
 
+    /// Rings this rank's own helper doorbell: for the owner leaving the
+    /// library with frames [`Engine::arm_helper`] found waiting.
+    pub fn ring_helper(&self) {
+        if let Some(shm) = self.shm.as_ref() {
+            shm.ring_own_helper();
+        }
+    }
+
     /// Withdraws `bits` of [`Engine::arm_helper`].
     pub fn disarm_helper(&mut self, bits: u32) {
         if let Some(shm) = self.shm.as_mut() {

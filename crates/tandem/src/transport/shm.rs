@@ -748,6 +748,13 @@ impl ShmTransport {
         !self.has_news()
     }
 
+    /// Rings this rank's own helper doorbell (the owner leaves work to it).
+    pub fn ring_own_helper(&self) {
+        if let Some(fd) = self.helper_fd() {
+            ring(fd);
+        }
+    }
+
     /// Withdraws `bits` of [`ShmTransport::arm_helper`] (only the owner of
     /// the communication state calls this).
     pub fn disarm_helper(&mut self, bits: u32) {
