@@ -12,8 +12,10 @@
 //!   the library). Otherwise the event is ignored (counted) and handled at
 //!   the next MPI call. If the application thread is inside the library
 //!   with non-blocking receives posted, the helper asks to be told when it
-//!   leaves and decides then (an RTS that arrived while `MPI_Irecv` ran is
-//!   not lost for the whole computation).
+//!   leaves and decides then. An RTS ignored because nothing was posted is
+//!   handled by the next MPI call (`MPI_Irecv` looks at the rings once), and
+//!   when the application leaves with its first receive posted it rings the
+//!   helper itself if frames wait in the rings.
 //! * The handler takes ownership of the state with one compare-and-swap
 //!   (failing, it returns: the thread it interrupted is inside the
 //!   library), answers the RTS frames waiting at the heads of the rings
@@ -157,10 +159,17 @@ fn restore() {
 }
 
 /// The application thread leaves the library: whether it expects a
-/// message it is not waiting for.
+/// message it is not waiting for. When it starts to (its first receive
+/// posted), a rendezvous start that arrived while it was inside expecting
+/// nothing (ignored then) is looked for: the helper is rung if anything
+/// waits in the rings.
 pub(crate) fn on_leave(state: &mut State) {
-    let posted = state.rt.p2p().posted_receives() > 0;
-    RECV_POSTED.store(posted, Ordering::Relaxed);
+    let p2p = state.rt.p2p();
+    let posted = p2p.posted_receives() > 0;
+    let was = RECV_POSTED.swap(posted, Ordering::Relaxed);
+    if posted && !was && !p2p.engine().arm_helper(WAKE_HELPER_RNDV) {
+        p2p.engine().ring_helper();
+    }
 }
 
 fn send_signal() {

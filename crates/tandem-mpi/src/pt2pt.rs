@@ -277,9 +277,16 @@ pub unsafe extern "C" fn MPI_Irecv(
     call("MPI_Irecv", |s| {
         args::out_ptr(comm, request, "request")?;
         // The application computes beside a non-blocking receive: one that
-        // matches at once may ask its sender to write into it.
-        s.rt.p2p().set_async_matching(state::async_policy());
+        // matches at once may ask its sender to write into it. Under the
+        // policies that progress meanwhile, a rendezvous start that arrived
+        // while the application was inside the library with nothing posted
+        // (ignored then) is handled now, at this next MPI call.
+        let overlap = state::async_policy();
+        s.rt.p2p().set_async_matching(overlap);
         let started = start_recv(s, buf, count, dt, src, tag, comm);
+        if overlap && started.is_ok() {
+            s.rt.p2p().progress(false);
+        }
         s.rt.p2p().set_async_matching(false);
         let started = started?;
         let h = handle_of(s, started);
