@@ -19,8 +19,11 @@ use common::{
 /// The transport configurations every program runs under: shared memory
 /// (the default on one host: rendezvous data pipelined through the rings),
 /// shared memory with single-copy reads from 64 KiB on, TCP everywhere, and
-/// TCP driven by the select-style engine under the `poll` policy, and both
-/// transports under the `thread` policy (a helper thread drives them too).
+/// TCP driven by the select-style engine under the `poll` policy, both
+/// transports under the `thread` policy (a helper thread drives them too,
+/// and non-blocking receives on shared memory ask senders to write into
+/// them), and both under the `signal` policy (rendezvous starts on shared
+/// memory advanced by a signal handler; TCP advanced by MPI calls).
 const TRANSPORTS: &[&[&str]] = &[
     &[],
     &["--set", "shm_single_copy_min=64k"],
@@ -35,6 +38,8 @@ const TRANSPORTS: &[&[&str]] = &[
     ],
     &["--set", "progress=thread"],
     &["--set", "transports=tcp", "--set", "progress=thread"],
+    &["--set", "progress=signal"],
+    &["--set", "transports=tcp", "--set", "progress=signal"],
 ];
 
 /// Builds `tests/c/<name>.c`, runs it on `np` ranks under every transport

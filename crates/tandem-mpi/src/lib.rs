@@ -22,6 +22,7 @@ mod misc;
 mod ops;
 mod persistent;
 mod pmpi;
+mod progress_signal;
 mod progress_thread;
 mod pt2pt;
 mod request;

@@ -1,35 +1,91 @@
-//! The `thread` progress policy: a helper thread that sleeps until a
-//! transport has news for this rank (socket readiness, a shared-memory
-//! peer's wake-up, a peer's exit) and then, if the application thread is
-//! outside the library, takes ownership of the communication state with
-//! one atomic operation, drives communication, and gives it back. It never
-//! waits for the application thread and never busy-loops.
+//! The progress helper thread, and the `thread` policy it serves alone.
+//!
+//! Under `thread` the helper sleeps until a transport has news for this
+//! rank while its application thread is outside the library: a socket is
+//! ready, or a shared-memory peer rang the helper's doorbell (peers ring it
+//! only while the helper asks them to, which it does exactly when nobody
+//! is inside the library: the application thread withdraws the request on
+//! entering and renews it on leaving, see [`on_enter`] and [`on_leave`]).
+//! It then takes ownership of the communication state with one atomic
+//! operation, drives communication (receives matched meanwhile ask senders
+//! on this host to write straight into them: see `tandem::p2p`'s direct.rs)
+//! and gives ownership back. It never busy-loops: if it finds the
+//! application inside, it asks to be told when it leaves and sleeps.
+//!
+//! Where it runs matters as much as when: left to the scheduler, a helper
+//! stays on the core of the thread that started it, which is exactly the
+//! core the computation it should overlap is using. With `progress_cpu=auto`
+//! it is pinned elsewhere (see `tandem::runtime::helper_cpu`).
+//!
+//! The `signal` policy (progress_signal.rs) starts its own helper with the
+//! same scheduling, pinning, kick descriptor and counters.
 
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use tandem::params::Settings;
+use tandem::progress::WAKE_HELPER_ANY;
+use tandem::stats::Counters;
+use tandem::transport::shm::drain;
 
-use crate::state::Owner;
+use crate::state::{Owner, State};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static HANDLE: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
+/// The helper's private eventfd: rung when the application leaves the
+/// library and the helper asked to be told (or has work left to it).
+static KICK_FD: AtomicI32 = AtomicI32::new(-1);
 
-/// How long the helper sleeps at most: a wake-up armed by the helper can be
-/// consumed by the application thread's own waiting, so the helper looks
-/// again now and then.
-const POLL_TIMEOUT_MS: i32 = 2;
-/// Pause when the application thread holds the state (it is driving
-/// communication itself meanwhile).
-const BUSY_PAUSE: Duration = Duration::from_micros(100);
-/// Rounds of progress per wake-up while work keeps coming.
-const ROUNDS_PER_WAKEUP: u32 = 64;
+/// What the helper counts without owning the state (merged at finalize).
+pub(crate) static WAKEUPS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static SIGNALS_SENT: AtomicU64 = AtomicU64::new(0);
+pub(crate) static SIGNALS_IGNORED: AtomicU64 = AtomicU64::new(0);
 
-/// Starts the helper thread, watching the engine's descriptor `fd`.
-pub fn start(fd: RawFd, settings: &Settings) {
+/// Longest sleep: a safety net only (every wake-up is exact otherwise).
+pub(crate) const IDLE_TIMEOUT_MS: i32 = 50;
+/// Rounds of progress per turn while work keeps coming.
+const ROUNDS_PER_TURN: u32 = 64;
+
+/// Rings the helper's kick descriptor. Async-signal-safe (one `write`).
+pub(crate) fn kick() {
+    let fd = KICK_FD.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our eventfd, which
+        // stays open until the helper has stopped (see `stop`).
+        unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+    }
+}
+
+/// Waits up to `timeout_ms` for any of `fds` (negative entries are skipped).
+pub(crate) fn wait_any(fds: &[RawFd], timeout_ms: i32) {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `p` is a valid array of `len` pollfds; the descriptors stay
+    // open until the helper has stopped (finalize stops it first).
+    unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
+}
+
+/// Creates the kick descriptor and starts a helper running `body`.
+pub(crate) fn spawn(settings: &Settings, body: impl FnOnce(RawFd) + Send + 'static) -> bool {
+    // SAFETY: plain syscall; the result is checked.
+    let kick_fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if kick_fd < 0 {
+        eprintln!(
+            "tandem: warning: cannot start the progress thread ({}); MPI calls alone drive communication",
+            std::io::Error::last_os_error()
+        );
+        return false;
+    }
+    KICK_FD.store(kick_fd, Ordering::Release);
     STOP.store(false, Ordering::Release);
     let sched = settings.text("progress_sched").to_string();
     let priority = settings.uint("progress_priority");
@@ -38,21 +94,91 @@ pub fn start(fd: RawFd, settings: &Settings) {
         .name("tandem-progress".into())
         .spawn(move || {
             configure(&sched, priority, &cpu);
-            run(fd);
+            body(kick_fd);
         });
     match spawned {
-        Ok(h) => *HANDLE.lock().unwrap_or_else(|p| p.into_inner()) = Some(h),
-        Err(e) => eprintln!("tandem: warning: cannot start the progress thread ({e}); MPI calls alone drive communication"),
+        Ok(h) => {
+            *HANDLE.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
+            true
+        }
+        Err(e) => {
+            eprintln!("tandem: warning: cannot start the progress thread ({e}); MPI calls alone drive communication");
+            KICK_FD.store(-1, Ordering::Release);
+            // SAFETY: closing the descriptor created above, which nothing uses.
+            unsafe { libc::close(kick_fd) };
+            false
+        }
     }
 }
 
-/// Stops the helper thread and waits for it.
-pub fn stop() {
+/// Whether the helper must stop.
+pub(crate) fn stopping() -> bool {
+    STOP.load(Ordering::Acquire)
+}
+
+/// Starts the `thread` policy's helper. False if it could not start.
+pub fn start(state: &mut State) -> bool {
+    let engine = state.rt.p2p().engine();
+    let tcp = engine.tcp_fd();
+    let doorbell = engine.helper_fd().unwrap_or(-1);
+    let settings = state.rt.settings().clone();
+    let started = spawn(&settings, move |kick| run(kick, doorbell, tcp));
+    if started {
+        // Nobody is inside the library once MPI_Init returns.
+        on_leave(state);
+    }
+    started
+}
+
+/// Stops the helper (whichever policy started it), waits for it, and
+/// returns what it counted.
+pub fn stop() -> Counters {
     STOP.store(true, Ordering::Release);
+    kick();
     let handle = HANDLE.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(h) = handle {
         let _ = h.join();
     }
+    let fd = KICK_FD.swap(-1, Ordering::AcqRel);
+    if fd >= 0 {
+        // SAFETY: our eventfd; the helper that used it has exited.
+        unsafe { libc::close(fd) };
+    }
+    Counters {
+        helper_wakeups: WAKEUPS.swap(0, Ordering::Relaxed),
+        signals_sent: SIGNALS_SENT.swap(0, Ordering::Relaxed),
+        signals_ignored: SIGNALS_IGNORED.swap(0, Ordering::Relaxed),
+        ..Counters::default()
+    }
+}
+
+/// The application thread enters the library: it drives communication
+/// itself now, so peers need not ring the helper.
+pub(crate) fn on_enter(state: &mut State) {
+    state.rt.p2p().engine().disarm_helper(WAKE_HELPER_ANY);
+}
+
+/// The application thread leaves the library: peers ring the helper from
+/// now on, and if something arrived already, the helper is told at once.
+pub(crate) fn on_leave(state: &mut State) {
+    let engine = state.rt.p2p().engine();
+    if !engine.arm_helper(WAKE_HELPER_ANY) {
+        engine.ring_helper();
+    }
+}
+
+/// Whether any of `fds` is readable now.
+fn readable_now(fds: &[RawFd]) -> bool {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `p` is a valid array of `len` pollfds (see `wait_any`).
+    unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, 0) > 0 }
 }
 
 /// Applies the scheduling policy and CPU the parameters ask for; where the
@@ -78,62 +204,96 @@ fn configure(sched: &str, priority: u64, cpu: &str) {
             );
         }
     }
-    if !cpu.trim().is_empty() {
-        match cpu.trim().parse::<usize>() {
-            Ok(n) if n < libc::CPU_SETSIZE as usize => {
-                // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET
-                // writes inside it; the call reads it for its size.
-                let ok = unsafe {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(n, &mut set);
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
-                };
-                if !ok {
-                    eprintln!(
-                        "tandem: warning: cannot pin the progress thread to CPU {n} ({})",
-                        std::io::Error::last_os_error()
-                    );
-                }
+    let cpu = cpu.trim();
+    let target = match cpu {
+        "auto" => tandem::runtime::helper_cpu(),
+        "any" | "" => None,
+        _ => match cpu.parse::<usize>() {
+            Ok(n) if n < libc::CPU_SETSIZE as usize => Some(n),
+            _ => {
+                eprintln!("tandem: warning: progress_cpu='{cpu}' is not a CPU number, auto or any; ignored");
+                None
             }
-            _ => eprintln!("tandem: warning: progress_cpu='{cpu}' is not a CPU number; ignored"),
+        },
+    };
+    if let Some(n) = target {
+        // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes
+        // inside it; the call reads it for its size.
+        let ok = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(n, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+        };
+        if !ok {
+            eprintln!(
+                "tandem: warning: cannot pin the progress thread to CPU {n} ({})",
+                std::io::Error::last_os_error()
+            );
         }
     }
 }
 
-fn run(fd: RawFd) {
+/// The `thread` policy's loop: sleep until a socket is ready, a peer rings
+/// the doorbell or the application leaves work behind; then serve.
+fn run(kick_fd: RawFd, doorbell: RawFd, tcp: RawFd) {
+    let fds = [kick_fd, doorbell, tcp];
     loop {
-        if STOP.load(Ordering::Acquire) {
+        wait_any(&fds, IDLE_TIMEOUT_MS);
+        if stopping() {
             return;
         }
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; the descriptor outlives this thread
-        // (finalize stops the thread before it closes anything).
-        unsafe { libc::poll(&mut pfd, 1, POLL_TIMEOUT_MS) };
-        if STOP.load(Ordering::Acquire) {
+        drain(kick_fd);
+        if doorbell >= 0 {
+            drain(doorbell);
+        }
+        WAKEUPS.fetch_add(1, Ordering::Relaxed);
+        serve(kick_fd, &fds[1..]);
+    }
+}
+
+/// Drives communication while the application thread is outside the
+/// library, until nothing is left to do (`news`: the doorbell and the
+/// sockets).
+fn serve(kick_fd: RawFd, news: &[RawFd]) {
+    loop {
+        if stopping() {
             return;
         }
         let Some(mut owner) = Owner::try_acquire() else {
-            std::thread::sleep(BUSY_PAUSE);
+            // The application is inside and drives communication itself;
+            // be told when it leaves, then take over only if it left
+            // something (in a ping-pong it usually has not, and taking the
+            // state would only delay its next call).
+            if Owner::want() {
+                wait_any(&[kick_fd], IDLE_TIMEOUT_MS);
+                drain(kick_fd);
+                if !readable_now(news) {
+                    return;
+                }
+            }
             continue;
         };
         let Some(state) = owner.slot().as_mut() else {
             return;
         };
-        state.rt.p2p().engine().disarm_wakeup();
-        for _ in 0..ROUNDS_PER_WAKEUP {
+        let p2p = state.rt.p2p();
+        p2p.engine().disarm_helper(WAKE_HELPER_ANY);
+        // Receives matched now are matched while the application computes.
+        p2p.set_async_matching(true);
+        for _ in 0..ROUNDS_PER_TURN {
             let did = state.rt.p2p().progress(false);
             state.rt.progress_once();
             if !did {
                 break;
             }
         }
-        // Ask shared-memory peers to wake us; if something arrived while
-        // arming, go round again at once.
-        state.rt.p2p().engine().arm_wakeup();
+        let p2p = state.rt.p2p();
+        p2p.set_async_matching(false);
+        // Ask peers to ring again; if something came meanwhile, go round.
+        let idle = p2p.engine().arm_helper(WAKE_HELPER_ANY);
         drop(owner);
+        if idle {
+            return;
+        }
     }
 }

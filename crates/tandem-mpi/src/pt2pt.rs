@@ -17,7 +17,7 @@ use crate::abi::*;
 use crate::args::{self, put, write_empty_status, write_status, Source};
 use crate::datatype;
 use crate::request::{self, Op, Req};
-use crate::state::{call, Fail, Outcome, State};
+use crate::state::{self, call, Fail, Outcome, State};
 use crate::xfer::{self, SendKind};
 
 /// Checked arguments of a send of a packed predefined datatype (the fast
@@ -461,14 +461,29 @@ pub unsafe extern "C" fn MPI_Irecv(
 ) -> c_int {
     call("MPI_Irecv", |s| {
         args::out_ptr(comm, request, "request")?;
-        if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
-            let id = packed_irecv(s, buf, &a?);
-            s.note_request(id, comm);
-            // SAFETY: checked non-null; writable by the MPI contract.
-            unsafe { put(request, id.0 as MPI_Request) };
-            return Ok(());
+        // The application computes beside a non-blocking receive: one that
+        // matches at once may ask its sender to write into it. Under the
+        // policies that progress meanwhile, a rendezvous start that arrived
+        // while the application was inside the library with nothing posted
+        // (ignored then) is handled now, at this next MPI call. Otherwise a
+        // packed predefined datatype takes the fast path.
+        let overlap = state::async_policy();
+        if !overlap {
+            if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
+                let id = packed_irecv(s, buf, &a?);
+                s.note_request(id, comm);
+                // SAFETY: checked non-null; writable by the MPI contract.
+                unsafe { put(request, id.0 as MPI_Request) };
+                return Ok(());
+            }
         }
-        let started = start_recv(s, buf, count, dt, src, tag, comm)?;
+        s.rt.p2p().set_async_matching(overlap);
+        let started = start_recv(s, buf, count, dt, src, tag, comm);
+        if overlap && started.is_ok() {
+            s.rt.p2p().progress(false);
+        }
+        s.rt.p2p().set_async_matching(false);
+        let started = started?;
         let h = handle_of(s, started);
         // SAFETY: checked non-null; writable by the MPI contract.
         unsafe { put(request, h) };

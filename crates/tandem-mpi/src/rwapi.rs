@@ -83,7 +83,12 @@ fn with_state<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut State) -> T) 
     catch_unwind(AssertUnwindSafe(|| {
         let mut owner = Owner::acquire();
         match owner.slot().as_mut() {
-            Some(s) => body(s),
+            Some(s) => {
+                state::enter(s);
+                let r = body(s);
+                state::leave(s);
+                r
+            }
             None => fail,
         }
     }))

@@ -5,13 +5,13 @@
 use std::cell::UnsafeCell;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use tandem::p2p::ReqId;
 use tandem::{CommId, Error, ErrorClass, Runtime, SELF, WORLD};
 
 use crate::abi::*;
-use crate::{errhandler, progress_thread};
+use crate::{errhandler, progress_signal, progress_thread};
 
 /// First handle value of user communicators: far above every predefined handle.
 const USER_COMM_BASE: usize = 0x10000;
@@ -119,44 +119,91 @@ const UNINIT: u8 = 0;
 const ACTIVE: u8 = 1;
 const FINALIZED: u8 = 2;
 
+/// Values of the ownership word: nobody holds the state, somebody does,
+/// and (a flag beside it) the progress helper wants to be told when the
+/// holder leaves.
+const FREE: u8 = 0;
+const HELD: u8 = 1;
+const WANTED: u8 = 2;
+
+/// How communication is driven besides MPI calls (the `progress`
+/// parameter), for the hooks on entering and leaving the library.
+const POLICY_PLAIN: u8 = 0;
+const POLICY_THREAD: u8 = 1;
+const POLICY_SIGNAL: u8 = 2;
+
 struct Global {
     phase: AtomicU8,
-    /// Held by the thread inside the library; one atomic operation to enter
-    /// and one to leave.
-    busy: AtomicBool,
+    /// Who holds the library: one atomic operation to enter and one to
+    /// leave (see [`Owner`]).
+    busy: AtomicU8,
+    policy: AtomicU8,
     state: UnsafeCell<Option<State>>,
 }
 
 // SAFETY: `state` is only touched by the thread that holds `busy` (see
-// `Owner`), so at most one thread accesses it at a time.
+// `Owner`), so at most one thread accesses it at a time; the signal handler
+// of the `signal` policy takes `busy` like any thread before touching it.
 unsafe impl Sync for Global {}
 
 static GLOBAL: Global = Global {
     phase: AtomicU8::new(UNINIT),
-    busy: AtomicBool::new(false),
+    busy: AtomicU8::new(FREE),
+    policy: AtomicU8::new(POLICY_PLAIN),
     state: UnsafeCell::new(None),
 };
 
 /// Proof of holding the library; released on drop, also while unwinding.
-/// The application thread and the progress helper thread pass ownership of
-/// all communication state with one atomic operation each way.
+/// The application thread, the progress helper thread and the signal
+/// handler pass ownership of all communication state with one atomic
+/// operation each way.
 pub(crate) struct Owner;
 
 impl Owner {
     /// Takes ownership if nobody holds it (the helper thread never waits
-    /// for the application thread).
+    /// for the application thread). Lock-free, so the signal handler may
+    /// call it.
     pub(crate) fn try_acquire() -> Option<Owner> {
         GLOBAL
             .busy
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
             .ok()
             .map(|_| Owner)
+    }
+
+    /// Whether nobody holds the library right now.
+    pub(crate) fn is_free() -> bool {
+        GLOBAL.busy.load(Ordering::Relaxed) == FREE
+    }
+
+    /// For the helper thread: asks whoever holds the library to ring the
+    /// helper's kick descriptor when it leaves. False if nobody holds it
+    /// any more (then just try again).
+    pub(crate) fn want() -> bool {
+        let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
+        loop {
+            if cur == FREE {
+                return false;
+            }
+            if cur & WANTED != 0 {
+                return true;
+            }
+            match GLOBAL.busy.compare_exchange_weak(
+                cur,
+                cur | WANTED,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
     }
 
     pub(crate) fn acquire() -> Owner {
         while GLOBAL
             .busy
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange_weak(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
             // Another thread is inside (the application promised it would not
@@ -175,8 +222,34 @@ impl Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        GLOBAL.busy.store(false, Ordering::Release);
+        // One read-modify-write: it sees a helper's WANTED set before it
+        // (same word), so no request to be told goes unanswered.
+        if GLOBAL.busy.swap(FREE, Ordering::Release) & WANTED != 0 {
+            progress_thread::kick();
+        }
     }
+}
+
+/// On entering the library under the `thread` and `signal` policies.
+pub(crate) fn enter(state: &mut State) {
+    if GLOBAL.policy.load(Ordering::Relaxed) == POLICY_THREAD {
+        progress_thread::on_enter(state);
+    }
+}
+
+/// On leaving the library under the `thread` and `signal` policies.
+pub(crate) fn leave(state: &mut State) {
+    match GLOBAL.policy.load(Ordering::Relaxed) {
+        POLICY_THREAD => progress_thread::on_leave(state),
+        POLICY_SIGNAL => progress_signal::on_leave(state),
+        _ => {}
+    }
+}
+
+/// Whether a receive posted now is one the application will compute
+/// beside (a non-blocking one, under a policy that advances it meanwhile).
+pub(crate) fn async_policy() -> bool {
+    GLOBAL.policy.load(Ordering::Relaxed) != POLICY_PLAIN
 }
 
 pub fn is_initialized() -> bool {
@@ -234,10 +307,13 @@ pub fn call_with(
             };
             errhandler::fatal_without_state(func, why);
         };
-        match body(state) {
+        enter(state);
+        let code = match body(state) {
             Ok(()) => MPI_SUCCESS,
             Err(f) => raise(state, func, f),
-        }
+        };
+        leave(state);
+        code
     }));
     match result {
         Ok(code) => code,
@@ -267,14 +343,21 @@ pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
             errhandler::fatal_without_state(func, "MPI is already initialized (or finalized)");
         }
         match Runtime::init() {
-            Ok(mut rt) => {
-                let helper = rt.settings().text("progress") == "thread";
-                let fd = rt.p2p().engine().wait_fd();
-                let settings = rt.settings().clone();
-                *owner.slot() = Some(State::new(rt, thread_level));
+            Ok(rt) => {
+                let policy = match rt.settings().text("progress") {
+                    "thread" => POLICY_THREAD,
+                    "signal" => POLICY_SIGNAL,
+                    _ => POLICY_PLAIN,
+                };
+                let state = owner.slot().insert(State::new(rt, thread_level));
                 GLOBAL.phase.store(ACTIVE, Ordering::Release);
-                if helper {
-                    progress_thread::start(fd, &settings);
+                let started = match policy {
+                    POLICY_THREAD => progress_thread::start(state),
+                    POLICY_SIGNAL => progress_signal::start(state),
+                    _ => false,
+                };
+                if started {
+                    GLOBAL.policy.store(policy, Ordering::Release);
                 }
                 MPI_SUCCESS
             }
@@ -286,12 +369,15 @@ pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
 /// Tears the state down (MPI_Finalize).
 pub fn finalize(func: &'static str) -> c_int {
     call_stateless(func, || {
-        // The helper thread must be gone before the state is.
-        progress_thread::stop();
+        // The helper thread (and signals) must be gone before the state is.
+        GLOBAL.policy.store(POLICY_PLAIN, Ordering::Release);
+        let mut helped = progress_signal::stop();
+        helped.merge(&progress_thread::stop());
         let mut owner = Owner::acquire();
         let Some(mut state) = owner.slot().take() else {
             errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");
         };
+        state.rt.p2p().engine().add_counters(&helped);
         GLOBAL.phase.store(FINALIZED, Ordering::Release);
         let rwapi = state.rwapi.take();
         let done = state.rt.finalize();

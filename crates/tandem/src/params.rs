@@ -56,9 +56,15 @@ pub static REGISTRY: &[Param] = &[
     },
     Param {
         name: "progress",
-        kind: Kind::Choice(&["poll", "adaptive", "thread"]),
+        kind: Kind::Choice(&["poll", "adaptive", "thread", "signal"]),
         default: "adaptive",
-        help: "who drives the transports: poll = every MPI call drives every transport (what the common MPI libraries do); adaptive = MPI calls drive only transports with work, idle TCP now and then; thread = also a helper thread, asleep until a transport has news, drives communication while the application computes",
+        help: "who drives the transports: poll = every MPI call drives every transport (what the common MPI libraries do); adaptive = MPI calls drive only transports with work, idle TCP now and then; thread = also a helper thread, asleep until a transport has news, drives communication while the application computes; signal = a helper thread woken only by rendezvous starts signals the application thread, whose handler matches them and answers (seed 004)",
+    },
+    Param {
+        name: "progress_signal",
+        kind: Kind::UInt,
+        default: "3",
+        help: "progress=signal: the real-time signal used is SIGRTMIN plus this (it must not be one the application uses)",
     },
     Param {
         name: "bind",
@@ -81,8 +87,8 @@ pub static REGISTRY: &[Param] = &[
     Param {
         name: "progress_cpu",
         kind: Kind::Text,
-        default: "",
-        help: "CPU the progress helper thread is pinned to (empty = wherever the scheduler puts it)",
+        default: "auto",
+        help: "CPU the progress helper thread is pinned to: auto = when the rank is pinned (bind), a CPU no rank of the host is pinned to if there is one, else the next rank's CPU (a computing rank's helper then runs where its peer waits, not on the core it would steal from), and wherever the scheduler puts it otherwise; any = wherever the scheduler puts it; or a CPU number",
     },
     Param {
         name: "tcp_poller",
@@ -119,6 +125,12 @@ pub static REGISTRY: &[Param] = &[
         kind: Kind::Bool,
         default: "1",
         help: "let receivers read large messages straight from the sender's memory (process_vm_readv) where the kernel permits; 0 forces the pipelined copy through the rings",
+    },
+    Param {
+        name: "shm_direct_write",
+        kind: Kind::Bool,
+        default: "1",
+        help: "a rendezvous receive matched while its application computes (by the progress helper or the signal handler, or posted non-blocking) asks a sender on this host to write the data straight into it (process_vm_writev), so the receiving side never copies; needs the same permission as shm_single_copy",
     },
     Param {
         name: "shm_single_copy_min",

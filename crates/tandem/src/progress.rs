@@ -12,6 +12,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use crate::error::{Error, ErrorClass, Result};
 use crate::stats::{Counters, Stopwatch};
 use crate::transport::shm::{ReadRemoteError, ShmTransport};
+pub use crate::transport::shm::{WAKE_HELPER_ANY, WAKE_HELPER_RNDV};
 use crate::transport::tcp::TcpTransport;
 use crate::transport::{FrameSink, SendState};
 use crate::wire::Header;
@@ -165,6 +166,27 @@ impl Engine {
             && self.shm.as_ref().is_some_and(|s| s.single_copy())
     }
 
+    /// Whether `peer` can be asked to write a message straight into this
+    /// rank's memory (a rank on this host, where the kernel permits it).
+    pub fn direct_write_from(&self, peer: u32) -> bool {
+        matches!(self.routes[peer as usize], Route::Shm(_))
+            && self.shm.as_ref().is_some_and(|s| s.single_copy())
+    }
+
+    /// Writes `len` bytes from `src` to `addr` in `peer`'s memory.
+    pub fn write_remote(
+        &mut self,
+        peer: u32,
+        addr: u64,
+        src: *const u8,
+        len: usize,
+    ) -> std::result::Result<(), ReadRemoteError> {
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            (Route::Shm(local), Some(shm)) => shm.write_remote(local, addr, src, len),
+            _ => Err(ReadRemoteError::NotPermitted),
+        }
+    }
+
     /// Reads `len` bytes at `addr` in `peer`'s memory into `dst`.
     pub fn read_remote(
         &mut self,
@@ -234,25 +256,81 @@ impl Engine {
         did
     }
 
-    /// A descriptor that becomes readable when a transport has news for
-    /// this rank (once [`Engine::arm_wakeup`] has told shared-memory peers
-    /// to wake it).
-    pub fn wait_fd(&self) -> RawFd {
-        self.epfd.as_raw_fd()
+    /// The TCP transport's descriptor: readable when a socket has news.
+    pub fn tcp_fd(&self) -> RawFd {
+        self.tcp.fd()
     }
 
-    /// Asks shared-memory peers to wake [`Engine::wait_fd`] when they send;
-    /// false (and nothing armed) if something arrived meanwhile.
-    pub fn arm_wakeup(&mut self) -> bool {
-        self.shm.as_mut().is_none_or(|s| s.prepare_sleep())
+    /// The progress helper's doorbell: readable once a shared-memory peer
+    /// has rung it (see [`Engine::arm_helper`]); `None` without shared
+    /// memory.
+    pub fn helper_fd(&self) -> Option<RawFd> {
+        self.shm.as_ref().and_then(|s| s.helper_fd())
     }
 
-    /// Withdraws [`Engine::arm_wakeup`] and consumes the wake-up.
-    pub fn disarm_wakeup(&mut self) {
-        if let Some(shm) = self.shm.as_mut() {
-            shm.after_sleep();
+    /// Asks shared-memory peers to ring the helper's doorbell for the frames
+    /// `bits` names ([`WAKE_HELPER_ANY`], [`WAKE_HELPER_RNDV`]); false if a
+    /// frame is already there to be handled (the request stays anyway).
+    pub fn arm_helper(&mut self, bits: u32) -> bool {
+        self.shm.as_mut().is_none_or(|s| s.arm_helper(bits))
+    }
+
+    /// Rings this rank's own helper doorbell: for the owner leaving the
+    /// library with frames [`Engine::arm_helper`] found waiting.
+    pub fn ring_helper(&self) {
+        if let Some(shm) = self.shm.as_ref() {
+            shm.ring_own_helper();
         }
-        self.counters.helper_wakeups += 1;
+    }
+
+    /// Withdraws `bits` of [`Engine::arm_helper`].
+    pub fn disarm_helper(&mut self, bits: u32) {
+        if let Some(shm) = self.shm.as_mut() {
+            shm.disarm_helper(bits);
+        }
+    }
+
+    /// Local ranks on this host (shared-memory peers), including this one.
+    pub fn local_ranks(&self) -> u32 {
+        self.shm
+            .as_ref()
+            .map_or(0, |s| s.world_ranks().len() as u32)
+    }
+
+    /// For the signal handler: the control frame at the head of the ring
+    /// from local rank `local`, with that rank's world rank (see
+    /// [`ShmTransport::peek_control`]).
+    pub fn peek_control(&self, local: u32) -> Option<(u32, Header)> {
+        let shm = self.shm.as_ref()?;
+        let h = shm.peek_control(local)?;
+        Some((shm.world_ranks()[local as usize], h))
+    }
+
+    /// Consumes the frame [`Engine::peek_control`] returned.
+    pub fn consume_control(&mut self, local: u32) {
+        if let Some(shm) = self.shm.as_mut() {
+            shm.consume_control(local);
+        }
+    }
+
+    /// Whether a control frame to `peer` would leave at once, without being
+    /// queued (shared memory only).
+    pub fn can_send_now(&self, peer: u32) -> bool {
+        match (self.routes[peer as usize], self.shm.as_ref()) {
+            (Route::Shm(local), Some(shm)) => shm.can_send_now(local),
+            _ => false,
+        }
+    }
+
+    /// Adds what the helper thread and the signal handler counted outside
+    /// the engine.
+    pub fn add_counters(&mut self, c: &Counters) {
+        self.counters.merge(c);
+    }
+
+    /// Counts directly, for the signal handler (which owns the engine then).
+    pub fn counters_mut(&mut self) -> &mut Counters {
+        &mut self.counters
     }
 
     /// Whether TCP connections exist (then waiting must leave the kernel

@@ -136,6 +136,7 @@ impl Runtime {
             engine,
             P2pConfig {
                 eager_limit,
+                direct_write: settings.bool("shm_direct_write"),
                 unexpected_limit: settings.uint("unexpected_limit") as usize,
                 spin: Duration::from_micros(spin_us),
                 yield_time: Duration::from_micros(yield_us),
@@ -418,6 +419,21 @@ fn stats_wanted(settings: &Settings) -> bool {
 /// helper, get these back).
 static ORIGINAL_CPUS: std::sync::OnceLock<libc::cpu_set_t> = std::sync::OnceLock::new();
 
+/// Where this rank's progress helper thread goes under `progress_cpu=auto`
+/// (set when the rank is pinned; see [`bind_to_core`]).
+static HELPER_CPU: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+/// The CPU for this rank's progress helper thread when it is left to
+/// Tandem (`progress_cpu=auto`): `None` when the rank is not pinned (then
+/// the scheduler places the helper). A pinned rank's helper goes to a CPU
+/// no rank of the host is pinned to if there is one, else to the CPU of
+/// the next rank on the host: when this rank computes, its peer is likely
+/// waiting there, and the helper must not take the computing core (the
+/// scheduler, left alone, keeps a thread beside the one that started it).
+pub fn helper_cpu() -> Option<usize> {
+    HELPER_CPU.get().copied()
+}
+
 /// Restores the CPUs the process had before binding, for the calling thread.
 pub fn unbind_current_thread() {
     if let Some(set) = ORIGINAL_CPUS.get() {
@@ -456,8 +472,18 @@ fn bind_to_core(settings: &Settings, local_size: u32) {
             return;
         }
         let _ = ORIGINAL_CPUS.set(allowed);
+        let mine = ids[local_rank % ids.len()];
+        let local = local_size as usize;
+        let helper = if ids.len() > local {
+            ids[local + local_rank % (ids.len() - local)]
+        } else {
+            ids[(local_rank + 1) % ids.len()]
+        };
+        if helper != mine {
+            let _ = HELPER_CPU.set(helper);
+        }
         let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(ids[local_rank % ids.len()], &mut one);
+        libc::CPU_SET(mine, &mut one);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
     }
 }

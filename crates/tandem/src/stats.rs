@@ -31,13 +31,27 @@ pub struct Counters {
     pub blocks: u64,
     /// Nanoseconds spent blocked.
     pub blocked_ns: u64,
-    /// Times the progress helper thread woke up to drive communication.
+    /// Times the progress helper thread woke up (to drive communication
+    /// under `thread`, to decide whether to signal under `signal`).
     pub helper_wakeups: u64,
+    /// Signals the helper thread sent the application thread (`signal`).
+    pub signals_sent: u64,
+    /// Signals whose handler ran with the communication state.
+    pub signals_handled: u64,
+    /// Rendezvous starts the signal handler answered (CTW or CTS).
+    pub signal_rndv_answered: u64,
+    /// Rendezvous starts the helper did not signal (the application thread
+    /// was inside the library or had no non-blocking receive posted), and
+    /// signals that arrived while it was inside: left to the next MPI call.
+    pub signals_ignored: u64,
+    /// Rendezvous messages the sender wrote straight into the receiver's
+    /// buffer (clear to write), counted by the sender.
+    pub direct_writes: u64,
 }
 
 impl Counters {
     /// Names and values, in a stable order.
-    pub fn fields(&self) -> [(&'static str, u64); 15] {
+    pub fn fields(&self) -> [(&'static str, u64); 20] {
         [
             ("progress_calls", self.progress_calls),
             ("recv_ready", self.recv_ready),
@@ -54,6 +68,11 @@ impl Counters {
             ("blocks", self.blocks),
             ("blocked_ns", self.blocked_ns),
             ("helper_wakeups", self.helper_wakeups),
+            ("signals_sent", self.signals_sent),
+            ("signals_handled", self.signals_handled),
+            ("signal_rndv_answered", self.signal_rndv_answered),
+            ("signals_ignored", self.signals_ignored),
+            ("direct_writes", self.direct_writes),
         ]
     }
 
@@ -74,6 +93,11 @@ impl Counters {
             "blocks" => &mut self.blocks,
             "blocked_ns" => &mut self.blocked_ns,
             "helper_wakeups" => &mut self.helper_wakeups,
+            "signals_sent" => &mut self.signals_sent,
+            "signals_handled" => &mut self.signals_handled,
+            "signal_rndv_answered" => &mut self.signal_rndv_answered,
+            "signals_ignored" => &mut self.signals_ignored,
+            "direct_writes" => &mut self.direct_writes,
             _ => return None,
         })
     }

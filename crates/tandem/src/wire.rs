@@ -15,6 +15,10 @@
 //! | 24..32 | sreq | sender's request id (rendezvous) |
 //! | 32..40 | rreq | receiver's request id (rendezvous); for `Rget`, the sender's buffer address |
 //!
+//! `Ctw` (clear to write) puts the receiver's buffer address where a
+//! control frame needs no envelope: `context` holds its low 32 bits and
+//! `src` its high 32 bits (see [`Header::clear_to_write`]).
+//!
 //! `Eager`, `Data`, `Put`, `GetReply` and `Acc` frames are followed by
 //! `len` payload bytes; the other kinds carry none. Decoding is total: any byte string either decodes to a
 //! well-formed header or to a [`WireError`].
@@ -79,6 +83,14 @@ pub enum FrameKind {
     /// Asks for an `Ack` once everything sent before it is carried out. No
     /// payload.
     Sync = 15,
+    /// Clear to write: the receiver matched an RTS and asks the sender to
+    /// write `len` bytes straight into its buffer (same host, where the
+    /// kernel permits); `rreq` is the receive request, the buffer address
+    /// travels in `context` and `src`. No payload.
+    Ctw = 16,
+    /// The sender has written a clear-to-write message into the receiver's
+    /// buffer; `rreq` names the receive. No payload.
+    Wrote = 17,
 }
 
 impl FrameKind {
@@ -99,6 +111,8 @@ impl FrameKind {
             13 => Some(FrameKind::Unlock),
             14 => Some(FrameKind::Small),
             15 => Some(FrameKind::Sync),
+            16 => Some(FrameKind::Ctw),
+            17 => Some(FrameKind::Wrote),
             _ => None,
         }
     }
@@ -164,6 +178,25 @@ impl Header {
         } else {
             0
         }
+    }
+
+    /// A clear-to-write frame: `len` bytes may be written at `addr` for
+    /// receive `rreq`, answering send `sreq`.
+    pub fn clear_to_write(sreq: u64, rreq: u64, len: u64, addr: u64) -> Header {
+        Header {
+            kind: FrameKind::Ctw,
+            context: addr as u32,
+            src: (addr >> 32) as u32,
+            tag: 0,
+            len,
+            sreq,
+            rreq,
+        }
+    }
+
+    /// The buffer address a [`FrameKind::Ctw`] frame carries.
+    pub fn write_addr(&self) -> u64 {
+        u64::from(self.context) | (u64::from(self.src) << 32)
     }
 
     /// Encodes into the fixed-size wire form.
@@ -300,6 +333,17 @@ mod tests {
             ..h
         };
         assert_eq!(e.payload_len(), 5);
+        let c = Header::clear_to_write(3, 4, 1 << 20, 0x7fff_1234_5678_9ab0);
+        let d = Header::decode(&c.encode()).unwrap();
+        assert_eq!(
+            (d.kind, d.write_addr(), d.payload_len()),
+            (FrameKind::Ctw, 0x7fff_1234_5678_9ab0, 0)
+        );
+        let w = Header {
+            kind: FrameKind::Wrote,
+            ..h
+        };
+        assert_eq!(Header::decode(&w.encode()), Ok(w));
     }
 
     #[test]

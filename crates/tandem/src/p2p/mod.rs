@@ -10,9 +10,17 @@
 //!   CTS with its request id and the bytes it can take, and the sender
 //!   writes the data from its buffer; the transport reads it straight into
 //!   the receive buffer. An unexpected RTS is held as its header only.
+//! * Clear to write (direct.rs): a receive matched while its application
+//!   thread computes (by the progress helper, the signal handler, or when a
+//!   non-blocking receive is posted) can answer the RTS of a sender on this
+//!   host with CTW and its buffer address instead; the sender then writes
+//!   the data straight into the buffer and says WROTE, so the receiving
+//!   side never copies.
 //! * Synchronous sends always use rendezvous, so completion implies a match.
 //! * Messages to self never touch a transport.
 
+mod direct;
+mod handler;
 mod remote;
 pub mod request;
 
@@ -158,6 +166,18 @@ pub struct Matcher {
     lost: Vec<Option<String>>,
     counters: Counters,
     remote: Remote,
+    /// Clear-to-write messages this rank (their sender) must write.
+    pushes: Vec<direct::Push>,
+    /// Per peer: whether it may be asked to write into this rank's memory.
+    direct_from: Vec<bool>,
+    /// Receives are being matched while the application thread computes
+    /// (or is about to): ask senders that can to write (see direct.rs).
+    async_match: bool,
+    /// By request slot: a receive posted while `async_match` was set (a
+    /// non-blocking one), which asks its sender to write wherever it matches.
+    overlapped: Vec<bool>,
+    /// Posted receives not matched yet, in every context.
+    posted_count: usize,
 }
 
 impl Matcher {
@@ -210,11 +230,14 @@ impl Matcher {
                 .is_some_and(|r| matches(r.src_filter, r.tag, src, tag))
         };
         // Most often the oldest posted receive is the one.
-        if fits(c.posted.front()?) {
-            return c.posted.pop_front();
-        }
-        let pos = c.posted.iter().position(fits)?;
-        c.posted.remove(pos)
+        let id = if fits(c.posted.front()?) {
+            c.posted.pop_front()
+        } else {
+            let pos = c.posted.iter().position(fits)?;
+            c.posted.remove(pos)
+        };
+        self.posted_count -= 1;
+        id
     }
 
     fn check_source(&self, ctx: u32, src: u32, peer: u32) -> std::result::Result<(), String> {
@@ -243,7 +266,12 @@ impl Matcher {
         if h.context >= MAX_CONTEXTS {
             return false;
         }
-        let Matcher { contexts, reqs, .. } = self;
+        let Matcher {
+            contexts,
+            reqs,
+            posted_count,
+            ..
+        } = self;
         let Some(c) = contexts.get_mut(&h.context) else {
             return false;
         };
@@ -262,6 +290,7 @@ impl Matcher {
             return false;
         }
         c.posted.pop_front();
+        *posted_count -= 1;
         let n = data.len().min(r.len);
         // SAFETY: the receive buffer is valid for `r.len` bytes of writes
         // (the promise made when posting it) and `n <= r.len`.
@@ -318,6 +347,7 @@ impl Matcher {
             self.complete(id, 0, Some(e));
             return;
         }
+        let write = self.wants_write(id, peer);
         let Some(r) = self.reqs.get_mut(id) else {
             return;
         };
@@ -326,6 +356,17 @@ impl Matcher {
         r.msg_len = len;
         r.status.source = Some(src);
         r.status.tag = Some(tag);
+        if write {
+            let header = self.clear_to_write(id, sreq);
+            self.outbox.push(Outgoing {
+                peer,
+                header,
+                payload: std::ptr::null(),
+                len: 0,
+                token: None,
+            });
+            return;
+        }
         if let Some(addr) = addr {
             self.pulls.push(Pull {
                 rid: id,
@@ -605,6 +646,8 @@ impl FrameSink for Matcher {
                     token: Some(id.0),
                 });
             }
+            (FrameKind::Ctw, Payload::Empty) => self.on_clear_to_write(peer, h)?,
+            (FrameKind::Wrote, Payload::Empty) => self.on_wrote(peer, h)?,
             (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
         }
         Ok(())
@@ -650,7 +693,9 @@ impl FrameSink for Matcher {
                 if r.stage == Stage::RecvPosted {
                     let ctx = r.context;
                     if let Some(c) = self.contexts.get_mut(&ctx) {
+                        let before = c.posted.len();
                         c.posted.retain(|&x| x != id);
+                        self.posted_count -= before - c.posted.len();
                     }
                 }
             }
@@ -676,6 +721,9 @@ const SPIN_BEFORE_YIELDING: Duration = Duration::from_micros(50);
 /// Settings of the point-to-point layer.
 pub struct P2pConfig {
     pub eager_limit: usize,
+    /// Whether receives matched while the application computes may ask
+    /// senders on this host to write into them (`shm_direct_write`).
+    pub direct_write: bool,
     pub unexpected_limit: usize,
     pub spin: Duration,
     pub yield_time: Duration,
@@ -694,6 +742,9 @@ pub struct P2p {
 
 impl P2p {
     pub fn new(rank: u32, size: u32, engine: Engine, cfg: P2pConfig) -> P2p {
+        let direct_from = (0..size)
+            .map(|p| cfg.direct_write && engine.direct_write_from(p))
+            .collect();
         P2p {
             rank,
             size,
@@ -709,6 +760,11 @@ impl P2p {
                 counters: Counters::default(),
                 lost: vec![None; size as usize],
                 remote: Remote::new(rank, size),
+                pushes: Vec::new(),
+                direct_from,
+                async_match: false,
+                overlapped: Vec::new(),
+                posted_count: 0,
             },
             eager_limit: cfg.eager_limit,
             spin: cfg.spin,
@@ -974,6 +1030,7 @@ impl P2p {
             status: Status::default(),
             detached: false,
         });
+        self.m.note_overlap(id);
         let src_filter = src.map(|s| s.0);
         let lost = src.is_some_and(|s| self.m.lost[s.1 as usize].is_some());
         let c = self.m.context(ctx);
@@ -1001,6 +1058,7 @@ impl P2p {
         }
         if !lost {
             c.posted.push_back(id);
+            self.m.posted_count += 1;
             return id;
         }
         if let Some(why) = src.and_then(|s| self.m.lost[s.1 as usize].clone()) {
@@ -1115,7 +1173,9 @@ impl P2p {
         if r.stage == Stage::RecvPosted {
             let ctx = r.context;
             if let Some(c) = self.m.contexts.get_mut(&ctx) {
+                let before = c.posted.len();
                 c.posted.retain(|&x| x != id);
+                self.m.posted_count -= before - c.posted.len();
             }
             if let Some(r) = self.m.reqs.get_mut(id) {
                 r.status.cancelled = true;
@@ -1173,6 +1233,9 @@ impl P2p {
     fn flush_outbox(&mut self) -> bool {
         if !self.m.pulls.is_empty() {
             self.run_pulls();
+        }
+        if !self.m.pushes.is_empty() {
+            self.run_pushes();
         }
         if self.m.outbox.is_empty() {
             return false;

@@ -12,10 +12,15 @@
 //! * Large payloads can instead be read by the receiver straight from the
 //!   sender's memory with `process_vm_readv` (single copy), where the kernel
 //!   permits it.
+//! * Large payloads can also be written by the sender straight into the
+//!   receiver's buffer with `process_vm_writev`, when the receiver asks for
+//!   it (so that a receiver busy computing never copies).
 //! * A rank that waits announces it in its control block and sleeps on its
 //!   eventfd; a sender that publishes a cell for a sleeping rank writes to
-//!   that eventfd. Peers are watched through pidfds, so a dead peer wakes its
-//!   waiters.
+//!   that eventfd. A rank's progress helper thread has an eventfd of its own
+//!   (its doorbell) and says in the same word whether it wants every frame
+//!   or only rendezvous starts. Peers are watched through pidfds, so a dead
+//!   peer wakes its waiters.
 
 use std::collections::VecDeque;
 use std::io;
@@ -25,13 +30,14 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use super::{copy_bytes, FrameSink, Payload, PayloadDest, SendState};
 use crate::error::{Error, ErrorClass};
 use crate::params::Settings;
-use crate::wire::{Header, HEADER_LEN};
+use crate::wire::{FrameKind, Header, HEADER_LEN};
 
 /// Job environment variables of this transport (set by the launcher).
 pub mod env {
     /// Inherited descriptor of the host's segment.
     pub const SEGMENT_FD: &str = "TANDEM_JOB_SHM_FD";
-    /// Inherited eventfds, one per local rank, comma-separated.
+    /// Inherited eventfds, comma-separated: one per local rank (woken when it
+    /// sleeps), then one per local rank for its progress helper thread.
     pub const WAKE_FDS: &str = "TANDEM_JOB_SHM_WAKE";
     /// This rank's index among the ranks of its host.
     pub const LOCAL_RANK: &str = "TANDEM_JOB_LOCAL_RANK";
@@ -58,8 +64,24 @@ const C_WORLD: usize = 0;
 const C_PID: usize = 4;
 const C_READY: usize = 8;
 const C_PROBE_ADDR: usize = 16;
-/// Alone on its cache line: written by its owner, read by every sender.
+/// Alone on its cache line: who wants to be woken when a frame arrives
+/// (the `WAKE_*` bits); written only by the thread that owns the rank's
+/// communication state, read by every sender.
 const C_SLEEPING: usize = LINE;
+
+/// The thread driving communication sleeps on the rank's eventfd.
+const WAKE_OWNER: u32 = 1;
+/// The progress helper thread waits for any frame (the `thread` policy).
+pub const WAKE_HELPER_ANY: u32 = 2;
+/// The progress helper thread waits for rendezvous starts only (the
+/// `signal` policy).
+pub const WAKE_HELPER_RNDV: u32 = 4;
+
+/// Whether a frame of this kind (the encoded header's kind byte) starts a
+/// rendezvous, which a helper waiting for rendezvous starts is woken for.
+fn starts_rendezvous(kind: u8) -> bool {
+    kind == FrameKind::Rts as u8 || kind == FrameKind::Rget as u8
+}
 
 // Offsets inside a cell.
 const CELL_SEQ: usize = 0;
@@ -185,8 +207,9 @@ impl HostResources {
         map.u32_at(H_CELL_SIZE)
             .store(layout.cell_size, Ordering::Relaxed);
         drop(map);
-        let mut wake = Vec::with_capacity(layout.local_size as usize);
-        for _ in 0..layout.local_size {
+        // One eventfd per rank, then one per rank's progress helper.
+        let mut wake = Vec::with_capacity(2 * layout.local_size as usize);
+        for _ in 0..2 * layout.local_size {
             // SAFETY: plain syscall; the result is checked.
             let e = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK) };
             if e < 0 {
@@ -347,6 +370,8 @@ pub struct ShmTransport {
     world: Vec<u32>,
     pids: Vec<i32>,
     wake: Vec<OwnedFd>,
+    /// The helper threads' doorbells (empty if the launcher made none).
+    helper_wake: Vec<OwnedFd>,
     pidfds: Vec<Option<OwnedFd>>,
     out: Vec<Outbound>,
     inb: Vec<Inbound>,
@@ -401,12 +426,14 @@ impl ShmTransport {
         local_size: u32,
         me: u32,
         seg: OwnedFd,
-        wake: Vec<OwnedFd>,
+        mut wake: Vec<OwnedFd>,
     ) -> Result<ShmTransport, Error> {
         let bad = |what: &str| Error::new(ErrorClass::Other, format!("shared memory: {what}"));
-        if me >= local_size || wake.len() != local_size as usize {
+        let n = local_size as usize;
+        if me >= local_size || (wake.len() != n && wake.len() != 2 * n) {
             return Err(bad("descriptors disagree with the local rank count"));
         }
+        let helper_wake = wake.split_off(n);
         // SAFETY: an all-zero stat is a valid value to be overwritten.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: `st` is valid for writes; the descriptor is ours.
@@ -414,7 +441,8 @@ impl ShmTransport {
             return Err(bad(&format!("segment descriptor: {}", errno())));
         }
         let len = st.st_size as usize;
-        for fd in std::iter::once(seg.as_raw_fd()).chain(wake.iter().map(|f| f.as_raw_fd())) {
+        let all_wake = wake.iter().chain(helper_wake.iter());
+        for fd in std::iter::once(seg.as_raw_fd()).chain(all_wake.map(|f| f.as_raw_fd())) {
             // SAFETY: plain fcntl; keeps the descriptors out of programs the rank execs.
             unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
         }
@@ -445,7 +473,6 @@ impl ShmTransport {
             .store(&*probe_word as *const u64 as u64, Ordering::Relaxed);
         map.u32_at(ctrl + C_SLEEPING).store(0, Ordering::Relaxed);
         map.u32_at(ctrl + C_READY).store(1, Ordering::Release);
-        let n = local_size as usize;
         Ok(ShmTransport {
             map,
             layout,
@@ -453,6 +480,7 @@ impl ShmTransport {
             world: vec![u32::MAX; n],
             pids: vec![0; n],
             wake,
+            helper_wake,
             pidfds: (0..n).map(|_| None).collect(),
             out: (0..local_size)
                 .map(|peer| Outbound {
@@ -544,6 +572,14 @@ impl ShmTransport {
         self.wake[self.me as usize].as_raw_fd()
     }
 
+    /// This rank's helper doorbell: readable when a peer rang it (see
+    /// [`ShmTransport::arm_helper`]); `None` if the launcher made none.
+    pub fn helper_fd(&self) -> Option<RawFd> {
+        self.helper_wake
+            .get(self.me as usize)
+            .map(|f| f.as_raw_fd())
+    }
+
     /// The pidfd watching local rank `i`, if any.
     pub fn pidfd(&self, i: u32) -> Option<RawFd> {
         self.pidfds[i as usize].as_ref().map(|f| f.as_raw_fd())
@@ -607,7 +643,7 @@ impl ShmTransport {
         let o = &mut self.out[peer as usize];
         o.pos = pos + 1;
         o.slot = next;
-        self.wake_if_sleeping(peer);
+        self.wake_if_sleeping(peer, starts_rendezvous(header.kind as u8));
         Ok(true)
     }
 
@@ -652,6 +688,7 @@ impl ShmTransport {
     fn push(&mut self, peer: u32, mut sink: Option<&mut dyn FrameSink>) -> bool {
         let cap = self.layout.cell_capacity();
         let mut published = false;
+        let mut rndv = false;
         loop {
             if self.out[peer as usize].queue.is_empty() || !self.has_room(peer) {
                 break;
@@ -661,6 +698,7 @@ impl ShmTransport {
             let f = o.queue.front().expect("queue is not empty");
             let chunk = (f.len - f.sent).min(cap);
             let header = (!f.header_sent).then_some(f.header);
+            rndv |= header.is_some_and(|h| starts_rendezvous(h[1]));
             // SAFETY: `sent + chunk <= len`, so the pointer stays inside the
             // payload.
             let data = unsafe { f.payload.add(f.sent) };
@@ -689,7 +727,7 @@ impl ShmTransport {
             }
         }
         if published {
-            self.wake_if_sleeping(peer);
+            self.wake_if_sleeping(peer, rndv);
         }
         published
     }
@@ -739,21 +777,66 @@ impl ShmTransport {
             .store(pos + 1, Ordering::Release);
     }
 
-    fn wake_if_sleeping(&self, peer: u32) {
-        // Pairs with the fence in `prepare_sleep`: either the sleeper sees
-        // our cell, or we see its flag.
+    /// Wakes `peer` if it sleeps, and its helper thread if that waits for
+    /// what was just published (`rndv`: a rendezvous start among it).
+    fn wake_if_sleeping(&self, peer: u32, rndv: bool) {
+        // Pairs with the fence in `prepare_sleep` (and `arm_helper`): either
+        // the sleeper sees our cell, or we see its flag.
         fence(Ordering::SeqCst);
-        let flag = self.map.u32_at(self.layout.ctrl(peer) + C_SLEEPING);
-        if flag.load(Ordering::Relaxed) != 0 {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a live u64 to an eventfd we hold.
-            unsafe {
-                libc::write(
-                    self.wake[peer as usize].as_raw_fd(),
-                    (&one as *const u64).cast(),
-                    8,
-                )
-            };
+        let flag = self
+            .map
+            .u32_at(self.layout.ctrl(peer) + C_SLEEPING)
+            .load(Ordering::Relaxed);
+        if flag == 0 {
+            return;
+        }
+        if flag & WAKE_OWNER != 0 {
+            ring(self.wake[peer as usize].as_raw_fd());
+        }
+        let helper = flag & WAKE_HELPER_ANY != 0 || (rndv && flag & WAKE_HELPER_RNDV != 0);
+        if let (true, Some(fd)) = (helper, self.helper_wake.get(peer as usize)) {
+            ring(fd.as_raw_fd());
+        }
+    }
+
+    /// This rank's wake-up word.
+    fn wake_word(&self) -> &AtomicU32 {
+        self.map.u32_at(self.layout.ctrl(self.me) + C_SLEEPING)
+    }
+
+    /// Whether a peer's ring has a cell for this rank, or a ring to a peer
+    /// has room for frames waiting to leave.
+    fn has_news(&self) -> bool {
+        (0..self.layout.local_size).any(|p| {
+            p != self.me && self.lost[p as usize].is_none() && (self.ready(p) || self.can_push(p))
+        })
+    }
+
+    /// Asks peers to ring this rank's helper doorbell for the frames
+    /// `bits` names (`WAKE_HELPER_ANY` or `WAKE_HELPER_RNDV`); returns false
+    /// (the request stays) if something is already there to be handled.
+    /// Only the owner of the communication state calls this.
+    pub fn arm_helper(&mut self, bits: u32) -> bool {
+        let w = self.wake_word();
+        w.store(w.load(Ordering::Relaxed) | bits, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        !self.has_news()
+    }
+
+    /// Rings this rank's own helper doorbell (the owner leaves work to it).
+    pub fn ring_own_helper(&self) {
+        if let Some(fd) = self.helper_fd() {
+            ring(fd);
+        }
+    }
+
+    /// Withdraws `bits` of [`ShmTransport::arm_helper`] (only the owner of
+    /// the communication state calls this).
+    pub fn disarm_helper(&mut self, bits: u32) {
+        let w = self.wake_word();
+        let v = w.load(Ordering::Relaxed);
+        if v & bits != 0 {
+            w.store(v & !bits, Ordering::Relaxed);
         }
     }
 
@@ -818,7 +901,7 @@ impl ShmTransport {
             if self.map.u64_at(cell + CELL_SEQ).load(Ordering::Acquire) != pos + 1 {
                 if worked {
                     // The producer may be asleep waiting for the cells we freed.
-                    self.wake_if_sleeping(peer);
+                    self.wake_if_sleeping(peer, false);
                     return Polled::Worked;
                 }
                 return Polled::Idle;
@@ -976,26 +1059,18 @@ impl ShmTransport {
     /// Announces that this rank is about to sleep; returns false (and
     /// withdraws the announcement) if a cell arrived meanwhile.
     pub fn prepare_sleep(&mut self) -> bool {
-        let flag = self.map.u32_at(self.layout.ctrl(self.me) + C_SLEEPING);
-        flag.store(1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        let any = (0..self.layout.local_size).any(|p| {
-            p != self.me && self.lost[p as usize].is_none() && (self.ready(p) || self.can_push(p))
-        });
-        if any {
-            flag.store(0, Ordering::Relaxed);
+        let ok = self.arm_helper(WAKE_OWNER);
+        if !ok {
+            self.disarm_helper(WAKE_OWNER);
         }
-        !any
+        ok
     }
 
-    /// Withdraws the sleep announcement and drains the eventfd.
+    /// Withdraws the sleep announcement and drains the eventfd. (Only the
+    /// owner bit: a helper's request to be woken stays.)
     pub fn after_sleep(&mut self) {
-        self.map
-            .u32_at(self.layout.ctrl(self.me) + C_SLEEPING)
-            .store(0, Ordering::Relaxed);
-        let mut buf = 0u64;
-        // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd.
-        unsafe { libc::read(self.wake_fd(), (&mut buf as *mut u64).cast(), 8) };
+        self.disarm_helper(WAKE_OWNER);
+        drain(self.wake_fd());
     }
 
     /// A local peer's process ended: deliver what it left in its ring, then
@@ -1052,6 +1127,126 @@ impl ShmTransport {
         }
         r
     }
+
+    /// Writes `len` bytes from `src` to `addr` in local peer `peer`'s memory
+    /// (the receiver asked for it: clear to write).
+    pub fn write_remote(
+        &mut self,
+        peer: u32,
+        addr: u64,
+        src: *const u8,
+        len: usize,
+    ) -> Result<(), ReadRemoteError> {
+        if let Some(why) = &self.lost[peer as usize] {
+            return Err(ReadRemoteError::Failed(why.clone()));
+        }
+        let r = write_process(self.pids[peer as usize], addr, src, len);
+        if matches!(r, Err(ReadRemoteError::NotPermitted)) {
+            self.cma = false;
+        }
+        r
+    }
+
+    /// The frame at the head of the ring from local rank `peer`, if a whole
+    /// control frame (one without payload) has arrived there and nothing of
+    /// the ring is half-read. For the signal handler: it reads shared memory
+    /// and a stack copy only, and leaves the frame in place.
+    pub fn peek_control(&self, peer: u32) -> Option<Header> {
+        if peer == self.me
+            || self.lost[peer as usize].is_some()
+            || !matches!(self.inb[peer as usize].rx, Rx::Header)
+            || !self.ready(peer)
+        {
+            return None;
+        }
+        let ring = self.layout.ring(peer, self.me);
+        let cell = self.cell(ring, self.inb[peer as usize].slot);
+        let chunk = self.map.u32_at(cell + CELL_CHUNK).load(Ordering::Relaxed);
+        let flags = self.map.u32_at(cell + CELL_FLAGS).load(Ordering::Relaxed);
+        if chunk != 0 || flags != FLAG_FIRST {
+            return None;
+        }
+        let mut bytes = [0u8; HEADER_LEN];
+        // SAFETY: the cell is published (`ready`) and ours to read until we
+        // release it; the header lies inside it.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.map.at(cell + CELL_FRAME),
+                bytes.as_mut_ptr(),
+                HEADER_LEN,
+            )
+        };
+        Header::decode(&bytes).ok().filter(|h| !h.carries_payload())
+    }
+
+    /// Consumes the frame [`ShmTransport::peek_control`] returned.
+    pub fn consume_control(&mut self, peer: u32) {
+        let ring = self.layout.ring(peer, self.me);
+        let (pos, slot) = (self.inb[peer as usize].pos, self.inb[peer as usize].slot);
+        self.release(peer, ring, pos, slot);
+        self.wake_if_sleeping(peer, false);
+    }
+
+    /// Whether a control frame to `peer` would go out at once (nothing
+    /// queued before it, and a free cell).
+    pub fn can_send_now(&self, peer: u32) -> bool {
+        self.lost[peer as usize].is_none() && self.out[peer as usize].queue.is_empty() && {
+            let ring = self.layout.ring(self.me, peer);
+            let head = self.map.u64_at(ring).load(Ordering::Acquire);
+            self.out[peer as usize].pos - head < u64::from(self.layout.cells)
+        }
+    }
+}
+
+/// Adds one to an eventfd (wakes whoever waits on it).
+fn ring(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64 to an eventfd we hold;
+    // `write` is async-signal-safe.
+    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}
+
+/// Empties a non-blocking eventfd.
+pub fn drain(fd: RawFd) {
+    let mut buf = 0u64;
+    // SAFETY: reads 8 bytes into a live u64 from a non-blocking eventfd.
+    unsafe { libc::read(fd, (&mut buf as *mut u64).cast(), 8) };
+}
+
+/// Copies `len` bytes from `src` to `addr` in process `pid` (single copy,
+/// by the sender).
+fn write_process(pid: i32, addr: u64, src: *const u8, len: usize) -> Result<(), ReadRemoteError> {
+    let mut done = 0usize;
+    while done < len {
+        let local = libc::iovec {
+            // SAFETY: `done < len`; the caller guarantees `src` holds `len` bytes.
+            iov_base: unsafe { src.add(done) } as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        let remote = libc::iovec {
+            iov_base: (addr as usize + done) as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        // SAFETY: the local iovec describes readable memory of the caller;
+        // the kernel validates the remote one against the peer's mappings.
+        let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
+        if n < 0 {
+            let e = errno();
+            return Err(match e.raw_os_error() {
+                Some(libc::EPERM) | Some(libc::ENOSYS) | Some(libc::EACCES) => {
+                    ReadRemoteError::NotPermitted
+                }
+                _ => ReadRemoteError::Failed(format!("single-copy write to pid {pid} failed: {e}")),
+            });
+        }
+        if n == 0 {
+            return Err(ReadRemoteError::Failed(format!(
+                "single-copy write to pid {pid} made no progress"
+            )));
+        }
+        done += n as usize;
+    }
+    Ok(())
 }
 
 /// A slice of `n` bytes at `p` (empty when `n == 0`, whatever `p` is).
@@ -1279,6 +1474,83 @@ mod tests {
         }
         assert_eq!(rb.frames[0].2, big);
         assert_eq!(ra.done, vec![7]);
+    }
+
+    fn control(kind: FrameKind) -> Header {
+        Header {
+            kind,
+            len: 1 << 20,
+            sreq: 9,
+            ..eager(3, 0)
+        }
+    }
+
+    #[test]
+    fn helper_doorbells_ring_for_what_the_helper_asked() {
+        let (mut a, mut b) = pair(8, 256);
+        let bell = b.helper_fd().expect("the launcher makes doorbells");
+        // Asking for rendezvous starts only: an eager frame does not ring,
+        // an RTS does, and the owner's own eventfd stays quiet.
+        assert!(b.arm_helper(WAKE_HELPER_RNDV));
+        a.send(1, &eager(1, 3), b"abc".as_ptr(), 3, None).unwrap();
+        assert!(!readable(bell));
+        a.send(1, &control(FrameKind::Rts), std::ptr::null(), 0, None)
+            .unwrap();
+        assert!(readable(bell));
+        assert!(!readable(b.wake_fd()));
+        drain(bell);
+        // Frames are waiting now: arming for any frame says so.
+        assert!(!b.arm_helper(WAKE_HELPER_ANY));
+        b.disarm_helper(WAKE_HELPER_ANY | WAKE_HELPER_RNDV);
+        a.send(1, &control(FrameKind::Rts), std::ptr::null(), 0, None)
+            .unwrap();
+        assert!(!readable(bell), "a disarmed helper is not rung");
+        // The owner sleeping and waking leaves the helper's request alone.
+        let mut rb = Recorder::default();
+        b.progress(&mut rb);
+        assert!(b.arm_helper(WAKE_HELPER_ANY));
+        assert!(b.prepare_sleep());
+        b.after_sleep();
+        a.send(1, &eager(2, 3), b"def".as_ptr(), 3, None).unwrap();
+        assert!(readable(bell));
+    }
+
+    #[test]
+    fn control_frames_are_peeked_in_place_and_consumed_once() {
+        let (mut a, mut b) = pair(4, 256);
+        a.send(1, &control(FrameKind::Rts), std::ptr::null(), 0, None)
+            .unwrap();
+        a.send(1, &eager(4, 3), b"xyz".as_ptr(), 3, None).unwrap();
+        let h = b.peek_control(0).expect("an RTS at the head");
+        assert_eq!((h.kind, h.sreq), (FrameKind::Rts, 9));
+        assert_eq!(b.peek_control(0), Some(h), "peeking leaves it there");
+        b.consume_control(0);
+        assert_eq!(b.peek_control(0), None, "an eager frame is not control");
+        let mut rb = Recorder::default();
+        b.progress(&mut rb);
+        assert_eq!(rb.frames.len(), 1, "the RTS was consumed once");
+        assert_eq!(rb.frames[0].2, b"xyz");
+        // A full ring cannot take a frame at once.
+        assert!(a.can_send_now(1));
+        for _ in 0..4 {
+            a.send(1, &control(FrameKind::Rts), std::ptr::null(), 0, None)
+                .unwrap();
+        }
+        assert!(!a.can_send_now(1));
+    }
+
+    #[test]
+    fn single_copy_writes_a_peer_buffer() {
+        let (mut a, _b) = pair(4, 256);
+        if !a.single_copy() {
+            eprintln!("process_vm_writev is not permitted here; skipping");
+            return;
+        }
+        let src: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        a.write_remote(1, dst.as_mut_ptr() as u64, src.as_ptr(), src.len())
+            .unwrap();
+        assert_eq!(src, dst);
     }
 
     #[test]
