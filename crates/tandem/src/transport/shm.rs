@@ -1163,7 +1163,7 @@ impl ShmTransport {
         let cell = self.cell(ring, self.inb[peer as usize].slot);
         let chunk = self.map.u32_at(cell + CELL_CHUNK).load(Ordering::Relaxed);
         let flags = self.map.u32_at(cell + CELL_FLAGS).load(Ordering::Relaxed);
-        if chunk != 0 || flags != FLAG_FIRST {
+        if chunk != 0 || flags & FLAG_FIRST == 0 {
             return None;
         }
         let mut bytes = [0u8; HEADER_LEN];
