@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use tandem::bootstrap::env as job_env;
 use tandem::params::Settings;
-use tandem::transport::shm::{HostResources, Layout};
+use tandem::transport::shm::{env as shm_env, HostResources, Layout};
 
 use super::channel::{encode, Decoder, Record};
 use super::job::{os_error_text, spawn_error};
@@ -113,7 +113,12 @@ pub fn main(host: &str) -> i32 {
     let mut ranks = Vec::new();
     let mut rank0_stdin = None;
     for (local, &rank) in spec.ranks.iter().enumerate() {
-        let mut rank_env = vec![(job_env::RANK.to_string(), rank.to_string())];
+        let mut rank_env = vec![
+            (job_env::RANK.to_string(), rank.to_string()),
+            // Its place among the host's ranks, which pinning uses, also
+            // when there is no shared memory (transports=tcp).
+            (shm_env::LOCAL_RANK.to_string(), local.to_string()),
+        ];
         if let Some(h) = &shm {
             rank_env.extend(h.env(local as u32));
         }

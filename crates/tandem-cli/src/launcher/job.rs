@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tandem::bootstrap::{encode_secret, env as job_env, random_secret};
 use tandem::params::Settings;
 use tandem::stats::{self, Counters};
-use tandem::transport::shm::{HostResources, Layout};
+use tandem::transport::shm::{env as shm_env, HostResources, Layout};
 
 use super::channel::{encode, STDIN_WINDOW};
 use super::kv_service::{self, AbortRequest, KvService};
@@ -340,7 +340,12 @@ impl Job {
         host: Option<&HostResources>,
     ) -> Result<(), (String, i32)> {
         let cmd = &self.config.command;
-        let mut rank_env = vec![(job_env::RANK.to_string(), rank.to_string())];
+        let mut rank_env = vec![
+            (job_env::RANK.to_string(), rank.to_string()),
+            // Its place among the host's ranks, which pinning uses, also
+            // when there is no shared memory (transports=tcp).
+            (shm_env::LOCAL_RANK.to_string(), local.to_string()),
+        ];
         if let Some(h) = host {
             rank_env.extend(h.env(local));
         }
