@@ -72,3 +72,74 @@ fn no_files_left_in_dev_shm() {
     let new: Vec<_> = after.difference(&before).collect();
     assert!(new.is_empty(), "left in /dev/shm: {new:?}");
 }
+
+/// Each rank's main thread and progress helper thread, as the placement
+/// program prints them: (rank, main CPUs, helper CPUs or "none").
+fn placements(stdout: &str) -> Vec<(u32, String, String)> {
+    let mut v: Vec<(u32, String, String)> = stdout
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() != 7 || f[0] != "placement" {
+                return None;
+            }
+            Some((f[2].parse().ok()?, f[4].to_string(), f[6].to_string()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// With no more ranks than CPUs, ranks are pinned to different CPUs, with
+/// or without shared memory (TCP-only jobs once pinned every rank to the
+/// first CPU: ranks learnt their place on the host from the shared-memory
+/// variables only); a progress helper thread is kept off its own rank's CPU
+/// (`progress_cpu=auto`), where it would take its time from the computation
+/// it is meant to overlap.
+#[test]
+fn ranks_and_helpers_are_placed_apart() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("skipped: this machine has one CPU");
+        return;
+    }
+    let prog = compile("placement");
+    for options in [
+        &[][..],
+        &["--set", "transports=tcp"][..],
+        &["--set", "progress=thread"][..],
+        &["--set", "progress=signal", "--set", "transports=shm,tcp"][..],
+    ] {
+        let outcome = run(2, options, &prog, &[], JOB_TIMEOUT);
+        assert!(
+            outcome.status.success() && outcome.has_line("PASS placement"),
+            "{}",
+            outcome.describe()
+        );
+        let p = placements(&outcome.stdout);
+        assert_eq!(p.len(), 2, "two placement lines\n{}", outcome.describe());
+        let (a, b) = (&p[0].1, &p[1].1);
+        assert!(
+            a.parse::<usize>().is_ok() && b.parse::<usize>().is_ok() && a != b,
+            "[{}]: ranks should be pinned to one CPU each, and different ones: {a} and {b}",
+            options.join(" ")
+        );
+        for (rank, main, helper) in &p {
+            let wants_helper = options.iter().any(|o| o.starts_with("progress="));
+            assert_eq!(
+                helper != "none",
+                wants_helper,
+                "[{}]: rank {rank}'s helper thread: {helper}",
+                options.join(" ")
+            );
+            if wants_helper {
+                assert_ne!(
+                    helper,
+                    main,
+                    "[{}]: rank {rank}'s helper shares its CPU",
+                    options.join(" ")
+                );
+            }
+        }
+    }
+}

@@ -90,14 +90,19 @@ pub(crate) fn spawn(settings: &Settings, body: impl FnOnce(RawFd) + Send + 'stat
     let sched = settings.text("progress_sched").to_string();
     let priority = settings.uint("progress_priority");
     let cpu = settings.text("progress_cpu").to_string();
+    // MPI_Init returns only once the helper is placed (and named), so it
+    // never runs a moment on the computing core.
+    let (placed, wait_placed) = std::sync::mpsc::sync_channel::<()>(1);
     let spawned = std::thread::Builder::new()
         .name("tandem-progress".into())
         .spawn(move || {
             configure(&sched, priority, &cpu);
+            let _ = placed.send(());
             body(kick_fd);
         });
     match spawned {
         Ok(h) => {
+            let _ = wait_placed.recv();
             *HANDLE.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
             true
         }
