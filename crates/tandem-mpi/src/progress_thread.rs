@@ -285,10 +285,14 @@ fn serve(kick_fd: RawFd, news: &[RawFd]) {
         p2p.engine().disarm_helper(WAKE_HELPER_ANY);
         // Receives matched now are matched while the application computes.
         p2p.set_async_matching(true);
+        let mut yielded = false;
         for _ in 0..ROUNDS_PER_TURN {
             let did = state.rt.p2p().progress(false);
             state.rt.progress_once();
-            if !did {
+            // The application wants in: it drives communication itself now,
+            // on its own core, faster than this thread can beside its peer.
+            yielded = Owner::app_waiting();
+            if !did || yielded {
                 break;
             }
         }
@@ -297,7 +301,7 @@ fn serve(kick_fd: RawFd, news: &[RawFd]) {
         // Ask peers to ring again; if something came meanwhile, go round.
         let idle = p2p.engine().arm_helper(WAKE_HELPER_ANY);
         drop(owner);
-        if idle {
+        if idle || yielded {
             return;
         }
     }

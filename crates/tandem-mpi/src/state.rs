@@ -120,11 +120,14 @@ const ACTIVE: u8 = 1;
 const FINALIZED: u8 = 2;
 
 /// Values of the ownership word: nobody holds the state, somebody does,
-/// and (a flag beside it) the progress helper wants to be told when the
-/// holder leaves.
+/// and flags beside it: the progress helper wants to be told when the
+/// holder leaves; the application thread waits to enter (a helper holding
+/// the state then gives it back at once: the application drives
+/// communication itself, on its own core, as fast as it can).
 const FREE: u8 = 0;
 const HELD: u8 = 1;
 const WANTED: u8 = 2;
+const APP_WAITING: u8 = 4;
 
 /// How communication is driven besides MPI calls (the `progress`
 /// parameter), for the hooks on entering and leaving the library.
@@ -160,8 +163,9 @@ static GLOBAL: Global = Global {
 pub(crate) struct Owner;
 
 impl Owner {
-    /// Takes ownership if nobody holds it (the helper thread never waits
-    /// for the application thread). Lock-free, so the signal handler may
+    /// Takes ownership if nobody holds it and the application thread is
+    /// not waiting to (the helper thread never waits for the application
+    /// thread, and gives way to it). Lock-free, so the signal handler may
     /// call it.
     pub(crate) fn try_acquire() -> Option<Owner> {
         GLOBAL
@@ -174,6 +178,12 @@ impl Owner {
     /// Whether nobody holds the library right now.
     pub(crate) fn is_free() -> bool {
         GLOBAL.busy.load(Ordering::Relaxed) == FREE
+    }
+
+    /// Whether the application thread waits to enter (a helper holding
+    /// the state should give it back).
+    pub(crate) fn app_waiting() -> bool {
+        GLOBAL.busy.load(Ordering::Relaxed) & APP_WAITING != 0
     }
 
     /// For the helper thread: asks whoever holds the library to ring the
@@ -201,16 +211,37 @@ impl Owner {
     }
 
     pub(crate) fn acquire() -> Owner {
-        while GLOBAL
-            .busy
-            .compare_exchange_weak(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            // Another thread is inside (the application promised it would not
-            // be, at MPI_THREAD_SERIALIZED); wait our turn rather than race.
+        let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
+        loop {
+            if cur & HELD == 0 {
+                // Free, perhaps with our own waiting flag: take it, clearing it.
+                match GLOBAL.busy.compare_exchange_weak(
+                    cur,
+                    HELD,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Owner,
+                    Err(now) => {
+                        cur = now;
+                        continue;
+                    }
+                }
+            }
+            if cur & APP_WAITING == 0 {
+                // Ask a helper that holds the state to give it back.
+                let _ = GLOBAL.busy.compare_exchange_weak(
+                    cur,
+                    cur | APP_WAITING,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            // The progress helper is inside (or another application thread,
+            // which MPI_THREAD_SERIALIZED rules out); wait our turn.
             std::thread::yield_now();
+            cur = GLOBAL.busy.load(Ordering::Relaxed);
         }
-        Owner
     }
 
     pub(crate) fn slot(&mut self) -> &mut Option<State> {
