@@ -124,6 +124,12 @@ impl P2p {
         self.m.posted_count
     }
 
+    /// Requests alive (in flight, or complete and not yet waited for): with
+    /// none, nothing can make progress between MPI calls.
+    pub fn live_requests(&self) -> usize {
+        self.m.reqs.len()
+    }
+
     /// Makes the writes receivers asked for, completes the sends and tells
     /// the receivers (WROTE); where the kernel refuses, sends the data
     /// through the transport instead (DATA, which the receive accepts too).
