@@ -3,9 +3,12 @@
 //! that advances them.
 //!
 //! * Shared-memory peers ring the helper's doorbell when they publish an
-//!   RTS (the rank asks for that once, at MPI_Init: the `WAKE_HELPER_RNDV`
-//!   bit of its wake-up word). The helper never touches the communication
-//!   state.
+//!   RTS, while the rank asks for it (the `WAKE_HELPER_RNDV` bit of its
+//!   wake-up word): from when the application thread leaves the library
+//!   with a receive posted until it leaves with none (seed 004: the signal
+//!   is disabled while nothing is expected, so a program that only makes
+//!   blocking calls never pays a wake-up). The helper never touches the
+//!   communication state.
 //! * Woken, the helper signals the application thread (`SIGRTMIN +
 //!   progress_signal`, with `tgkill`) only if that thread is outside the
 //!   library and has a non-blocking receive posted (it says so on leaving
@@ -126,7 +129,6 @@ pub fn start(state: &mut State) -> bool {
         Ordering::Relaxed,
     );
     RECV_POSTED.store(false, Ordering::Relaxed);
-    engine.arm_helper(WAKE_HELPER_RNDV);
     let started = spawn(&settings, move |kick_fd| run(kick_fd, doorbell));
     if !started {
         restore();
@@ -160,15 +162,18 @@ fn restore() {
 
 /// The application thread leaves the library: whether it expects a
 /// message it is not waiting for. When it starts to (its first receive
-/// posted), a rendezvous start that arrived while it was inside expecting
-/// nothing (ignored then) is looked for: the helper is rung if anything
-/// waits in the rings.
+/// posted), peers are asked to ring the helper for rendezvous starts, and
+/// one that arrived while it was inside expecting nothing (ignored then)
+/// is looked for: the helper is rung if anything waits in the rings. When
+/// it stops, peers are told not to ring.
 pub(crate) fn on_leave(state: &mut State) {
     let p2p = state.rt.p2p();
     let posted = p2p.posted_receives() > 0;
     let was = RECV_POSTED.swap(posted, Ordering::Relaxed);
     if posted && !was && !p2p.engine().arm_helper(WAKE_HELPER_RNDV) {
         p2p.engine().ring_helper();
+    } else if !posted && was {
+        p2p.engine().disarm_helper(WAKE_HELPER_RNDV);
     }
 }
 

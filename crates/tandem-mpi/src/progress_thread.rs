@@ -38,6 +38,10 @@ static HANDLE: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 /// library and the helper asked to be told (or has work left to it).
 static KICK_FD: AtomicI32 = AtomicI32::new(-1);
 
+/// The helper asked to be told when the application leaves the library,
+/// and the application left without telling it (see [`on_leave`]).
+static HELPER_UNTOLD: AtomicBool = AtomicBool::new(false);
+
 /// What the helper counts without owning the state (merged at finalize).
 pub(crate) static WAKEUPS: AtomicU64 = AtomicU64::new(0);
 pub(crate) static SIGNALS_SENT: AtomicU64 = AtomicU64::new(0);
@@ -165,8 +169,23 @@ pub(crate) fn on_enter(state: &mut State) {
 
 /// The application thread leaves the library: peers ring the helper from
 /// now on, and if something arrived already, the helper is told at once.
+/// Leaving with nothing that can progress (no request alive, no memory
+/// exposed to one-sided access: after any blocking call of a two-sided
+/// program), it leaves a helper that asked to be told asleep: nothing can
+/// progress until the next call anyway (a socket ready meanwhile, say the next message of a
+/// ping-pong, waits for it), and waking the helper on its peer's core for
+/// every message cost a TCP ping-pong a tenth of its bandwidth. The helper
+/// is told as soon as the application leaves with work alive again.
 pub(crate) fn on_leave(state: &mut State) {
-    let engine = state.rt.p2p().engine();
+    let p2p = state.rt.p2p();
+    if !p2p.progress_matters() {
+        if Owner::unwant() {
+            HELPER_UNTOLD.store(true, Ordering::Relaxed);
+        }
+    } else if HELPER_UNTOLD.swap(false, Ordering::Relaxed) {
+        kick();
+    }
+    let engine = p2p.engine();
     if !engine.arm_helper(WAKE_HELPER_ANY) {
         engine.ring_helper();
     }

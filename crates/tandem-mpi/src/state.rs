@@ -210,6 +210,12 @@ impl Owner {
         }
     }
 
+    /// For the holder: withdraws a helper's request to be told when it
+    /// leaves; whether there was one.
+    pub(crate) fn unwant() -> bool {
+        GLOBAL.busy.fetch_and(!WANTED, Ordering::Relaxed) & WANTED != 0
+    }
+
     pub(crate) fn acquire() -> Owner {
         let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
         loop {

@@ -124,6 +124,13 @@ impl P2p {
         self.m.posted_count
     }
 
+    /// Whether anything can make progress between calls: requests alive (in
+    /// flight, or complete and not yet waited for), memory exposed to
+    /// one-sided access, or one-sided operations not done.
+    pub fn progress_matters(&self) -> bool {
+        !self.m.reqs.is_empty() || self.m.remote.active()
+    }
+
     /// Makes the writes receivers asked for, completes the sends and tells
     /// the receivers (WROTE); where the kernel refuses, sends the data
     /// through the transport instead (DATA, which the receive accepts too).

@@ -426,6 +426,15 @@ impl Remote {
         None
     }
 
+    /// Whether peers may access this rank's memory, or its own operations
+    /// are not done: then progress between calls matters even with no
+    /// request alive.
+    pub(super) fn active(&self) -> bool {
+        !self.regions.is_empty()
+            || !self.dynamic.is_empty()
+            || self.in_flight.iter().any(|&n| n > 0)
+    }
+
     pub(super) fn in_flight(&self, peer: u32) -> u64 {
         self.in_flight[peer as usize]
     }
