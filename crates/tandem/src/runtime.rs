@@ -101,6 +101,10 @@ impl Runtime {
                 port_range: parse_port_range(settings.text("tcp_port_range"))
                     .map_err(config_error)?,
                 sndbuf: settings.uint("tcp_sndbuf") as usize,
+                send_chunk: match settings.uint("tcp_send_chunk") as usize {
+                    0 => usize::MAX,
+                    n => n,
+                },
                 rcvbuf: settings.uint("tcp_rcvbuf") as usize,
                 connect_timeout: Duration::from_millis(settings.uint("connect_timeout_ms")),
                 poller: if settings.text("tcp_poller") == "select" {

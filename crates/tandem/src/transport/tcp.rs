@@ -38,6 +38,8 @@ pub struct TcpConfig {
     /// Inclusive port range to listen on; `None` for any free port.
     pub port_range: Option<(u16, u16)>,
     pub sndbuf: usize,
+    /// Most bytes handed to one `sendmsg` (see the `tcp_send_chunk` parameter).
+    pub send_chunk: usize,
     pub rcvbuf: usize,
     pub connect_timeout: Duration,
     /// How sockets are watched.
@@ -1091,8 +1093,14 @@ impl TcpTransport {
                 iov_len: 0,
             }; MAX_IOV];
             let mut n_iov = 0;
+            let mut bytes = 0;
+            // Bounded calls: on loopback a send runs the receiver's side of
+            // the stack too, and kernels without preemption (what cloud VMs
+            // ship) switch tasks only when it returns, so one 4 MiB call kept
+            // a receiver woken on the same core waiting for 3 ms.
+            let chunk = self.cfg.send_chunk;
             for f in q.iter() {
-                if n_iov + 2 > MAX_IOV {
+                if n_iov + 2 > MAX_IOV || bytes >= chunk {
                     break;
                 }
                 if f.written < HEADER_LEN {
@@ -1101,15 +1109,19 @@ impl TcpTransport {
                         iov_len: HEADER_LEN - f.written,
                     };
                     n_iov += 1;
+                    bytes += HEADER_LEN - f.written;
                 }
                 let off = f.written.saturating_sub(HEADER_LEN);
                 if f.len > off {
+                    let take = (f.len - off).min(chunk.saturating_sub(bytes).max(1));
                     iov[n_iov] = libc::iovec {
-                        // SAFETY: `off < len`, so the pointer stays inside the payload.
+                        // SAFETY: `off < len` and `take <= len - off`, so the
+                        // range stays inside the payload.
                         iov_base: unsafe { f.payload.add(off) } as *mut libc::c_void,
-                        iov_len: f.len - off,
+                        iov_len: take,
                     };
                     n_iov += 1;
+                    bytes += take;
                 }
             }
             // SAFETY: a zeroed msghdr is valid; we set only the iovec fields,
@@ -1568,6 +1580,8 @@ mod tests {
                 listen_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
                 port_range: None,
                 sndbuf: 0,
+                // Small, so frames leave in pieces across calls.
+                send_chunk: 4096,
                 rcvbuf: 0,
                 connect_timeout: Duration::from_secs(5),
                 poller: Poller::Epoll,
