@@ -11,8 +11,10 @@
  *                the target polls in its destination buffer, driving
  *                progress with rwapi_receive meanwhile, and clears once
  *                seen; the writer clears it in its source once the round
- *                is over. This relies on a write's bytes landing in order,
- *                which Tandem's transports do (a stream into the buffer);
+ *                is over. This relies on a write's last byte landing last,
+ *                which Tandem does (the transports stream into the buffer,
+ *                and a direct write between nodes on one host, a copy into
+ *                the target's heap, stores its last byte last);
  *   notify=small a small message sent right after the write (rwapi's
  *                ordering makes the data visible before the notice): the
  *                seed's usage pattern, one more frame per write.
