@@ -630,6 +630,9 @@ pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
             if n == 0 || n > rw.direct.next_sid {
                 return ERR_SID;
             }
+            // As a write found done: the program is active, polls need
+            // not yield yet.
+            rw.idle_polls = 0;
             return rw.failed.get(&(sid as u64)).map_or(1, |&c| neg(c));
         }
         if sid <= 0 || sid as u64 > rw.max_sid {
