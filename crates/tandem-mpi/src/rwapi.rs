@@ -562,6 +562,7 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         };
         match r {
             Ok(OpId(sid)) => {
+                rt.p2p().engine().counters_mut().rwapi_engine += 1;
                 if !rw.is_dirty[node as usize] {
                     rw.is_dirty[node as usize] = true;
                     rw.dirty.push(node as u32);
@@ -610,6 +611,7 @@ fn direct_write(
     };
     rw.direct.next_sid += 1;
     let sid = DIRECT_SID | rw.direct.next_sid;
+    rt.p2p().engine().counters_mut().rwapi_direct += 1;
     if let Err(class) = outcome {
         rw.failed.insert(sid, class);
         rw.first_error.get_or_insert(class);
