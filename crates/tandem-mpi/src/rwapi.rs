@@ -672,7 +672,9 @@ pub fn release(rw: Option<RwState>) {
             }
             let layout = Layout::from_size_align(b.len, BLOCK_ALIGN).expect("valid at alloc");
             // SAFETY: allocated by rwapi_alloc with this layout; the engine
-            // is gone, so nothing reads or writes it any more.
+            // is gone (MPI finalized) or no longer exposes it (rwapi_finalize
+            // withdrew every block after the closing barrier), so nothing
+            // reads or writes it any more.
             unsafe { std::alloc::dealloc(base as *mut u8, layout) };
         }
     }
