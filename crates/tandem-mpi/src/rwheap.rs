@@ -502,3 +502,83 @@ impl Heap {
         unsafe { std::ptr::write_bytes(self.map.base.add(at), 0, len) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(h: &Heap, key: u32, addr: *mut u8, data: &[u8]) -> Result<(), Refused> {
+        // SAFETY: `data` is valid for its length.
+        unsafe {
+            write(
+                h.mapping(),
+                h.info().addr,
+                key,
+                addr as u64,
+                data.as_ptr(),
+                data.len(),
+            )
+        }
+    }
+
+    #[test]
+    fn writes_are_checked_against_the_table() {
+        let mut h = Heap::create(4 << 20).expect("memfd heap");
+        let b = h.alloc(100).expect("room");
+        assert!(is_heap_key(b.key));
+        assert_eq!(b.ptr as usize % SMALL_ALIGN, 0);
+        assert!(put(&h, b.key, b.ptr, &[7; 100]).is_ok());
+        // SAFETY: inside the block just written.
+        assert_eq!(unsafe { *b.ptr.add(99) }, 7);
+        // SAFETY: one byte before the end of the 100-byte block.
+        let near_end = unsafe { b.ptr.add(96) };
+        assert_eq!(put(&h, b.key, near_end, &[1; 8]), Err(Refused::Range));
+        // SAFETY: an address before the block, never dereferenced.
+        let before = unsafe { b.ptr.sub(1) };
+        assert_eq!(put(&h, b.key, before, &[1]), Err(Refused::Range));
+        h.free(&b);
+        assert_eq!(put(&h, b.key, b.ptr, &[1]), Err(Refused::Region));
+        // The space and the slot come back, under a new key, zeroed; the
+        // old key stays refused.
+        let c = h.alloc(100).expect("room");
+        assert_eq!(c.ptr, b.ptr);
+        assert_ne!(c.key, b.key);
+        // SAFETY: inside the new block.
+        assert!((0..100).all(|i| unsafe { *c.ptr.add(i) } == 0));
+        assert_eq!(put(&h, b.key, c.ptr, &[9]), Err(Refused::Region));
+        assert!(put(&h, c.key, c.ptr, &[9]).is_ok());
+    }
+
+    #[test]
+    fn space_with_a_writer_is_not_reused() {
+        let mut h = Heap::create(4 << 20).expect("memfd heap");
+        let b = h.alloc(1 << 20).expect("room");
+        assert_eq!(b.ptr as usize % PAGE, 0);
+        // A writer that passed its checks and is still copying.
+        h.map.slot(b.slot).writers.fetch_add(1, Ordering::SeqCst);
+        h.free(&b);
+        let c = h.alloc(1 << 20).expect("room");
+        assert_ne!(c.ptr, b.ptr, "reused under a writer");
+        h.map.slot(b.slot).writers.fetch_sub(1, Ordering::Release);
+        let d = h.alloc(1 << 20).expect("room");
+        assert_eq!(d.ptr, b.ptr, "reclaimed once the writer left");
+    }
+
+    #[test]
+    fn full_heap_and_spent_slots() {
+        let mut h = Heap::create(1 << 20).expect("memfd heap");
+        assert!(h.alloc(2 << 20).is_none());
+        let a = h.alloc(600 << 10).expect("room");
+        assert!(h.alloc(600 << 10).is_none(), "no room left");
+        h.free(&a);
+        assert!(h.alloc(600 << 10).is_some(), "freed space coalesced");
+        // A slot whose generations are spent is retired, never reused.
+        let b = h.alloc(64).expect("room");
+        h.map
+            .slot(b.slot)
+            .generation
+            .store(MAX_GEN, Ordering::Relaxed);
+        h.free(&b);
+        assert!(!h.free_slots.contains(&b.slot));
+    }
+}
