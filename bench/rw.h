@@ -11,8 +11,10 @@
  *                the target polls in its destination buffer, driving
  *                progress with rwapi_receive meanwhile, and clears once
  *                seen; the writer clears it in its source once the round
- *                is over. This relies on a write's bytes landing in order,
- *                which Tandem's transports do (a stream into the buffer);
+ *                is over. This relies on a write's last byte landing last,
+ *                which Tandem does (the transports stream into the buffer,
+ *                and a direct write between nodes on one host, a copy into
+ *                the target's heap, stores its last byte last);
  *   notify=small a small message sent right after the write (rwapi's
  *                ordering makes the data visible before the notice): the
  *                seed's usage pattern, one more frame per write.
@@ -31,8 +33,13 @@ static int rw_flag = 1;
 static rwapi_sid rw_last_sid;
 /* Writes alternate between two halves of the destination block: in the
  * bidirectional kernel a writer may be one write ahead of its peer's
- * reading, and its next flag must not land on the one not yet seen. */
+ * reading, and its next flag must not land on the one not yet seen. A
+ * kernel whose writes strictly alternate with the peer's (rw_pingpong)
+ * sets rw_one_half before rw_setup: one destination as large as the
+ * largest write, the memory MPI's ping-pong uses, and no more (a second
+ * 4 MiB half made the 4 MiB round trip overflow the caches). */
 static long rw_half;
+static int rw_one_half;
 static unsigned long rw_seq_out, rw_seq_in;
 
 static void rw_check(int rc, const char *what)
@@ -79,13 +86,14 @@ static void rw_setup(void)
     rw_check(rwapi_init(0, NULL), "rwapi_init");
     if (bench_rank > 1)
         return;
-    rw_half = maxsize;
+    rw_half = rw_one_half ? 0 : maxsize;
+    const size_t dlen = (rw_one_half ? 1 : 2) * (size_t)maxsize;
     char *s = rwapi_alloc((size_t)maxsize, &rw_src);
-    char *d = rwapi_alloc(2 * (size_t)maxsize, &rw_dst);
+    char *d = rwapi_alloc(dlen, &rw_dst);
     if (!s || !d)
         bench_fail("rwapi_alloc of %ld bytes failed", maxsize);
     memset(s, 'a' + bench_rank, (size_t)maxsize);
-    memset(d, 0, 2 * (size_t)maxsize);
+    memset(d, 0, dlen);
     rw_src_mem = s;
     rw_dst_mem = d;
     bench_check(MPI_Sendrecv(&rw_dst, sizeof rw_dst, MPI_BYTE, 1 - bench_rank, BENCH_TAG_CTL,

@@ -29,6 +29,7 @@ static double rw_pingpong(long size, long iters)
 
 int main(int argc, char **argv)
 {
+    rw_one_half = 1; /* each write waits for the peer's answer */
     bench_pair_params = rw_setup;
     return bench_pair_main(argc, argv, "rw_pingpong", rw_pingpong, 2, "1,64,4096,65536,1048576");
 }

@@ -25,18 +25,37 @@
  *     data, then send a small message saying so" is correct: when the
  *     target receives that small message, the data is in its memory.
  *   - rwapi_issent(sid) == 1 says only that the local buffer may be
- *     reused; it does not say that the data has reached the target.
+ *     reused; it does not say that the data has reached the target
+ *     (except for a direct write, below).
  *   - rwapi_flush() waits until every write this process issued is in its
  *     target's memory (remote completion), and reports the first write
  *     that was refused. rwapi_finalize() flushes too.
- *   - The target's progress engine deposits the data (from the shared-
- *     memory ring on one host, from the socket between hosts) whenever
- *     the target calls into RWAPI or MPI, or at once, while the target
- *     computes, under `--set progress=thread`.
- *   - The target checks every write: one outside an allocated block, to
- *     an unknown address or to a freed block is refused, never performed;
+ *   - Direct writes (nodes on one host): blocks come from a heap each node
+ *     shares with the others on its host, and a write is a copy straight
+ *     into the target's memory; the target takes no part. Such a write is
+ *     complete when rwapi_write returns: the buffer may be reused and the
+ *     data is in the target's memory (rwapi_issent is 1 at once, and
+ *     rwapi_flush has nothing to wait for). Its last byte is stored last,
+ *     so a flag at the end of a write (or in a later write), read with an
+ *     acquire load, says the data before it is there. A small message sent
+ *     after it still arrives after it (it is published in the shared-
+ *     memory ring with a release store, after the copy).
+ *   - Other writes go through the target's progress engine, which deposits
+ *     the data (from the shared-memory ring on one host, from the socket
+ *     between hosts) whenever the target calls into RWAPI or MPI, or at
+ *     once, while the target computes, under `--set progress=thread`. That
+ *     is the case between hosts, under `--set rwapi_direct=0`, where the
+ *     kernel does not let a node map its peer's heap, for blocks that did
+ *     not fit the heap (`--set rwapi_heap=BYTES`, 256 MiB by default), and,
+ *     to keep the order above, for writes to a node that follow writes to
+ *     it through the engine, until the next rwapi_flush.
+ *   - Every write is checked: one outside an allocated block, to an
+ *     unknown address or to a freed block is refused, never performed;
  *     rwapi_issent / rwapi_flush then return RWAPI_ERR_RANGE or
- *     RWAPI_ERR_REGION.
+ *     RWAPI_ERR_REGION (for a direct write, at once).
+ *   - Writes to a node that died make rwapi_issent / rwapi_flush return
+ *     RWAPI_ERR_GONE once that is known (a direct write into a dead node's
+ *     heap does no harm).
  *
  * Errors are negative return values (the negated MPI error class).
  */

@@ -230,6 +230,69 @@ fn killed_rank_ends_the_job_within_two_seconds() {
     );
 }
 
+/// RWAPI between two nodes on one host: a write is a copy into the
+/// target's mapped heap, so the target sees the data while it makes no
+/// call at all (and refusals are known when the write returns). Through the
+/// engine (TCP, `rwapi_direct=0`, blocks too big for the heap) the same
+/// program checks the same data with the target driving progress.
+#[test]
+fn rwapi_direct_writes_need_no_target_call() {
+    let prog = compile("rwapi_direct");
+    let configs: &[(&[&str], &[&str])] = &[
+        (&[], &["nocalls"]),
+        (&["--set", "progress=thread"], &["nocalls"]),
+        (&["--set", "progress=signal"], &["nocalls"]),
+        (&["--set", "transports=tcp"], &[]),
+        (&["--set", "rwapi_direct=0"], &[]),
+        // The 8 MiB block does not fit: private memory, through the engine.
+        (&["--set", "rwapi_heap=1m"], &[]),
+    ];
+    for (opts, args) in configs {
+        eprintln!(
+            "rwapi_direct, launcher options [{}] {args:?}",
+            opts.join(" ")
+        );
+        let outcome = run(2, opts, &prog, args, JOB_TIMEOUT);
+        assert_pass(&outcome, "rwapi_direct");
+    }
+}
+
+/// The check above has teeth: through the engine, a target that makes no
+/// call never gets the data.
+#[test]
+fn rwapi_engine_writes_wait_for_the_target() {
+    let prog = compile("rwapi_direct");
+    let outcome = run(
+        2,
+        &["--set", "rwapi_direct=0"],
+        &prog,
+        &["nocalls=1"],
+        JOB_TIMEOUT,
+    );
+    assert!(
+        !outcome.stdout.contains("PASS") && outcome.stderr.contains("without calls"),
+        "{}",
+        outcome.describe()
+    );
+}
+
+/// RWAPI with its heap too small for the 64 MiB blocks (they are private
+/// memory written through the engine while the small ones stay direct),
+/// and with the direct path off.
+#[test]
+fn rwapi_heap_fallback_and_direct_off() {
+    let prog = compile("rwapi_basic");
+    for opts in [
+        &["--set", "rwapi_heap=1m"][..],
+        &["--set", "rwapi_direct=0"][..],
+        &["--set", "transports=tcp", "--set", "rwapi_heap=1m"][..],
+    ] {
+        eprintln!("rwapi_basic big, launcher options [{}]", opts.join(" "));
+        let outcome = run(2, opts, &prog, &["big"], JOB_TIMEOUT);
+        assert_pass(&outcome, "rwapi_basic");
+    }
+}
+
 /// RWAPI writes outstanding to a node that dies: the job ends fast, naming
 /// it, on shared memory and on TCP.
 #[test]

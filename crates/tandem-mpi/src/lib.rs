@@ -27,6 +27,7 @@ mod progress_thread;
 mod pt2pt;
 mod request;
 mod rwapi;
+mod rwheap;
 mod state;
 mod topo;
 mod win;

@@ -3,6 +3,16 @@
 //! writes are one-sided puts, small messages travel on a communicator of
 //! their own. Errors are returned (negated MPI error classes), never raised
 //! through MPI's error handlers.
+//!
+//! Between ranks on one host a write is instead a copy straight into the
+//! target's memory (the direct path, [`crate::rwheap`]): blocks come from
+//! a heap each rank shares as a memory file, writers map their peers'
+//! heaps on first use and check each write against the owner's region
+//! table, and the target takes no part. A write goes through the engine
+//! when the target's block is not in its heap (it did not fit), when the
+//! heap could not be mapped (or `rwapi_direct=0`), when the target is on
+//! another host, and, to keep writes to one node in order, when writes to
+//! that node went through the engine since the last rwapi_flush.
 
 use std::alloc::Layout;
 use std::collections::{HashMap, VecDeque};
@@ -12,7 +22,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use tandem::p2p::{OpId, OpState};
 use tandem::{CommId, ErrorClass, Runtime, WORLD};
 
+use tandem::coll::CollCall;
+
 use crate::abi::MPI_THREAD_SINGLE;
+use crate::rwheap::{self, Heap, HeapBlock, HeapInfo, Mapping, Refused};
 use crate::state::{self, Owner, State};
 
 /// The network address of a block (`rwapi_net`).
@@ -45,10 +58,38 @@ const BLOCK_ALIGN: usize = 4096;
 const IDLE_POLLS_BEFORE_YIELD: u32 = 256;
 /// Finished writes are forgotten in batches of about this many.
 const FORGET_BATCH: usize = 1024;
+/// Send ids of direct writes have this bit (the engine's ids never reach it).
+const DIRECT_SID: u64 = 1 << 62;
 
 struct Block {
     key: u32,
     len: usize,
+    /// Carved from the heap (else private memory from the allocator).
+    heap: Option<HeapBlock>,
+}
+
+/// How this rank writes into a node's heap blocks.
+enum Path {
+    /// Not decided: the heap is mapped on the first write to it.
+    Untried,
+    /// Copies into this mapping of the node's heap.
+    Mapped(Mapping),
+    /// The node is this rank: copies into its own heap.
+    Own,
+    /// Through the engine (another host, no heap, or the kernel refused).
+    Engine,
+}
+
+/// The direct path's state.
+struct Direct {
+    heap: Option<Heap>,
+    /// Every node's heap, as announced at rwapi_init.
+    infos: Vec<HeapInfo>,
+    paths: Vec<Path>,
+    next_sid: u64,
+    /// Nodes written to directly since the last flush, and a flag per node.
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
 }
 
 /// RWAPI's part of the library state.
@@ -69,9 +110,11 @@ pub struct RwState {
     first_error: Option<ErrorClass>,
     /// Calls in a row that found nothing to receive.
     idle_polls: u32,
-    /// Nodes written to since the last flush, and a flag per node.
+    /// Nodes written to through the engine since the last flush, and a
+    /// flag per node.
     dirty: Vec<u32>,
     is_dirty: Vec<bool>,
+    direct: Direct,
 }
 
 fn neg(class: ErrorClass) -> c_int {
@@ -162,6 +205,10 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
         }
         match s.rt.comm_dup(WORLD) {
             Ok(comm) => {
+                let direct = match start_direct(&mut s.rt, comm) {
+                    Ok(d) => d,
+                    Err(e) => return neg(e.class),
+                };
                 s.rwapi = Some(RwState {
                     comm,
                     owns_mpi,
@@ -174,12 +221,76 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
                     idle_polls: 0,
                     dirty: Vec::new(),
                     is_dirty: vec![false; s.rt.size() as usize],
+                    direct,
                 });
                 OK
             }
             Err(e) => neg(e.class),
         }
     })
+}
+
+/// Makes this rank's heap (unless `rwapi_direct=0` or `rwapi_heap=0`) and
+/// learns every node's (collective, on RWAPI's communicator).
+fn start_direct(rt: &mut Runtime, comm: CommId) -> tandem::Result<Direct> {
+    let n = rt.size() as usize;
+    let heap = if rt.settings().bool("rwapi_direct") {
+        usize::try_from(rt.settings().uint("rwapi_heap"))
+            .ok()
+            .filter(|&len| len > 0)
+            .and_then(Heap::create)
+    } else {
+        None
+    };
+    let mine = heap.as_ref().map(Heap::info).unwrap_or_default();
+    let mut infos = vec![HeapInfo::default(); n];
+    let len = std::mem::size_of::<HeapInfo>();
+    // SAFETY: `mine` is valid for reads of `len` bytes and `infos` for
+    // writes of `n * len` (HeapInfo is plain old data) during the call.
+    unsafe {
+        rt.coll(
+            comm,
+            CollCall::Allgather {
+                send: Some((&raw const mine).cast()),
+                recv: infos.as_mut_ptr().cast(),
+                len,
+            },
+        )?;
+    }
+    Ok(Direct {
+        heap,
+        infos,
+        paths: (0..n).map(|_| Path::Untried).collect(),
+        next_sid: 0,
+        dirty: Vec::new(),
+        is_dirty: vec![false; n],
+    })
+}
+
+impl Direct {
+    /// The mapping of `node`'s heap and where its owner maps it, deciding
+    /// the path on the first call; `None`: through the engine.
+    fn target(&mut self, p2p: &tandem::p2p::P2p, node: u32) -> Option<(&Mapping, u64)> {
+        let i = node as usize;
+        if matches!(self.paths[i], Path::Untried) {
+            self.paths[i] = if self.heap.is_none() || self.infos[i].len == 0 {
+                Path::Engine
+            } else if node == p2p.rank() {
+                Path::Own
+            } else if p2p.is_shm_peer(node) {
+                // Silently through the engine where the kernel refuses.
+                rwheap::map_peer(&self.infos[i]).map_or(Path::Engine, Path::Mapped)
+            } else {
+                Path::Engine
+            };
+        }
+        let addr = self.infos[i].addr;
+        match &self.paths[i] {
+            Path::Mapped(m) => Some((m, addr)),
+            Path::Own => self.heap.as_ref().map(|h| (h.mapping(), addr)),
+            Path::Untried | Path::Engine => None,
+        }
+    }
 }
 
 /// Waits until every write is done at its target; the first refusal.
@@ -205,6 +316,14 @@ fn flush(rt: &mut Runtime, rw: &mut RwState) -> c_int {
         })
     });
     let mut gone = None;
+    // Direct writes were complete when issued; a node that has died since
+    // (as far as anyone can tell yet) is still reported.
+    for node in std::mem::take(&mut rw.direct.dirty) {
+        rw.direct.is_dirty[node as usize] = false;
+        if let Some(e) = rt.p2p().peer_gone(node) {
+            gone.get_or_insert(e.class);
+        }
+    }
     for id in syncs {
         if let Some(Err(e)) = rt.p2p().op_take(OpId(id)) {
             gone.get_or_insert(e.class);
@@ -229,12 +348,18 @@ pub extern "C" fn rwapi_finalize() -> c_int {
             Err(e) => neg(e.class),
         };
         let _ = rt.comm_free(rw.comm);
+        // Nothing may reach the blocks once they are freed below.
+        for b in rw.blocks.values() {
+            rt.p2p().unexpose(b.key);
+        }
         Some((rc, rw.owns_mpi))
     });
     let Some((rc, owns_mpi)) = done else {
         return ERR_INIT;
     };
-    with_state("rwapi_finalize", (), |s| s.rwapi = None);
+    // Every node has flushed (the barrier): no write is copying into the
+    // heap any more, and it goes with the rest.
+    with_state("rwapi_finalize", (), |s| release(s.rwapi.take()));
     if owns_mpi {
         let fin = state::finalize("rwapi_finalize");
         if fin != 0 && rc == OK {
@@ -260,6 +385,30 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
         return std::ptr::null_mut();
     }
     with_rw("rwapi_alloc", std::ptr::null_mut(), |rt, rw| {
+        if let Some(b) = rw.direct.heap.as_mut().and_then(|h| h.alloc(size)) {
+            // Exposed to the engine too, for writers that cannot map the heap.
+            let exposed = rt.p2p().expose_keyed(b.key, b.ptr, size);
+            debug_assert!(exposed, "heap keys are unique");
+            rw.blocks.insert(
+                b.ptr as usize,
+                Block {
+                    key: b.key,
+                    len: size,
+                    heap: Some(b),
+                },
+            );
+            rw.keys.insert(b.key, b.ptr as usize);
+            // SAFETY: checked non-null; the caller's out-parameter.
+            unsafe {
+                *net = RwapiNet {
+                    addr: b.ptr as u64,
+                    key: b.key,
+                    node: rt.rank() as i32,
+                };
+            }
+            return b.ptr;
+        }
+        // The heap has no room: private memory, written through the engine.
         let Ok(layout) = Layout::from_size_align(size, BLOCK_ALIGN) else {
             return std::ptr::null_mut();
         };
@@ -269,7 +418,14 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
             return base;
         }
         let key = rt.p2p().expose(base, size);
-        rw.blocks.insert(base as usize, Block { key, len: size });
+        rw.blocks.insert(
+            base as usize,
+            Block {
+                key,
+                len: size,
+                heap: None,
+            },
+        );
         rw.keys.insert(key, base as usize);
         // SAFETY: checked non-null; the caller's out-parameter.
         unsafe {
@@ -298,6 +454,14 @@ pub unsafe extern "C" fn rwapi_free(ptr: *mut u8) -> c_int {
                 .iter()
                 .all(|&sid| p.op_state(OpId(sid)) != Some(OpState::Pending))
         });
+        if let Some(b) = &block.heap {
+            // Direct writers are refused from now on; its space is reused
+            // once none is still copying.
+            if let Some(h) = rw.direct.heap.as_mut() {
+                h.free(b);
+            }
+            return OK;
+        }
         let layout = Layout::from_size_align(block.len, BLOCK_ALIGN).expect("valid at alloc");
         // SAFETY: allocated by rwapi_alloc with this very layout, and no
         // longer exposed or read by any write in flight.
@@ -376,6 +540,12 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         if !inside {
             return i64::from(ERR_RANGE);
         }
+        let direct = rwheap::is_heap_key(remote.key) && !rw.is_dirty[node as usize];
+        if direct {
+            if let Some(sid) = direct_write(rt, rw, node as u32, local, remote, size) {
+                return sid;
+            }
+        }
         if rw.outstanding.len() >= FORGET_BATCH && rw.outstanding.len() % FORGET_BATCH == 0 {
             rw.forget_done(rt);
         }
@@ -392,6 +562,7 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         };
         match r {
             Ok(OpId(sid)) => {
+                rt.p2p().engine().counters_mut().rwapi_engine += 1;
                 if !rw.is_dirty[node as usize] {
                     rw.is_dirty[node as usize] = true;
                     rw.dirty.push(node as u32);
@@ -405,9 +576,67 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
     })
 }
 
+/// Copies a write straight into `node`'s heap if it can be mapped; its
+/// send id (complete at once, or refused), or `None`: use the engine.
+fn direct_write(
+    rt: &mut Runtime,
+    rw: &mut RwState,
+    node: u32,
+    local: RwapiNet,
+    remote: RwapiNet,
+    size: usize,
+) -> Option<i64> {
+    let p2p = rt.p2p();
+    let gone = p2p.peer_known_gone(node);
+    let (map, owner_addr) = rw.direct.target(p2p, node)?;
+    let outcome = if gone {
+        Err(ErrorClass::ProcAborted)
+    } else {
+        // SAFETY: the source lies inside a live local block (checked by
+        // the caller), which stays allocated during the call.
+        unsafe {
+            rwheap::write(
+                map,
+                owner_addr,
+                remote.key,
+                remote.addr,
+                local.addr as usize as *const u8,
+                size,
+            )
+        }
+        .map_err(|r| match r {
+            Refused::Region => ErrorClass::Win,
+            Refused::Range => ErrorClass::RmaRange,
+        })
+    };
+    rw.direct.next_sid += 1;
+    let sid = DIRECT_SID | rw.direct.next_sid;
+    rt.p2p().engine().counters_mut().rwapi_direct += 1;
+    if let Err(class) = outcome {
+        rw.failed.insert(sid, class);
+        rw.first_error.get_or_insert(class);
+    }
+    if !rw.direct.is_dirty[node as usize] {
+        rw.direct.is_dirty[node as usize] = true;
+        rw.direct.dirty.push(node);
+    }
+    Some(sid as i64)
+}
+
 #[no_mangle]
 pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
     with_rw("rwapi_issent", ERR_INIT, |rt, rw| {
+        if sid > 0 && sid as u64 & DIRECT_SID != 0 {
+            // Direct writes are complete when issued.
+            let n = sid as u64 & !DIRECT_SID;
+            if n == 0 || n > rw.direct.next_sid {
+                return ERR_SID;
+            }
+            // As a write found done: the program is active, polls need
+            // not yield yet.
+            rw.idle_polls = 0;
+            return rw.failed.get(&(sid as u64)).map_or(1, |&c| neg(c));
+        }
         if sid <= 0 || sid as u64 > rw.max_sid {
             return ERR_SID;
         }
@@ -438,9 +667,14 @@ pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
 pub fn release(rw: Option<RwState>) {
     if let Some(rw) = rw {
         for (base, b) in rw.blocks {
+            if b.heap.is_some() {
+                continue; // unmapped with the heap
+            }
             let layout = Layout::from_size_align(b.len, BLOCK_ALIGN).expect("valid at alloc");
             // SAFETY: allocated by rwapi_alloc with this layout; the engine
-            // is gone, so nothing reads or writes it any more.
+            // is gone (MPI finalized) or no longer exposes it (rwapi_finalize
+            // withdrew every block after the closing barrier), so nothing
+            // reads or writes it any more.
             unsafe { std::alloc::dealloc(base as *mut u8, layout) };
         }
     }

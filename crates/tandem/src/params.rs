@@ -139,6 +139,18 @@ pub static REGISTRY: &[Param] = &[
         help: "smallest rendezvous message read with a single copy over shared memory (below it, the pipelined copy through the rings; on the 2-core VM this was measured on, the pipelined copy was faster at every size up to 128 MiB, but single copy leaves the sender's CPU free)",
     },
     Param {
+        name: "rwapi_direct",
+        kind: Kind::Bool,
+        default: "1",
+        help: "RWAPI writes between ranks on one host are copies straight into the target's mapped heap (the target takes no part); 0 sends them through the engine as put frames, deposited by the target's progress engine",
+    },
+    Param {
+        name: "rwapi_heap",
+        kind: Kind::Bytes,
+        default: "256m",
+        help: "size of each rank's RWAPI heap (a memory file peers on its host map; virtual until touched): rwapi_alloc carves blocks from it, and blocks that do not fit are private memory written through the engine",
+    },
+    Param {
         name: "coll_barrier",
         kind: Kind::Choice(&["auto", "dissemination", "linear", "binomial"]),
         default: "auto",

@@ -290,6 +290,35 @@ impl Engine {
         }
     }
 
+    /// Whether `peer` is reached through shared memory (a rank on this host).
+    pub fn is_shm_peer(&self, peer: u32) -> bool {
+        self.shm.is_some() && matches!(self.routes[peer as usize], Route::Shm(_))
+    }
+
+    /// Asks the kernel, without waiting, whether shared-memory peer `peer`
+    /// has exited (its pidfd is readable); if so, reports it lost through
+    /// `sink` now rather than at the next sleep. Returns whether it did.
+    pub fn check_exited(&mut self, peer: u32, sink: &mut dyn FrameSink) -> bool {
+        let (Route::Shm(local), Some(shm)) = (self.routes[peer as usize], self.shm.as_mut()) else {
+            return false;
+        };
+        let Some(fd) = shm.pidfd(local) else {
+            return false;
+        };
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        if n > 0 && p.revents != 0 {
+            shm.peer_exited(local, sink);
+            return true;
+        }
+        false
+    }
+
     /// Local ranks on this host (shared-memory peers), including this one.
     pub fn local_ranks(&self) -> u32 {
         self.shm

@@ -47,11 +47,18 @@ pub struct Counters {
     /// Rendezvous messages the sender wrote straight into the receiver's
     /// buffer (clear to write), counted by the sender.
     pub direct_writes: u64,
+    /// RWAPI writes copied straight into a peer's mapped heap (peers on
+    /// this host; the target takes no part).
+    pub rwapi_direct: u64,
+    /// RWAPI writes sent through the engine (another host, a block outside
+    /// the heap, a heap the kernel would not let this rank map, or
+    /// `rwapi_direct=0`).
+    pub rwapi_engine: u64,
 }
 
 impl Counters {
     /// Names and values, in a stable order.
-    pub fn fields(&self) -> [(&'static str, u64); 20] {
+    pub fn fields(&self) -> [(&'static str, u64); 22] {
         [
             ("progress_calls", self.progress_calls),
             ("recv_ready", self.recv_ready),
@@ -73,6 +80,8 @@ impl Counters {
             ("signal_rndv_answered", self.signal_rndv_answered),
             ("signals_ignored", self.signals_ignored),
             ("direct_writes", self.direct_writes),
+            ("rwapi_direct", self.rwapi_direct),
+            ("rwapi_engine", self.rwapi_engine),
         ]
     }
 
@@ -98,6 +107,8 @@ impl Counters {
             "signal_rndv_answered" => &mut self.signal_rndv_answered,
             "signals_ignored" => &mut self.signals_ignored,
             "direct_writes" => &mut self.direct_writes,
+            "rwapi_direct" => &mut self.rwapi_direct,
+            "rwapi_engine" => &mut self.rwapi_engine,
             _ => return None,
         })
     }

@@ -37,7 +37,7 @@ use crate::transport::{
 };
 use crate::wire::{FrameKind, Header};
 use remote::Remote;
-pub use remote::{accumulate_supported, OpId, OpState};
+pub use remote::{accumulate_supported, OpId, OpState, CALLER_KEY_BIT};
 use request::Requests;
 pub use request::{ReqId, Request, Stage, Status};
 

@@ -135,6 +135,10 @@ impl LockState {
     }
 }
 
+/// Keys with this bit are chosen by the layer above ([`P2p::expose_keyed`]);
+/// the engine's own keys never have it.
+pub const CALLER_KEY_BIT: u32 = 1 << 31;
+
 /// One-sided state of one rank: its exposed regions and locks (target side)
 /// and its operations in flight (origin side).
 pub(super) struct Remote {
@@ -275,6 +279,7 @@ impl Remote {
     fn new_key(&mut self) -> u32 {
         let key = self.next_key;
         self.next_key = self.next_key.checked_add(1).expect("region keys exhausted");
+        assert!(key & CALLER_KEY_BIT == 0, "region keys exhausted");
         key
     }
 
@@ -324,6 +329,20 @@ impl Remote {
             },
         );
         key
+    }
+
+    pub(super) fn expose_keyed(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
+        if key & CALLER_KEY_BIT == 0 || self.known(key) {
+            return false;
+        }
+        self.regions.insert(
+            key,
+            Region {
+                base: base as usize,
+                len,
+            },
+        );
+        true
     }
 
     pub(super) fn unexpose(&mut self, key: u32) -> bool {
@@ -836,6 +855,45 @@ impl super::P2p {
     /// Lets peers access `[base, base + len)`; returns the key they name it by.
     pub fn expose(&mut self, base: *mut u8, len: usize) -> u32 {
         self.m.remote.expose(base, len)
+    }
+
+    /// Lets peers access `[base, base + len)` under a key the caller chose
+    /// (one with [`CALLER_KEY_BIT`] set, never handed out by
+    /// [`P2p::expose`]); false, and nothing exposed, if the key is in use or
+    /// lacks the bit.
+    pub fn expose_keyed(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
+        self.m.remote.expose_keyed(key, base, len)
+    }
+
+    /// Whether `peer` is known to be gone; asks the kernel first when it is
+    /// a shared-memory peer (so a peer that died since the last sleep is
+    /// seen now). The reason, if gone.
+    pub fn peer_gone(&mut self, peer: u32) -> Option<Error> {
+        if peer >= self.size || peer == self.rank {
+            return None;
+        }
+        if self.m.remote.lost[peer as usize].is_none()
+            && self.engine.check_exited(peer, &mut self.m)
+        {
+            self.flush_outbox();
+        }
+        self.m.remote.lost[peer as usize]
+            .as_ref()
+            .map(|why| Error::new(ErrorClass::ProcAborted, why.clone()))
+    }
+
+    /// Whether `peer` is known to be gone, without asking anything.
+    pub fn peer_known_gone(&self, peer: u32) -> bool {
+        self.m
+            .remote
+            .lost
+            .get(peer as usize)
+            .is_some_and(Option::is_some)
+    }
+
+    /// Whether `peer` is a rank on this host reached through shared memory.
+    pub fn is_shm_peer(&self, peer: u32) -> bool {
+        peer < self.size && self.engine.is_shm_peer(peer)
     }
 
     /// A key for a set of regions that changes ([`P2p::attach`],
