@@ -28,17 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-static int me = -1;
-
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "node %d: FAIL ", me);                        \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, " [%s:%d]\n", __FILE__, __LINE__);             \
-            exit(1);                                                       \
-        }                                                                  \
-    } while (0)
+#include "rw_check.h"
 
 static unsigned char pattern(int round, size_t i)
 {

@@ -82,6 +82,40 @@ enum Path {
     Engine,
 }
 
+/// A set of nodes, listed in the order they joined.
+struct NodeSet {
+    nodes: Vec<u32>,
+    member: Vec<bool>,
+}
+
+impl NodeSet {
+    fn new(size: usize) -> NodeSet {
+        NodeSet {
+            nodes: Vec::new(),
+            member: vec![false; size],
+        }
+    }
+
+    fn contains(&self, node: u32) -> bool {
+        self.member[node as usize]
+    }
+
+    fn insert(&mut self, node: u32) {
+        if !self.member[node as usize] {
+            self.member[node as usize] = true;
+            self.nodes.push(node);
+        }
+    }
+
+    /// Empties the set; its nodes.
+    fn take(&mut self) -> Vec<u32> {
+        for &n in &self.nodes {
+            self.member[n as usize] = false;
+        }
+        std::mem::take(&mut self.nodes)
+    }
+}
+
 /// The direct path's state.
 struct Direct {
     heap: Option<Heap>,
@@ -89,9 +123,8 @@ struct Direct {
     infos: Vec<HeapInfo>,
     paths: Vec<Path>,
     next_sid: u64,
-    /// Nodes written to directly since the last flush, and a flag per node.
-    dirty: Vec<u32>,
-    is_dirty: Vec<bool>,
+    /// Nodes written to directly since the last flush.
+    dirty: NodeSet,
 }
 
 /// RWAPI's part of the library state.
@@ -112,10 +145,8 @@ pub struct RwState {
     first_error: Option<ErrorClass>,
     /// Calls in a row that found nothing to receive.
     idle_polls: u32,
-    /// Nodes written to through the engine since the last flush, and a
-    /// flag per node.
-    dirty: Vec<u32>,
-    is_dirty: Vec<bool>,
+    /// Nodes written to through the engine since the last flush.
+    dirty: NodeSet,
     direct: Direct,
 }
 
@@ -225,8 +256,7 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
                     failed: HashMap::new(),
                     first_error: None,
                     idle_polls: 0,
-                    dirty: Vec::new(),
-                    is_dirty: vec![false; s.rt.size() as usize],
+                    dirty: NodeSet::new(s.rt.size() as usize),
                     direct,
                 });
                 OK
@@ -268,8 +298,7 @@ fn start_direct(rt: &mut Runtime, comm: CommId) -> tandem::Result<Direct> {
         infos,
         paths: (0..n).map(|_| Path::Untried).collect(),
         next_sid: 0,
-        dirty: Vec::new(),
-        is_dirty: vec![false; n],
+        dirty: NodeSet::new(n),
     })
 }
 
@@ -305,8 +334,7 @@ fn flush(rt: &mut Runtime, rw: &mut RwState) -> c_int {
     // Writes are answered only when refused: a sync per node written to
     // says when all of them are carried out (refusals arrive before it).
     let mut syncs = Vec::new();
-    for node in std::mem::take(&mut rw.dirty) {
-        rw.is_dirty[node as usize] = false;
+    for node in rw.dirty.take() {
         match rt.p2p().sync(node) {
             Ok(OpId(id)) => syncs.push(id),
             Err(e) => return neg(e.class),
@@ -324,8 +352,7 @@ fn flush(rt: &mut Runtime, rw: &mut RwState) -> c_int {
     let mut gone = None;
     // Direct writes were complete when issued; a node that has died since
     // (as far as anyone can tell yet) is still reported.
-    for node in std::mem::take(&mut rw.direct.dirty) {
-        rw.direct.is_dirty[node as usize] = false;
+    for node in rw.direct.dirty.take() {
         if let Some(e) = rt.p2p().peer_gone(node) {
             gone.get_or_insert(e.class);
         }
@@ -391,45 +418,32 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
         return std::ptr::null_mut();
     }
     with_rw("rwapi_alloc", std::ptr::null_mut(), |rt, rw| {
-        if let Some(b) = rw.direct.heap.as_mut().and_then(|h| h.alloc(size)) {
-            // Exposed to the engine too, for writers that cannot map the heap.
-            let exposed = rt.p2p().expose_keyed(b.key, b.ptr, size);
-            debug_assert!(exposed, "heap keys are unique");
-            rw.blocks.insert(
-                b.ptr as usize,
-                Block {
-                    key: b.key,
-                    len: size,
-                    heap: Some(b),
-                },
-            );
-            rw.keys.insert(b.key, b.ptr as usize);
-            // SAFETY: checked non-null; the caller's out-parameter.
-            unsafe {
-                *net = RwapiNet {
-                    addr: b.ptr as u64,
-                    key: b.key,
-                    node: rt.rank() as i32,
-                };
+        let (base, key, heap) = match rw.direct.heap.as_mut().and_then(|h| h.alloc(size)) {
+            Some(b) => {
+                // Exposed to the engine too, for writers that cannot map the heap.
+                let exposed = rt.p2p().expose_keyed(b.key, b.ptr, size);
+                debug_assert!(exposed, "heap keys are unique");
+                (b.ptr, b.key, Some(b))
             }
-            return b.ptr;
-        }
-        // The heap has no room: private memory, written through the engine.
-        let Ok(layout) = Layout::from_size_align(size, BLOCK_ALIGN) else {
-            return std::ptr::null_mut();
+            None => {
+                // The heap has no room: private memory, written through the engine.
+                let Ok(layout) = Layout::from_size_align(size, BLOCK_ALIGN) else {
+                    return std::ptr::null_mut();
+                };
+                // SAFETY: the layout has a non-zero size.
+                let base = unsafe { std::alloc::alloc_zeroed(layout) };
+                if base.is_null() {
+                    return base;
+                }
+                (base, rt.p2p().expose(base, size), None)
+            }
         };
-        // SAFETY: the layout has a non-zero size.
-        let base = unsafe { std::alloc::alloc_zeroed(layout) };
-        if base.is_null() {
-            return base;
-        }
-        let key = rt.p2p().expose(base, size);
         rw.blocks.insert(
             base as usize,
             Block {
                 key,
                 len: size,
-                heap: None,
+                heap,
             },
         );
         rw.keys.insert(key, base as usize);
@@ -546,7 +560,7 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         if !inside {
             return i64::from(ERR_RANGE);
         }
-        let direct = rwheap::is_heap_key(remote.key) && !rw.is_dirty[node as usize];
+        let direct = rwheap::is_heap_key(remote.key) && !rw.dirty.contains(node as u32);
         if direct {
             if let Some(sid) = direct_write(rt, rw, node as u32, local, remote, size) {
                 return sid;
@@ -569,10 +583,7 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         match r {
             Ok(OpId(sid)) => {
                 rt.p2p().engine().counters_mut().rwapi_engine += 1;
-                if !rw.is_dirty[node as usize] {
-                    rw.is_dirty[node as usize] = true;
-                    rw.dirty.push(node as u32);
-                }
+                rw.dirty.insert(node as u32);
                 rw.outstanding.push_back(sid);
                 rw.max_sid = rw.max_sid.max(sid);
                 sid as i64
@@ -622,10 +633,7 @@ fn direct_write(
         rw.failed.insert(sid, class);
         rw.first_error.get_or_insert(class);
     }
-    if !rw.direct.is_dirty[node as usize] {
-        rw.direct.is_dirty[node as usize] = true;
-        rw.direct.dirty.push(node);
-    }
+    rw.direct.dirty.insert(node);
     Some(sid as i64)
 }
 

@@ -641,8 +641,17 @@ fn origin_bytes(o: &Typed) -> (*const u8, Option<Vec<u8>>) {
 
 struct Access {
     win: MPI_Win,
+    /// The window's communicator (for argument errors).
+    comm: MPI_Comm,
+    /// The target's rank in the window's group and in the job.
     target: u32,
+    world: u32,
+    /// The target's key for the window's memory.
+    key: u32,
+    /// Where the target data lies, in runs of contiguous bytes.
     runs: Vec<(u64, usize)>,
+    /// How many bytes the target data holds.
+    bytes: usize,
 }
 
 /// Validates a one-sided call's target side; `None` for MPI_PROC_NULL.
@@ -670,11 +679,50 @@ fn access(
     Ok(Some((
         Access {
             win,
+            comm: w.user_comm,
             target: t,
+            world: w.group[t as usize],
+            key: w.targets[t as usize].key,
             runs,
+            bytes: layout.size * count as usize,
         },
         layout,
     )))
+}
+
+/// An origin-side buffer of a one-sided call, which must hold as many bytes
+/// as the target data.
+fn origin_typed(
+    a: &Access,
+    buf: *const c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+) -> Result<Typed, Fail> {
+    let o = datatype::typed(a.comm, buf, count, dt)?;
+    if o.bytes() != a.bytes {
+        return Err(mismatch(o.bytes(), a.bytes));
+    }
+    Ok(o)
+}
+
+/// Where data read from the target lands: the user's buffer when it is
+/// contiguous, else a buffer unpacked into it on completion.
+fn landing(o: &Typed, target: u32) -> (*mut u8, Option<Unpack>) {
+    match o.direct() {
+        Some(p) => (p, None),
+        None => {
+            let mut data = vec![0u8; o.bytes()];
+            let p = data.as_mut_ptr();
+            (
+                p,
+                Some(Unpack {
+                    target,
+                    data,
+                    dest: o.clone(),
+                }),
+            )
+        }
+    }
 }
 
 fn record(s: &mut State, a: &Access, ids: Vec<OpId>, keep: Option<Vec<u8>>) {
@@ -709,7 +757,7 @@ pub unsafe extern "C" fn MPI_Put(
     win: MPI_Win,
 ) -> c_int {
     win_call("MPI_Put", win, |s| {
-        let Some((a, tl)) = access(
+        let Some((a, _)) = access(
             s,
             win,
             target_rank,
@@ -720,23 +768,15 @@ pub unsafe extern "C" fn MPI_Put(
         else {
             return Ok(());
         };
-        let comm = get(s, win)?.user_comm;
-        let o = datatype::typed(comm, origin_addr, origin_count, origin_datatype)?;
-        if o.bytes() != tl.size * target_count as usize {
-            return Err(mismatch(o.bytes(), tl.size * target_count as usize));
-        }
+        let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
         let (data, keep) = origin_bytes(&o);
-        let (world, key) = {
-            let w = get(s, win)?;
-            (w.group[a.target as usize], w.targets[a.target as usize].key)
-        };
         let mut ids = Vec::with_capacity(a.runs.len());
         let mut pos = 0usize;
         for &(addr, n) in &a.runs {
             // SAFETY: `data` holds the packed origin data (the user's buffer
             // or `keep`, kept until the operation completes), of which
             // [pos, pos + n) is in range since the sizes matched.
-            let r = unsafe { s.rt.p2p().put(world, key, addr, data.add(pos), n) };
+            let r = unsafe { s.rt.p2p().put(a.world, a.key, addr, data.add(pos), n) };
             ids.push(r.map_err(engine_fail)?);
             pos += n;
         }
@@ -757,7 +797,7 @@ pub unsafe extern "C" fn MPI_Get(
     win: MPI_Win,
 ) -> c_int {
     win_call("MPI_Get", win, |s| {
-        let Some((a, tl)) = access(
+        let Some((a, _)) = access(
             s,
             win,
             target_rank,
@@ -768,37 +808,15 @@ pub unsafe extern "C" fn MPI_Get(
         else {
             return Ok(());
         };
-        let comm = get(s, win)?.user_comm;
-        let o = datatype::typed(comm, origin_addr, origin_count, origin_datatype)?;
-        if o.bytes() != tl.size * target_count as usize {
-            return Err(mismatch(o.bytes(), tl.size * target_count as usize));
-        }
-        let (world, key) = {
-            let w = get(s, win)?;
-            (w.group[a.target as usize], w.targets[a.target as usize].key)
-        };
-        let (dest, mut unpack) = match o.direct() {
-            Some(p) => (p, None),
-            None => {
-                let mut data = vec![0u8; o.bytes()];
-                let p = data.as_mut_ptr();
-                (
-                    p,
-                    Some(Unpack {
-                        target: a.target,
-                        data,
-                        dest: o.clone(),
-                    }),
-                )
-            }
-        };
+        let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
+        let (dest, mut unpack) = landing(&o, a.target);
         let mut ids = Vec::with_capacity(a.runs.len());
         let mut pos = 0usize;
         for &(addr, n) in &a.runs {
             // SAFETY: `dest` is the user's contiguous buffer or the packed
             // buffer kept in `unpack` until completion; [pos, pos + n) is in
             // range since the sizes matched.
-            let r = unsafe { s.rt.p2p().get(world, key, addr, dest.add(pos), n) };
+            let r = unsafe { s.rt.p2p().get(a.world, a.key, addr, dest.add(pos), n) };
             ids.push(r.map_err(engine_fail)?);
             pos += n;
         }
@@ -835,22 +853,14 @@ unsafe fn accumulate(
     else {
         return Ok(());
     };
-    let comm = get(s, win)?.user_comm;
     let pop = ops::predefined(op).ok_or_else(|| {
         win_fail(
             ErrorClass::Op,
             "one-sided accumulate takes predefined operations only",
         )
     })?;
-    let tbytes = tl.size * target_count as usize;
     let o = match origin {
-        Some((p, c, dt)) if pop != PredefOp::NoOp => {
-            let o = datatype::typed(comm, p, c, dt)?;
-            if o.bytes() != tbytes {
-                return Err(mismatch(o.bytes(), tbytes));
-            }
-            Some(o)
-        }
+        Some((p, c, dt)) if pop != PredefOp::NoOp => Some(origin_typed(&a, p, c, dt)?),
         _ => None,
     };
     if o.is_none() && pop != PredefOp::NoOp {
@@ -873,41 +883,16 @@ unsafe fn accumulate(
         Some(o) => origin_bytes(o),
         // MPI_NO_OP fetches only: the payload is ignored at the target.
         None => {
-            let v = vec![0u8; tbytes];
+            let v = vec![0u8; a.bytes];
             (v.as_ptr(), Some(v))
         }
     };
-    let r = match result {
+    let (fetch, mut unpack) = match result {
         Some((p, c, dt)) => {
-            let r = datatype::typed(comm, p, c, dt)?;
-            if r.bytes() != tbytes {
-                return Err(mismatch(r.bytes(), tbytes));
-            }
-            Some(r)
+            let (p, u) = landing(&origin_typed(&a, p, c, dt)?, a.target);
+            (Some(p), u)
         }
-        None => None,
-    };
-    let (fetch, mut unpack) = match &r {
         None => (None, None),
-        Some(r) => match r.direct() {
-            Some(p) => (Some(p), None),
-            None => {
-                let mut data = vec![0u8; tbytes];
-                let p = data.as_mut_ptr();
-                (
-                    Some(p),
-                    Some(Unpack {
-                        target: a.target,
-                        data,
-                        dest: r.clone(),
-                    }),
-                )
-            }
-        },
-    };
-    let (world, key) = {
-        let w = get(s, win)?;
-        (w.group[a.target as usize], w.targets[a.target as usize].key)
     };
     let mut ids = Vec::with_capacity(a.runs.len());
     let mut pos = 0usize;
@@ -916,8 +901,8 @@ unsafe fn accumulate(
         // copies kept until completion; [pos, pos + n) is in range of both.
         let id = unsafe {
             s.rt.p2p().accumulate(
-                world,
-                key,
+                a.world,
+                a.key,
                 addr,
                 pop,
                 prim,
@@ -1053,15 +1038,11 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         if origin_addr.is_null() || compare_addr.is_null() || result_addr.is_null() {
             return Err(win_fail(ErrorClass::Buffer, "NULL buffer"));
         }
-        let (world, key) = {
-            let w = get(s, win)?;
-            (w.group[a.target as usize], w.targets[a.target as usize].key)
-        };
         // SAFETY: one element each (checked non-null; MPI contract).
         let id = unsafe {
             s.rt.p2p().compare_and_swap(
-                world,
-                key,
+                a.world,
+                a.key,
                 a.runs[0].0,
                 prim,
                 compare_addr.cast(),

@@ -869,30 +869,6 @@ impl P2p {
         mode: SendMode,
     ) -> Result<ReqId> {
         let Envelope { ctx, src, tag } = env;
-        // SAFETY: forwarded from the caller.
-        if mode == SendMode::Standard && unsafe { self.send_now(env, dest, buf, len)? } {
-            return Ok(self.m.reqs.insert(Request {
-                is_send: true,
-                stage: Stage::Complete,
-                context: ctx,
-                peer: Some(dest),
-                src_filter: None,
-                tag: Some(tag),
-                buf: buf as *mut u8,
-                len,
-                msg_len: len as u64,
-                status: Status {
-                    source: Some(src),
-                    tag: Some(tag),
-                    count: len,
-                    ..Status::default()
-                },
-                detached: false,
-            }));
-        }
-        if let Some(why) = &self.m.lost[dest as usize] {
-            return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
-        }
         let mut req = Request {
             is_send: true,
             stage: Stage::SendQueued,
@@ -910,6 +886,15 @@ impl P2p {
             },
             detached: false,
         };
+        // SAFETY: forwarded from the caller.
+        if mode == SendMode::Standard && unsafe { self.send_now(env, dest, buf, len)? } {
+            req.stage = Stage::Complete;
+            req.status.count = len;
+            return Ok(self.m.reqs.insert(req));
+        }
+        if let Some(why) = &self.m.lost[dest as usize] {
+            return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
+        }
         if dest == self.rank {
             return Ok(self.send_to_self(ctx, src, tag, req, mode));
         }

@@ -153,14 +153,14 @@ pub(super) struct Remote {
     next_op: u64,
     /// Operations in flight per peer (for flushes).
     in_flight: Vec<u64>,
+    /// Their sum (asked on every MPI call under the thread policy).
+    in_flight_total: u64,
     /// Reply payloads being sent, by token.
     replies: HashMap<u64, Vec<u8>>,
     next_reply: u64,
     /// Per peer: the put (origin op, refusal) or read reply (origin op)
     /// whose payload is arriving.
     filling: Vec<Option<(FrameKind, u64, Option<ErrorClass>)>>,
-    /// Per peer: the reason it is gone.
-    lost: Vec<Option<String>>,
     /// Small messages received and not yet taken, oldest first.
     smalls: VecDeque<(u32, [u8; 16])>,
     /// Refusals of operations already forgotten: (operation, error).
@@ -267,10 +267,10 @@ impl Remote {
             ops: OpTable::default(),
             next_op: 1,
             in_flight: vec![0; size as usize],
+            in_flight_total: 0,
             replies: HashMap::new(),
             next_reply: 1,
             filling: vec![None; size as usize],
-            lost: vec![None; size as usize],
             smalls: VecDeque::new(),
             late: Vec::new(),
         }
@@ -377,6 +377,7 @@ impl Remote {
     pub(super) fn start(
         &mut self,
         peer: u32,
+        lost: Option<&str>,
         acked: bool,
         dest: Option<(usize, usize)>,
         owned: Vec<u8>,
@@ -392,12 +393,13 @@ impl Remote {
             dest,
             _owned: owned,
         };
-        if let Some(why) = &self.lost[peer as usize] {
+        if let Some(why) = lost {
             p.local_done = true;
             p.remote_done = true;
-            p.error = Some(Error::new(ErrorClass::ProcAborted, why.clone()));
+            p.error = Some(Error::new(ErrorClass::ProcAborted, why));
         } else {
             self.in_flight[peer as usize] += 1;
+            self.in_flight_total += 1;
         }
         self.ops.insert(id, p);
         id
@@ -409,6 +411,7 @@ impl Remote {
                 p.remote_done = true;
                 p.local_done = true;
                 self.in_flight[p.peer as usize] -= 1;
+                self.in_flight_total -= 1;
             }
             if p.error.is_none() {
                 p.error = error;
@@ -449,9 +452,7 @@ impl Remote {
     /// are not done: then progress between calls matters even with no
     /// request alive.
     pub(super) fn active(&self) -> bool {
-        !self.regions.is_empty()
-            || !self.dynamic.is_empty()
-            || self.in_flight.iter().any(|&n| n > 0)
+        !self.regions.is_empty() || !self.dynamic.is_empty() || self.in_flight_total > 0
     }
 
     pub(super) fn in_flight(&self, peer: u32) -> u64 {
@@ -468,7 +469,6 @@ impl Remote {
 
     /// Fails everything in flight to `peer`.
     pub(super) fn peer_lost(&mut self, peer: u32, reason: &str) {
-        self.lost[peer as usize] = Some(reason.to_string());
         self.filling[peer as usize] = None;
         let doomed: Vec<u64> = self
             .ops
@@ -872,23 +872,17 @@ impl super::P2p {
         if peer >= self.size || peer == self.rank {
             return None;
         }
-        if self.m.remote.lost[peer as usize].is_none()
-            && self.engine.check_exited(peer, &mut self.m)
-        {
+        if self.m.lost[peer as usize].is_none() && self.engine.check_exited(peer, &mut self.m) {
             self.flush_outbox();
         }
-        self.m.remote.lost[peer as usize]
+        self.m.lost[peer as usize]
             .as_ref()
             .map(|why| Error::new(ErrorClass::ProcAborted, why.clone()))
     }
 
     /// Whether `peer` is known to be gone, without asking anything.
     pub fn peer_known_gone(&self, peer: u32) -> bool {
-        self.m
-            .remote
-            .lost
-            .get(peer as usize)
-            .is_some_and(Option::is_some)
+        self.m.lost.get(peer as usize).is_some_and(Option::is_some)
     }
 
     /// Whether `peer` is a rank on this host reached through shared memory.
@@ -915,6 +909,19 @@ impl super::P2p {
     /// Withdraws a region: later accesses to it are refused.
     pub fn unexpose(&mut self, key: u32) -> bool {
         self.m.remote.unexpose(key)
+    }
+
+    /// Starts tracking an operation to `peer` (failed at once if the peer
+    /// is gone); its id.
+    fn start_op(
+        &mut self,
+        peer: u32,
+        acked: bool,
+        dest: Option<(usize, usize)>,
+        owned: Vec<u8>,
+    ) -> u64 {
+        let lost = self.m.lost[peer as usize].as_deref();
+        self.m.remote.start(peer, lost, acked, dest, owned)
     }
 
     fn check_peer(&self, peer: u32) -> Result<()> {
@@ -993,7 +1000,7 @@ impl super::P2p {
         len: usize,
     ) -> Result<OpId> {
         self.check_peer(peer)?;
-        let id = self.m.remote.start(peer, false, None, Vec::new());
+        let id = self.start_op(peer, false, None, Vec::new());
         let h = Self::header(FrameKind::Put, key, 0, len, id, addr);
         self.send_onesided(peer, h, data, len);
         Ok(OpId(id))
@@ -1013,10 +1020,7 @@ impl super::P2p {
         len: usize,
     ) -> Result<OpId> {
         self.check_peer(peer)?;
-        let id = self
-            .m
-            .remote
-            .start(peer, true, Some((dest as usize, len)), Vec::new());
+        let id = self.start_op(peer, true, Some((dest as usize, len)), Vec::new());
         let h = Self::header(FrameKind::Get, key, 0, len, id, addr);
         self.send_onesided(peer, h, std::ptr::null(), 0);
         Ok(OpId(id))
@@ -1058,7 +1062,7 @@ impl super::P2p {
         }
         let dest = fetch.map(|p| (p as usize, len));
         // Without a fetch it is quiet, as a put is.
-        let id = self.m.remote.start(peer, fetch.is_some(), dest, Vec::new());
+        let id = self.start_op(peer, fetch.is_some(), dest, Vec::new());
         let h = Self::header(FrameKind::Acc, key, tag, len, id, addr);
         self.send_onesided(peer, h, data, len);
         Ok(OpId(id))
@@ -1093,10 +1097,7 @@ impl super::P2p {
         }
         let (ptr, len) = (payload.as_ptr(), payload.len());
         // The payload's heap buffer stays put while the operation owns it.
-        let id = self
-            .m
-            .remote
-            .start(peer, true, Some((result as usize, n)), payload);
+        let id = self.start_op(peer, true, Some((result as usize, n)), payload);
         let h = Self::header(FrameKind::Acc, key, tag, len, id, addr);
         self.send_onesided(peer, h, ptr, len);
         Ok(OpId(id))
@@ -1105,7 +1106,7 @@ impl super::P2p {
     /// Done once `peer` has carried out everything this rank sent it before.
     pub fn sync(&mut self, peer: u32) -> Result<OpId> {
         self.check_peer(peer)?;
-        let id = self.m.remote.start(peer, true, None, Vec::new());
+        let id = self.start_op(peer, true, None, Vec::new());
         let h = Self::header(FrameKind::Sync, 0, 0, 0, id, 0);
         self.send_onesided(peer, h, std::ptr::null(), 0);
         Ok(OpId(id))
@@ -1122,7 +1123,7 @@ impl super::P2p {
     /// Asks peer for a lock on its region `key`; done once granted.
     pub fn lock(&mut self, peer: u32, key: u32, exclusive: bool) -> Result<OpId> {
         self.check_peer(peer)?;
-        let id = self.m.remote.start(peer, true, None, Vec::new());
+        let id = self.start_op(peer, true, None, Vec::new());
         let h = Self::header(FrameKind::Lock, key, i32::from(exclusive), 0, id, 0);
         self.send_onesided(peer, h, std::ptr::null(), 0);
         Ok(OpId(id))
@@ -1132,7 +1133,7 @@ impl super::P2p {
     /// carried out everything this rank sent it before.
     pub fn unlock(&mut self, peer: u32, key: u32) -> Result<OpId> {
         self.check_peer(peer)?;
-        let id = self.m.remote.start(peer, true, None, Vec::new());
+        let id = self.start_op(peer, true, None, Vec::new());
         let h = Self::header(FrameKind::Unlock, key, 0, 0, id, 0);
         self.send_onesided(peer, h, std::ptr::null(), 0);
         Ok(OpId(id))
@@ -1155,7 +1156,7 @@ impl super::P2p {
     /// after the write is done at the target.
     pub fn send_small(&mut self, peer: u32, msg: &[u8; 16]) -> Result<()> {
         self.check_peer(peer)?;
-        if let Some(why) = &self.m.remote.lost[peer as usize] {
+        if let Some(why) = &self.m.lost[peer as usize] {
             return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
         }
         let h = Header {

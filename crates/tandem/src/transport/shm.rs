@@ -1216,37 +1216,7 @@ pub fn drain(fd: RawFd) {
 /// Copies `len` bytes from `src` to `addr` in process `pid` (single copy,
 /// by the sender).
 fn write_process(pid: i32, addr: u64, src: *const u8, len: usize) -> Result<(), ReadRemoteError> {
-    let mut done = 0usize;
-    while done < len {
-        let local = libc::iovec {
-            // SAFETY: `done < len`; the caller guarantees `src` holds `len` bytes.
-            iov_base: unsafe { src.add(done) } as *mut libc::c_void,
-            iov_len: len - done,
-        };
-        let remote = libc::iovec {
-            iov_base: (addr as usize + done) as *mut libc::c_void,
-            iov_len: len - done,
-        };
-        // SAFETY: the local iovec describes readable memory of the caller;
-        // the kernel validates the remote one against the peer's mappings.
-        let n = unsafe { libc::process_vm_writev(pid, &local, 1, &remote, 1, 0) };
-        if n < 0 {
-            let e = errno();
-            return Err(match e.raw_os_error() {
-                Some(libc::EPERM) | Some(libc::ENOSYS) | Some(libc::EACCES) => {
-                    ReadRemoteError::NotPermitted
-                }
-                _ => ReadRemoteError::Failed(format!("single-copy write to pid {pid} failed: {e}")),
-            });
-        }
-        if n == 0 {
-            return Err(ReadRemoteError::Failed(format!(
-                "single-copy write to pid {pid} made no progress"
-            )));
-        }
-        done += n as usize;
-    }
-    Ok(())
+    copy_process(pid, addr, src as *mut u8, len, true)
 }
 
 /// A slice of `n` bytes at `p` (empty when `n == 0`, whatever `p` is).
@@ -1264,34 +1234,52 @@ unsafe fn slice_of<'a>(p: *const u8, n: usize) -> &'a [u8] {
 
 /// Copies `len` bytes at `addr` in process `pid` to `dst` (single copy).
 fn read_process(pid: i32, addr: u64, dst: *mut u8, len: usize) -> Result<(), ReadRemoteError> {
+    copy_process(pid, addr, dst, len, false)
+}
+
+/// Copies `len` bytes between `local` here and `addr` in process `pid`:
+/// to the peer when `to_peer`, else from it.
+fn copy_process(
+    pid: i32,
+    addr: u64,
+    local: *mut u8,
+    len: usize,
+    to_peer: bool,
+) -> Result<(), ReadRemoteError> {
+    let what = if to_peer { "write to" } else { "read from" };
     let mut done = 0usize;
     while done < len {
-        let local = libc::iovec {
-            // SAFETY: `done < len`; the caller guarantees `dst` holds `len` bytes.
-            iov_base: unsafe { dst.add(done) }.cast(),
+        let here = libc::iovec {
+            // SAFETY: `done < len`; the caller guarantees `local` holds `len`
+            // bytes (readable for a write, writable for a read).
+            iov_base: unsafe { local.add(done) }.cast(),
             iov_len: len - done,
         };
-        let remote = libc::iovec {
+        let there = libc::iovec {
             iov_base: (addr as usize + done) as *mut libc::c_void,
             iov_len: len - done,
         };
-        // SAFETY: the local iovec describes writable memory of the caller;
+        // SAFETY: the local iovec describes memory of the caller as above;
         // the kernel validates the remote one against the peer's mappings.
-        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        let n = unsafe {
+            if to_peer {
+                libc::process_vm_writev(pid, &here, 1, &there, 1, 0)
+            } else {
+                libc::process_vm_readv(pid, &here, 1, &there, 1, 0)
+            }
+        };
         if n < 0 {
             let e = errno();
             return Err(match e.raw_os_error() {
                 Some(libc::EPERM) | Some(libc::ENOSYS) | Some(libc::EACCES) => {
                     ReadRemoteError::NotPermitted
                 }
-                _ => {
-                    ReadRemoteError::Failed(format!("single-copy read from pid {pid} failed: {e}"))
-                }
+                _ => ReadRemoteError::Failed(format!("single-copy {what} pid {pid} failed: {e}")),
             });
         }
         if n == 0 {
             return Err(ReadRemoteError::Failed(format!(
-                "single-copy read from pid {pid} made no progress"
+                "single-copy {what} pid {pid} made no progress"
             )));
         }
         done += n as usize;
