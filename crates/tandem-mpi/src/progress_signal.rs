@@ -129,7 +129,8 @@ pub fn start(state: &mut State) -> bool {
         Ordering::Relaxed,
     );
     RECV_POSTED.store(false, Ordering::Relaxed);
-    let started = spawn(&settings, move |kick_fd| run(kick_fd, doorbell));
+    // Only here with shared memory: its peers are not on TCP.
+    let started = spawn(&settings, false, move |kick_fd| run(kick_fd, doorbell));
     if !started {
         restore();
     }

@@ -79,7 +79,13 @@ pub(crate) fn wait_any(fds: &[RawFd], timeout_ms: i32) {
 }
 
 /// Creates the kick descriptor and starts a helper running `body`.
-pub(crate) fn spawn(settings: &Settings, body: impl FnOnce(RawFd) + Send + 'static) -> bool {
+/// `host_peers_on_tcp`: ranks of this host talk over TCP, not shared memory
+/// (it decides where `progress_cpu=auto` puts the helper).
+pub(crate) fn spawn(
+    settings: &Settings,
+    host_peers_on_tcp: bool,
+    body: impl FnOnce(RawFd) + Send + 'static,
+) -> bool {
     // SAFETY: plain syscall; the result is checked.
     let kick_fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
     if kick_fd < 0 {
@@ -100,7 +106,7 @@ pub(crate) fn spawn(settings: &Settings, body: impl FnOnce(RawFd) + Send + 'stat
     let spawned = std::thread::Builder::new()
         .name("tandem-progress".into())
         .spawn(move || {
-            configure(&sched, priority, &cpu);
+            configure(&sched, priority, &cpu, host_peers_on_tcp);
             let _ = placed.send(());
             body(kick_fd);
         });
@@ -130,8 +136,11 @@ pub fn start(state: &mut State) -> bool {
     let engine = state.rt.p2p().engine();
     let tcp = engine.tcp_fd();
     let doorbell = engine.helper_fd().unwrap_or(-1);
+    let host_peers_on_tcp = !engine.has_shm();
     let settings = state.rt.settings().clone();
-    let started = spawn(&settings, move |kick| run(kick, doorbell, tcp));
+    let started = spawn(&settings, host_peers_on_tcp, move |kick| {
+        run(kick, doorbell, tcp)
+    });
     if started {
         // Nobody is inside the library once MPI_Init returns.
         on_leave(state);
@@ -207,7 +216,7 @@ fn readable_now(fds: &[RawFd]) -> bool {
 
 /// Applies the scheduling policy and CPU the parameters ask for; where the
 /// system refuses, says so and carries on.
-fn configure(sched: &str, priority: u64, cpu: &str) {
+fn configure(sched: &str, priority: u64, cpu: &str, host_peers_on_tcp: bool) {
     // The rank's own thread may be pinned to one CPU; the helper should be
     // free to run on another.
     tandem::runtime::unbind_current_thread();
@@ -230,12 +239,13 @@ fn configure(sched: &str, priority: u64, cpu: &str) {
     }
     let cpu = cpu.trim();
     let target = match cpu {
-        "auto" => tandem::runtime::helper_cpu(),
+        "auto" => tandem::runtime::helper_cpu(host_peers_on_tcp),
+        "own" => tandem::runtime::own_cpu(),
         "any" | "" => None,
         _ => match cpu.parse::<usize>() {
             Ok(n) if n < libc::CPU_SETSIZE as usize => Some(n),
             _ => {
-                eprintln!("tandem: warning: progress_cpu='{cpu}' is not a CPU number, auto or any; ignored");
+                eprintln!("tandem: warning: progress_cpu='{cpu}' is not a CPU number, auto, own or any; ignored");
                 None
             }
         },

@@ -88,7 +88,7 @@ pub static REGISTRY: &[Param] = &[
         name: "progress_cpu",
         kind: Kind::Text,
         default: "auto",
-        help: "CPU the progress helper thread is pinned to: auto = when the rank is pinned (bind), a CPU no rank of the host is pinned to if there is one, else the next rank's CPU (a computing rank's helper then runs where its peer waits, not on the core it would steal from), and wherever the scheduler puts it otherwise; any = wherever the scheduler puts it; or a CPU number",
+        help: "CPU the progress helper thread is pinned to: auto = when the rank is pinned (bind), a CPU no rank of the host is pinned to if there is one, else, with shared memory between the host's ranks, the next rank's CPU (a computing rank's helper then runs where its peer waits, not on the core it would steal from), and over TCP the rank's own CPU (there the helper copies the data out of the socket itself, which beside the sending peer would take turns with its copy in); wherever the scheduler puts it when the rank is not pinned; own = the rank's own CPU; any = wherever the scheduler puts it; or a CPU number",
     },
     Param {
         name: "tcp_poller",

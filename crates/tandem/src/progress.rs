@@ -261,6 +261,11 @@ impl Engine {
         self.tcp.fd()
     }
 
+    /// Whether ranks of this host talk through shared memory (else over TCP).
+    pub fn has_shm(&self) -> bool {
+        self.shm.is_some()
+    }
+
     /// The progress helper's doorbell: readable once a shared-memory peer
     /// has rung it (see [`Engine::arm_helper`]); `None` without shared
     /// memory.

@@ -423,19 +423,54 @@ fn stats_wanted(settings: &Settings) -> bool {
 /// helper, get these back).
 static ORIGINAL_CPUS: std::sync::OnceLock<libc::cpu_set_t> = std::sync::OnceLock::new();
 
-/// Where this rank's progress helper thread goes under `progress_cpu=auto`
-/// (set when the rank is pinned; see [`bind_to_core`]).
-static HELPER_CPU: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+/// Where a pinned rank's progress helper thread may go (see [`helper_cpu`]).
+#[derive(Clone, Copy)]
+struct HelperPlaces {
+    /// The CPU the rank itself is pinned to.
+    own: usize,
+    /// A CPU no rank of the host is pinned to, if there is one.
+    free: Option<usize>,
+    /// The CPU of the next rank on the host.
+    next: usize,
+}
+
+/// Set when the rank is pinned (see [`bind_to_core`]).
+static HELPER_PLACES: std::sync::OnceLock<HelperPlaces> = std::sync::OnceLock::new();
 
 /// The CPU for this rank's progress helper thread when it is left to
 /// Tandem (`progress_cpu=auto`): `None` when the rank is not pinned (then
 /// the scheduler places the helper). A pinned rank's helper goes to a CPU
-/// no rank of the host is pinned to if there is one, else to the CPU of
-/// the next rank on the host: when this rank computes, its peer is likely
-/// waiting there, and the helper must not take the computing core (the
-/// scheduler, left alone, keeps a thread beside the one that started it).
-pub fn helper_cpu() -> Option<usize> {
-    HELPER_CPU.get().copied()
+/// no rank of the host is pinned to if there is one. Otherwise it depends
+/// on who copies the data its helper receives:
+/// - ranks of the host talk through shared memory (`host_peers_on_tcp`
+///   false): the next rank's CPU. The helper there only matches and
+///   answers (senders write the data themselves), and when this rank
+///   computes its peer is likely waiting there; the helper must not take
+///   the computing core (the scheduler, left alone, keeps a thread beside
+///   the one that started it).
+/// - they talk over TCP: the rank's own CPU. The helper copies every byte
+///   out of the socket itself, and beside a peer that is sending to it the
+///   two copies would take turns on one core (a 4 MiB receive overlapped
+///   with 300 µs of computation took twice as long as with no helper).
+pub fn helper_cpu(host_peers_on_tcp: bool) -> Option<usize> {
+    HELPER_PLACES
+        .get()
+        .map(|places| places.pick(host_peers_on_tcp))
+}
+
+impl HelperPlaces {
+    fn pick(&self, host_peers_on_tcp: bool) -> usize {
+        match (self.free, host_peers_on_tcp) {
+            (Some(free), _) => free,
+            (None, true) => self.own,
+            (None, false) => self.next,
+        }
+    }
+}
+
+/// The CPU this rank is pinned to, if it is.
+pub fn own_cpu() -> Option<usize> {
+    HELPER_PLACES.get().map(|p| p.own)
 }
 
 /// Restores the CPUs the process had before binding, for the calling thread.
@@ -478,14 +513,11 @@ fn bind_to_core(settings: &Settings, local_size: u32) {
         let _ = ORIGINAL_CPUS.set(allowed);
         let mine = ids[local_rank % ids.len()];
         let local = local_size as usize;
-        let helper = if ids.len() > local {
-            ids[local + local_rank % (ids.len() - local)]
-        } else {
-            ids[(local_rank + 1) % ids.len()]
-        };
-        if helper != mine {
-            let _ = HELPER_CPU.set(helper);
-        }
+        let _ = HELPER_PLACES.set(HelperPlaces {
+            own: mine,
+            free: (ids.len() > local).then(|| ids[local + local_rank % (ids.len() - local)]),
+            next: ids[(local_rank + 1) % ids.len()],
+        });
         let mut one: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(mine, &mut one);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
@@ -513,4 +545,26 @@ pub fn abort_job(
     }
     let status = if code & 0xff == 0 { 1 } else { code & 0xff };
     std::process::exit(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HelperPlaces;
+
+    #[test]
+    fn helper_goes_to_a_free_cpu_else_beside_its_peer_or_home_over_tcp() {
+        let busy = HelperPlaces {
+            own: 0,
+            free: None,
+            next: 1,
+        };
+        assert_eq!(busy.pick(false), 1, "shared memory: the next rank's CPU");
+        assert_eq!(busy.pick(true), 0, "TCP: the rank's own CPU");
+        let spare = HelperPlaces {
+            free: Some(3),
+            ..busy
+        };
+        assert_eq!(spare.pick(false), 3);
+        assert_eq!(spare.pick(true), 3);
+    }
 }
