@@ -51,6 +51,8 @@ pub struct Hockney {
     /// its working set has left ("rendezvous, past L2"); or "all sizes",
     /// or a range of sizes.
     pub regime: String,
+    /// The protocol regime (or regimes) whose latency it shares.
+    pub protocol: String,
     /// Latency, seconds (shared by the cells of one protocol).
     pub l: f64,
     /// Bandwidth, bytes per second.
@@ -105,7 +107,7 @@ impl HockneyFit {
 }
 
 /// A line l + m/b over `points`, with its goodness of fit.
-fn segment(points: &[(f64, f64)], regime: &str, l: f64, b: f64) -> Option<Hockney> {
+fn segment(points: &[(f64, f64)], protocol: &str, regime: &str, l: f64, b: f64) -> Option<Hockney> {
     let pairs = || points.iter().map(|&(m, t)| (l + m / b, t));
     let w = |t: f64| 1.0 / (t * t);
     let sw: f64 = points.iter().map(|p| w(p.1)).sum();
@@ -114,6 +116,7 @@ fn segment(points: &[(f64, f64)], regime: &str, l: f64, b: f64) -> Option<Hockne
     let ss_res: f64 = pairs().map(|(p, t)| w(t) * (p - t).powi(2)).sum();
     Some(Hockney {
         regime: regime.to_string(),
+        protocol: protocol.to_string(),
         l,
         b,
         r2: if ss_tot > 0.0 {
@@ -134,7 +137,7 @@ fn fit_segment(points: &[(f64, f64)], regime: &str) -> Option<Hockney> {
     if f.b <= 0.0 {
         return None;
     }
-    segment(points, regime, f.a, 1.0 / f.b)
+    segment(points, regime, regime, f.a, 1.0 / f.b)
 }
 
 /// Fits one Hockney line to (size, seconds) points sorted by size.
@@ -630,7 +633,7 @@ fn fit_cells(pts: &[(f64, f64)], name: &str, protocols: &Protocols) -> Option<Ve
                     (None, Some(first)) if multi => format!("{name}, within {}", first.name),
                     _ => name.to_string(),
                 };
-                segment(s, &regime, l, 1.0 / x)
+                segment(s, name, &regime, l, 1.0 / x)
             })
             .collect();
         if let Some(segs) = segs {
@@ -727,9 +730,21 @@ impl LogGp {
     }
 }
 
+/// The line of long messages: of the last protocol's lines (they share
+/// its latency), the one over most sizes, the later on a tie; a cell past
+/// the caches holds the largest sizes but only a few of them, and one
+/// G stands for all long messages in LogGP.
+fn long_messages(h: &HockneyFit) -> Option<&Hockney> {
+    let last = h.segments.last()?;
+    h.segments
+        .iter()
+        .filter(|s| s.protocol == last.protocol)
+        .max_by_key(|s| s.sizes)
+        .or(Some(last))
+}
+
 /// Derives LogGP: G, the gap per byte of long messages, is the slope of
-/// the ping-pong over its largest sizes (the last line of the piecewise
-/// Hockney fit, or of one line); o_s and o_r are the measured overheads,
+/// the ping-pong over its long messages (see [`long_messages`]); o_s and o_r are the measured overheads,
 /// scaled down together if they exceed what the smallest ping-pong leaves
 /// (then L = 0); L is the rest of the smallest ping-pong; g is the time per
 /// message of a burst of the smallest messages. `burst_big_g`, the slope
@@ -910,7 +925,7 @@ pub fn fit(
     let large = piecewise
         .as_ref()
         .or(hockney.as_ref())
-        .and_then(|h| h.segments.last().cloned());
+        .and_then(|h| long_messages(h).cloned());
     let (loggp, burst_big_g) = match large.and_then(|lg| fit_loggp(&pp, &lg, &bu, o_s, o_r)) {
         Some((l, bg, scaled)) => {
             if scaled {
@@ -1878,6 +1893,8 @@ mod tests {
         assert!((a.l - 1e-6).abs() < 1e-12 && a.l == b.l, "{f:?}");
         assert!((a.b - 20e9).abs() / 20e9 < 1e-6 && (b.b - 7e9).abs() / 7e9 < 1e-6);
         assert!(a.r2 > 0.999999 && b.max_error < 1e-6 && b.sizes == 2);
+        // LogGP's G comes from the protocol's line over most sizes.
+        assert_eq!(long_messages(&f).unwrap().b, a.b);
         // Without the memory hierarchy, one line per protocol misses the
         // cliff by far more than the target.
         let plain = Protocols {
