@@ -850,6 +850,10 @@ pub struct ModelResult {
     pub pingpong: Vec<Prediction>,
     /// (op, nodes, size, measured MRT, linear, tree) in seconds.
     pub collectives: Vec<(String, u64, u64, f64, f64, f64)>,
+    /// Ping-pong sizes whose measured median is itself uncertain by more
+    /// than the target (its 90% interval reaches beyond +-15%), where no
+    /// model can be checked to the target.
+    pub imprecise_sizes: Vec<f64>,
     pub notes: Vec<String>,
     pub measurements: Vec<KernelResult>,
 }
@@ -944,6 +948,18 @@ pub fn fit(
     if bu.is_empty() {
         notes.push("no burst measurements: LogGP's g is unknown (0)".into());
     }
+    let imprecise_sizes: Vec<f64> = pingpong
+        .map(|t| {
+            t.rows
+                .iter()
+                .filter_map(|r| r.values.first().copied().flatten().map(|v| (r.x, v)))
+                .filter(|(_, v)| {
+                    v.lo < v.median * (1.0 - TARGET_ERROR) || v.hi > v.median * (1.0 + TARGET_ERROR)
+                })
+                .map(|(x, _)| x)
+                .collect()
+        })
+        .unwrap_or_default();
     let pingpong_rows = pp
         .iter()
         .map(|&(m, t)| {
@@ -966,6 +982,7 @@ pub fn fit(
         burst_big_g,
         pingpong: pingpong_rows,
         collectives: Vec::new(),
+        imprecise_sizes,
         notes,
         measurements: Vec::new(),
     };
@@ -1177,6 +1194,35 @@ pub fn text(r: &ModelResult) -> String {
                 TARGET_ERROR * 100.0,
                 if e <= TARGET_ERROR { "yes" } else { "no" },
                 pct(e)
+            );
+        }
+        if !r.imprecise_sizes.is_empty() {
+            let precise: Vec<&Prediction> = r
+                .pingpong
+                .iter()
+                .filter(|p| !r.imprecise_sizes.contains(&p.0))
+                .collect();
+            let best = r
+                .best_hockney()
+                .map(|h| max_relative_error(precise.iter().map(|p| (h.predict(p.0), p.1))));
+            let _ = writeln!(
+                o,
+                "the measurement itself is uncertain by more than {:.0}% (90% interval of the median) at {} of {} sizes ({}){}",
+                TARGET_ERROR * 100.0,
+                r.imprecise_sizes.len(),
+                r.pingpong.len(),
+                r.imprecise_sizes
+                    .iter()
+                    .map(|&m| size_text(m as u64))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                match best {
+                    Some(e) if !precise.is_empty() => format!(
+                        "; over the other sizes the best Hockney fit's largest error is {}",
+                        pct(e)
+                    ),
+                    _ => String::new(),
+                }
             );
         }
     }
@@ -1922,6 +1968,45 @@ mod tests {
         assert_eq!(f.segments.len(), 1, "{f:?}");
         assert_eq!(f.segments[0].regime, "rendezvous");
         assert!(f.max_error < 0.06, "{f:?}");
+    }
+
+    #[test]
+    fn sizes_measured_too_loosely_are_named() {
+        // Ping-pong medians in microseconds, the 16 B one uncertain by +-40%.
+        let row = |m: f64, us: f64, spread: f64| analyze::Row {
+            keys: vec![],
+            group: String::new(),
+            x: m,
+            values: vec![Some(super::super::stats::Summary {
+                n: 10,
+                median: us,
+                lo: us * (1.0 - spread),
+                hi: us * (1.0 + spread),
+                min: us * (1.0 - spread),
+                max: us * (1.0 + spread),
+                mean: us,
+            })],
+        };
+        let table = Table {
+            kernel: "pingpong".into(),
+            key_names: vec![],
+            x_label: String::new(),
+            x_log: true,
+            metrics: vec![],
+            rows: vec![
+                row(1.0, 5.0, 0.05),
+                row(16.0, 5.0, 0.4),
+                row(256.0, 5.2, 0.1),
+                row(4096.0, 8.0, 0.05),
+            ],
+        };
+        let r = fit("tandem", None, Some(&table), None, None, None);
+        assert_eq!(r.imprecise_sizes, [16.0]);
+        assert!(
+            text(&r).contains("uncertain by more than 15%"),
+            "{}",
+            text(&r)
+        );
     }
 
     #[test]
