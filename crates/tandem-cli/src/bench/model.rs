@@ -4,13 +4,16 @@
 //! * Hockney, T(m) = l + m/b, fitted to the ping-pong one-way times by
 //!   least relative squares (weights 1/t^2, so that 8 B counts as much as
 //!   4 MiB) with l >= 0: as one line over every size, and per protocol
-//!   regime, one line each for the sizes sent eagerly, by rendezvous and by
-//!   single copy, since a protocol switch changes both the start-up cost
-//!   and the bandwidth (the seeds' models are per protocol too). Tandem's
+//!   regime, a latency each for the sizes sent eagerly, by rendezvous and
+//!   by single copy, since a protocol switch changes the start-up cost
+//!   (the seeds' models are per protocol too), with a bandwidth per memory
+//!   cell within it, since a working set past a cache level or the TLB's
+//!   reach changes the cost per byte (see [`memory_limits`]). Tandem's
 //!   limits come from its parameters (`eager_limit`,
-//!   `shm_single_copy_min`, with the run's `--set` values); for other
-//!   libraries, whose limits tandem bench does not know, the breaks are
-//!   put where two or three lines fit best, as PLogP does for LogP.
+//!   `shm_single_copy_min`, `tcp_send_chunk`, with the run's `--set`
+//!   values), the caches from the machine; for other libraries, whose
+//!   limits tandem bench does not know, the breaks are put where two or
+//!   three lines fit best, as PLogP does for LogP.
 //! * LogGP, T(m) = o_s + (m-1)G + L + o_r, from the other kernels as
 //!   Kielmann and Bal measure it: o_s and o_r are the MPI_Isend and
 //!   MPI_Irecv overheads of the smallest message (overhead kernel), g the
