@@ -129,7 +129,7 @@ pub struct ModelArgs {
     /// MPI library to model
     #[arg(long, default_value = "tandem")]
     pub mpi: String,
-    /// Use these `--json` outputs of pingpong, burst, overhead and coll instead of measuring
+    /// Use these `--json` outputs of pingpong, burst, overhead and coll (or a `bench report` results.json, its sections over --transport) instead of measuring
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub from: Vec<PathBuf>,
     /// Ranks for the collective measurements (0: skip them)

@@ -4,13 +4,16 @@
 //! * Hockney, T(m) = l + m/b, fitted to the ping-pong one-way times by
 //!   least relative squares (weights 1/t^2, so that 8 B counts as much as
 //!   4 MiB) with l >= 0: as one line over every size, and per protocol
-//!   regime, one line each for the sizes sent eagerly, by rendezvous and by
-//!   single copy, since a protocol switch changes both the start-up cost
-//!   and the bandwidth (the seeds' models are per protocol too). Tandem's
+//!   regime, a latency each for the sizes sent eagerly, by rendezvous and
+//!   by single copy, since a protocol switch changes the start-up cost
+//!   (the seeds' models are per protocol too), with a bandwidth per memory
+//!   cell within it, since a working set past a cache level or the TLB's
+//!   reach changes the cost per byte (see [`memory_limits`]). Tandem's
 //!   limits come from its parameters (`eager_limit`,
-//!   `shm_single_copy_min`, with the run's `--set` values); for other
-//!   libraries, whose limits tandem bench does not know, the breaks are
-//!   put where two or three lines fit best, as PLogP does for LogP.
+//!   `shm_single_copy_min`, `tcp_send_chunk`, with the run's `--set`
+//!   values), the caches from the machine; for other libraries, whose
+//!   limits tandem bench does not know, the breaks are put where two or
+//!   three lines fit best, as PLogP does for LogP.
 //! * LogGP, T(m) = o_s + (m-1)G + L + o_r, from the other kernels as
 //!   Kielmann and Bal measure it: o_s and o_r are the MPI_Isend and
 //!   MPI_Irecv overheads of the smallest message (overhead kernel), g the
@@ -47,13 +50,24 @@ pub const TARGET_ERROR: f64 = 0.15;
 #[derive(Clone, Debug, Serialize)]
 pub struct Hockney {
     /// What the line covers: a protocol ("eager", "rendezvous", "single
-    /// copy"), or "all sizes", or a range of sizes.
+    /// copy") and, where the memory hierarchy splits it, the cache level
+    /// its working set has left ("rendezvous, past L2"); or "all sizes",
+    /// or a range of sizes.
     pub regime: String,
-    /// Latency, seconds.
+    /// The protocol regime (or regimes) whose latency it shares.
+    pub protocol: String,
+    /// Latency, seconds (shared by the cells of one protocol).
     pub l: f64,
     /// Bandwidth, bytes per second.
     pub b: f64,
+    /// Goodness of fit over this line's sizes: 1 - relative residual sum
+    /// of squares / relative total sum of squares.
     pub r2: f64,
+    /// Largest and median |predicted - measured| / measured over its sizes.
+    pub max_error: f64,
+    pub median_error: f64,
+    /// Measured sizes the line was fitted to.
+    pub sizes: usize,
     pub from: f64,
     pub to: f64,
 }
@@ -95,19 +109,38 @@ impl HockneyFit {
     }
 }
 
+/// A line l + m/b over `points`, with its goodness of fit.
+fn segment(points: &[(f64, f64)], protocol: &str, regime: &str, l: f64, b: f64) -> Option<Hockney> {
+    let pairs = || points.iter().map(|&(m, t)| (l + m / b, t));
+    let w = |t: f64| 1.0 / (t * t);
+    let sw: f64 = points.iter().map(|p| w(p.1)).sum();
+    let mean = points.iter().map(|p| w(p.1) * p.1).sum::<f64>() / sw;
+    let ss_tot: f64 = points.iter().map(|p| w(p.1) * (p.1 - mean).powi(2)).sum();
+    let ss_res: f64 = pairs().map(|(p, t)| w(t) * (p - t).powi(2)).sum();
+    Some(Hockney {
+        regime: regime.to_string(),
+        protocol: protocol.to_string(),
+        l,
+        b,
+        r2: if ss_tot > 0.0 {
+            1.0 - ss_res / ss_tot
+        } else {
+            1.0
+        },
+        max_error: max_relative_error(pairs()),
+        median_error: median_relative_error(pairs()),
+        sizes: points.len(),
+        from: points.first()?.0,
+        to: points.last()?.0,
+    })
+}
+
 fn fit_segment(points: &[(f64, f64)], regime: &str) -> Option<Hockney> {
     let f = fit_line_relative_nonneg(points)?;
     if f.b <= 0.0 {
         return None;
     }
-    Some(Hockney {
-        regime: regime.to_string(),
-        l: f.a,
-        b: 1.0 / f.b,
-        r2: f.r2,
-        from: points.first()?.0,
-        to: points.last()?.0,
-    })
+    segment(points, regime, regime, f.a, 1.0 / f.b)
 }
 
 /// Fits one Hockney line to (size, seconds) points sorted by size.
@@ -116,15 +149,166 @@ pub fn fit_hockney(points: &[(f64, f64)]) -> Option<HockneyFit> {
     Some(HockneyFit::with_errors(vec![seg], "none", points))
 }
 
+/// A level of the memory hierarchy as the machine describes it: a data
+/// or unified cache (`/sys/devices/system/cpu/cpu0/cache/index*`) or the
+/// reach of the data TLB (`/proc/cpuinfo`'s "TLB size", x86 AMD).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct MemoryLevel {
+    /// "L1d", "L2", "L3", "TLB".
+    pub name: String,
+    pub bytes: u64,
+    /// Processors sharing it.
+    pub cpus: usize,
+}
+
+/// The data caches and TLB reach of CPU 0, innermost first (empty where
+/// the system does not say).
+pub fn memory_levels() -> Vec<MemoryLevel> {
+    let mut levels = Vec::new();
+    for i in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+        let Some(kind) = read("type") else { break };
+        if kind.trim() == "Instruction" {
+            continue;
+        }
+        let (Some(level), Some(size)) = (read("level"), read("size").and_then(|s| bytes_of(&s)))
+        else {
+            continue;
+        };
+        let cpus = read("shared_cpu_list").map(|l| cpu_count(&l)).unwrap_or(1);
+        let suffix = if kind.trim() == "Data" { "d" } else { "" };
+        levels.push(MemoryLevel {
+            name: format!("L{}{suffix}", level.trim()),
+            bytes: size,
+            cpus,
+        });
+    }
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if let Some(pages) = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("TLB size"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().strip_suffix("4K pages"))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+    {
+        levels.push(MemoryLevel {
+            name: "TLB".into(),
+            bytes: pages * 4096,
+            cpus: 1,
+        });
+    }
+    levels
+}
+
+/// "512K" -> 524288 (sysfs cache sizes).
+fn bytes_of(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (n, k) = match s.as_bytes().last()? {
+        b'K' => (&s[..s.len() - 1], 1 << 10),
+        b'M' => (&s[..s.len() - 1], 1 << 20),
+        b'G' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    n.parse::<u64>().ok().map(|n| n * k)
+}
+
+/// "0-1,4" -> 3.
+fn cpu_count(list: &str) -> usize {
+    list.trim()
+        .split(',')
+        .filter(|r| !r.is_empty())
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => match (a.parse::<usize>(), b.parse::<usize>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 1,
+            },
+            None => 1,
+        })
+        .sum()
+}
+
+/// A size past which messages move at another bandwidth though they
+/// start alike: the working set leaves a cache level, or TCP hands a
+/// message to the kernel in several calls.
+#[derive(Clone, Debug, Serialize)]
+pub struct BandwidthLimit {
+    /// The largest size still before the limit.
+    pub limit: f64,
+    /// What the sizes above have left, for the regime's name ("L2").
+    pub name: String,
+    /// Why the limit is there, for the reader.
+    pub why: String,
+}
+
+/// The ranks of a ping-pong: the working sets of both meet in a cache
+/// their cores share.
+const PINGPONG_RANKS: usize = 2;
+
+/// The memory levels' limits for a ping-pong whose ranks each touch a
+/// send and a receive buffer of m bytes and `staging` bytes per direction
+/// of the transport's own memory (shared-memory ring cells) up to m: a
+/// rank's working set is 2m + 2 min(m, staging), and a cache shared by
+/// the cores of both ranks holds both. A level counts as left once the
+/// working set exceeds half of it: caches are set-associative and hold
+/// other data (the library, the stack, page tables, and in a virtual
+/// machine other guests' data in a shared cache), the usual allowance
+/// when blocking for a cache. On the 2-core test VM a copy loop slows
+/// from 35 to 16 GB/s as 4 buffers grow from 8 to 16 MiB (L3: 32 MiB),
+/// and a walk touching one line per page slows 5x past 4-6 MiB of pages
+/// (TLB reach: 10 MiB).
+pub fn memory_limits(levels: &[MemoryLevel], staging: f64) -> Vec<BandwidthLimit> {
+    let mut out = Vec::new();
+    for lv in levels {
+        let share = lv.cpus.clamp(1, PINGPONG_RANKS) as f64;
+        let usable = lv.bytes as f64 / 2.0 / share;
+        // Largest m with 2m + 2 min(m, staging) <= usable.
+        let m = if usable / 4.0 <= staging {
+            usable / 4.0
+        } else {
+            (usable - 2.0 * staging) / 2.0
+        };
+        let ranks = if share > 1.0 {
+            "both ranks' "
+        } else {
+            "one rank's "
+        };
+        let staging_text = if staging > 0.0 {
+            format!(" + ring cells 2 min(m, {})", size_text(staging as u64))
+        } else {
+            String::new()
+        };
+        out.push(BandwidthLimit {
+            limit: m.floor(),
+            name: lv.name.clone(),
+            why: format!(
+                "{} {}{}: {ranks}working set (buffers 2m{staging_text}) over half of it above {}",
+                lv.name,
+                size_text(lv.bytes),
+                if lv.cpus > 1 {
+                    format!(" shared by {} cpus", lv.cpus)
+                } else {
+                    " per core".into()
+                },
+                size_text(m.floor().max(0.0) as u64)
+            ),
+        });
+    }
+    out
+}
+
 /// Where a library changes protocol: regime `names[i]` takes the sizes up
 /// to and including `limits[i]` that no earlier regime takes; the last
-/// takes the rest.
+/// takes the rest. Within a protocol, `bandwidth` limits split the sizes
+/// into cells that share the protocol's latency but not its bandwidth.
 #[derive(Clone, Debug, Serialize)]
 pub struct Protocols {
     pub limits: Vec<f64>,
     pub names: Vec<String>,
     /// Where the limits come from, for the reader.
     pub source: String,
+    /// Sorted by limit.
+    pub bandwidth: Vec<BandwidthLimit>,
 }
 
 impl Protocols {
@@ -135,19 +319,47 @@ impl Protocols {
             .position(|&l| m <= l)
             .unwrap_or(self.limits.len())
     }
+
+    /// The bandwidth cell of a message of `m` bytes: how many bandwidth
+    /// limits it is above.
+    fn band(&self, m: f64) -> usize {
+        self.bandwidth.iter().filter(|b| m > b.limit).count()
+    }
+
+    /// What the sizes of cell `band` have left: the last limit below them.
+    fn band_name(&self, band: usize) -> Option<&str> {
+        band.checked_sub(1)
+            .and_then(|i| self.bandwidth.get(i))
+            .map(|b| b.name.as_str())
+    }
+
+    fn add_bandwidth(&mut self, mut limits: Vec<BandwidthLimit>) {
+        self.bandwidth.append(&mut limits);
+        self.bandwidth.sort_by(|a, b| a.limit.total_cmp(&b.limit));
+    }
 }
 
-/// Tandem's protocol regimes under `settings`, for a run over `transport`:
-/// eager up to `eager_limit`, rendezvous above; over shared memory, eager
-/// messages that fit one ring cell (`shm_cell_size` less its 64-byte
-/// header) apart from those spanning cells, whose copy-in and copy-out
-/// overlap, and single copy from `shm_single_copy_min` where it is enabled.
-pub fn tandem_protocols(settings: &tandem::params::Settings, transport: &Transport) -> Protocols {
+/// Tandem's protocol regimes under `settings`, for a run over `transport`
+/// on a machine with memory `levels`: eager up to `eager_limit`,
+/// rendezvous above; over shared memory, eager messages that fit one ring
+/// cell (`shm_cell_size` less its 64-byte header) apart from those
+/// spanning cells, whose copy-in and copy-out overlap, and single copy
+/// from `shm_single_copy_min` where it is enabled. Bandwidth limits: the
+/// memory levels (see [`memory_limits`]; the rings' cells are the
+/// staging over shared memory, TCP's socket buffers are the kernel's and
+/// not counted) and, over TCP, `tcp_send_chunk`, above which a message
+/// takes several send calls.
+pub fn tandem_protocols(
+    settings: &tandem::params::Settings,
+    transport: &Transport,
+    levels: &[MemoryLevel],
+) -> Protocols {
     let eager = settings.uint("eager_limit") as f64;
     let mut p = Protocols {
         limits: vec![eager],
         names: vec!["eager".into(), "rendezvous".into()],
         source: format!("eager_limit = {}", size_text(eager as u64)),
+        bandwidth: Vec::new(),
     };
     let shm = match transport {
         Transport::Tcp => false,
@@ -156,9 +368,24 @@ pub fn tandem_protocols(settings: &tandem::params::Settings, transport: &Transpo
         Transport::Other(t) => t.split(',').any(|t| t == "shm"),
     };
     if !shm {
+        p.add_bandwidth(memory_limits(levels, 0.0));
+        let chunk = settings.uint("tcp_send_chunk");
+        if chunk > 0 {
+            p.add_bandwidth(vec![BandwidthLimit {
+                limit: chunk as f64,
+                name: "one send call".into(),
+                why: format!(
+                    "tcp_send_chunk = {}: larger messages take several send calls",
+                    size_text(chunk)
+                ),
+            }]);
+        }
         return p;
     }
-    let cell = settings.uint("shm_cell_size") as f64 - 64.0;
+    let cell_size = settings.uint("shm_cell_size") as f64;
+    let ring = settings.uint("shm_cells") as f64 * cell_size;
+    p.add_bandwidth(memory_limits(levels, ring));
+    let cell = cell_size - 64.0;
     if cell > 0.0 && cell < eager {
         p.limits.insert(0, cell);
         p.names = vec![
@@ -186,9 +413,9 @@ pub fn tandem_protocols(settings: &tandem::params::Settings, transport: &Transpo
 }
 
 /// The protocol regimes of a run of `library` with library parameters
-/// `lib_set` (NAME, VALUE) over `transport`: Tandem's from its parameter
-/// registry, the environment's `TANDEM_*` and `lib_set`; `None` for other
-/// libraries.
+/// `lib_set` (NAME, VALUE) over `transport` on this machine: Tandem's
+/// from its parameter registry, the environment's `TANDEM_*` and
+/// `lib_set`; `None` for other libraries.
 pub fn protocols_of(
     family: Family,
     lib_set: &[(String, String)],
@@ -206,7 +433,11 @@ pub fn protocols_of(
             .map(|(k, v)| (tandem::params::env_name(k), v.clone())),
     );
     let settings = tandem::params::Settings::from_vars(vars)?;
-    Ok(Some(tandem_protocols(&settings, transport)))
+    Ok(Some(tandem_protocols(
+        &settings,
+        transport,
+        &memory_levels(),
+    )))
 }
 
 /// The name of regimes that share a line: their common protocol ("eager"
@@ -221,13 +452,16 @@ fn merged_name(names: &[String]) -> String {
     }
 }
 
-/// One Hockney line per protocol regime. A regime with fewer than three
-/// measured sizes (a line through two points fits anything, noise
-/// included), or whose times do not grow with size, cannot have a line of
-/// its own and shares a neighbour's: the one whose shared line predicts
-/// the sizes better (shared-memory messages spanning ring cells, say, are
-/// copied in a pipeline like rendezvous messages, not one cell at a time
-/// like smaller eager ones).
+/// One latency per protocol regime and one bandwidth per cell of it (see
+/// [`Protocols`]). A regime with fewer than three measured sizes (a line
+/// through two points fits anything, noise included), or whose times do
+/// not grow with size, cannot have a line of its own and shares a
+/// neighbour's: the one whose shared line predicts the sizes better
+/// (shared-memory messages spanning ring cells, say, are copied in a
+/// pipeline like rendezvous messages, not one cell at a time like smaller
+/// eager ones). Within a regime, neighbouring cells share a bandwidth
+/// unless their own ones explain the times better by more than the
+/// parameters they cost (see [`fit_cells`]).
 pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Option<HockneyFit> {
     let mut groups: Vec<Group> = Vec::new();
     let mut current = usize::MAX;
@@ -239,7 +473,11 @@ pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Op
         }
         groups.last_mut()?.1.push(p);
     }
-    fit_groups(groups, &protocols.source, points)
+    let mut source = protocols.source.clone();
+    for b in &protocols.bandwidth {
+        let _ = write!(source, "; {}", b.why);
+    }
+    fit_groups(groups, &source, points, protocols)
 }
 
 /// Consecutive groups of points, one per regime that has any: the
@@ -248,19 +486,18 @@ type Group = (Vec<String>, Vec<(f64, f64)>);
 
 /// A line per group, merging groups that cannot have their own (see
 /// [`fit_hockney_protocols`]) into the neighbour that predicts best.
-fn fit_groups(groups: Vec<Group>, source: &str, points: &[(f64, f64)]) -> Option<HockneyFit> {
-    let fits: Vec<Option<Hockney>> = groups
+fn fit_groups(
+    groups: Vec<Group>,
+    source: &str,
+    points: &[(f64, f64)],
+    protocols: &Protocols,
+) -> Option<HockneyFit> {
+    let fits: Vec<Option<Vec<Hockney>>> = groups
         .iter()
-        .map(|(names, pts)| {
-            if pts.len() < 3 {
-                None
-            } else {
-                fit_segment(pts, &merged_name(names))
-            }
-        })
+        .map(|(names, pts)| fit_cells(pts, &merged_name(names), protocols))
         .collect();
     let Some(bad) = fits.iter().position(Option::is_none) else {
-        let segments = fits.into_iter().flatten().collect();
+        let segments = fits.into_iter().flatten().flatten().collect();
         return Some(HockneyFit::with_errors(segments, source, points));
     };
     if groups.len() == 1 {
@@ -280,7 +517,7 @@ fn fit_groups(groups: Vec<Group>, source: &str, points: &[(f64, f64)]) -> Option
             pts.append(&mut t.1);
             *t = (names, pts);
         }
-        fit_groups(g, source, points)
+        fit_groups(g, source, points, protocols)
     };
     let before = if bad > 0 { merged(bad - 1) } else { None };
     let after = if bad + 1 < groups.len() {
@@ -292,6 +529,121 @@ fn fit_groups(groups: Vec<Group>, source: &str, points: &[(f64, f64)]) -> Option
         (Some(a), Some(b)) => Some(if b.max_error < a.max_error { b } else { a }),
         (a, b) => a.or(b),
     }
+}
+
+/// Least relative squares of l + m x_j over cells j of (size, seconds)
+/// points, one x (seconds per byte) per cell and l >= 0 shared: for a
+/// given l each x_j is a weighted mean, which leaves l one unknown.
+/// Returns (l, x per cell).
+fn fit_shared_latency(cells: &[&[(f64, f64)]]) -> Option<(f64, Vec<f64>)> {
+    let w = |t: f64| 1.0 / (t * t);
+    // x_j(l) = a_j - l c_j.
+    let mut ac = Vec::new();
+    for c in cells {
+        let smm: f64 = c.iter().map(|p| w(p.1) * p.0 * p.0).sum();
+        if smm <= 0.0 || !smm.is_finite() {
+            return None;
+        }
+        let a = c.iter().map(|p| w(p.1) * p.0 * p.1).sum::<f64>() / smm;
+        let cc = c.iter().map(|p| w(p.1) * p.0).sum::<f64>() / smm;
+        ac.push((a, cc));
+    }
+    // Residual l (1 - m c_j) + m a_j - t, linear in l.
+    let (mut num, mut den) = (0.0, 0.0);
+    for (c, &(a, cc)) in cells.iter().zip(&ac) {
+        for p in c.iter() {
+            let u = 1.0 - p.0 * cc;
+            num += w(p.1) * u * (p.1 - p.0 * a);
+            den += w(p.1) * u * u;
+        }
+    }
+    let l = if den > 0.0 { (num / den).max(0.0) } else { 0.0 };
+    let xs = ac.iter().map(|&(a, cc)| a - l * cc).collect();
+    Some((l, xs))
+}
+
+/// The lines of one protocol regime over `pts` (sorted by size): its
+/// latency, and a bandwidth per block of neighbouring bandwidth cells.
+/// Every way of joining neighbouring cells into blocks of at least two
+/// sizes is tried, and the one with the least corrected Akaike criterion
+/// (AICc, on the relative residuals) kept: a cell past a cache level has
+/// a bandwidth of its own only where that explains the times better than
+/// the extra parameter costs, so noise does not buy lines. `None` when
+/// the regime has fewer than three sizes or no block grows with size.
+fn fit_cells(pts: &[(f64, f64)], name: &str, protocols: &Protocols) -> Option<Vec<Hockney>> {
+    if pts.len() < 3 {
+        return None;
+    }
+    // Cells: consecutive runs of one band.
+    let mut cells: Vec<(usize, usize)> = Vec::new(); // (band, end index)
+    for (i, p) in pts.iter().enumerate() {
+        let band = protocols.band(p.0);
+        match cells.last_mut() {
+            Some(c) if c.0 == band => c.1 = i + 1,
+            _ => cells.push((band, i + 1)),
+        }
+    }
+    let n = pts.len() as f64;
+    let mut best: Option<(f64, Vec<Hockney>)> = None;
+    // Bit i set: a block ends after cell i.
+    for mask in 0u32..(1 << (cells.len() - 1)) {
+        // (start, end, first cell)
+        let mut blocks: Vec<(usize, usize, usize)> = Vec::new();
+        let (mut start, mut first) = (0, 0);
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() || mask & (1 << i) != 0 {
+                blocks.push((start, c.1, first));
+                (start, first) = (c.1, i + 1);
+            }
+        }
+        let k = blocks.len() as f64 + 1.0;
+        if blocks.iter().any(|b| b.1 - b.0 < 2) || (blocks.len() > 1 && n - k - 1.0 <= 0.0) {
+            continue;
+        }
+        let slices: Vec<&[(f64, f64)]> = blocks.iter().map(|b| &pts[b.0..b.1]).collect();
+        let Some((l, xs)) = fit_shared_latency(&slices) else {
+            continue;
+        };
+        if xs.iter().any(|&x| x <= 0.0 || !x.is_finite()) {
+            continue;
+        }
+        let rss: f64 = slices
+            .iter()
+            .zip(&xs)
+            .flat_map(|(s, x)| s.iter().map(move |p| ((l + p.0 * x - p.1) / p.1).powi(2)))
+            .sum();
+        // A floor keeps exact (synthetic) fits comparable: then the fewest
+        // parameters win.
+        let rss = rss.max(n * 1e-18);
+        let aicc = if n - k - 1.0 > 0.0 {
+            n * (rss / n).ln() + 2.0 * k + 2.0 * k * (k + 1.0) / (n - k - 1.0)
+        } else {
+            f64::INFINITY
+        };
+        if best.as_ref().is_some_and(|b| b.0 <= aicc) {
+            continue;
+        }
+        let multi = blocks.len() > 1;
+        let segs: Option<Vec<Hockney>> = blocks
+            .iter()
+            .zip(&slices)
+            .zip(&xs)
+            .map(|((b, s), x)| {
+                // Named by what all its sizes have left, where it matters.
+                let band = cells[b.2].0;
+                let regime = match (protocols.band_name(band), protocols.bandwidth.first()) {
+                    (Some(c), _) if multi => format!("{name}, past {c}"),
+                    (None, Some(first)) if multi => format!("{name}, within {}", first.name),
+                    _ => name.to_string(),
+                };
+                segment(s, name, &regime, l, 1.0 / x)
+            })
+            .collect();
+        if let Some(segs) = segs {
+            best = Some((aicc, segs));
+        }
+    }
+    best.map(|b| b.1)
 }
 
 /// Fits `k` Hockney lines to consecutive ranges of sizes (each of at
@@ -381,9 +733,21 @@ impl LogGp {
     }
 }
 
+/// The line of long messages: of the last protocol's lines (they share
+/// its latency), the one over most sizes, the later on a tie; a cell past
+/// the caches holds the largest sizes but only a few of them, and one
+/// G stands for all long messages in LogGP.
+fn long_messages(h: &HockneyFit) -> Option<&Hockney> {
+    let last = h.segments.last()?;
+    h.segments
+        .iter()
+        .filter(|s| s.protocol == last.protocol)
+        .max_by_key(|s| s.sizes)
+        .or(Some(last))
+}
+
 /// Derives LogGP: G, the gap per byte of long messages, is the slope of
-/// the ping-pong over its largest sizes (the last line of the piecewise
-/// Hockney fit, or of one line); o_s and o_r are the measured overheads,
+/// the ping-pong over its long messages (see [`long_messages`]); o_s and o_r are the measured overheads,
 /// scaled down together if they exceed what the smallest ping-pong leaves
 /// (then L = 0); L is the rest of the smallest ping-pong; g is the time per
 /// message of a burst of the smallest messages. `burst_big_g`, the slope
@@ -489,6 +853,10 @@ pub struct ModelResult {
     pub pingpong: Vec<Prediction>,
     /// (op, nodes, size, measured MRT, linear, tree) in seconds.
     pub collectives: Vec<(String, u64, u64, f64, f64, f64)>,
+    /// Ping-pong sizes whose measured median is itself uncertain by more
+    /// than the target (its 90% interval reaches beyond +-15%), where no
+    /// model can be checked to the target.
+    pub imprecise_sizes: Vec<f64>,
     pub notes: Vec<String>,
     pub measurements: Vec<KernelResult>,
 }
@@ -564,7 +932,7 @@ pub fn fit(
     let large = piecewise
         .as_ref()
         .or(hockney.as_ref())
-        .and_then(|h| h.segments.last().cloned());
+        .and_then(|h| long_messages(h).cloned());
     let (loggp, burst_big_g) = match large.and_then(|lg| fit_loggp(&pp, &lg, &bu, o_s, o_r)) {
         Some((l, bg, scaled)) => {
             if scaled {
@@ -583,6 +951,18 @@ pub fn fit(
     if bu.is_empty() {
         notes.push("no burst measurements: LogGP's g is unknown (0)".into());
     }
+    let imprecise_sizes: Vec<f64> = pingpong
+        .map(|t| {
+            t.rows
+                .iter()
+                .filter_map(|r| r.values.first().copied().flatten().map(|v| (r.x, v)))
+                .filter(|(_, v)| {
+                    v.lo < v.median * (1.0 - TARGET_ERROR) || v.hi > v.median * (1.0 + TARGET_ERROR)
+                })
+                .map(|(x, _)| x)
+                .collect()
+        })
+        .unwrap_or_default();
     let pingpong_rows = pp
         .iter()
         .map(|&(m, t)| {
@@ -605,6 +985,7 @@ pub fn fit(
         burst_big_g,
         pingpong: pingpong_rows,
         collectives: Vec::new(),
+        imprecise_sizes,
         notes,
         measurements: Vec::new(),
     };
@@ -687,8 +1068,21 @@ pub fn text(r: &ModelResult) -> String {
         );
     }
     if let Some(h) = &r.piecewise {
-        if r.protocols.is_some() {
-            let _ = writeln!(o, "Hockney per protocol, one line each ({}):", h.breaks);
+        if let Some(p) = &r.protocols {
+            let _ = writeln!(
+                o,
+                "Hockney per protocol regime (latency) and memory cell (bandwidth), \
+                 by least relative squares:"
+            );
+            let _ = writeln!(o, "    protocol switches: {}", p.source);
+            for b in &p.bandwidth {
+                let _ = writeln!(o, "    bandwidth limit: {}", b.why);
+            }
+            let _ = writeln!(
+                o,
+                "    (a cell keeps a bandwidth of its own where the corrected Akaike criterion \
+                 says it earns it; a regime of fewer than 3 sizes shares a neighbour's line)"
+            );
         } else {
             let _ = writeln!(
                 o,
@@ -711,11 +1105,14 @@ pub fn text(r: &ModelResult) -> String {
         for s in &h.segments {
             let _ = writeln!(
                 o,
-                "    {:width$}{} .. {}: {}",
+                "    {:width$}{} .. {}: {}; {} sizes, error max {}, median {}",
                 label(s),
                 size_text(s.from as u64),
                 size_text(s.to as u64),
-                seg(s)
+                seg(s),
+                s.sizes,
+                pct(s.max_error),
+                pct(s.median_error)
             );
         }
         let _ = writeln!(
@@ -800,6 +1197,35 @@ pub fn text(r: &ModelResult) -> String {
                 TARGET_ERROR * 100.0,
                 if e <= TARGET_ERROR { "yes" } else { "no" },
                 pct(e)
+            );
+        }
+        if !r.imprecise_sizes.is_empty() {
+            let precise: Vec<&Prediction> = r
+                .pingpong
+                .iter()
+                .filter(|p| !r.imprecise_sizes.contains(&p.0))
+                .collect();
+            let best = r
+                .best_hockney()
+                .map(|h| max_relative_error(precise.iter().map(|p| (h.predict(p.0), p.1))));
+            let _ = writeln!(
+                o,
+                "the measurement itself is uncertain by more than {:.0}% (90% interval of the median) at {} of {} sizes ({}){}",
+                TARGET_ERROR * 100.0,
+                r.imprecise_sizes.len(),
+                r.pingpong.len(),
+                r.imprecise_sizes
+                    .iter()
+                    .map(|&m| size_text(m as u64))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                match best {
+                    Some(e) if !precise.is_empty() => format!(
+                        "; over the other sizes the best Hockney fit's largest error is {}",
+                        pct(e)
+                    ),
+                    _ => String::new(),
+                }
             );
         }
     }
@@ -900,18 +1326,28 @@ struct Loaded {
 }
 
 /// Loads `--json` documents of kernels (or of `tandem bench model`, whose
-/// measurements they hold): one table per kernel document, for library
-/// `mpi` (or the document's first library).
-fn load(paths: &[std::path::PathBuf], mpi: &str) -> Result<Vec<Loaded>, String> {
+/// measurements they hold, or a report's results.json, whose sections
+/// over `transport` are taken): one table per kernel document, for
+/// library `mpi` (or the document's first library).
+fn load(paths: &[std::path::PathBuf], mpi: &str, transport: &str) -> Result<Vec<Loaded>, String> {
     let mut out = Vec::new();
     for p in paths {
         let text =
             std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
         let doc: Value = serde_json::from_str(&text)
             .map_err(|e| format!("{}: not a tandem bench JSON file: {e}", p.display()))?;
-        let docs = match doc.get("measurements").and_then(Value::as_array) {
-            Some(m) => m.clone(),
-            None => vec![doc],
+        // A `tandem bench report`'s results.json: its sections over
+        // `transport`.
+        let sections = doc.get("sections").and_then(Value::as_array).map(|s| {
+            s.iter()
+                .filter(|s| s.get("transport").and_then(Value::as_str) == Some(transport))
+                .filter_map(|s| s.get("result").filter(|r| r.is_object()).cloned())
+                .collect::<Vec<_>>()
+        });
+        let docs = match (doc.get("measurements").and_then(Value::as_array), sections) {
+            (Some(m), _) => m.clone(),
+            (None, Some(s)) => s,
+            (None, None) => vec![doc],
         };
         for doc in docs {
             out.push(load_document(&doc, mpi).map_err(|e| format!("{}: {e}", p.display()))?);
@@ -1013,7 +1449,7 @@ pub fn specs(
 ) -> Result<Vec<RunSpec>, String> {
     let mut out = Vec::new();
     let plan: [(&str, u32, &str, bool); 4] = [
-        ("pingpong", 2, "1:4m:2", true),
+        ("pingpong", 2, "1:8m:2", true),
         ("burst", 2, "1:4m:4", true),
         ("overhead", 2, "8,1k,64k,1m", false),
         ("coll", coll_np, "1k,64k,1m", false),
@@ -1127,7 +1563,7 @@ pub fn command(a: &ModelArgs) -> Result<(), String> {
             .collect();
         (tables, results, notes, protocols)
     } else {
-        let loaded = load(&a.from, &a.mpi)?;
+        let loaded = load(&a.from, &a.mpi, &a.transport)?;
         let protocols = loaded
             .iter()
             .find(|l| l.kernel == "pingpong")
@@ -1216,6 +1652,7 @@ mod tests {
             limits: vec![65536.0],
             names: vec!["eager".into(), "rendezvous".into()],
             source: "test".into(),
+            bandwidth: vec![],
         }
     }
 
@@ -1279,6 +1716,7 @@ mod tests {
             limits: vec![65536.0, 1048575.0],
             names: vec!["eager".into(), "rendezvous".into(), "single copy".into()],
             source: "test".into(),
+            bandwidth: vec![],
         };
         let f = fit_hockney_protocols(&pts, &p).unwrap();
         let names: Vec<&str> = f.segments.iter().map(|s| s.regime.as_str()).collect();
@@ -1296,6 +1734,7 @@ mod tests {
             limits: vec![65536.0, 524288.0],
             names: vec!["eager".into(), "rendezvous".into(), "single copy".into()],
             source: "test".into(),
+            bandwidth: vec![],
         };
         let f = fit_hockney_protocols(&noisy, &p2).unwrap();
         let names: Vec<&str> = f.segments.iter().map(|s| s.regime.as_str()).collect();
@@ -1311,6 +1750,7 @@ mod tests {
             ],
             "test",
             &noisy,
+            &p2,
         )
         .unwrap();
         assert!(f.max_error <= with_eager.max_error, "{f:?} {with_eager:?}");
@@ -1343,6 +1783,7 @@ mod tests {
             limits: vec![],
             names: vec!["rendezvous".into()],
             source: "test".into(),
+            bandwidth: vec![],
         };
         let f = fit_hockney_protocols(&pts, &p).unwrap();
         assert_eq!(f.segments[0].l, 0.0);
@@ -1355,10 +1796,16 @@ mod tests {
         let vars = |v: &[(&str, &str)]| {
             Settings::from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
         };
-        let tcp = tandem_protocols(&vars(&[]), &Transport::Tcp);
+        let tcp = tandem_protocols(&vars(&[]), &Transport::Tcp, &[]);
         assert_eq!(tcp.limits, [65536.0]);
         assert_eq!(tcp.names, ["eager", "rendezvous"]);
-        let shm = tandem_protocols(&vars(&[]), &Transport::Shm);
+        let chunk: Vec<(f64, &str)> = tcp
+            .bandwidth
+            .iter()
+            .map(|b| (b.limit, b.name.as_str()))
+            .collect();
+        assert_eq!(chunk, [(524288.0, "one send call")]);
+        let shm = tandem_protocols(&vars(&[]), &Transport::Shm, &[]);
         assert_eq!(shm.limits, [32704.0, 65536.0, (64u64 << 20) as f64 - 1.0]);
         assert_eq!(
             shm.names,
@@ -1378,7 +1825,7 @@ mod tests {
             ("TANDEM_EAGER_LIMIT", "16k"),
             ("TANDEM_SHM_SINGLE_COPY_MIN", "16k"),
         ]);
-        let low = tandem_protocols(&v, &Transport::Default);
+        let low = tandem_protocols(&v, &Transport::Default, &[]);
         assert_eq!(low.limits, [16384.0]);
         assert_eq!(low.names, ["eager", "single copy"]);
         let off = tandem_protocols(
@@ -1387,6 +1834,7 @@ mod tests {
                 ("TANDEM_SHM_CELL_SIZE", "128k"),
             ]),
             &Transport::Shm,
+            &[],
         );
         assert_eq!(off.names, ["eager", "rendezvous"]);
         // Through protocols_of: --set values win; other libraries have none.
@@ -1401,6 +1849,175 @@ mod tests {
         assert!(protocols_of(Family::OpenMpi, &[], &Transport::Tcp)
             .unwrap()
             .is_none());
+    }
+
+    /// The test VM's hierarchy: L1d 32 KiB and L2 512 KiB per core, L3
+    /// 32 MiB shared by both cores, TLB reach 2560 pages of 4 KiB.
+    fn vm_levels() -> Vec<MemoryLevel> {
+        let lv = |name: &str, bytes: u64, cpus: usize| MemoryLevel {
+            name: name.into(),
+            bytes,
+            cpus,
+        };
+        vec![
+            lv("L1d", 32 << 10, 1),
+            lv("L2", 512 << 10, 1),
+            lv("L3", 32 << 20, 2),
+            lv("TLB", 2560 * 4096, 1),
+        ]
+    }
+
+    #[test]
+    fn memory_limits_from_working_sets() {
+        let limits = |staging: f64| -> Vec<(String, f64)> {
+            memory_limits(&vm_levels(), staging)
+                .into_iter()
+                .map(|b| (b.name, b.limit))
+                .collect()
+        };
+        const MI: f64 = 1048576.0;
+        // Shared memory, rings of 512 KiB: a rank's working set is
+        // 2m + 2 min(m, 512 KiB), both ranks' in the shared L3, each
+        // level counted full at half its size.
+        assert_eq!(
+            limits(512.0 * 1024.0),
+            [
+                ("L1d".to_string(), 4096.0),
+                ("L2".to_string(), 65536.0),
+                ("L3".to_string(), 3.5 * MI),
+                ("TLB".to_string(), 2.0 * MI),
+            ]
+        );
+        // TCP: the buffers alone.
+        assert_eq!(
+            limits(0.0),
+            [
+                ("L1d".to_string(), 8192.0),
+                ("L2".to_string(), 131072.0),
+                ("L3".to_string(), 4.0 * MI),
+                ("TLB".to_string(), 2.5 * MI),
+            ]
+        );
+        assert_eq!(bytes_of("512K\n"), Some(512 << 10));
+        assert_eq!(bytes_of("32768K"), Some(32 << 20));
+        assert_eq!(bytes_of("2M"), Some(2 << 20));
+        assert_eq!(cpu_count("0-1\n"), 2);
+        assert_eq!(cpu_count("0,2-3"), 3);
+        assert_eq!(cpu_count("0"), 1);
+    }
+
+    /// Rendezvous over shared memory on the VM's limits: 1 us + m / 20 GB/s
+    /// while the working set stays in the caches (up to 2 MiB), m / 7 GB/s
+    /// for all of a message once it has left them (4 and 8 MiB).
+    fn cache_cliff() -> (Vec<(f64, f64)>, Protocols) {
+        let settings = tandem::params::Settings::from_vars(Vec::<(String, String)>::new()).unwrap();
+        let p = tandem_protocols(&settings, &Transport::Shm, &vm_levels());
+        let pts = (17..=23)
+            .map(|k| {
+                let m = (1u64 << k) as f64;
+                let b = if m <= 2097152.0 { 20e9 } else { 7e9 };
+                (m, 1e-6 + m / b)
+            })
+            .collect();
+        (pts, p)
+    }
+
+    #[test]
+    fn a_message_past_the_caches_gets_its_own_bandwidth() {
+        let (pts, p) = cache_cliff();
+        let f = fit_hockney_protocols(&pts, &p).unwrap();
+        let names: Vec<&str> = f.segments.iter().map(|s| s.regime.as_str()).collect();
+        assert_eq!(
+            names,
+            ["rendezvous, past L2", "rendezvous, past L3"],
+            "{f:?}"
+        );
+        assert!(f.max_error < 1e-6, "{f:?}");
+        let (a, b) = (&f.segments[0], &f.segments[1]);
+        assert_eq!(
+            (a.from, a.to, b.from, b.to),
+            (131072.0, 2097152.0, 4194304.0, 8388608.0)
+        );
+        // One latency for the protocol, a bandwidth per cell.
+        assert!((a.l - 1e-6).abs() < 1e-12 && a.l == b.l, "{f:?}");
+        assert!((a.b - 20e9).abs() / 20e9 < 1e-6 && (b.b - 7e9).abs() / 7e9 < 1e-6);
+        assert!(a.r2 > 0.999999 && b.max_error < 1e-6 && b.sizes == 2);
+        // LogGP's G comes from the protocol's line over most sizes.
+        assert_eq!(long_messages(&f).unwrap().b, a.b);
+        // Without the memory hierarchy, one line per protocol misses the
+        // cliff by far more than the target.
+        let plain = Protocols {
+            bandwidth: vec![],
+            ..p.clone()
+        };
+        let g = fit_hockney_protocols(&pts, &plain).unwrap();
+        assert_eq!(g.segments.len(), 1);
+        assert!(g.max_error > TARGET_ERROR, "{g:?}");
+    }
+
+    #[test]
+    fn noise_does_not_buy_a_bandwidth() {
+        // One line with +-4% alternating noise across the L3 limit: the
+        // cell past it would fit its two sizes a little better, not by
+        // enough to pay for its parameter.
+        let (_, p) = cache_cliff();
+        let pts: Vec<(f64, f64)> = (17..=23)
+            .map(|k| {
+                let m = (1u64 << k) as f64;
+                (m, (1e-6 + m / 20e9) * if k % 2 == 0 { 1.04 } else { 0.96 })
+            })
+            .collect();
+        let f = fit_hockney_protocols(&pts, &p).unwrap();
+        assert_eq!(f.segments.len(), 1, "{f:?}");
+        assert_eq!(f.segments[0].regime, "rendezvous");
+        assert!(f.max_error < 0.06, "{f:?}");
+    }
+
+    #[test]
+    fn sizes_measured_too_loosely_are_named() {
+        // Ping-pong medians in microseconds, the 16 B one uncertain by +-40%.
+        let row = |m: f64, us: f64, spread: f64| analyze::Row {
+            keys: vec![],
+            group: String::new(),
+            x: m,
+            values: vec![Some(super::super::stats::Summary {
+                n: 10,
+                median: us,
+                lo: us * (1.0 - spread),
+                hi: us * (1.0 + spread),
+                min: us * (1.0 - spread),
+                max: us * (1.0 + spread),
+                mean: us,
+            })],
+        };
+        let table = Table {
+            kernel: "pingpong".into(),
+            key_names: vec![],
+            x_label: String::new(),
+            x_log: true,
+            metrics: vec![],
+            rows: vec![
+                row(1.0, 5.0, 0.05),
+                row(16.0, 5.0, 0.4),
+                row(256.0, 5.2, 0.1),
+                row(4096.0, 8.0, 0.05),
+            ],
+        };
+        let r = fit("tandem", None, Some(&table), None, None, None);
+        assert_eq!(r.imprecise_sizes, [16.0]);
+        assert!(
+            text(&r).contains("uncertain by more than 15%"),
+            "{}",
+            text(&r)
+        );
+    }
+
+    #[test]
+    fn shared_latency_is_exact() {
+        let a: Vec<(f64, f64)> = (1..5).map(|k| (k as f64, 3.0 + 2.0 * k as f64)).collect();
+        let b: Vec<(f64, f64)> = (5..9).map(|k| (k as f64, 3.0 + 0.5 * k as f64)).collect();
+        let (l, xs) = fit_shared_latency(&[&a, &b]).unwrap();
+        assert!((l - 3.0).abs() < 1e-9 && (xs[0] - 2.0).abs() < 1e-9 && (xs[1] - 0.5).abs() < 1e-9);
     }
 
     #[test]

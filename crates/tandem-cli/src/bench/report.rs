@@ -140,7 +140,7 @@ fn plans(a: &ReportArgs) -> Result<Vec<Plan>, String> {
             title: "Ping-pong (seed 003): one-way latency and throughput",
             np: 2,
             params: vec![
-                ("sizes", sizes("1:4m:2")?),
+                ("sizes", sizes("1:8m:2")?),
                 ("duration", d.clone()),
                 ("repeat", r.to_string()),
             ],
