@@ -183,9 +183,9 @@ fn with_rw<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut Runtime, &mut Rw
 }
 
 impl RwState {
-    /// A poll found nothing. A program polling in a loop must not starve
-    /// the peer on a busy machine, nor the kernel thread that finishes
-    /// loopback TCP deliveries: with TCP in use every
+    /// A poll found nothing and moved nothing. A program polling in a loop
+    /// must not starve the peer on a busy machine, nor the kernel thread
+    /// that finishes loopback TCP deliveries: with TCP in use every
     /// [`TCP_IDLE_POLLS_PER_YIELD`]th empty poll yields the CPU (as MPI's
     /// waits do; yielding on every one made an 8-byte TCP round trip 7%
     /// slower than MPI's), otherwise each one after a while of nothing.
@@ -510,10 +510,11 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
     }
     with_rw("rwapi_receive", ERR_INIT, |rt, rw| {
         let p2p = rt.p2p();
+        let mut moved = false;
         let got = match p2p.take_small() {
             Some(m) => Some(m),
             None => {
-                p2p.progress(false);
+                moved = p2p.progress(false);
                 p2p.take_small()
             }
         };
@@ -522,7 +523,12 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
                 // A program polling for messages should not starve the peer
                 // (or the kernel thread delivering its data) on a busy
                 // machine: after a while of nothing, each empty poll yields.
-                rw.idle(rt);
+                // A poll that moved data (a write deposited, a frame sent)
+                // was not empty: yielding then only delays the caller's
+                // look at what just landed (a flag at the end of a write).
+                if !moved {
+                    rw.idle(rt);
+                }
                 0
             }
             Some((from, bytes)) => {
@@ -656,12 +662,16 @@ pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
         }
         let id = OpId(sid as u64);
         let p2p = rt.p2p();
+        let mut moved = false;
         if p2p.op_state(id) == Some(OpState::Pending) {
-            p2p.progress(false);
+            moved = p2p.progress(false);
         }
         match p2p.op_state(id) {
             Some(OpState::Pending) => {
-                rw.idle(rt);
+                // As in rwapi_receive: only a poll that moved nothing yields.
+                if !moved {
+                    rw.idle(rt);
+                }
                 0
             }
             Some(OpState::LocalDone | OpState::Done(None)) => {
