@@ -3,7 +3,10 @@
  *
  *   1. MPI_Comm_split by parity with reversed keys: sizes, ranks ordered by
  *      key, traffic and collectives stay inside; MPI_Comm_split_type
- *      (MPI_COMM_TYPE_SHARED: every rank of this host);
+ *      (MPI_COMM_TYPE_SHARED: every rank of this host; HW_GUIDED and
+ *      RESOURCE_GUIDED give MPI_COMM_NULL without a known resource type and
+ *      the host for "mpi_shared_memory"; HW_UNGUIDED gives MPI_COMM_NULL,
+ *      the host being the whole job);
  *   2. groups: MPI_Comm_group, incl, excl, range_incl, range_excl, union,
  *      intersection, difference, translate_ranks, compare, size, rank, free;
  *      MPI_Comm_create from a group (members get a communicator, the others
@@ -26,6 +29,7 @@
 
 static int rank, size;
 static int copies, deletes;
+static void hw_split_tests(void);
 
 static int copy_cb(MPI_Comm c, int key, void *extra, void *in, void *out, int *flag)
 {
@@ -76,6 +80,45 @@ static void split_tests(void)
     CHECK_MPI(MPI_Comm_size(shared, &hs));
     CHECK_EQ(size, hs, "every rank shares this host");
     CHECK_MPI(MPI_Comm_free(&shared));
+    hw_split_tests();
+}
+
+/* The hardware splits of MPI 4 on a job that runs on one host. */
+static void hw_split_tests(void)
+{
+    MPI_Comm part = MPI_COMM_WORLD;
+    MPI_Info info;
+    char value[MPI_MAX_INFO_VAL + 1];
+    int flag = -1, hs = -1;
+    /* Guided without a resource type, or with one not known: MPI_COMM_NULL. */
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, MPI_INFO_NULL, &part));
+    CHECK(part == MPI_COMM_NULL, "MPI_COMM_TYPE_HW_GUIDED with MPI_INFO_NULL gives MPI_COMM_NULL");
+    CHECK_MPI(MPI_Info_create(&info));
+    CHECK_MPI(MPI_Info_set(info, "mpi_hw_resource_type", "no_such_resource"));
+    part = MPI_COMM_WORLD;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, info, &part));
+    CHECK(part == MPI_COMM_NULL, "MPI_COMM_TYPE_HW_GUIDED with an unknown resource gives MPI_COMM_NULL");
+    part = MPI_COMM_WORLD;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_RESOURCE_GUIDED, 0, info, &part));
+    CHECK(part == MPI_COMM_NULL, "MPI_COMM_TYPE_RESOURCE_GUIDED with an unknown resource gives MPI_COMM_NULL");
+    /* The reserved "mpi_shared_memory" is the host: every rank here. */
+    CHECK_MPI(MPI_Info_set(info, "mpi_hw_resource_type", "mpi_shared_memory"));
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, info, &part));
+    CHECK(part != MPI_COMM_NULL, "MPI_COMM_TYPE_HW_GUIDED with mpi_shared_memory gives a communicator");
+    CHECK_MPI(MPI_Comm_size(part, &hs));
+    CHECK_EQ(size, hs, "mpi_shared_memory: every rank shares this host");
+    CHECK_MPI(MPI_Comm_free(&part));
+    CHECK_MPI(MPI_Info_free(&info));
+    /* Unguided parts must be strict subsets: the host is all of
+     * MPI_COMM_WORLD here, so nothing smaller is known; the info is left
+     * without a resource type. */
+    CHECK_MPI(MPI_Info_create(&info));
+    part = MPI_COMM_WORLD;
+    CHECK_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_UNGUIDED, 0, info, &part));
+    CHECK(part == MPI_COMM_NULL, "MPI_COMM_TYPE_HW_UNGUIDED on one host gives MPI_COMM_NULL");
+    CHECK_MPI(MPI_Info_get(info, "mpi_hw_resource_type", MPI_MAX_INFO_VAL, value, &flag));
+    CHECK_EQ(0, flag, "no resource type set when MPI_COMM_TYPE_HW_UNGUIDED gives MPI_COMM_NULL");
+    CHECK_MPI(MPI_Info_free(&info));
 }
 
 static void group_tests(void)

@@ -14,7 +14,8 @@
  *      bytes -> derived), with counts giving eager (< 64 KiB) and rendezvous
  *      (> 64 KiB) messages, blocking and non-blocking, MPI_Get_count and
  *      MPI_Get_elements on the status (a partial message too), gaps between
- *      blocks left untouched, and MPI_Sendrecv_replace;
+ *      blocks left untouched, and MPI_Sendrecv_replace; MPI_Get_elements
+ *      counts each MPI_DOUBLE_INT as two basic elements;
  *   4. collectives on derived types: MPI_Bcast, MPI_Gather into column
  *      types, MPI_Alltoall of structs, MPI_Allreduce(MPI_SUM) on a vector of
  *      doubles, MPI_Iallgather.
@@ -255,6 +256,35 @@ static void check_bcast(const ref_t *r, int count)
     free(mem);
 }
 
+/* MPI_Get_elements counts basic elements: each MPI_DOUBLE_INT is a double
+ * and an int, so a struct {double; int} received as pairs counts two per
+ * pair, and a pair cut after its double counts that double. */
+static void check_pair_elements(void)
+{
+    struct {
+        double a;
+        int b;
+    } out[2] = {{1.5, 2}, {3.5, 4}}, in[2];
+    MPI_Status st;
+    int n = -1;
+    CHECK_MPI(MPI_Sendrecv(out, 2, MPI_DOUBLE_INT, 0, 5, in, 2, MPI_DOUBLE_INT, 0, 5, MPI_COMM_SELF, &st));
+    CHECK_MPI(MPI_Get_elements(&st, MPI_DOUBLE_INT, &n));
+    CHECK_EQ(4, n, "MPI_Get_elements of two MPI_DOUBLE_INT");
+    CHECK_MPI(MPI_Get_count(&st, MPI_DOUBLE_INT, &n));
+    CHECK_EQ(2, n, "MPI_Get_count of two MPI_DOUBLE_INT");
+    CHECK(in[1].a == 3.5 && in[1].b == 4, "MPI_DOUBLE_INT values received");
+    /* One whole pair and the double of the next (packed: 12 + 8 bytes). */
+    unsigned char packed[64];
+    int pos = 0;
+    CHECK_MPI(MPI_Pack(out, 1, MPI_DOUBLE_INT, packed, sizeof packed, &pos, MPI_COMM_SELF));
+    CHECK_MPI(MPI_Pack(&out[1].a, 1, MPI_DOUBLE, packed, sizeof packed, &pos, MPI_COMM_SELF));
+    CHECK_MPI(MPI_Sendrecv(packed, pos, MPI_PACKED, 0, 6, in, 2, MPI_DOUBLE_INT, 0, 6, MPI_COMM_SELF, &st));
+    CHECK_MPI(MPI_Get_elements(&st, MPI_DOUBLE_INT, &n));
+    CHECK_EQ(3, n, "MPI_Get_elements of one and a half MPI_DOUBLE_INT");
+    CHECK_MPI(MPI_Get_count(&st, MPI_DOUBLE_INT, &n));
+    CHECK_EQ(MPI_UNDEFINED, n, "MPI_Get_count of one and a half MPI_DOUBLE_INT");
+}
+
 int main(int argc, char **argv)
 {
     enum { NT = 9 };
@@ -418,5 +448,6 @@ int main(int argc, char **argv)
         CHECK_MPI(MPI_Type_free(&refs[i].t));
         CHECK(refs[i].t == MPI_DATATYPE_NULL, "MPI_Type_free resets the handle");
     }
+    check_pair_elements();
     return tc_finish(NAME);
 }

@@ -136,6 +136,18 @@ int main(int argc, char **argv)
             CHECK(len > 0 && str[0] != 0 && (int)strlen(str) == len, "MPI_Error_string(%s) gave \"%s\" (%d)",
                   tc_class_name(classes[i]), str, len);
         }
+        /* Tandem's strings start with the class's name, for every class
+         * (window, key and RMA classes read "MPI error" before). */
+        if (tc_is_tandem()) {
+            const int named[] = {MPI_ERR_WIN, MPI_ERR_KEYVAL, MPI_ERR_RMA_RANGE, MPI_ERR_INFO_KEY, MPI_ERR_SESSION};
+            const char *names[] = {"MPI_ERR_WIN", "MPI_ERR_KEYVAL", "MPI_ERR_RMA_RANGE", "MPI_ERR_INFO_KEY",
+                                   "MPI_ERR_SESSION"};
+            for (i = 0; i < (int)(sizeof named / sizeof named[0]); i++) {
+                CHECK_MPI(MPI_Error_string(named[i], str, &len));
+                CHECK(strncmp(str, names[i], strlen(names[i])) == 0 && str[strlen(names[i])] == ':',
+                      "MPI_Error_string(%s) names its class: \"%s\"", names[i], str);
+            }
+        }
         CHECK_MPI(MPI_Error_string(MPI_SUCCESS, str, &len));
         CHECK_MPI(MPI_Error_class(MPI_SUCCESS, &cls));
         CHECK_EQ(MPI_SUCCESS, cls, "MPI_Error_class(MPI_SUCCESS)");

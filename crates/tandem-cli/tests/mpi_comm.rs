@@ -1,6 +1,6 @@
 //! Communicators, groups, attributes, topologies, persistent requests,
 //! buffered sends and info objects, end to end: the self-checking C
-//! programs `comm_topo.c` and `persist_misc.c` built with `tandem cc` and
+//! programs `comm_topo.c`, `finalize_attrs.c` and `persist_misc.c` built with `tandem cc` and
 //! run with `tandem run` on several job sizes.
 
 mod common;
@@ -29,6 +29,8 @@ pass_tests! {
     comm_topo_np4: "comm_topo", 4;
     comm_topo_np6: "comm_topo", 6;
     comm_topo_np7: "comm_topo", 7;
+    finalize_attrs_np1: "finalize_attrs", 1;
+    finalize_attrs_np3: "finalize_attrs", 3;
     persist_misc_np1: "persist_misc", 1;
     persist_misc_np2: "persist_misc", 2;
     // Binomial broadcast: ranks blocked in MPI_Recv must forward the

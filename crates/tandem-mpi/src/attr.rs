@@ -23,6 +23,9 @@ struct Keyval {
     /// A function address, or 0 (nothing to do).
     delete: usize,
     extra: *mut c_void,
+    /// Freed by the application: unusable for new calls, but attributes
+    /// still set with it keep its callbacks until they are deleted.
+    freed: bool,
 }
 
 /// The user key values of the process.
@@ -31,17 +34,39 @@ pub struct Keyvals {
     keys: Vec<Option<Keyval>>,
 }
 
+/// The key value `k` as the application may use it (not freed).
 fn keyval(s: &State, k: c_int) -> Result<Keyval, Fail> {
+    keyval_any(s, k).filter(|kv| !kv.freed).ok_or_else(|| {
+        Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Keyval,
+            format!("invalid attribute key {k}"),
+        )
+    })
+}
+
+/// The key value `k`, freed or not (for the callbacks of attributes set
+/// before it was freed).
+fn keyval_any(s: &State, k: c_int) -> Option<Keyval> {
     usize::try_from(k - KEYVAL_BASE)
         .ok()
         .and_then(|i| s.ext.keyvals.keys.get(i).copied().flatten())
-        .ok_or_else(|| {
-            Fail::new(
-                MPI_COMM_WORLD,
-                ErrorClass::Keyval,
-                format!("invalid attribute key {k}"),
-            )
-        })
+}
+
+/// Gives a freed key value's slot back once no communicator has an
+/// attribute with it.
+fn reclaim_if_unused(s: &mut State, k: c_int) {
+    if !keyval_any(s, k).is_some_and(|kv| kv.freed) {
+        return;
+    }
+    let in_use = s
+        .comms
+        .iter()
+        .flatten()
+        .any(|c| c.ext.attrs.get(k).is_some());
+    if !in_use {
+        s.ext.keyvals.keys[(k - KEYVAL_BASE) as usize] = None;
+    }
 }
 
 // Values of the predefined attributes: the attribute value is a pointer to them.
@@ -82,6 +107,7 @@ fn create_keyval(
         copy,
         delete,
         extra,
+        freed: false,
     });
     let t = &mut s.ext.keyvals.keys;
     let i = match t.iter().position(Option::is_none) {
@@ -128,9 +154,12 @@ fn free_keyval(s: &mut State, k: *mut c_int) -> Result<(), Fail> {
     // SAFETY: checked non-null.
     let v = unsafe { *k };
     keyval(s, v)?;
-    // Attributes already set keep their callbacks until deleted; the key
-    // itself goes now.
-    s.ext.keyvals.keys[(v - KEYVAL_BASE) as usize] = None;
+    // Attributes already set keep their callbacks until deleted (the
+    // standard's reference counting); the key is unusable from now on.
+    if let Some(kv) = s.ext.keyvals.keys[(v - KEYVAL_BASE) as usize].as_mut() {
+        kv.freed = true;
+    }
+    reclaim_if_unused(s, v);
     // SAFETY: checked non-null.
     unsafe { put(k, MPI_KEYVAL_INVALID) };
     Ok(())
@@ -148,7 +177,9 @@ pub unsafe extern "C" fn MPI_Keyval_free(keyval: *mut c_int) -> c_int {
 
 /// Calls the delete callback of `k` for value `v` on communicator `h`.
 fn run_delete(s: &State, h: MPI_Comm, k: c_int, v: usize) -> Result<(), Fail> {
-    let Ok(kv) = keyval(s, k) else { return Ok(()) };
+    let Some(kv) = keyval_any(s, k) else {
+        return Ok(());
+    };
     if kv.delete > 1 {
         // SAFETY: a non-sentinel address given as an MPI_Comm_delete_attr_function.
         let f: MPI_Delete_function =
@@ -176,10 +207,10 @@ fn set_attr(s: &mut State, comm: MPI_Comm, k: c_int, v: usize) -> Result<(), Fai
         ));
     }
     keyval(s, k)?;
-    if let Some(old) = s.entry(id).ext.attrs.get(&k).copied() {
+    if let Some(old) = s.entry(id).ext.attrs.get(k) {
         run_delete(s, comm, k, old)?;
     }
-    s.entry(id).ext.attrs.insert(k, v);
+    s.entry(id).ext.attrs.set(k, v);
     Ok(())
 }
 
@@ -219,7 +250,7 @@ fn get_attr(
         Some(p) => Some(p as usize),
         None => {
             keyval(s, k)?;
-            s.entry(id).ext.attrs.get(&k).copied()
+            s.entry(id).ext.attrs.get(k)
         }
     };
     // SAFETY: both checked non-null; `attribute_val` points to a `void *`
@@ -260,7 +291,7 @@ pub unsafe extern "C" fn MPI_Attr_get(
 fn delete_attr(s: &mut State, comm: MPI_Comm, k: c_int) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
     keyval(s, k)?;
-    let v = s.entry(id).ext.attrs.get(&k).copied().ok_or_else(|| {
+    let v = s.entry(id).ext.attrs.get(k).ok_or_else(|| {
         Fail::new(
             comm,
             ErrorClass::Keyval,
@@ -268,7 +299,7 @@ fn delete_attr(s: &mut State, comm: MPI_Comm, k: c_int) -> Result<(), Fail> {
         )
     })?;
     run_delete(s, comm, k, v)?;
-    s.entry(id).ext.attrs.remove(&k);
+    s.entry(id).ext.attrs.remove(k);
     Ok(())
 }
 
@@ -285,15 +316,11 @@ pub unsafe extern "C" fn MPI_Attr_delete(comm: MPI_Comm, keyval: c_int) -> c_int
 /// Copies the attributes of `old` (handle `oldh`) to `new` per their copy
 /// callbacks (`MPI_Comm_dup`).
 pub fn copy_all(s: &mut State, oldh: MPI_Comm, old: CommId, new: CommId) -> Result<(), Fail> {
-    let attrs: Vec<(c_int, usize)> = s
-        .entry(old)
-        .ext
-        .attrs
-        .iter()
-        .map(|(&k, &v)| (k, v))
-        .collect();
+    let attrs: Vec<(c_int, usize)> = s.entry(old).ext.attrs.iter().collect();
     for (k, v) in attrs {
-        let Ok(kv) = keyval(s, k) else { continue };
+        let Some(kv) = keyval_any(s, k) else {
+            continue;
+        };
         let copied = match kv.copy {
             0 => None,
             1 => Some(v),
@@ -325,19 +352,19 @@ pub fn copy_all(s: &mut State, oldh: MPI_Comm, old: CommId, new: CommId) -> Resu
             }
         };
         if let Some(c) = copied {
-            s.entry(new).ext.attrs.insert(k, c);
+            s.entry(new).ext.attrs.set(k, c);
         }
     }
     Ok(())
 }
 
-/// Runs the delete callbacks of every attribute of a communicator being freed.
+/// Runs the delete callbacks of every attribute of a communicator being
+/// freed, newest first.
 pub fn delete_all(s: &mut State, h: MPI_Comm, id: CommId) -> Result<(), Fail> {
-    let attrs: Vec<(c_int, usize)> = std::mem::take(&mut s.entry(id).ext.attrs)
-        .into_iter()
-        .collect();
+    let attrs = s.entry(id).ext.attrs.take_newest_first();
     for (k, v) in attrs {
         run_delete(s, h, k, v)?;
+        reclaim_if_unused(s, k);
     }
     Ok(())
 }

@@ -134,6 +134,11 @@ pub unsafe extern "C" fn MPI_Comm_split(
     })
 }
 
+/// The info key naming a hardware resource type (MPI_Comm_split_type).
+const HW_RESOURCE_KEY: &str = "mpi_hw_resource_type";
+/// The resource type the standard reserves for "the ranks sharing memory".
+const SHARED_MEMORY_RESOURCE: &str = "mpi_shared_memory";
+
 /// An identifier of this host, the same on every rank that runs on it.
 fn host_color() -> u32 {
     let mut host = [0u8; 256];
@@ -164,21 +169,58 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
 ) -> c_int {
     call("MPI_Comm_split_type", |s| {
         info::check_optional(s, info_)?;
-        let color = match split_type {
-            MPI_UNDEFINED => None,
-            // Every hardware-based split is at most the host for now.
-            MPI_COMM_TYPE_SHARED | MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_HW_UNGUIDED => {
-                Some(host_color())
+        // The only hardware level Tandem knows is the host (shared memory).
+        let hinted = || -> Result<Option<String>, Fail> {
+            if info_ == MPI_INFO_NULL {
+                return Ok(None);
             }
-            t => {
-                return Err(Fail::new(
-                    comm,
-                    ErrorClass::Arg,
-                    format!("unsupported split type {t}"),
-                ))
-            }
+            Ok(info::pairs(s, info_)?
+                .into_iter()
+                .find(|(k, _)| k == HW_RESOURCE_KEY)
+                .map(|(_, v)| v))
         };
-        split(s, comm, color, key, newcomm)
+        match split_type {
+            MPI_UNDEFINED => split(s, comm, None, key, newcomm),
+            MPI_COMM_TYPE_SHARED => split(s, comm, Some(host_color()), key, newcomm),
+            // Guided: a resource type the implementation does not know, or
+            // none, gives MPI_COMM_NULL (the standard's rule); the reserved
+            // "mpi_shared_memory" is the host.
+            MPI_COMM_TYPE_HW_GUIDED | MPI_COMM_TYPE_RESOURCE_GUIDED => {
+                let color = (hinted()?.as_deref() == Some(SHARED_MEMORY_RESOURCE)).then(host_color);
+                split(s, comm, color, key, newcomm)
+            }
+            // Unguided: each part must be a strict subset of `comm`, else
+            // MPI_COMM_NULL; the info object names the level used.
+            MPI_COMM_TYPE_HW_UNGUIDED => {
+                split(s, comm, Some(host_color()), key, newcomm)?;
+                // SAFETY: `split` checked it non-null and wrote it.
+                let part = unsafe { *newcomm };
+                let part_id = args::comm(s, part)?;
+                let part_size = s.rt.comm(part_id).map_err(fail(part))?.size();
+                let whole = s.rt.comm(args::comm(s, comm)?).map_err(fail(comm))?.size();
+                if part_size == whole {
+                    // Same on every rank of `comm`: one host holds them all.
+                    // The new communicator has no attributes yet.
+                    s.rt.comm_free(part_id).map_err(fail(comm))?;
+                    s.comms[part_id.0] = None;
+                    // SAFETY: checked non-null by `split`.
+                    unsafe { put(newcomm, MPI_COMM_NULL) };
+                } else if info_ != MPI_INFO_NULL {
+                    info::set_pair(
+                        s,
+                        info_,
+                        HW_RESOURCE_KEY.into(),
+                        SHARED_MEMORY_RESOURCE.into(),
+                    )?;
+                }
+                Ok(())
+            }
+            t => Err(Fail::new(
+                comm,
+                ErrorClass::Arg,
+                format!("unsupported split type {t}"),
+            )),
+        }
     })
 }
 

@@ -66,6 +66,18 @@ pub unsafe extern "C" fn MPI_Query_thread(provided: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    // The standard has MPI_Finalize first free MPI_COMM_SELF's attributes,
+    // newest first, while the library is still whole, so that delete
+    // callbacks can serve as finalization hooks.
+    if state::is_initialized() && !state::is_finalized() {
+        let rc = call("MPI_Finalize", |s| {
+            let id = args::comm(s, MPI_COMM_SELF)?;
+            crate::attr::delete_all(s, MPI_COMM_SELF, id)
+        });
+        if rc != MPI_SUCCESS {
+            return rc;
+        }
+    }
     state::finalize("MPI_Finalize")
 }
 

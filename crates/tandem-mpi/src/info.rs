@@ -146,13 +146,18 @@ pub unsafe extern "C" fn MPI_Info_set(
                 text(value, MPI_MAX_INFO_VAL, ErrorClass::InfoValue, "value")?,
             )
         };
-        let p = pairs_mut(s, info)?;
-        match p.iter_mut().find(|(x, _)| *x == k) {
-            Some(e) => e.1 = v,
-            None => p.push((k, v)),
-        }
-        Ok(())
+        set_pair(s, info, k, v)
     })
+}
+
+/// Sets `key` to `value` in an info object, replacing any earlier value.
+pub fn set_pair(s: &mut State, info: MPI_Info, key: String, value: String) -> Result<(), Fail> {
+    let p = pairs_mut(s, info)?;
+    match p.iter_mut().find(|(x, _)| *x == key) {
+        Some(e) => e.1 = value,
+        None => p.push((key, value)),
+    }
+    Ok(())
 }
 
 fn lookup(s: &State, info: MPI_Info, key: *const c_char) -> Result<Option<String>, Fail> {

@@ -92,6 +92,15 @@ impl Prim {
         }
     }
 
+    /// Basic elements in one value (`MPI_Get_elements`): the pair types
+    /// (`MPI_DOUBLE_INT` ...) count as their value and their int.
+    pub fn elements(self) -> usize {
+        match self {
+            Prim::Pair(_) => 2,
+            _ => 1,
+        }
+    }
+
     /// Alignment in memory (for the padding of structs).
     pub fn align(self) -> usize {
         match self {
@@ -494,16 +503,24 @@ impl Layout {
         }
         let whole = bytes / self.size;
         let mut rest = bytes % self.size;
-        let mut n = whole * self.prim_count();
+        let per_value: usize = self.prims.iter().map(|&(p, c)| c * p.elements()).sum();
+        let mut n = whole * per_value;
         for &(p, c) in &self.prims {
             if rest == 0 {
                 break;
             }
             let s = p.size();
             let take = (rest / s).min(c);
-            n += take;
+            n += take * p.elements();
             rest -= take * s;
             if take < c {
+                // A pair cut after its value still holds that value.
+                if let Prim::Pair(k) = p {
+                    if rest >= k.value_size() {
+                        n += 1;
+                        rest -= k.value_size();
+                    }
+                }
                 break;
             }
         }
@@ -520,6 +537,18 @@ mod tests {
 
     fn int() -> Layout {
         Layout::prim(Prim::I32)
+    }
+
+    #[test]
+    fn elements_count_both_halves_of_pairs() {
+        let di = Layout::prim(Prim::Pair(PairKind::F64));
+        // Two MPI_DOUBLE_INT values are four basic elements.
+        assert_eq!(di.elements_in(2 * 12), Some(4));
+        // One whole pair and the double of the next: three.
+        assert_eq!(di.elements_in(12 + 8), Some(3));
+        // Ending inside the double is no whole number of elements.
+        assert_eq!(di.elements_in(12 + 4), None);
+        assert_eq!(int().elements_in(12), Some(3));
     }
 
     #[test]
