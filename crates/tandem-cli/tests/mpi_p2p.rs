@@ -187,6 +187,24 @@ fn fatal_error_ends_the_job_naming_rank_function_and_reason() {
     );
 }
 
+#[test]
+fn an_mpi_call_from_a_user_reduction_ends_the_job_naming_it() {
+    let prog = compile("callback_reentry");
+    let outcome = run(2, &[], &prog, &[], JOB_TIMEOUT);
+    assert_failed_cleanly(&outcome, "callback_reentry");
+    assert!(
+        outcome.elapsed < Duration::from_secs(10),
+        "the re-entrant call took {:?} to end the job (it used to wait for ever)\n{}",
+        outcome.elapsed,
+        outcome.describe()
+    );
+    assert!(
+        outcome.stderr.contains("MPI_Type_get_extent") && outcome.stderr.contains("callback"),
+        "stderr should name MPI_Type_get_extent and the callback\n{}",
+        outcome.describe()
+    );
+}
+
 /// Seconds since the epoch.
 fn epoch_secs(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH)

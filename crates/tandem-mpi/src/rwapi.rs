@@ -157,7 +157,7 @@ fn neg(class: ErrorClass) -> c_int {
 /// Runs `body` on the library state; `fail` when there is none or on panic.
 fn with_state<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut State) -> T) -> T {
     catch_unwind(AssertUnwindSafe(|| {
-        let mut owner = Owner::acquire();
+        let mut owner = Owner::acquire(func);
         match owner.slot().as_mut() {
             Some(s) => {
                 state::enter(s);

@@ -156,6 +156,13 @@ static GLOBAL: Global = Global {
     state: UnsafeCell::new(None),
 };
 
+thread_local! {
+    /// Whether this thread holds the library now (an [`Owner`] is alive on
+    /// its stack): a second entry from the same thread can only come from a
+    /// callback the library is running.
+    static HOLDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Proof of holding the library; released on drop, also while unwinding.
 /// The application thread, the progress helper thread and the signal
 /// handler pass ownership of all communication state with one atomic
@@ -172,7 +179,13 @@ impl Owner {
             .busy
             .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
             .ok()
-            .map(|_| Owner)
+            .map(|_| Owner::held())
+    }
+
+    /// Marks this thread as the holder (see [`HOLDING`]).
+    fn held() -> Owner {
+        HOLDING.with(|h| h.set(true));
+        Owner
     }
 
     /// Whether nobody holds the library right now.
@@ -216,7 +229,20 @@ impl Owner {
         GLOBAL.busy.fetch_and(!WANTED, Ordering::Relaxed) & WANTED != 0
     }
 
-    pub(crate) fn acquire() -> Owner {
+    /// Takes the library for the calling thread, waiting for a helper
+    /// that holds it. A call from a thread that holds it already comes from
+    /// a callback the library runs (a user-defined reduction, an attribute
+    /// callback): the state is in use further up that thread's stack and
+    /// cannot be lent out, and waiting would wait for ever, so the call is a
+    /// fatal error naming `func`.
+    pub(crate) fn acquire(func: &str) -> Owner {
+        if HOLDING.with(|h| h.get()) {
+            errhandler::fatal_without_state(
+                func,
+                "called from a callback that runs inside the library (a user-defined reduction \
+                 or an attribute callback); Tandem does not support MPI calls there yet",
+            );
+        }
         let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
         loop {
             if cur & HELD == 0 {
@@ -227,7 +253,7 @@ impl Owner {
                     Ordering::Acquire,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => return Owner,
+                    Ok(_) => return Owner::held(),
                     Err(now) => {
                         cur = now;
                         continue;
@@ -259,6 +285,7 @@ impl Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
+        HOLDING.with(|h| h.set(false));
         // One read-modify-write: it sees a helper's WANTED set before it
         // (same word), so no request to be told goes unanswered.
         if GLOBAL.busy.swap(FREE, Ordering::Release) & WANTED != 0 {
@@ -335,7 +362,7 @@ pub fn call_with(
     raise: impl FnOnce(&mut State, &str, Fail) -> c_int,
 ) -> c_int {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        let mut owner = Owner::acquire();
+        let mut owner = Owner::acquire(func);
         let Some(state) = owner.slot().as_mut() else {
             let why = if is_finalized() {
                 "called after MPI_Finalize"
@@ -375,7 +402,7 @@ pub fn call_stateless(func: &'static str, body: impl FnOnce() -> c_int) -> c_int
 /// Creates the state (MPI_Init).
 pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
     call_stateless(func, || {
-        let mut owner = Owner::acquire();
+        let mut owner = Owner::acquire(func);
         if GLOBAL.phase.load(Ordering::Acquire) != UNINIT {
             errhandler::fatal_without_state(func, "MPI is already initialized (or finalized)");
         }
@@ -410,7 +437,7 @@ pub fn finalize(func: &'static str) -> c_int {
         GLOBAL.policy.store(POLICY_PLAIN, Ordering::Release);
         let mut helped = progress_signal::stop();
         helped.merge(&progress_thread::stop());
-        let mut owner = Owner::acquire();
+        let mut owner = Owner::acquire(func);
         let Some(mut state) = owner.slot().take() else {
             errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");
         };
