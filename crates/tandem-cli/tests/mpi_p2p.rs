@@ -75,6 +75,7 @@ pass_tests! {
     pingpong_sizes_np4: "pingpong_sizes", 4;
     rma_np2: "rma", 2;
     rma_np3: "rma", 3;
+    rma_transpose_np2: "rma_transpose", 2;
     rwapi_np2_with_64mib: "rwapi_basic", 2, "big";
     rwapi_np3_with_mpi: "rwapi_basic", 3, "mpi";
     wildcards_np2: "wildcards", 2;
