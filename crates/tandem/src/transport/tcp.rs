@@ -763,12 +763,20 @@ impl TcpTransport {
                     events |= (libc::EPOLLHUP | libc::EPOLLERR) as u32;
                 }
                 let c = token as usize;
+                // A writable socket with nothing to send is not news; one
+                // with frames queued (or still connecting) is: a send may
+                // complete now, and a caller told nothing happened would
+                // block without looking (a large MPI_Send then waited for
+                // ever on a finished send).
+                let news = events != libc::EPOLLOUT as u32
+                    || self.conns[c]
+                        .as_ref()
+                        .is_some_and(|k| k.watching_out || k.state != ConnState::Established);
                 let outcome = self.serve(c, events, sink);
                 if let Served::Close(why) = outcome {
                     self.close_conn(c, &why, sink);
                 }
-                // A writable socket with nothing to send is not news.
-                did |= events != libc::EPOLLOUT as u32;
+                did |= news;
             }
         }
         self.pollfds = fds;
@@ -1570,6 +1578,10 @@ mod tests {
     }
 
     fn pair(secret_of_1: [u8; 32]) -> (TcpTransport, TcpTransport) {
+        pair_polled_by(secret_of_1, Poller::Epoll)
+    }
+
+    fn pair_polled_by(secret_of_1: [u8; 32], poller: Poller) -> (TcpTransport, TcpTransport) {
         let book: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(vec![String::new(); 2]));
         let make = |rank: u32, secret: [u8; 32]| {
             let book = book.clone();
@@ -1584,7 +1596,7 @@ mod tests {
                 send_chunk: 4096,
                 rcvbuf: 0,
                 connect_timeout: Duration::from_secs(5),
-                poller: Poller::Epoll,
+                poller,
                 timing: false,
             };
             let t = TcpTransport::new(
@@ -1626,6 +1638,34 @@ mod tests {
             t0.progress(r0, 0);
             t1.progress(r1, 0);
         }
+    }
+
+    #[test]
+    fn select_poller_calls_a_send_finished_on_writability_progress() {
+        let (mut t0, mut t1) = pair_polled_by([7; 32], Poller::Select);
+        let (mut r0, mut r1) = (Recorder::default(), Recorder::default());
+        // Far more than the socket buffers hold: the frame stays queued
+        // until the peer reads, and leaves on writability alone.
+        let big = vec![5u8; 64 << 20];
+        t0.send(1, &eager(1, big.len()), big.as_ptr(), big.len(), Some(9))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while r0.done.is_empty() {
+            assert!(Instant::now() < deadline, "the send never finished");
+            t1.progress(&mut r1, 0);
+            // The call that finishes the send must say something happened:
+            // a waiting caller told otherwise blocks without looking.
+            let did = t0.progress(&mut r0, 0);
+            assert!(
+                did || r0.done.is_empty(),
+                "a send finished in a call that reported nothing"
+            );
+        }
+        drive(&mut t0, &mut r0, &mut t1, &mut r1, |_, b| {
+            b.frames.len() == 1
+        });
+        assert_eq!(r0.done, vec![9]);
+        assert!(r1.frames[0].2 == big);
     }
 
     #[test]
