@@ -51,6 +51,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use tandem::p2p::CALLER_KEY_BIT;
+use tandem::shared_mapping::SharedMapping;
 
 /// Slots of the region table: at most this many heap blocks live at once
 /// (more fall back to private memory written through the engine).
@@ -122,33 +123,19 @@ pub struct HeapInfo {
 }
 
 /// A shared mapping of a heap file, unmapped when dropped.
-pub struct Mapping {
-    base: *mut u8,
-    len: usize,
-}
-
-// SAFETY: a Mapping is plain shared memory owned by its value, usable
-// from any thread (the library state moves between threads under its lock).
-unsafe impl Send for Mapping {}
+pub struct Mapping(SharedMapping);
 
 impl Mapping {
     fn of_fd(fd: RawFd, len: usize) -> Option<Mapping> {
-        // SAFETY: a fresh shared mapping of `len` bytes of `fd`; the result
-        // is checked.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        (p != libc::MAP_FAILED).then_some(Mapping {
-            base: p.cast(),
-            len,
-        })
+        SharedMapping::new(fd, len).ok().map(Mapping)
+    }
+
+    fn base(&self) -> *mut u8 {
+        self.0.base()
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
     }
 
     fn slot(&self, i: u32) -> &Slot {
@@ -157,15 +144,7 @@ impl Mapping {
         // DATA_START bytes, checked when mapped), slots are 8-byte aligned
         // in a page-aligned mapping, and a Slot is nothing but atomics,
         // valid for any bit pattern; the mapping outlives the borrow.
-        unsafe { &*self.base.add(i as usize * SLOT_SIZE).cast::<Slot>() }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: mapped by Mapping::of_fd with this length; no reference
-        // into it outlives the Mapping.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
+        unsafe { &*self.base().add(i as usize * SLOT_SIZE).cast::<Slot>() }
     }
 }
 
@@ -237,14 +216,14 @@ pub unsafe fn write(
         let inside = off >= start
             && off
                 .checked_add(size as u64)
-                .is_some_and(|e| e <= end && e <= map.len as u64);
+                .is_some_and(|e| e <= end && e <= map.len() as u64);
         if inside {
             // SAFETY: the destination is inside the mapping (checked
             // against its length) and inside a live block whose space the
             // owner will not reuse while `writers` counts us; `src` is the
             // caller's promise. A concurrent access by the owner's program
             // is that program's own business, as with any RWAPI write.
-            unsafe { copy_last_byte_last(src, map.base.add(off as usize), size) };
+            unsafe { copy_last_byte_last(src, map.base().add(off as usize), size) };
             Ok(())
         } else {
             Err(Refused::Range)
@@ -339,8 +318,8 @@ impl Heap {
             // SAFETY: plain syscall.
             pid: unsafe { libc::getpid() } as u32,
             fd: self.fd.as_raw_fd(),
-            len: self.map.len as u64,
-            addr: self.map.base as u64,
+            len: self.map.len() as u64,
+            addr: self.map.base() as u64,
         }
     }
 
@@ -351,7 +330,7 @@ impl Heap {
     /// A zeroed block of `size` bytes, or `None` when the heap has no room
     /// (or no slot) for it.
     pub fn alloc(&mut self, size: usize) -> Option<HeapBlock> {
-        if size == 0 || size > self.map.len {
+        if size == 0 || size > self.map.len() {
             return None;
         }
         let (align, space) = if size < PAGE {
@@ -392,7 +371,7 @@ impl Heap {
         Some(HeapBlock {
             key: key_of(slot, generation),
             // SAFETY: offset + space lies inside the mapping (carved from it).
-            ptr: unsafe { self.map.base.add(offset) },
+            ptr: unsafe { self.map.base().add(offset) },
             slot,
             offset,
             space,
@@ -499,7 +478,7 @@ impl Heap {
             }
         }
         // SAFETY: inside the mapping, and nobody else uses this space now.
-        unsafe { std::ptr::write_bytes(self.map.base.add(at), 0, len) };
+        unsafe { std::ptr::write_bytes(self.map.base().add(at), 0, len) };
     }
 }
 

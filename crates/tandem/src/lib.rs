@@ -18,6 +18,7 @@ pub mod p2p;
 pub mod params;
 pub mod progress;
 pub mod runtime;
+pub mod shared_mapping;
 pub mod stats;
 pub mod transport;
 pub mod wire;

@@ -30,6 +30,7 @@ use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use super::{copy_bytes, FrameSink, Payload, PayloadDest, SendState};
 use crate::error::{Error, ErrorClass};
 use crate::params::Settings;
+use crate::shared_mapping::SharedMapping;
 use crate::wire::{FrameKind, Header, HEADER_LEN};
 
 /// Job environment variables of this transport (set by the launcher).
@@ -199,7 +200,7 @@ impl HostResources {
         if unsafe { libc::ftruncate(fd, layout.total_len() as libc::off_t) } < 0 {
             return Err(errno());
         }
-        let map = Mapping::new(fd, layout.total_len())?;
+        let map = SharedMapping::new(fd, layout.total_len())?;
         map.u64_at(H_MAGIC).store(SEGMENT_MAGIC, Ordering::Relaxed);
         map.u32_at(H_LOCAL_SIZE)
             .store(layout.local_size, Ordering::Relaxed);
@@ -239,61 +240,26 @@ impl HostResources {
     }
 }
 
-/// A shared mapping of the segment.
-struct Mapping {
-    base: *mut u8,
-    len: usize,
-}
-
-impl Mapping {
-    fn new(fd: RawFd, len: usize) -> io::Result<Mapping> {
-        // SAFETY: mapping a descriptor we hold, for its whole length; the
-        // result is checked.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(errno());
-        }
-        Ok(Mapping {
-            base: p.cast(),
-            len,
-        })
-    }
-
+/// The segment's mapping is read through checked offsets.
+impl SharedMapping {
     fn at(&self, off: usize) -> *mut u8 {
-        assert!(off < self.len, "offset {off} outside the segment");
+        assert!(off < self.len(), "offset {off} outside the segment");
         // SAFETY: checked to be inside the mapping.
-        unsafe { self.base.add(off) }
+        unsafe { self.base().add(off) }
     }
 
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        assert!(off.is_multiple_of(8) && off + 8 <= self.len);
+        assert!(off.is_multiple_of(8) && off + 8 <= self.len());
         // SAFETY: in bounds and 8-aligned (the mapping is page-aligned);
         // shared memory is only ever accessed through atomics or through
         // cells whose ownership the ring protocol hands over.
-        unsafe { &*(self.base.add(off) as *const AtomicU64) }
+        unsafe { &*(self.base().add(off) as *const AtomicU64) }
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        assert!(off.is_multiple_of(4) && off + 4 <= self.len);
+        assert!(off.is_multiple_of(4) && off + 4 <= self.len());
         // SAFETY: as in `u64_at`.
-        unsafe { &*(self.base.add(off) as *const AtomicU32) }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly what `new` mapped; no reference into it
-        // outlives the mapping (they borrow `self`).
-        unsafe { libc::munmap(self.base.cast(), self.len) };
+        unsafe { &*(self.base().add(off) as *const AtomicU32) }
     }
 }
 
@@ -363,7 +329,7 @@ enum Polled {
 
 /// The shared-memory transport of one rank.
 pub struct ShmTransport {
-    map: Mapping,
+    map: SharedMapping,
     layout: Layout,
     me: u32,
     /// World rank of each local rank (known after [`ShmTransport::connect`]).
@@ -449,7 +415,8 @@ impl ShmTransport {
         if len < PAGE {
             return Err(bad("segment too small"));
         }
-        let map = Mapping::new(seg.as_raw_fd(), len).map_err(|e| bad(&format!("mmap: {e}")))?;
+        let map =
+            SharedMapping::new(seg.as_raw_fd(), len).map_err(|e| bad(&format!("mmap: {e}")))?;
         drop(seg);
         if map.u64_at(H_MAGIC).load(Ordering::Relaxed) != SEGMENT_MAGIC {
             return Err(bad("segment has the wrong magic number"));
