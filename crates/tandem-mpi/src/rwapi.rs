@@ -51,7 +51,7 @@ const ERR_SID: c_int = -7;
 const ERR_INIT: c_int = -16;
 const ERR_RANGE: c_int = -48;
 
-/// Blocks are page-aligned (and so cache-line aligned) and zeroed.
+/// Blocks are cache-line aligned (page-aligned from a page up) and zeroed.
 const BLOCK_ALIGN: usize = 4096;
 /// Empty rwapi_receive calls in a row before each further one yields the
 /// CPU (a few tens of microseconds of polling).
@@ -244,7 +244,10 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
             Ok(comm) => {
                 let direct = match start_direct(&mut s.rt, comm) {
                     Ok(d) => d,
-                    Err(e) => return neg(e.class),
+                    Err(e) => {
+                        let _ = s.rt.comm_free(comm);
+                        return neg(e.class);
+                    }
                 };
                 s.rwapi = Some(RwState {
                     comm,

@@ -164,7 +164,7 @@ pub fn map_peer(info: &HeapInfo) -> Option<Mapping> {
     // SAFETY: a fresh descriptor we own.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     // The file must be what the peer said: its length.
-    // SAFETY: `st` is written by fstat.
+    // SAFETY: `stat` is plain integers, for which all zeroes is a value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: a valid descriptor and out-parameter.
     if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 || st.st_size as u64 != info.len {
@@ -315,8 +315,7 @@ impl Heap {
     /// What peers need to map it.
     pub fn info(&self) -> HeapInfo {
         HeapInfo {
-            // SAFETY: plain syscall.
-            pid: unsafe { libc::getpid() } as u32,
+            pid: std::process::id(),
             fd: self.fd.as_raw_fd(),
             len: self.map.len() as u64,
             addr: self.map.base() as u64,
@@ -421,11 +420,14 @@ impl Heap {
     }
 
     /// Reuses set-aside spaces whose writers have left, waiting up to
-    /// `wait` for them (polling, then yielding the CPU).
+    /// `wait` (polling, then yielding the CPU) until at least one is: a
+    /// space whose writer was killed mid-copy stays set aside for good, and
+    /// waiting for all of them would make every later call wait it out.
     fn reclaim(&mut self, wait: Duration) {
         let mut start: Option<Instant> = None;
         let mut polls = 0u32;
         loop {
+            let before = self.set_aside.len();
             let mut i = 0;
             while i < self.set_aside.len() {
                 let (slot, at, len) = self.set_aside[i];
@@ -444,7 +446,7 @@ impl Heap {
                     i += 1;
                 }
             }
-            if self.set_aside.is_empty() || wait.is_zero() {
+            if self.set_aside.is_empty() || self.set_aside.len() < before || wait.is_zero() {
                 return;
             }
             polls += 1;

@@ -210,7 +210,7 @@ fn bytes_of(s: &str) -> Option<u64> {
         b'G' => (&s[..s.len() - 1], 1 << 30),
         _ => (s, 1),
     };
-    n.parse::<u64>().ok().map(|n| n * k)
+    n.parse::<u64>().ok()?.checked_mul(k)
 }
 
 /// "0-1,4" -> 3.
@@ -290,7 +290,7 @@ pub fn memory_limits(levels: &[MemoryLevel], staging: f64) -> Vec<BandwidthLimit
                 } else {
                     " per core".into()
                 },
-                size_text(m.floor().max(0.0) as u64)
+                size_text(m.floor() as u64)
             ),
         });
     }
@@ -743,7 +743,6 @@ fn long_messages(h: &HockneyFit) -> Option<&Hockney> {
         .iter()
         .filter(|s| s.protocol == last.protocol)
         .max_by_key(|s| s.sizes)
-        .or(Some(last))
 }
 
 /// Derives LogGP: G, the gap per byte of long messages, is the slope of
@@ -1346,6 +1345,12 @@ fn load(paths: &[std::path::PathBuf], mpi: &str, transport: &str) -> Result<Vec<
         });
         let docs = match (doc.get("measurements").and_then(Value::as_array), sections) {
             (Some(m), _) => m.clone(),
+            (None, Some(s)) if s.is_empty() => {
+                return Err(format!(
+                    "{}: no report sections over transport {transport} (see --transport)",
+                    p.display()
+                ))
+            }
             (None, Some(s)) => s,
             (None, None) => vec![doc],
         };
@@ -1563,7 +1568,7 @@ pub fn command(a: &ModelArgs) -> Result<(), String> {
             .collect();
         (tables, results, notes, protocols)
     } else {
-        let loaded = load(&a.from, &a.mpi, &a.transport)?;
+        let loaded = load(&a.from, &a.mpi, transport.name())?;
         let protocols = loaded
             .iter()
             .find(|l| l.kernel == "pingpong")
