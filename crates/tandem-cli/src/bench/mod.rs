@@ -5,6 +5,7 @@
 
 pub mod analyze;
 pub mod build;
+pub mod core_latency;
 pub mod kernels;
 pub mod model;
 pub mod mpi;
@@ -197,6 +198,19 @@ pub struct KernelResult {
 impl KernelResult {
     pub fn table_refs(&self) -> Vec<(String, &Table)> {
         self.tables.iter().map(|(l, t)| (l.clone(), t)).collect()
+    }
+
+    /// The cache-line round trips probed around the launches, ns.
+    pub fn core_probes(&self) -> Vec<f64> {
+        self.runs
+            .iter()
+            .flat_map(|r| r.core_round_trip_ns.iter().copied())
+            .collect()
+    }
+
+    /// "core-to-core round trip 95-102 ns" over the probes, if any.
+    pub fn core_probes_text(&self) -> Option<String> {
+        core_latency::range_text(&self.core_probes())
     }
 
     /// Library name -> version line, from the runs.
@@ -562,6 +576,11 @@ fn header_lines(result: &KernelResult) -> String {
     );
     if let Some(h) = &result.hosts {
         s.push_str(&format!("  hosts: {h}\n"));
+    }
+    if let Some(n) = core_latency::note(&result.core_probes()) {
+        s.push_str(&format!("  {n}\n"));
+    } else if let Some(c) = result.core_probes_text() {
+        s.push_str(&format!("  {c}\n"));
     }
     for (lib, version) in result.versions() {
         s.push_str(&format!("  {lib}: {version}\n"));

@@ -39,7 +39,7 @@ use super::mpi::{self, Family, Transport};
 use super::output::{self, num, Machine};
 use super::plot::{self, Plot, Series};
 use super::stats::{
-    fit_line_relative, fit_line_relative_nonneg, max_relative_error, median_relative_error,
+    fit_line_relative, fit_line_relative_nonneg, max_relative_error, median_relative_error, Summary,
 };
 use super::{run_spec, split_set, KernelResult, ModelArgs, RunSpec};
 
@@ -256,40 +256,65 @@ const PINGPONG_RANKS: usize = 2;
 /// when blocking for a cache. On the 2-core test VM a copy loop slows
 /// from 35 to 16 GB/s as 4 buffers grow from 8 to 16 MiB (L3: 32 MiB),
 /// and a walk touching one line per page slows 5x past 4-6 MiB of pages
-/// (TLB reach: 10 MiB).
+/// (TLB reach: 10 MiB). The last cache level has a second limit where the
+/// working set exceeds all of it: past that, every copy goes to memory
+/// (on the test VM shared-memory ping-pong falls from 17 to 10 GB/s
+/// between 4 and 8 MiB, while both ranks' working sets grow from 18 to
+/// 34 MiB).
 pub fn memory_limits(levels: &[MemoryLevel], staging: f64) -> Vec<BandwidthLimit> {
     let mut out = Vec::new();
-    for lv in levels {
-        let share = lv.cpus.clamp(1, PINGPONG_RANKS) as f64;
-        let usable = lv.bytes as f64 / 2.0 / share;
-        // Largest m with 2m + 2 min(m, staging) <= usable.
-        let m = if usable / 4.0 <= staging {
+    // Largest m with 2m + 2 min(m, staging) <= usable.
+    let largest = |usable: f64| {
+        if usable / 4.0 <= staging {
             usable / 4.0
         } else {
             (usable - 2.0 * staging) / 2.0
-        };
+        }
+    };
+    let staging_text = if staging > 0.0 {
+        format!(" + ring cells 2 min(m, {})", size_text(staging as u64))
+    } else {
+        String::new()
+    };
+    let last_cache = levels
+        .iter()
+        .filter(|lv| lv.name.starts_with('L'))
+        .max_by_key(|lv| lv.bytes);
+    for lv in levels {
+        let share = lv.cpus.clamp(1, PINGPONG_RANKS) as f64;
+        let usable = lv.bytes as f64 / 2.0 / share;
+        let m = largest(usable);
         let ranks = if share > 1.0 {
             "both ranks' "
         } else {
             "one rank's "
         };
-        let staging_text = if staging > 0.0 {
-            format!(" + ring cells 2 min(m, {})", size_text(staging as u64))
+        let cpus_text = if lv.cpus > 1 {
+            format!(" shared by {} cpus", lv.cpus)
         } else {
-            String::new()
+            " per core".into()
         };
+        if last_cache.is_some_and(|c| std::ptr::eq(c, lv)) {
+            let all = largest(lv.bytes as f64 / share);
+            out.push(BandwidthLimit {
+                limit: all.floor(),
+                name: format!("all of {}", lv.name),
+                why: format!(
+                    "{} {}{cpus_text}: {ranks}working set (buffers 2m{staging_text}) over all of it above {}, \
+                     so copies go to memory",
+                    lv.name,
+                    size_text(lv.bytes),
+                    size_text(all.floor() as u64)
+                ),
+            });
+        }
         out.push(BandwidthLimit {
             limit: m.floor(),
             name: lv.name.clone(),
             why: format!(
-                "{} {}{}: {ranks}working set (buffers 2m{staging_text}) over half of it above {}",
+                "{} {}{cpus_text}: {ranks}working set (buffers 2m{staging_text}) over half of it above {}",
                 lv.name,
                 size_text(lv.bytes),
-                if lv.cpus > 1 {
-                    format!(" shared by {} cpus", lv.cpus)
-                } else {
-                    " per core".into()
-                },
                 size_text(m.floor() as u64)
             ),
         });
@@ -811,8 +836,9 @@ pub fn predict_coll(h: &HockneyFit, op: &str, p: u64, m: f64) -> (f64, f64) {
     (linear + barrier, tree + barrier)
 }
 
-/// Points (size, seconds) of a table's first metric (microseconds).
-fn points_us(t: &Table, group: Option<&str>) -> Vec<(f64, f64)> {
+/// Points (size, seconds) of a table's first metric (microseconds), each
+/// the statistic `pick` takes of its repetitions.
+fn points_us(t: &Table, group: Option<&str>, pick: fn(&Summary) -> f64) -> Vec<(f64, f64)> {
     let mut v: Vec<(f64, f64)> = t
         .rows
         .iter()
@@ -822,7 +848,7 @@ fn points_us(t: &Table, group: Option<&str>) -> Vec<(f64, f64)> {
                 .first()
                 .copied()
                 .flatten()
-                .map(|s| (r.x, s.median * 1e-6))
+                .map(|s| (r.x, pick(&s) * 1e-6))
         })
         .filter(|p| p.1 > 0.0)
         .collect();
@@ -830,9 +856,29 @@ fn points_us(t: &Table, group: Option<&str>) -> Vec<(f64, f64)> {
     v
 }
 
-/// One ping-pong size: (size, measured, Hockney, piecewise Hockney, LogGP),
-/// in seconds.
-pub type Prediction = (f64, f64, Option<f64>, Option<f64>, Option<f64>);
+/// The fastest of a size's repetitions: what the models are fitted to.
+fn fastest(s: &Summary) -> f64 {
+    s.min
+}
+
+fn median(s: &Summary) -> f64 {
+    s.median
+}
+
+/// One ping-pong size, times in seconds: measured, and as each model
+/// predicts it.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Prediction {
+    pub size: f64,
+    /// The fastest repetition's one-way time (seed 002's minimum round
+    /// trip), which the models are fitted to and checked against.
+    pub measured: f64,
+    /// The median over the repetitions, for comparison.
+    pub median: f64,
+    pub hockney: Option<f64>,
+    pub piecewise: Option<f64>,
+    pub loggp: Option<f64>,
+}
 
 /// Everything the model command found.
 #[derive(Clone, Debug, Serialize)]
@@ -848,14 +894,17 @@ pub struct ModelResult {
     pub loggp: Option<LogGp>,
     /// G from the burst's slope, as a cross-check of LogGP's G.
     pub burst_big_g: Option<f64>,
-    /// (size, measured, Hockney, piecewise Hockney, LogGP) in seconds.
+    /// Per ping-pong size: measured and predicted, in seconds.
     pub pingpong: Vec<Prediction>,
+    /// Repetitions per ping-pong size (the most any size had).
+    pub pingpong_repetitions: usize,
     /// (op, nodes, size, measured MRT, linear, tree) in seconds.
     pub collectives: Vec<(String, u64, u64, f64, f64, f64)>,
-    /// Ping-pong sizes whose measured median is itself uncertain by more
-    /// than the target (its 90% interval reaches beyond +-15%), where no
-    /// model can be checked to the target.
-    pub imprecise_sizes: Vec<f64>,
+    /// Ping-pong sizes whose median is more than the target above their
+    /// fastest repetition: the machine was slower for part of the run
+    /// (on a virtual machine, typically the host moving its CPUs), so the
+    /// median mixes two states of the machine that no one model describes.
+    pub unsteady_sizes: Vec<f64>,
     pub notes: Vec<String>,
     pub measurements: Vec<KernelResult>,
 }
@@ -905,8 +954,20 @@ pub fn fit(
     coll: Option<&Table>,
 ) -> ModelResult {
     let mut notes = Vec::new();
-    let pp = pingpong.map(|t| points_us(t, None)).unwrap_or_default();
-    let bu = burst.map(|t| points_us(t, None)).unwrap_or_default();
+    // The models describe the machine undisturbed, so they are fitted to
+    // each size's fastest repetition (seed 002 measures minimum round-trip
+    // times for the same reason): noise only ever adds time, and a median
+    // over repetitions that caught the machine in different states fits
+    // no one line.
+    let pp = pingpong
+        .map(|t| points_us(t, None, fastest))
+        .unwrap_or_default();
+    let pp_median = pingpong
+        .map(|t| points_us(t, None, median))
+        .unwrap_or_default();
+    let bu = burst
+        .map(|t| points_us(t, None, fastest))
+        .unwrap_or_default();
     let hockney = fit_hockney(&pp);
     let piecewise = match protocols {
         Some(p) => fit_hockney_protocols(&pp, p),
@@ -919,7 +980,7 @@ pub fn fit(
         );
     }
     let first_overhead = |op: &str| -> Option<f64> {
-        overhead.and_then(|t| points_us(t, Some(op)).first().map(|p| p.1))
+        overhead.and_then(|t| points_us(t, Some(op), median).first().map(|p| p.1))
     };
     let (o_s, o_r) = match (first_overhead("isend"), first_overhead("irecv")) {
         (Some(s), Some(r)) => (s, r),
@@ -950,29 +1011,21 @@ pub fn fit(
     if bu.is_empty() {
         notes.push("no burst measurements: LogGP's g is unknown (0)".into());
     }
-    let imprecise_sizes: Vec<f64> = pingpong
-        .map(|t| {
-            t.rows
-                .iter()
-                .filter_map(|r| r.values.first().copied().flatten().map(|v| (r.x, v)))
-                .filter(|(_, v)| {
-                    v.lo < v.median * (1.0 - TARGET_ERROR) || v.hi > v.median * (1.0 + TARGET_ERROR)
-                })
-                .map(|(x, _)| x)
-                .collect()
-        })
-        .unwrap_or_default();
-    let pingpong_rows = pp
+    let pingpong_rows: Vec<Prediction> = pp
         .iter()
-        .map(|&(m, t)| {
-            (
-                m,
-                t,
-                hockney.as_ref().map(|h| h.predict(m)),
-                piecewise.as_ref().map(|h| h.predict(m)),
-                loggp.as_ref().map(|h| h.predict(m)),
-            )
+        .map(|&(m, t)| Prediction {
+            size: m,
+            measured: t,
+            median: pp_median.iter().find(|p| p.0 == m).map_or(t, |p| p.1),
+            hockney: hockney.as_ref().map(|h| h.predict(m)),
+            piecewise: piecewise.as_ref().map(|h| h.predict(m)),
+            loggp: loggp.as_ref().map(|h| h.predict(m)),
         })
+        .collect();
+    let unsteady_sizes = pingpong_rows
+        .iter()
+        .filter(|p| p.median > p.measured * (1.0 + TARGET_ERROR))
+        .map(|p| p.size)
         .collect();
     let mut result = ModelResult {
         machine: Machine::describe(),
@@ -984,7 +1037,15 @@ pub fn fit(
         burst_big_g,
         pingpong: pingpong_rows,
         collectives: Vec::new(),
-        imprecise_sizes,
+        unsteady_sizes,
+        pingpong_repetitions: pingpong
+            .and_then(|t| {
+                t.rows
+                    .iter()
+                    .filter_map(|r| r.values.first().copied().flatten().map(|s| s.n))
+                    .max()
+            })
+            .unwrap_or(0),
         notes,
         measurements: Vec::new(),
     };
@@ -1156,11 +1217,22 @@ pub fn text(r: &ModelResult) -> String {
             m.machine.cores
         );
     }
+    let probes: Vec<f64> = r
+        .measurements
+        .iter()
+        .flat_map(|m| m.core_probes())
+        .collect();
+    if let Some(n) = super::core_latency::note(&probes) {
+        let _ = writeln!(o, "{n}");
+    } else if let Some(c) = super::core_latency::range_text(&probes) {
+        let _ = writeln!(o, "{c}");
+    }
     if !r.pingpong.is_empty() {
         let _ = writeln!(o);
         let header: Vec<String> = [
             "size",
-            "measured (us)",
+            "fastest (us)",
+            "median",
             "Hockney",
             "err",
             if r.protocols.is_some() {
@@ -1181,11 +1253,17 @@ pub fn text(r: &ModelResult) -> String {
         let rows: Vec<Vec<String>> = r
             .pingpong
             .iter()
-            .map(|&(m, t, h, h2, l)| {
-                let (a, ae) = cell(h, t);
-                let (b, be) = cell(h2, t);
-                let (c, ce) = cell(l, t);
-                vec![size_text(m as u64), us(t), a, ae, b, be, c, ce]
+            .map(|p| {
+                let t = p.measured;
+                let (a, ae) = cell(p.hockney, t);
+                let (b, be) = cell(p.piecewise, t);
+                let (c, ce) = cell(p.loggp, t);
+                let med = if r.unsteady_sizes.contains(&p.size) {
+                    format!("{} !", us(p.median))
+                } else {
+                    us(p.median)
+                };
+                vec![size_text(p.size as u64), us(t), med, a, ae, b, be, c, ce]
             })
             .collect();
         o.push_str(&output::layout(&header, &rows, 1));
@@ -1198,33 +1276,35 @@ pub fn text(r: &ModelResult) -> String {
                 pct(e)
             );
         }
-        if !r.imprecise_sizes.is_empty() {
-            let precise: Vec<&Prediction> = r
-                .pingpong
-                .iter()
-                .filter(|p| !r.imprecise_sizes.contains(&p.0))
-                .collect();
-            let best = r
-                .best_hockney()
-                .map(|h| max_relative_error(precise.iter().map(|p| (h.predict(p.0), p.1))));
+        let _ = writeln!(
+            o,
+            "errors are against the fastest of each size's {} repetitions (the machine undisturbed; seed 002 \
+             uses minimum round trips too)",
+            r.pingpong_repetitions
+        );
+        if let Some(h) = r.best_hockney() {
             let _ = writeln!(
                 o,
-                "the measurement itself is uncertain by more than {:.0}% (90% interval of the median) at {} of {} sizes ({}){}",
+                "against the medians instead, the best Hockney fit's largest error is {}",
+                pct(max_relative_error(
+                    r.pingpong.iter().map(|p| (h.predict(p.size), p.median))
+                ))
+            );
+        }
+        if !r.unsteady_sizes.is_empty() {
+            let _ = writeln!(
+                o,
+                "the median is more than {:.0}% above the fastest repetition at {} of {} sizes (marked !: {}): \
+                 the machine was slower for part of the run (other programs, or on a virtual machine the host \
+                 moving its CPUs), so the medians mix two machine states",
                 TARGET_ERROR * 100.0,
-                r.imprecise_sizes.len(),
+                r.unsteady_sizes.len(),
                 r.pingpong.len(),
-                r.imprecise_sizes
+                r.unsteady_sizes
                     .iter()
                     .map(|&m| size_text(m as u64))
                     .collect::<Vec<_>>()
                     .join(", "),
-                match best {
-                    Some(e) if !precise.is_empty() => format!(
-                        "; over the other sizes the best Hockney fit's largest error is {}",
-                        pct(e)
-                    ),
-                    _ => String::new(),
-                }
             );
         }
     }
@@ -1274,18 +1354,18 @@ pub fn text(r: &ModelResult) -> String {
 /// The measured and predicted ping-pong times as a plot.
 pub fn plot_of(r: &ModelResult) -> Plot {
     let mut series = vec![Series {
-        name: "measured".into(),
+        name: "measured (fastest, to median)".into(),
         points: r
             .pingpong
             .iter()
-            .map(|p| (p.0, p.1 * 1e6, p.1 * 1e6, p.1 * 1e6))
+            .map(|p| (p.size, p.measured * 1e6, p.measured * 1e6, p.median * 1e6))
             .collect(),
     }];
     let mut add = |name: &str, f: &dyn Fn(&Prediction) -> Option<f64>| {
         let pts: Vec<(f64, f64, f64, f64)> = r
             .pingpong
             .iter()
-            .filter_map(|p| f(p).map(|y| (p.0, y * 1e6, y * 1e6, y * 1e6)))
+            .filter_map(|p| f(p).map(|y| (p.size, y * 1e6, y * 1e6, y * 1e6)))
             .collect();
         if !pts.is_empty() {
             series.push(Series {
@@ -1294,13 +1374,13 @@ pub fn plot_of(r: &ModelResult) -> Plot {
             });
         }
     };
-    add("Hockney", &|p| p.2);
-    add(r.piecewise_name(), &|p| p.3);
-    add("LogGP", &|p| p.4);
+    add("Hockney", &|p| p.hockney);
+    add(r.piecewise_name(), &|p| p.piecewise);
+    add("LogGP", &|p| p.loggp);
     let xs: Vec<f64> = r
         .pingpong
         .iter()
-        .map(|p| p.0)
+        .map(|p| p.size)
         .filter(|x| *x > 0.0)
         .collect();
     let log = xs.len() > 1 && plot::wants_log(xs[0], xs[xs.len() - 1]);
@@ -1454,7 +1534,7 @@ pub fn specs(
 ) -> Result<Vec<RunSpec>, String> {
     let mut out = Vec::new();
     let plan: [(&str, u32, &str, bool); 4] = [
-        ("pingpong", 2, "1:8m:2", true),
+        ("pingpong", 2, "1:16m:2", true),
         ("burst", 2, "1:4m:4", true),
         ("overhead", 2, "8,1k,64k,1m", false),
         ("coll", coll_np, "1k,64k,1m", false),
@@ -1883,12 +1963,14 @@ mod tests {
         const MI: f64 = 1048576.0;
         // Shared memory, rings of 512 KiB: a rank's working set is
         // 2m + 2 min(m, 512 KiB), both ranks' in the shared L3, each
-        // level counted full at half its size.
+        // level counted full at half its size, and the last one left for
+        // memory past all of it.
         assert_eq!(
             limits(512.0 * 1024.0),
             [
                 ("L1d".to_string(), 4096.0),
                 ("L2".to_string(), 65536.0),
+                ("all of L3".to_string(), 7.5 * MI),
                 ("L3".to_string(), 3.5 * MI),
                 ("TLB".to_string(), 2.0 * MI),
             ]
@@ -1899,6 +1981,7 @@ mod tests {
             [
                 ("L1d".to_string(), 8192.0),
                 ("L2".to_string(), 131072.0),
+                ("all of L3".to_string(), 8.0 * MI),
                 ("L3".to_string(), 4.0 * MI),
                 ("TLB".to_string(), 2.5 * MI),
             ]
@@ -1979,20 +2062,21 @@ mod tests {
     }
 
     #[test]
-    fn sizes_measured_too_loosely_are_named() {
-        // Ping-pong medians in microseconds, the 16 B one uncertain by +-40%.
+    fn models_fit_the_fastest_repetitions_and_unsteady_medians_are_named() {
+        // Ping-pong one-way times in microseconds: fastest repetitions on
+        // the line 5 + m/1000; the 16 B median 40% above its fastest.
         let row = |m: f64, us: f64, spread: f64| analyze::Row {
             keys: vec![],
             group: String::new(),
             x: m,
             values: vec![Some(super::super::stats::Summary {
                 n: 10,
-                median: us,
-                lo: us * (1.0 - spread),
-                hi: us * (1.0 + spread),
-                min: us * (1.0 - spread),
-                max: us * (1.0 + spread),
-                mean: us,
+                median: us * (1.0 + spread),
+                lo: us,
+                hi: us * (1.0 + 2.0 * spread),
+                min: us,
+                max: us * (1.0 + 2.0 * spread),
+                mean: us * (1.0 + spread),
             })],
         };
         let table = Table {
@@ -2002,16 +2086,19 @@ mod tests {
             x_log: true,
             metrics: vec![],
             rows: vec![
-                row(1.0, 5.0, 0.05),
-                row(16.0, 5.0, 0.4),
-                row(256.0, 5.2, 0.1),
-                row(4096.0, 8.0, 0.05),
+                row(1.0, 5.001, 0.05),
+                row(16.0, 5.016, 0.4),
+                row(256.0, 5.256, 0.1),
+                row(4096.0, 9.096, 0.05),
             ],
         };
         let r = fit("tandem", None, Some(&table), None, None, None);
-        assert_eq!(r.imprecise_sizes, [16.0]);
+        assert_eq!(r.unsteady_sizes, [16.0]);
+        let h = r.hockney.as_ref().unwrap();
+        assert!(h.max_error < 1e-6, "{h:?}");
+        assert!((r.pingpong[1].median - 5.016e-6 * 1.4).abs() < 1e-12);
         assert!(
-            text(&r).contains("uncertain by more than 15%"),
+            text(&r).contains("more than 15% above the fastest repetition at 1 of 4 sizes"),
             "{}",
             text(&r)
         );

@@ -370,6 +370,7 @@ mod tests {
             kernel_args: vec![],
             seconds: 0.0,
             records,
+            core_round_trip_ns: vec![],
         };
         let runs = vec![run(
             "tandem",

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::analyze::Table;
 use super::build::{self, BuildError};
+use super::core_latency;
 use super::kernels::{self, Kernel};
 use super::model::{self, ModelResult};
 use super::mpi::{self, Library, Transport};
@@ -140,7 +141,7 @@ fn plans(a: &ReportArgs) -> Result<Vec<Plan>, String> {
             title: "Ping-pong (seed 003): one-way latency and throughput",
             np: 2,
             params: vec![
-                ("sizes", sizes("1:8m:2")?),
+                ("sizes", sizes("1:16m:2")?),
                 ("duration", d.clone()),
                 ("repeat", r.to_string()),
             ],
@@ -377,15 +378,21 @@ pub fn html(r: &Report) -> String {
         let Some(res) = &s.result else { continue };
         let _ = writeln!(
             h,
-            "<p>{} ranks; parameters: <code>{}</code></p>",
+            "<p>{} ranks; parameters: <code>{}</code>{}</p>",
             res.np,
             esc(&res
                 .params
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
-                .join(" "))
+                .join(" ")),
+            res.core_probes_text()
+                .map(|c| format!("; {}", esc(&c)))
+                .unwrap_or_default()
         );
+        if let Some(n) = core_latency::note(&res.core_probes()) {
+            let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&n));
+        }
         let refs = res.table_refs();
         let first = &refs[0].1;
         if !first.rows.is_empty() && first.rows.len() > 1 {
@@ -562,19 +569,19 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
         let small = m.pingpong.first().map(|p| {
             format!(
                 "{} us at {}",
-                output::num(p.1 * 1e6),
-                kernels::size_text(p.0 as u64)
+                output::num(p.measured * 1e6),
+                kernels::size_text(p.size as u64)
             )
         });
         let large = m.pingpong.last().map(|p| {
             format!(
                 "{} MB/s at {}",
-                output::num(p.0 / p.1 / 1e6),
-                kernels::size_text(p.0 as u64)
+                output::num(p.size / p.measured / 1e6),
+                kernels::size_text(p.size as u64)
             )
         });
         println!(
-            "[{t}] ping-pong {}, {}; models: {}",
+            "[{t}] ping-pong (fastest repetitions) {}, {}; models: {}",
             small.unwrap_or_default(),
             large.unwrap_or_default(),
             m.best_error()

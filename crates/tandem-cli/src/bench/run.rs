@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::core_latency;
 use super::mpi::{Library, Placement, Transport};
 
 /// One launch of a kernel.
@@ -46,6 +47,11 @@ pub struct RunOutput {
     pub seconds: f64,
     /// Measurement records (every record but start/plan/progress/end).
     pub records: Vec<Value>,
+    /// A cache line's round trip between the first two CPUs just before
+    /// and just after the launch, in nanoseconds (see
+    /// [`super::core_latency`]); empty for launches across hosts or where
+    /// it could not be measured.
+    pub core_round_trip_ns: Vec<f64>,
 }
 
 fn shell_words(argv: &[std::ffi::OsString], env: &[(String, String)]) -> String {
@@ -88,6 +94,11 @@ pub fn launch(l: &Launch) -> Result<RunOutput, String> {
         unsafe {
             cmd.pre_exec(|| crate::netns::child_defaults());
         }
+    }
+    let local = l.placement.is_none();
+    let mut core_round_trip_ns: Vec<f64> = Vec::new();
+    if local {
+        core_round_trip_ns.extend(core_latency::probe());
     }
     let started = Instant::now();
     let mut child = cmd
@@ -240,6 +251,9 @@ pub fn launch(l: &Launch) -> Result<RunOutput, String> {
             details()
         ));
     }
+    if local {
+        core_round_trip_ns.extend(core_latency::probe());
+    }
     Ok(RunOutput {
         mpi: l.lib.name.clone(),
         library_version,
@@ -250,6 +264,7 @@ pub fn launch(l: &Launch) -> Result<RunOutput, String> {
         kernel_args: l.kernel_args.clone(),
         seconds,
         records,
+        core_round_trip_ns,
     })
 }
 
