@@ -898,6 +898,9 @@ pub struct ModelResult {
     pub pingpong: Vec<Prediction>,
     /// Repetitions per ping-pong size (the most any size had).
     pub pingpong_repetitions: usize,
+    /// Cache-line round trips between the first two CPUs probed around the
+    /// ping-pong's launches, ns (see [`super::core_latency`]).
+    pub core_probes: Vec<f64>,
     /// (op, nodes, size, measured MRT, linear, tree) in seconds.
     pub collectives: Vec<(String, u64, u64, f64, f64, f64)>,
     /// Ping-pong sizes whose median is more than the target above their
@@ -1046,6 +1049,7 @@ pub fn fit(
                     .max()
             })
             .unwrap_or(0),
+        core_probes: Vec::new(),
         notes,
         measurements: Vec::new(),
     };
@@ -1217,14 +1221,9 @@ pub fn text(r: &ModelResult) -> String {
             m.machine.cores
         );
     }
-    let probes: Vec<f64> = r
-        .measurements
-        .iter()
-        .flat_map(|m| m.core_probes())
-        .collect();
-    if let Some(n) = super::core_latency::note(&probes) {
+    if let Some(n) = super::core_latency::note(&r.core_probes) {
         let _ = writeln!(o, "{n}");
-    } else if let Some(c) = super::core_latency::range_text(&probes) {
+    } else if let Some(c) = super::core_latency::range_text(&r.core_probes) {
         let _ = writeln!(o, "{c}");
     }
     if !r.pingpong.is_empty() {
@@ -1402,6 +1401,8 @@ struct Loaded {
     kernel: String,
     table: Table,
     protocols: Option<Protocols>,
+    /// The runs' cache-line round-trip probes, ns.
+    core_probes: Vec<f64>,
 }
 
 /// Loads `--json` documents of kernels (or of `tandem bench model`, whose
@@ -1462,10 +1463,18 @@ fn load_document(doc: &Value, mpi: &str) -> Result<Loaded, String> {
         libs.first().copied().unwrap_or(mpi)
     };
     let mut records = Vec::new();
+    let mut core_probes = Vec::new();
     for (i, r) in runs.iter().enumerate() {
         if r.get("mpi").and_then(Value::as_str) != Some(lib) {
             continue;
         }
+        core_probes.extend(
+            r.get("core_round_trip_ns")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_f64),
+        );
         for rec in r
             .get("records")
             .and_then(Value::as_array)
@@ -1520,6 +1529,7 @@ fn load_document(doc: &Value, mpi: &str) -> Result<Loaded, String> {
         table: analyze::analyse(&kernel, &records, &params),
         kernel,
         protocols: protocols_of(family, &lib_set, &transport)?,
+        core_probes,
     })
 }
 
@@ -1619,7 +1629,7 @@ pub fn command(a: &ModelArgs) -> Result<(), String> {
             None => set.push(w.clone()),
         }
     }
-    let (tables, measurements, mut notes, protocols) = if a.from.is_empty() {
+    let (tables, measurements, mut notes, protocols, core_probes) = if a.from.is_empty() {
         let lib = mpi::resolve(&a.mpi)?;
         let specs = specs(
             &lib,
@@ -1646,15 +1656,25 @@ pub fn command(a: &ModelArgs) -> Result<(), String> {
             .iter()
             .map(|r| (r.kernel.clone(), r.tables[0].1.clone()))
             .collect();
-        (tables, results, notes, protocols)
+        let probes = results
+            .iter()
+            .filter(|r| r.kernel == "pingpong")
+            .flat_map(|r| r.core_probes())
+            .collect();
+        (tables, results, notes, protocols, probes)
     } else {
         let loaded = load(&a.from, &a.mpi, transport.name())?;
         let protocols = loaded
             .iter()
             .find(|l| l.kernel == "pingpong")
             .and_then(|l| l.protocols.clone());
+        let probes = loaded
+            .iter()
+            .filter(|l| l.kernel == "pingpong")
+            .flat_map(|l| l.core_probes.iter().copied())
+            .collect();
         let tables = loaded.into_iter().map(|l| (l.kernel, l.table)).collect();
-        (tables, Vec::new(), Vec::new(), protocols)
+        (tables, Vec::new(), Vec::new(), protocols, probes)
     };
     let mut r = fit(
         &a.mpi,
@@ -1672,6 +1692,7 @@ pub fn command(a: &ModelArgs) -> Result<(), String> {
     notes.append(&mut r.notes);
     r.notes = notes;
     r.measurements = measurements;
+    r.core_probes = core_probes;
     print!("{}", text(&r));
     if let Some(p) = &a.json {
         let text =

@@ -477,6 +477,7 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
     for t in &transports {
         let transport = Transport::parse(t);
         let mut tables: BTreeMap<&str, Table> = BTreeMap::new();
+        let mut pingpong_probes: Vec<f64> = Vec::new();
         for p in plans(a)? {
             let mut params: BTreeMap<String, String> = p
                 .params
@@ -520,6 +521,9 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                             versions.push(v);
                         }
                     }
+                    if p.kernel.name == "pingpong" {
+                        pingpong_probes = res.core_probes();
+                    }
                     tables
                         .entry(p.kernel.name)
                         .or_insert_with(|| res.tables[0].1.clone());
@@ -540,7 +544,7 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                     .map(|(_, k, v)| (k, v))
                     .collect();
             let protocols = model::protocols_of(libs[0].family, &lib_set, &transport)?;
-            let m = model::fit(
+            let mut m = model::fit(
                 &libs[0].name,
                 protocols.as_ref(),
                 tables.get("pingpong"),
@@ -548,6 +552,7 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                 tables.get("overhead"),
                 tables.get("coll"),
             );
+            m.core_probes = std::mem::take(&mut pingpong_probes);
             models.push((t.clone(), m));
         }
     }
