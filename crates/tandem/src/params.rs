@@ -247,6 +247,12 @@ pub static REGISTRY: &[Param] = &[
         help: "SO_RCVBUF for TCP connections (0 = kernel default with auto-tuning)",
     },
     Param {
+        name: "tcp_congestion",
+        kind: Kind::Text,
+        default: "auto",
+        help: "congestion control of Tandem's TCP connections: auto = reno between the ranks of a one-host job (loopback has no network to share, and a pacing algorithm such as BBR, a common system default, slowed and reordered large transfers there), the system's default across hosts; system = always the system's default; or an algorithm's name (cubic, reno, bbr; one not loaded or not allowed leaves the system's default)",
+    },
+    Param {
         name: "tcp_port_range",
         kind: Kind::Text,
         default: "",

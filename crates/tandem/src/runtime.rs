@@ -11,7 +11,9 @@ use crate::params::Settings;
 use crate::progress::Engine;
 use crate::stats::Counters;
 use crate::transport::shm::ShmTransport;
-use crate::transport::tcp::{listen_ip, parse_port_range, Poller, TcpConfig, TcpTransport};
+use crate::transport::tcp::{
+    congestion_for, listen_ip, parse_port_range, Poller, TcpConfig, TcpTransport,
+};
 use crate::{coll, params};
 
 /// Names a communicator of a [`Runtime`].
@@ -86,18 +88,19 @@ impl Runtime {
         } else {
             None
         };
+        let tcp_ip = listen_ip(
+            settings.text("tcp_if_include"),
+            settings.text("tcp_if_exclude"),
+            job.hosts,
+            job.node_addr.as_deref(),
+        )
+        .map_err(config_error)?;
         let tcp = TcpTransport::new(
             TcpConfig {
                 rank: job.rank,
                 size: job.size,
                 secret: job.secret,
-                listen_ip: listen_ip(
-                    settings.text("tcp_if_include"),
-                    settings.text("tcp_if_exclude"),
-                    job.hosts,
-                    job.node_addr.as_deref(),
-                )
-                .map_err(config_error)?,
+                listen_ip: tcp_ip,
                 port_range: parse_port_range(settings.text("tcp_port_range"))
                     .map_err(config_error)?,
                 sndbuf: settings.uint("tcp_sndbuf") as usize,
@@ -106,6 +109,7 @@ impl Runtime {
                     n => n,
                 },
                 rcvbuf: settings.uint("tcp_rcvbuf") as usize,
+                congestion: congestion_for(settings.text("tcp_congestion"), tcp_ip),
                 connect_timeout: Duration::from_millis(settings.uint("connect_timeout_ms")),
                 poller: if settings.text("tcp_poller") == "select" {
                     Poller::Select

@@ -41,6 +41,9 @@ pub struct TcpConfig {
     /// Most bytes handed to one `sendmsg` (see the `tcp_send_chunk` parameter).
     pub send_chunk: usize,
     pub rcvbuf: usize,
+    /// Congestion control set on every connection (TCP_CONGESTION); `None`:
+    /// the system's default (see [`congestion_for`]).
+    pub congestion: Option<String>,
     pub connect_timeout: Duration,
     /// How sockets are watched.
     pub poller: Poller,
@@ -193,6 +196,21 @@ fn set_int_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_
             (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
+    }
+}
+
+/// The congestion control for connections from `listen_ip`, as the
+/// `tcp_congestion` parameter says; `None` keeps the system's default.
+/// `auto` picks reno on loopback (a one-host job): there is no network to
+/// share, and a pacing algorithm (BBR, a common default) held large transfers
+/// to its estimate of a bandwidth that ping-pongs never show it, and sent
+/// segments from two CPUs at once, whose reordering triggered spurious
+/// retransmissions. Reno is built into every kernel and allowed to every user.
+pub fn congestion_for(setting: &str, listen_ip: IpAddr) -> Option<String> {
+    match setting.trim() {
+        "auto" => listen_ip.is_loopback().then(|| "reno".to_string()),
+        "" | "system" => None,
+        name => Some(name.to_string()),
     }
 }
 
@@ -594,6 +612,21 @@ impl TcpTransport {
                 libc::SO_RCVBUF,
                 self.cfg.rcvbuf as libc::c_int,
             );
+        }
+        if let Some(name) = &self.cfg.congestion {
+            let name = name.as_bytes();
+            // SAFETY: `name` lives for the call and its length is passed; a
+            // refusal (an algorithm not loaded or not allowed) leaves the
+            // system's default.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::IPPROTO_TCP,
+                    libc::TCP_CONGESTION,
+                    name.as_ptr().cast(),
+                    name.len() as libc::socklen_t,
+                );
+            }
         }
     }
 
@@ -1582,6 +1615,14 @@ mod tests {
     }
 
     fn pair_polled_by(secret_of_1: [u8; 32], poller: Poller) -> (TcpTransport, TcpTransport) {
+        pair_with(secret_of_1, poller, None)
+    }
+
+    fn pair_with(
+        secret_of_1: [u8; 32],
+        poller: Poller,
+        congestion: Option<&str>,
+    ) -> (TcpTransport, TcpTransport) {
         let book: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(vec![String::new(); 2]));
         let make = |rank: u32, secret: [u8; 32]| {
             let book = book.clone();
@@ -1595,6 +1636,7 @@ mod tests {
                 // Small, so frames leave in pieces across calls.
                 send_chunk: 4096,
                 rcvbuf: 0,
+                congestion: congestion.map(str::to_string),
                 connect_timeout: Duration::from_secs(5),
                 poller,
                 timing: false,
@@ -1638,6 +1680,53 @@ mod tests {
             t0.progress(r0, 0);
             t1.progress(r1, 0);
         }
+    }
+
+    /// The congestion control of `t`'s connection to `peer`.
+    fn congestion_of(t: &TcpTransport, peer: u32) -> String {
+        let c = t.peers[peer as usize].conn.expect("connected");
+        let fd = t.conns[c].as_ref().unwrap().fd.as_raw_fd();
+        let mut name = [0u8; 16];
+        let mut len = name.len() as libc::socklen_t;
+        // SAFETY: `name` and `len` are valid for writes of the sizes given.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_CONGESTION,
+                name.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(r, 0, "getsockopt TCP_CONGESTION: {}", errno());
+        let name = &name[..len as usize];
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..end]).into_owned()
+    }
+
+    #[test]
+    fn congestion_control_is_reno_on_loopback_unless_asked_otherwise() {
+        let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let lan = IpAddr::V4(Ipv4Addr::new(10, 1, 2, 3));
+        assert_eq!(congestion_for("auto", lo).as_deref(), Some("reno"));
+        assert_eq!(
+            congestion_for("auto", lan),
+            None,
+            "across hosts: the system's"
+        );
+        assert_eq!(congestion_for("system", lo), None);
+        assert_eq!(congestion_for("", lo), None);
+        assert_eq!(congestion_for(" cubic ", lan).as_deref(), Some("cubic"));
+        // Both ends of a connection carry the choice: the connecting one
+        // and the accepting one.
+        let (mut t0, mut t1) = pair_with([7; 32], Poller::Epoll, Some("reno"));
+        let (mut r0, mut r1) = (Recorder::default(), Recorder::default());
+        t0.send(1, &eager(1, 3), b"abc".as_ptr(), 3, None).unwrap();
+        drive(&mut t0, &mut r0, &mut t1, &mut r1, |_, b| {
+            b.frames.len() == 1
+        });
+        assert_eq!(congestion_of(&t0, 1), "reno");
+        assert_eq!(congestion_of(&t1, 0), "reno");
     }
 
     #[test]
