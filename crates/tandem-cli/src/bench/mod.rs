@@ -474,9 +474,64 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
     })
 }
 
+/// Paired ratios of a comparison, keyed by (library, metric index, row
+/// key): the median over the rounds of the ratio between the library's
+/// launch and the first library's launch of the same round. Launches of
+/// one round run one after the other, so drift and machine states that
+/// last seconds (a VM's host moving its CPUs) hit both alike, where a
+/// ratio of medians pooled over all rounds can compare one library's fast
+/// state with the other's slow one.
+pub type PairedRatios = BTreeMap<(String, usize, String), f64>;
+
+pub fn paired_ratios(result: &KernelResult) -> PairedRatios {
+    let mut out = PairedRatios::new();
+    let Some(first) = result.runs.first().map(|r| r.mpi.clone()) else {
+        return out;
+    };
+    let launches_of =
+        |lib: &str| -> Vec<&RunOutput> { result.runs.iter().filter(|r| r.mpi == lib).collect() };
+    let base = launches_of(&first);
+    let mut libs: Vec<&str> = Vec::new();
+    for r in &result.runs {
+        if r.mpi != first && !libs.contains(&r.mpi.as_str()) {
+            libs.push(&r.mpi);
+        }
+    }
+    let table = |r: &RunOutput| analyze::analyse(&result.kernel, &r.records, &result.params);
+    let base_tables: Vec<Table> = base.iter().map(|r| table(r)).collect();
+    for lib in libs {
+        let mut ratios: BTreeMap<(usize, String), Vec<f64>> = BTreeMap::new();
+        // The k-th launch of each library belongs to the same round.
+        for (bt, run) in base_tables.iter().zip(launches_of(lib)) {
+            let t = table(run);
+            for row in &bt.rows {
+                let Some(other) = t.rows.iter().find(|o| o.key() == row.key()) else {
+                    continue;
+                };
+                for (mi, (a, b)) in row.values.iter().zip(&other.values).enumerate() {
+                    if let (Some(a), Some(b)) = (a, b) {
+                        if a.median != 0.0 && (b.median / a.median).is_finite() {
+                            ratios
+                                .entry((mi, row.key()))
+                                .or_default()
+                                .push(b.median / a.median);
+                        }
+                    }
+                }
+            }
+        }
+        for ((mi, key), mut v) in ratios {
+            v.sort_by(f64::total_cmp);
+            out.insert((lib.to_string(), mi, key), stats::median_sorted(&v));
+        }
+    }
+    out
+}
+
 /// Per metric, a table with each library's median and its ratio to the
-/// first library's.
-pub fn compare_text(tables: &[(String, &Table)]) -> String {
+/// first library's: the paired ratio where `paired` has one (see
+/// [`paired_ratios`]), else the ratio of the medians.
+pub fn compare_text(tables: &[(String, &Table)], paired: &PairedRatios) -> String {
     let Some((first_lib, first)) = tables.first() else {
         return String::new();
     };
@@ -494,7 +549,7 @@ pub fn compare_text(tables: &[(String, &Table)]) -> String {
             let key = r.key();
             let mut cells: Vec<String> = r.keys.iter().map(|(_, v)| v.clone()).collect();
             let base = r.values.get(mi).copied().flatten();
-            for (li, (_, t)) in tables.iter().enumerate() {
+            for (li, (lib, t)) in tables.iter().enumerate() {
                 let v = t
                     .rows
                     .iter()
@@ -502,11 +557,17 @@ pub fn compare_text(tables: &[(String, &Table)]) -> String {
                     .and_then(|o| o.values.get(mi).copied().flatten());
                 cells.push(output::cell(&v));
                 if li > 0 {
-                    cells.push(match (v, base) {
-                        (Some(v), Some(b)) if b.median != 0.0 => {
-                            format!("{:.2}x", v.median / b.median)
-                        }
-                        _ => "-".into(),
+                    let ratio =
+                        paired
+                            .get(&(lib.clone(), mi, key.clone()))
+                            .copied()
+                            .or(match (v, base) {
+                                (Some(v), Some(b)) if b.median != 0.0 => Some(v.median / b.median),
+                                _ => None,
+                            });
+                    cells.push(match ratio {
+                        Some(x) => format!("{x:.2}x"),
+                        None => "-".into(),
                     });
                 }
             }
@@ -515,8 +576,16 @@ pub fn compare_text(tables: &[(String, &Table)]) -> String {
         out.push_str(&output::layout(&header, &rows, first.key_names.len()));
         out.push('\n');
     }
+    let ratios_are = if paired.is_empty() {
+        "ratios are of the medians".to_string()
+    } else {
+        "ratios are paired: the median over the rounds of the ratio between the libraries' launches of \
+         one round, which run one after the other, so that drift and machine states lasting seconds hit \
+         both alike"
+            .to_string()
+    };
     out.push_str(&format!(
-        "median [{:.0}% confidence interval]; ratios are of medians ({}: lower is better for times, higher for throughput and availability)\n",
+        "median [{:.0}% confidence interval]; {ratios_are} ({}: lower is better for times, higher for throughput and availability)\n",
         stats::CI_LEVEL * 100.0,
         tables.iter().skip(1).map(|(l, _)| format!("{l}/{first_lib}")).collect::<Vec<_>>().join(", ")
     ));
@@ -643,7 +712,10 @@ fn kernel_command(
     if result.tables.len() == 1 {
         print!("{}", output::text_table(&result.tables[0].1));
     } else {
-        print!("{}", compare_text(&result.table_refs()));
+        print!(
+            "{}",
+            compare_text(&result.table_refs(), &paired_ratios(&result))
+        );
     }
     print!("{}", output::counters_text(&result.runs));
     use std::io::Write as _;
@@ -791,4 +863,74 @@ pub fn main(args: BenchArgs) -> i32 {
 
 fn kernel(name: &str) -> &'static Kernel {
     kernels::find(name).expect("kernel in the catalogue")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A launch of `mpi` whose ping-pong of 8 bytes took `us` per message.
+    fn launch(mpi: &str, us: f64) -> RunOutput {
+        RunOutput {
+            mpi: mpi.into(),
+            library_version: String::new(),
+            mpi_version: String::new(),
+            np: 2,
+            transport: "shm".into(),
+            command: String::new(),
+            kernel_args: vec![],
+            seconds: 0.0,
+            records: vec![serde_json::json!({
+                "type": "sample", "size": 8, "rep": 0, "iters": 1000, "n": 2000,
+                "t": us * 2000.0 * 1e-6
+            })],
+            core_round_trip_ns: vec![],
+        }
+    }
+
+    #[test]
+    fn paired_ratios_compare_launches_of_one_round() {
+        // Round 2 caught openmpi's launch in a state 4x slower; pooled
+        // medians would say openmpi is 8x slower, the rounds say 2x.
+        let rounds = [(1.0, 2.0), (1.0, 8.0), (4.0, 8.0)];
+        let runs: Vec<RunOutput> = rounds
+            .iter()
+            .flat_map(|&(t, o)| [launch("tandem", t), launch("openmpi", o)])
+            .collect();
+        let pooled = |lib: &str| {
+            let recs: Vec<Value> = runs
+                .iter()
+                .filter(|r| r.mpi == lib)
+                .flat_map(|r| r.records.clone())
+                .collect();
+            analyze::analyse("pingpong", &recs, &BTreeMap::new())
+        };
+        let result = KernelResult {
+            tandem_bench: 1,
+            kernel: "pingpong".into(),
+            machine: Machine::describe(),
+            np: 2,
+            transport: "shm".into(),
+            hosts: None,
+            params: BTreeMap::new(),
+            library_params: vec![],
+            tables: vec![
+                ("tandem".into(), pooled("tandem")),
+                ("openmpi".into(), pooled("openmpi")),
+            ],
+            runs,
+        };
+        let paired = paired_ratios(&result);
+        let key = result.tables[0].1.rows[0].key();
+        let latency = paired[&("openmpi".to_string(), 0, key.clone())];
+        assert!((latency - 2.0).abs() < 1e-9, "{latency}");
+        let throughput = paired[&("openmpi".to_string(), 1, key)];
+        assert!((throughput - 0.5).abs() < 1e-9, "{throughput}");
+        let text = compare_text(&result.table_refs(), &paired);
+        assert!(text.contains("2.00x") && !text.contains("8.00x"), "{text}");
+        assert!(text.contains("ratios are paired"), "{text}");
+        // Without pairing, the ratio of the pooled medians.
+        let unpaired = compare_text(&result.table_refs(), &PairedRatios::new());
+        assert!(unpaired.contains("8.00x"), "{unpaired}");
+    }
 }
