@@ -521,6 +521,12 @@ pub fn paired_ratios(result: &KernelResult) -> PairedRatios {
             }
         }
         for ((mi, key), mut v) in ratios {
+            // Most rounds must give a ratio (a figure that is 0 in the
+            // first library's launches, such as an availability, gives
+            // none); else the medians' ratio stands.
+            if 2 * v.len() < base_tables.len() {
+                continue;
+            }
             v.sort_by(f64::total_cmp);
             out.insert((lib.to_string(), mi, key), stats::median_sorted(&v));
         }
