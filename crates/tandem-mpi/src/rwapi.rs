@@ -186,14 +186,19 @@ impl RwState {
     /// A poll found nothing and moved nothing. A program polling in a loop
     /// must not starve the peer on a busy machine, nor the kernel thread
     /// that finishes loopback TCP deliveries: with TCP in use every
-    /// [`TCP_IDLE_POLLS_PER_YIELD`]th empty poll yields the CPU (as MPI's
-    /// waits do; yielding on every one made an 8-byte TCP round trip 7%
-    /// slower than MPI's), otherwise each one after a while of nothing.
+    /// [`TCP_IDLE_POLLS_PER_YIELD`]th empty poll yields the CPU, and only
+    /// that one, as MPI's waits do (yielding on every one made an 8-byte TCP
+    /// round trip 7% slower than MPI's, and yielding on every one after
+    /// [`IDLE_POLLS_BEFORE_YIELD`] made 4-32 KiB round trips 5-20% slower);
+    /// otherwise each one after a while of nothing.
     fn idle(&mut self, rt: &mut Runtime) {
         self.idle_polls = self.idle_polls.saturating_add(1);
-        let tcp_turn = rt.p2p().engine().tcp_active()
-            && self.idle_polls.is_multiple_of(TCP_IDLE_POLLS_PER_YIELD);
-        if self.idle_polls > IDLE_POLLS_BEFORE_YIELD || tcp_turn {
+        let yield_now = if rt.p2p().engine().tcp_active() {
+            self.idle_polls.is_multiple_of(TCP_IDLE_POLLS_PER_YIELD)
+        } else {
+            self.idle_polls > IDLE_POLLS_BEFORE_YIELD
+        };
+        if yield_now {
             std::thread::yield_now();
         }
     }
