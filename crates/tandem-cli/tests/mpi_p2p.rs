@@ -89,6 +89,8 @@ pass_tests! {
     probe_np2: "probe", 2;
     probe_np3: "probe", 3;
     probe_np4: "probe", 4;
+    mprobe_np2: "mprobe", 2;
+    mprobe_np3: "mprobe", 3;
     many_requests_np1: "many_requests", 1;
     many_requests_np2: "many_requests", 2;
     many_requests_np3: "many_requests", 3;
