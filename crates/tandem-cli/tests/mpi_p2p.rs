@@ -91,6 +91,9 @@ pass_tests! {
     probe_np4: "probe", 4;
     mprobe_np2: "mprobe", 2;
     mprobe_np3: "mprobe", 3;
+    isendrecv_np1: "isendrecv", 1;
+    isendrecv_np2: "isendrecv", 2;
+    isendrecv_np3: "isendrecv", 3;
     many_requests_np1: "many_requests", 1;
     many_requests_np2: "many_requests", 2;
     many_requests_np3: "many_requests", 3;

@@ -582,6 +582,107 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     })
 }
 
+/// A receive posted, then a send started, as one request (complete when
+/// both are); cancels the receive if the send could not start. `keep`
+/// lives in the request until then.
+fn start_pair(
+    s: &mut State,
+    recv: Started,
+    send: Result<Started, Fail>,
+    keep: Vec<u8>,
+) -> Result<MPI_Request, Fail> {
+    let send = match send {
+        Ok(x) => x,
+        Err(f) => {
+            // Nothing waits for this receive: take it back.
+            request::cancel_op(s, recv.op);
+            return Err(f);
+        }
+    };
+    let op = Op::Pair {
+        recv: Box::new(recv.op),
+        send: Box::new(send.op),
+        keep,
+    };
+    Ok(request::handle(s, recv.comm, op))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Isendrecv", |s| {
+        args::out_ptr(comm, request, "request")?;
+        // Both sides are checked before anything starts.
+        xfer::send_args(s, sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
+        let r = start_recv(s, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+        let sent = start_send(
+            s,
+            sendbuf,
+            sendcount,
+            sendtype,
+            dest,
+            sendtag,
+            comm,
+            SendMode::Standard,
+        );
+        let h = start_pair(s, r, sent, Vec::new())?;
+        // SAFETY: checked non-null; writable by the MPI contract.
+        unsafe { put(request, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Isendrecv_replace", |s| {
+        args::out_ptr(comm, request, "request")?;
+        xfer::send_args(s, buf, count, dt, dest, sendtag, comm)?;
+        let t = datatype::typed(comm, buf, count, dt)?;
+        // The outgoing data must survive the incoming message overwriting it.
+        // SAFETY: `buf` is valid as its datatype describes (MPI contract).
+        let copy = unsafe { t.pack() };
+        let r = start_recv(s, buf, count, dt, source, recvtag, comm)?;
+        // The copy's heap memory stays where it is when the vector moves
+        // into the request, which keeps it until the send completes.
+        let sent = start_send(
+            s,
+            copy.as_ptr().cast(),
+            copy.len() as c_int,
+            MPI_BYTE,
+            dest,
+            sendtag,
+            comm,
+            SendMode::Standard,
+        );
+        let h = start_pair(s, r, sent, copy)?;
+        // SAFETY: checked non-null; writable by the MPI contract.
+        unsafe { put(request, h) };
+        Ok(())
+    })
+}
+
 /// Writes the status of a completed request (the empty status for an
 /// inactive persistent one); its error field too for calls completing
 /// several (`multiple`).
