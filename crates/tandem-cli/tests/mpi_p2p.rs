@@ -112,6 +112,9 @@ pass_tests! {
     errors_np2: "errors", 2;
     errors_np3: "errors", 3;
     errors_np4: "errors", 4;
+    errhandlers_np1: "errhandlers", 1;
+    errhandlers_np2: "errhandlers", 2;
+    errhandlers_np3: "errhandlers", 3;
     init_query_np1: "init_query", 1;
     init_query_np2: "init_query", 2;
     init_query_np3: "init_query", 3;

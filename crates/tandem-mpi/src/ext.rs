@@ -16,6 +16,8 @@ pub struct Ext {
     /// Messages taken by a matched probe and not yet received: the
     /// communicator each came on, by the core's message id.
     pub messages: std::collections::HashMap<u64, crate::abi::MPI_Comm>,
+    /// Error handlers the application created.
+    pub errhandlers: crate::errhandler::Errhandlers,
 }
 
 /// What the MPI layer knows of a communicator beyond the runtime.
