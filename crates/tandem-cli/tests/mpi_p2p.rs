@@ -94,6 +94,9 @@ pass_tests! {
     isendrecv_np1: "isendrecv", 1;
     isendrecv_np2: "isendrecv", 2;
     isendrecv_np3: "isendrecv", 3;
+    request_status_np1: "request_status", 1;
+    request_status_np2: "request_status", 2;
+    request_status_np3: "request_status", 3;
     many_requests_np1: "many_requests", 1;
     many_requests_np2: "many_requests", 2;
     many_requests_np3: "many_requests", 3;

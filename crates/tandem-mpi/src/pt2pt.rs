@@ -777,6 +777,216 @@ pub unsafe extern "C" fn MPI_Test(
     })
 }
 
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status", |s| {
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        if request == MPI_REQUEST_NULL {
+            // SAFETY: checked non-null / MPI contract.
+            unsafe {
+                put(flag, 1);
+                write_empty_status(status);
+            }
+            return Ok(());
+        }
+        let r = request::classify(s, request)?;
+        if !request::is_ready(s, r) {
+            request::poll(s);
+        }
+        if !request::is_ready(s, r) {
+            // SAFETY: checked non-null.
+            unsafe { put(flag, 0) };
+            return Ok(());
+        }
+        // As MPI_Test, but the request stays as it is.
+        let st = request::peek(s, r);
+        // SAFETY: checked non-null / MPI contract.
+        unsafe {
+            put(flag, 1);
+            match &st {
+                Some(st) => write_status(status, st),
+                None => write_empty_status(status),
+            }
+        }
+        match st.and_then(|st| st.error) {
+            Some(error) => Err(Fail {
+                comm: request::comm_of(s, r),
+                error,
+            }),
+            None => Ok(()),
+        }
+    })
+}
+
+/// The status of ready request `r` (left in place), written into `status`
+/// (with its error field for calls about several requests); its error.
+///
+/// # Safety
+/// `status` is null or writable.
+unsafe fn peek_into(
+    s: &mut State,
+    r: Req,
+    status: *mut MPI_Status,
+    multiple: bool,
+) -> Option<Fail> {
+    let st = request::peek(s, r);
+    // SAFETY: the caller's promise.
+    unsafe {
+        match &st {
+            Some(st) if multiple => write_status_and_error(status, st),
+            Some(st) => write_status(status, st),
+            None => write_empty_status(status),
+        }
+    }
+    let comm = request::comm_of(s, r);
+    st.and_then(|st| st.error).map(|error| Fail { comm, error })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_all(
+    count: c_int,
+    requests: *const MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status_all", |s| {
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        // SAFETY: MPI contract: `count` entries, only read.
+        let ids = unsafe { request_array(s, count, requests.cast_mut())? };
+        request::poll(s);
+        let all = ids.iter().flatten().all(|&r| request::is_ready(s, r));
+        // SAFETY: checked non-null.
+        unsafe { put(flag, c_int::from(all)) };
+        if !all {
+            return Ok(());
+        }
+        let mut first = None;
+        for (i, id) in ids.into_iter().enumerate() {
+            if statuses.is_null() && id.is_none() {
+                continue;
+            }
+            // Null stays null (ignored); entry `i < count` otherwise.
+            let slot = if statuses.is_null() {
+                statuses
+            } else {
+                statuses.wrapping_add(i)
+            };
+            match id {
+                Some(r) => {
+                    // SAFETY: `slot` is null (ignored) or entry `i` of `count`.
+                    if let Some(f) = unsafe { peek_into(s, r, slot, true) } {
+                        first.get_or_insert(f);
+                    }
+                }
+                // SAFETY: statuses are not ignored here: entry `i` of `count`.
+                None => unsafe { write_empty_status(slot) },
+            }
+        }
+        in_status(first)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_any(
+    count: c_int,
+    requests: *const MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status_any", |s| {
+        args::out_ptr(MPI_COMM_WORLD, index, "index")?;
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        // SAFETY: MPI contract: `count` entries, only read.
+        let ids = unsafe { request_array(s, count, requests.cast_mut())? };
+        if ids.iter().all(Option::is_none) {
+            // SAFETY: checked non-null / MPI contract.
+            unsafe {
+                put(index, MPI_UNDEFINED);
+                put(flag, 1);
+                write_empty_status(status);
+            }
+            return Ok(());
+        }
+        request::poll(s);
+        let found = ids
+            .iter()
+            .position(|id| id.is_some_and(|r| request::is_ready(s, r)));
+        let Some(i) = found else {
+            // SAFETY: checked non-null.
+            unsafe {
+                put(index, MPI_UNDEFINED);
+                put(flag, 0);
+            }
+            return Ok(());
+        };
+        let r = ids[i].expect("position found a live request");
+        // SAFETY: checked non-null / MPI contract.
+        let err = unsafe {
+            put(index, i as c_int);
+            put(flag, 1);
+            peek_into(s, r, status, false)
+        };
+        err.map_or(Ok(()), Err)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_some(
+    incount: c_int,
+    requests: *const MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status_some", |s| {
+        args::out_ptr(MPI_COMM_WORLD, outcount, "outcount")?;
+        // SAFETY: MPI contract: `incount` entries, only read.
+        let ids = unsafe { request_array(s, incount, requests.cast_mut())? };
+        if ids.iter().all(Option::is_none) {
+            // SAFETY: checked non-null.
+            unsafe { put(outcount, MPI_UNDEFINED) };
+            return Ok(());
+        }
+        if indices.is_null() {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Arg,
+                "NULL indices array",
+            ));
+        }
+        request::poll(s);
+        let mut n = 0usize;
+        let mut first = None;
+        for (i, id) in ids.iter().enumerate() {
+            let Some(r) = *id else { continue };
+            if !request::is_ready(s, r) {
+                continue;
+            }
+            // SAFETY: `n <= i < incount`; arrays have `incount` entries.
+            unsafe {
+                *indices.add(n) = i as c_int;
+                let slot = if statuses.is_null() {
+                    statuses
+                } else {
+                    statuses.add(n)
+                };
+                if let Some(f) = peek_into(s, r, slot, true) {
+                    first.get_or_insert(f);
+                }
+            }
+            n += 1;
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(outcount, n as c_int) };
+        in_status(first)
+    })
+}
+
 /// Reads and validates an array of request handles; `None` entries are
 /// null handles or inactive persistent requests.
 ///

@@ -98,6 +98,45 @@ impl Op {
         }
     }
 
+    /// The status of a completed operation, which stays in flight until
+    /// released (`MPI_Request_get_status`). A staged receive unpacks its
+    /// data now, so that the buffer holds it as the completion says.
+    fn peek(&mut self, rt: &mut Runtime) -> Status {
+        match self {
+            Op::P2p(id) => rt.p2p_ref().peek_status(*id).unwrap_or_default(),
+            Op::Staged {
+                inner,
+                staging,
+                unpack,
+            } => {
+                let st = rt.p2p_ref().peek_status(*inner).unwrap_or_default();
+                if !st.cancelled {
+                    if let Some(t) = unpack.take() {
+                        // SAFETY: as in `finish`; `take` makes it happen once.
+                        unsafe { t.unpack(&staging[..st.count.min(staging.len())]) };
+                    }
+                }
+                st
+            }
+            Op::Coll(id) => Status {
+                error: rt
+                    .colls_mut()
+                    .schedule_mut(*id)
+                    .and_then(|s| s.error().cloned()),
+                ..Status::default()
+            },
+            Op::Done(st) => st.clone(),
+            Op::Pair { recv, send, .. } => {
+                let mut st = recv.peek(rt);
+                let sent = send.peek(rt);
+                if st.error.is_none() {
+                    st.error = sent.error;
+                }
+                st
+            }
+        }
+    }
+
     fn cancel(&self, rt: &mut Runtime) {
         match self {
             Op::P2p(id) | Op::Staged { inner: id, .. } => {
@@ -332,6 +371,22 @@ pub fn complete(s: &mut State, r: Req) -> Completed {
                 status,
                 keep: false,
                 comm,
+            }
+        }
+    }
+}
+
+/// `MPI_Request_get_status` of a request [`ready`] says is complete: its
+/// status (`None`: an inactive persistent request, the empty status),
+/// leaving it in place.
+pub fn peek(s: &mut State, r: Req) -> Option<Status> {
+    match r {
+        Req::P2p(id) => Some(s.rt.p2p_ref().peek_status(id).unwrap_or_default()),
+        Req::Ext(i) => {
+            let State { rt, ext, .. } = s;
+            match &mut ext.reqs.entries[i].1.as_mut()?.slot {
+                Slot::Active(op) => Some(op.peek(rt)),
+                Slot::Persistent { active, .. } => active.as_mut().map(|op| op.peek(rt)),
             }
         }
     }

@@ -1207,6 +1207,15 @@ impl P2p {
         self.m.reqs.get(id).is_some()
     }
 
+    /// The status of a finished request, which stays (`MPI_Request_get_status`).
+    pub fn peek_status(&self, id: ReqId) -> Option<Status> {
+        self.m
+            .reqs
+            .get(id)
+            .filter(|r| r.stage == Stage::Complete)
+            .map(|r| r.status.clone())
+    }
+
     /// Completes and releases a finished request, returning its status.
     #[inline]
     pub fn take_if_complete(&mut self, id: ReqId) -> Option<Status> {
