@@ -111,6 +111,9 @@ pass_tests! {
     comm_dup_np2: "comm_dup", 2;
     comm_dup_np3: "comm_dup", 3;
     comm_dup_np4: "comm_dup", 4;
+    comm_create_group_np1: "comm_create_group", 1;
+    comm_create_group_np3: "comm_create_group", 3;
+    comm_create_group_np4: "comm_create_group", 4;
     errors_np1: "errors", 1;
     errors_np2: "errors", 2;
     errors_np3: "errors", 3;
