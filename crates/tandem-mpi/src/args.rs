@@ -120,29 +120,55 @@ pub unsafe fn put<T>(p: *mut T, v: T) {
     unsafe { p.write(v) }
 }
 
-/// Fills an `MPI_Status` (if not `MPI_STATUS_IGNORE`).
+/// Fills an `MPI_Status` (if not `MPI_STATUS_IGNORE`) but its error
+/// field, which only calls completing several operations set (the
+/// standard: single-completion calls leave it as it was).
 ///
 /// # Safety
-/// `status` must be null or valid for a write of `MPI_Status`.
+/// `status` must be null or valid for writes of `MPI_Status`.
 pub unsafe fn write_status(status: *mut MPI_Status, st: &Status) {
+    // SAFETY: the caller's promise.
+    unsafe { write_fields(status, st, None) }
+}
+
+/// [`write_status`] for calls completing several operations: the error
+/// field too.
+///
+/// # Safety
+/// As [`write_status`].
+pub unsafe fn write_status_and_error(status: *mut MPI_Status, st: &Status) {
+    let error = st.error.as_ref().map_or(MPI_SUCCESS, |e| e.class.code());
+    // SAFETY: the caller's promise.
+    unsafe { write_fields(status, st, Some(error)) }
+}
+
+/// Writes the fields of a status, the error field only when given (the
+/// others are written one by one: the error field, never read, may be
+/// uninitialized memory).
+///
+/// # Safety
+/// As [`write_status`].
+unsafe fn write_fields(status: *mut MPI_Status, st: &Status, error: Option<c_int>) {
     if status.is_null() {
         return;
     }
     let count = st.count as u64;
-    let s = MPI_Status {
-        MPI_SOURCE: st.source.map_or(MPI_PROC_NULL, |r| r as c_int),
-        MPI_TAG: st.tag.unwrap_or(MPI_ANY_TAG),
-        MPI_ERROR: st.error.as_ref().map_or(MPI_SUCCESS, |e| e.class.code()),
-        internal: [
-            count as u32 as c_int,
-            (count >> 32) as u32 as c_int,
-            c_int::from(st.cancelled),
-            0,
-            0,
-        ],
-    };
-    // SAFETY: the caller's promise.
-    unsafe { status.write(s) }
+    let internal = [
+        count as u32 as c_int,
+        (count >> 32) as u32 as c_int,
+        c_int::from(st.cancelled),
+        0,
+        0,
+    ];
+    // SAFETY: the caller's promise: valid for writes of a whole status.
+    unsafe {
+        (&raw mut (*status).MPI_SOURCE).write(st.source.map_or(MPI_PROC_NULL, |r| r as c_int));
+        (&raw mut (*status).MPI_TAG).write(st.tag.unwrap_or(MPI_ANY_TAG));
+        (&raw mut (*status).internal).write(internal);
+        if let Some(e) = error {
+            (&raw mut (*status).MPI_ERROR).write(e);
+        }
+    }
 }
 
 /// The status of an operation on `MPI_REQUEST_NULL` (the standard's empty status).

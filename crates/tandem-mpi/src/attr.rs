@@ -78,6 +78,11 @@ static UNIVERSE_SIZE: AtomicI32 = AtomicI32::new(1);
 static APPNUM: AtomicI32 = AtomicI32::new(0);
 static LASTUSEDCODE: AtomicI32 = AtomicI32::new(MPI_ERR_LASTCODE);
 
+/// Sets the value of `MPI_LASTUSEDCODE` (error codes were added or removed).
+pub fn set_last_used_code(code: c_int) {
+    LASTUSEDCODE.store(code, Ordering::Relaxed);
+}
+
 fn predefined(s: &State, k: c_int) -> Option<*mut c_void> {
     let v: &AtomicI32 = match k {
         MPI_TAG_UB => &TAG_UB,

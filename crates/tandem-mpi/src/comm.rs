@@ -253,6 +253,39 @@ pub unsafe extern "C" fn MPI_Comm_create(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_group(
+    comm: MPI_Comm,
+    group_: MPI_Group,
+    tag: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Comm_create_group", |s| {
+        args::out_ptr(comm, newcomm, "newcomm")?;
+        let id = args::comm(s, comm)?;
+        let g = group::members(s, group_).map_err(|f| Fail { comm, ..f })?;
+        let tag = args::send_tag(comm, tag)?;
+        let parent = s.rt.comm(id).map_err(fail(comm))?.group.clone();
+        if let Some(w) = g.iter().find(|w| !parent.contains(w)) {
+            return Err(Fail::new(
+                comm,
+                ErrorClass::Group,
+                format!("world rank {w} of the group is not in the communicator"),
+            ));
+        }
+        // Only the group's members take part; others get MPI_COMM_NULL.
+        let new = if g.contains(&s.rt.rank()) {
+            Some(s.rt.comm_create_group(id, g, tag).map_err(fail(comm))?)
+        } else {
+            None
+        };
+        let h = register(s, id, new, CommExt::default());
+        // SAFETY: checked non-null.
+        unsafe { put(newcomm, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_compare(
     comm1: MPI_Comm,
     comm2: MPI_Comm,

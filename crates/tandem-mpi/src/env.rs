@@ -13,8 +13,8 @@ use tandem::ErrorClass;
 
 use crate::abi::*;
 use crate::args::{self, put};
-use crate::errhandler;
 use crate::state::{self, call, call_stateless, Fail, State};
+use crate::{errcodes, errhandler};
 
 /// Thread support Tandem provides: one thread in the library at a time.
 const THREAD_LEVEL: c_int = MPI_THREAD_SERIALIZED;
@@ -258,7 +258,11 @@ pub unsafe extern "C" fn MPI_Comm_set_errhandler(
 ) -> c_int {
     call("MPI_Comm_set_errhandler", |s| {
         let id = args::comm(s, comm)?;
-        if !errhandler::is_valid(errhandler) {
+        if !s
+            .ext
+            .errhandlers
+            .valid_for(errhandler, errhandler::Kind::Comm)
+        {
             return Err(Fail::new(
                 comm,
                 ErrorClass::Arg,
@@ -279,6 +283,7 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(
         args::out_ptr(comm, errhandler, "errhandler")?;
         let id = args::comm(s, comm)?;
         let h = s.entry(id).errhandler;
+        s.ext.errhandlers.add_ref(h);
         // SAFETY: checked non-null.
         unsafe { put(errhandler, h) };
         Ok(())
@@ -287,11 +292,61 @@ pub unsafe extern "C" fn MPI_Comm_get_errhandler(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
-    call("MPI_Errhandler_free", |_| {
+    call("MPI_Errhandler_free", |s| {
         args::out_ptr(MPI_COMM_WORLD, errhandler, "errhandler")?;
-        // Predefined handlers are never destroyed; the handle is reset as the standard says.
+        // SAFETY: checked non-null; readable by the MPI contract.
+        let h = unsafe { *errhandler };
+        // Predefined handlers are never destroyed; objects keep using a
+        // freed user handler. The handle is reset as the standard says.
+        if !s.ext.errhandlers.release(h) {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Arg,
+                format!("invalid error handler {h:#x}"),
+            ));
+        }
         // SAFETY: checked non-null.
         unsafe { put(errhandler, MPI_ERRHANDLER_NULL) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_create_errhandler(
+    comm_errhandler_fn: Option<MPI_Comm_errhandler_function>,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    call("MPI_Comm_create_errhandler", |s| {
+        args::out_ptr(MPI_COMM_WORLD, errhandler, "errhandler")?;
+        let Some(func) = comm_errhandler_fn else {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Arg,
+                "NULL error handler function",
+            ));
+        };
+        let h = s.ext.errhandlers.create(errhandler::Kind::Comm, func);
+        // SAFETY: checked non-null.
+        unsafe { put(errhandler, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_call_errhandler(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    call("MPI_Comm_call_errhandler", |s| {
+        let id = args::comm(s, comm)?;
+        let handler = s.entry(id).errhandler;
+        let why = format!("error code {errorcode} raised by MPI_Comm_call_errhandler");
+        errhandler::invoke(
+            s,
+            "MPI_Comm_call_errhandler",
+            handler,
+            comm,
+            errorcode,
+            &why,
+        );
+        // The handler was called (or returns): the call itself succeeded.
         Ok(())
     })
 }
@@ -306,10 +361,13 @@ pub unsafe extern "C" fn MPI_Error_string(
         if string.is_null() || resultlen.is_null() {
             return MPI_ERR_ARG;
         }
-        let Some(text) = error_class_description(errorcode) else {
-            return MPI_ERR_ARG;
+        let full = match error_class_description(errorcode) {
+            Some(text) => format!("{}: {text}", errhandler::class_name(errorcode)),
+            None => match errcodes::added_string(errorcode) {
+                Some(text) => text,
+                None => return MPI_ERR_ARG,
+            },
         };
-        let full = format!("{}: {text}", errhandler::class_name(errorcode));
         // SAFETY: the standard requires MPI_MAX_ERROR_STRING bytes.
         unsafe { write_c_string(&full, string, MPI_MAX_ERROR_STRING, resultlen) };
         MPI_SUCCESS
@@ -319,12 +377,82 @@ pub unsafe extern "C" fn MPI_Error_string(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
     call_stateless("MPI_Error_class", || {
-        if errorclass.is_null() || error_class_description(errorcode).is_none() {
+        if errorclass.is_null() {
             return MPI_ERR_ARG;
         }
-        // Tandem's error codes are its error classes.
+        // Tandem's own error codes are their error classes.
+        let Some(class) = errcodes::class_of(errorcode) else {
+            return MPI_ERR_ARG;
+        };
         // SAFETY: checked non-null.
-        unsafe { put(errorclass, errorcode) };
+        unsafe { put(errorclass, class) };
         MPI_SUCCESS
+    })
+}
+
+/// An argument error of the error-code calls (raised on `MPI_COMM_WORLD`).
+fn code_fail(why: impl Into<String>) -> Fail {
+    Fail::new(MPI_COMM_WORLD, ErrorClass::Arg, why)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
+    call("MPI_Add_error_class", |_| {
+        args::out_ptr(MPI_COMM_WORLD, errorclass, "errorclass")?;
+        let class = errcodes::add_class().map_err(code_fail)?;
+        // SAFETY: checked non-null.
+        unsafe { put(errorclass, class) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
+    call("MPI_Add_error_code", |_| {
+        args::out_ptr(MPI_COMM_WORLD, errorcode, "errorcode")?;
+        let code = errcodes::add_code(errorclass).map_err(code_fail)?;
+        // SAFETY: checked non-null.
+        unsafe { put(errorcode, code) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
+    call("MPI_Add_error_string", |_| {
+        if string.is_null() {
+            return Err(code_fail("NULL string"));
+        }
+        // SAFETY: checked non-null; a C string by the MPI contract.
+        let text = unsafe { std::ffi::CStr::from_ptr(string) };
+        if text.to_bytes().len() >= MPI_MAX_ERROR_STRING {
+            return Err(code_fail(format!(
+                "an error string of {} bytes: at most {} fit MPI_MAX_ERROR_STRING",
+                text.to_bytes().len(),
+                MPI_MAX_ERROR_STRING - 1
+            )));
+        }
+        errcodes::set_string(errorcode, text.to_string_lossy().into_owned()).map_err(code_fail)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
+    call("MPI_Remove_error_class", |_| {
+        errcodes::remove_class(errorclass).map_err(code_fail)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
+    call("MPI_Remove_error_code", |_| {
+        errcodes::remove_code(errorcode).map_err(code_fail)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
+    call("MPI_Remove_error_string", |_| {
+        errcodes::remove_string(errorcode).map_err(code_fail)
     })
 }

@@ -2,6 +2,7 @@
 //! function and the reason, then ends the job; `MPI_ERRORS_RETURN` hands the
 //! error class back to the caller.
 
+use std::cell::Cell;
 use std::os::raw::c_int;
 
 use crate::abi::*;
@@ -102,24 +103,54 @@ pub fn fatal_without_state(func: &str, why: &str) -> ! {
 /// Hands an error to the handler of its communicator (errors on an invalid
 /// communicator go to `MPI_COMM_SELF`'s, as the standard says).
 pub fn raise(state: &mut State, func: &str, fail: Fail) -> c_int {
-    let handler = match state.comm_id(fail.comm) {
-        Ok(id) => state.entry(id).errhandler,
-        Err(_) => state.entry(tandem::SELF).errhandler,
+    let (handler, target) = match state.comm_id(fail.comm) {
+        Ok(id) => (state.entry(id).errhandler, fail.comm),
+        Err(_) => (state.entry(tandem::SELF).errhandler, MPI_COMM_SELF),
     };
-    raise_to(state, func, handler, fail)
+    raise_to(state, func, handler, target, fail)
 }
 
-/// Hands an error to `handler`.
-pub fn raise_to(state: &mut State, func: &str, handler: MPI_Errhandler, fail: Fail) -> c_int {
-    let class = fail.error.class.code();
+/// Hands an error to `handler`, the handler of the communicator or window
+/// `target`; the code the call returns.
+pub fn raise_to(
+    state: &mut State,
+    func: &str,
+    handler: MPI_Errhandler,
+    target: usize,
+    fail: Fail,
+) -> c_int {
+    let code = fail.error.class.code();
+    invoke(state, func, handler, target, code, &fail.error.message)
+}
+
+/// Runs `handler` for error `code` on the communicator or window `target`;
+/// the code the call returns. A user's handler runs once the calling
+/// thread has left the library (see [`run_pending`]), so that it may make
+/// MPI calls.
+pub fn invoke(
+    state: &mut State,
+    func: &str,
+    handler: MPI_Errhandler,
+    target: usize,
+    code: c_int,
+    why: &str,
+) -> c_int {
     if handler == MPI_ERRORS_RETURN {
-        return class;
+        return code;
     }
+    if let Some(h) = state.ext.errhandlers.get(handler) {
+        PENDING.with(|p| p.set(Some((h.func, target, code))));
+        return code;
+    }
+    let class = crate::errcodes::class_of(code).unwrap_or(code);
+    let name = match crate::errcodes::added_string(code) {
+        Some(text) if !text.is_empty() => format!("error class {class}: {}", text.trim_end()),
+        Some(_) => format!("error class {class}"),
+        None => class_name(class).to_string(),
+    };
     report(format!(
-        "tandem: rank {}: fatal error in {func}: {} ({})",
+        "tandem: rank {}: fatal error in {func}: {why} ({name})",
         state.rt.rank(),
-        fail.error.message,
-        class_name(class)
     ));
     if class == MPI_ERR_PROC_ABORTED && std::env::var_os(tandem::bootstrap::env::ADDR).is_some() {
         // A peer died first: give the launcher time to report that rank (it
@@ -127,11 +158,109 @@ pub fn raise_to(state: &mut State, func: &str, handler: MPI_Errhandler, fail: Fa
         std::thread::sleep(std::time::Duration::from_secs(3));
     }
     // Exiting without MPI_Finalize makes the launcher stop the other ranks.
-    std::process::exit(class)
+    // An exit status keeps 8 bits: a class the application added (above
+    // MPI_ERR_LASTCODE) could read as success.
+    std::process::exit(if (1..=255).contains(&class) {
+        class
+    } else {
+        MPI_ERR_OTHER
+    })
 }
 
-/// Whether `h` is an error handler Tandem knows.
-pub fn is_valid(h: MPI_Errhandler) -> bool {
+/// A user's error handler to call, with its object and error code.
+type PendingCall = (MPI_Comm_errhandler_function, usize, c_int);
+
+thread_local! {
+    /// The user's error handler [`invoke`] chose, until the library is left.
+    static PENDING: Cell<Option<PendingCall>> = const { Cell::new(None) };
+}
+
+/// Calls the user's error handler chosen inside the library, if any; the
+/// caller holds the library no longer.
+pub fn run_pending() {
+    if let Some((func, target, code)) = PENDING.with(Cell::take) {
+        let mut object = target;
+        let mut code = code;
+        // SAFETY: `func` is the handler the application registered, with
+        // the signature the standard gives it (MPI_Comm and MPI_Win are both
+        // handle-sized); its variadic part gets no arguments.
+        unsafe { func(&mut object, &mut code) };
+    }
+}
+
+/// What an error handler may be attached to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Comm,
+    Win,
+}
+
+/// An error handler the application created.
+struct UserErrhandler {
+    kind: Kind,
+    func: MPI_Comm_errhandler_function,
+    /// Handles the application holds (created or returned by a `get`);
+    /// at 0 the handle can no longer be attached. Objects it is attached
+    /// to keep using it: entries are never reused.
+    refs: u32,
+}
+
+/// First handle value of user error handlers: far above the predefined ones.
+const USER_BASE: MPI_Errhandler = 0x10000;
+
+/// The error handlers the application created, by handle.
+#[derive(Default)]
+pub struct Errhandlers(Vec<UserErrhandler>);
+
+impl Errhandlers {
+    fn get(&self, h: MPI_Errhandler) -> Option<&UserErrhandler> {
+        self.0.get(h.checked_sub(USER_BASE)?)
+    }
+
+    fn get_mut(&mut self, h: MPI_Errhandler) -> Option<&mut UserErrhandler> {
+        self.0.get_mut(h.checked_sub(USER_BASE)?)
+    }
+
+    /// A new handler of `kind` calling `func`.
+    pub fn create(&mut self, kind: Kind, func: MPI_Comm_errhandler_function) -> MPI_Errhandler {
+        self.0.push(UserErrhandler {
+            kind,
+            func,
+            refs: 1,
+        });
+        USER_BASE + self.0.len() - 1
+    }
+
+    /// Whether `h` may be attached to an object of `kind`.
+    pub fn valid_for(&self, h: MPI_Errhandler, kind: Kind) -> bool {
+        is_predefined(h) || self.get(h).is_some_and(|u| u.kind == kind && u.refs > 0)
+    }
+
+    /// One more handle the application holds (it got `h` from a `get`).
+    pub fn add_ref(&mut self, h: MPI_Errhandler) {
+        if let Some(u) = self.get_mut(h) {
+            u.refs = u.refs.saturating_add(1);
+        }
+    }
+
+    /// `MPI_Errhandler_free`: false if `h` names no handler the
+    /// application holds.
+    pub fn release(&mut self, h: MPI_Errhandler) -> bool {
+        if is_predefined(h) {
+            return true;
+        }
+        match self.get_mut(h) {
+            Some(u) if u.refs > 0 => {
+                u.refs -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether `h` is one of the predefined error handlers.
+pub fn is_predefined(h: MPI_Errhandler) -> bool {
     matches!(
         h,
         MPI_ERRORS_ARE_FATAL | MPI_ERRORS_RETURN | MPI_ERRORS_ABORT

@@ -13,6 +13,11 @@ pub struct Ext {
     pub keyvals: crate::attr::Keyvals,
     pub infos: crate::info::InfoTable,
     pub bsend: crate::bsend::Bsend,
+    /// Messages taken by a matched probe and not yet received: the
+    /// communicator each came on, by the core's message id.
+    pub messages: std::collections::HashMap<u64, crate::abi::MPI_Comm>,
+    /// Error handlers the application created.
+    pub errhandlers: crate::errhandler::Errhandlers,
 }
 
 /// What the MPI layer knows of a communicator beyond the runtime.

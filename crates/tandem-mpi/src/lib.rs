@@ -14,6 +14,7 @@ mod coll;
 mod comm;
 mod datatype;
 mod env;
+mod errcodes;
 mod errhandler;
 mod ext;
 mod group;

@@ -10,11 +10,11 @@
 
 use std::os::raw::{c_int, c_void};
 
-use tandem::p2p::{Envelope, ReqId, SendMode, Status};
+use tandem::p2p::{Envelope, MsgId, ReqId, SendMode, Status};
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
-use crate::args::{self, put, write_empty_status, write_status, Source};
+use crate::args::{self, put, write_empty_status, write_status, write_status_and_error, Source};
 use crate::datatype;
 use crate::request::{self, Op, Req};
 use crate::state::{self, call, Fail, Outcome, State};
@@ -582,15 +582,118 @@ pub unsafe extern "C" fn MPI_Sendrecv_replace(
     })
 }
 
+/// A receive posted, then a send started, as one request (complete when
+/// both are); cancels the receive if the send could not start. `keep`
+/// lives in the request until then.
+fn start_pair(
+    s: &mut State,
+    recv: Started,
+    send: Result<Started, Fail>,
+    keep: Vec<u8>,
+) -> Result<MPI_Request, Fail> {
+    let send = match send {
+        Ok(x) => x,
+        Err(f) => {
+            // Nothing waits for this receive: take it back.
+            request::cancel_op(s, recv.op);
+            return Err(f);
+        }
+    };
+    let op = Op::Pair {
+        recv: Box::new(recv.op),
+        send: Box::new(send.op),
+        keep,
+    };
+    Ok(request::handle(s, recv.comm, op))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv(
+    sendbuf: *const c_void,
+    sendcount: c_int,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: c_int,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Isendrecv", |s| {
+        args::out_ptr(comm, request, "request")?;
+        // Both sides are checked before anything starts.
+        xfer::send_args(s, sendbuf, sendcount, sendtype, dest, sendtag, comm)?;
+        let r = start_recv(s, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+        let sent = start_send(
+            s,
+            sendbuf,
+            sendcount,
+            sendtype,
+            dest,
+            sendtag,
+            comm,
+            SendMode::Standard,
+        );
+        let h = start_pair(s, r, sent, Vec::new())?;
+        // SAFETY: checked non-null; writable by the MPI contract.
+        unsafe { put(request, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Isendrecv_replace(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Isendrecv_replace", |s| {
+        args::out_ptr(comm, request, "request")?;
+        xfer::send_args(s, buf, count, dt, dest, sendtag, comm)?;
+        let t = datatype::typed(comm, buf, count, dt)?;
+        // The outgoing data must survive the incoming message overwriting it.
+        // SAFETY: `buf` is valid as its datatype describes (MPI contract).
+        let copy = unsafe { t.pack() };
+        let r = start_recv(s, buf, count, dt, source, recvtag, comm)?;
+        // The copy's heap memory stays where it is when the vector moves
+        // into the request, which keeps it until the send completes.
+        let sent = start_send(
+            s,
+            copy.as_ptr().cast(),
+            copy.len() as c_int,
+            MPI_BYTE,
+            dest,
+            sendtag,
+            comm,
+            SendMode::Standard,
+        );
+        let h = start_pair(s, r, sent, copy)?;
+        // SAFETY: checked non-null; writable by the MPI contract.
+        unsafe { put(request, h) };
+        Ok(())
+    })
+}
+
 /// Writes the status of a completed request (the empty status for an
-/// inactive persistent one).
+/// inactive persistent one); its error field too for calls completing
+/// several (`multiple`).
 ///
 /// # Safety
 /// As [`write_status`].
-unsafe fn write_completed(status: *mut MPI_Status, done: &request::Completed) {
+unsafe fn write_completed(status: *mut MPI_Status, done: &request::Completed, multiple: bool) {
     // SAFETY: the caller's promise.
     unsafe {
         match &done.status {
+            Some(st) if multiple => write_status_and_error(status, st),
             Some(st) => write_status(status, st),
             None => write_empty_status(status),
         }
@@ -627,7 +730,7 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
             if !done.keep {
                 put(request, MPI_REQUEST_NULL);
             }
-            write_completed(status, &done);
+            write_completed(status, &done, false);
         }
         done.error().map_or(Ok(()), Err)
     })
@@ -668,9 +771,219 @@ pub unsafe extern "C" fn MPI_Test(
             if !done.keep {
                 put(request, MPI_REQUEST_NULL);
             }
-            write_completed(status, &done);
+            write_completed(status, &done, false);
         }
         done.error().map_or(Ok(()), Err)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status(
+    request: MPI_Request,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status", |s| {
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        if request == MPI_REQUEST_NULL {
+            // SAFETY: checked non-null / MPI contract.
+            unsafe {
+                put(flag, 1);
+                write_empty_status(status);
+            }
+            return Ok(());
+        }
+        let r = request::classify(s, request)?;
+        if !request::is_ready(s, r) {
+            request::poll(s);
+        }
+        if !request::is_ready(s, r) {
+            // SAFETY: checked non-null.
+            unsafe { put(flag, 0) };
+            return Ok(());
+        }
+        // As MPI_Test, but the request stays as it is.
+        let st = request::peek(s, r);
+        // SAFETY: checked non-null / MPI contract.
+        unsafe {
+            put(flag, 1);
+            match &st {
+                Some(st) => write_status(status, st),
+                None => write_empty_status(status),
+            }
+        }
+        match st.and_then(|st| st.error) {
+            Some(error) => Err(Fail {
+                comm: request::comm_of(s, r),
+                error,
+            }),
+            None => Ok(()),
+        }
+    })
+}
+
+/// The status of ready request `r` (left in place), written into `status`
+/// (with its error field for calls about several requests); its error.
+///
+/// # Safety
+/// `status` is null or writable.
+unsafe fn peek_into(
+    s: &mut State,
+    r: Req,
+    status: *mut MPI_Status,
+    multiple: bool,
+) -> Option<Fail> {
+    let st = request::peek(s, r);
+    // SAFETY: the caller's promise.
+    unsafe {
+        match &st {
+            Some(st) if multiple => write_status_and_error(status, st),
+            Some(st) => write_status(status, st),
+            None => write_empty_status(status),
+        }
+    }
+    let comm = request::comm_of(s, r);
+    st.and_then(|st| st.error).map(|error| Fail { comm, error })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_all(
+    count: c_int,
+    requests: *const MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status_all", |s| {
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        // SAFETY: MPI contract: `count` entries, only read.
+        let ids = unsafe { request_array(s, count, requests.cast_mut())? };
+        request::poll(s);
+        let all = ids.iter().flatten().all(|&r| request::is_ready(s, r));
+        // SAFETY: checked non-null.
+        unsafe { put(flag, c_int::from(all)) };
+        if !all {
+            return Ok(());
+        }
+        let mut first = None;
+        for (i, id) in ids.into_iter().enumerate() {
+            if statuses.is_null() && id.is_none() {
+                continue;
+            }
+            // Null stays null (ignored); entry `i < count` otherwise.
+            let slot = if statuses.is_null() {
+                statuses
+            } else {
+                statuses.wrapping_add(i)
+            };
+            match id {
+                Some(r) => {
+                    // SAFETY: `slot` is null (ignored) or entry `i` of `count`.
+                    if let Some(f) = unsafe { peek_into(s, r, slot, true) } {
+                        first.get_or_insert(f);
+                    }
+                }
+                // SAFETY: statuses are not ignored here: entry `i` of `count`.
+                None => unsafe { write_empty_status(slot) },
+            }
+        }
+        in_status(first)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_any(
+    count: c_int,
+    requests: *const MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status_any", |s| {
+        args::out_ptr(MPI_COMM_WORLD, index, "index")?;
+        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        // SAFETY: MPI contract: `count` entries, only read.
+        let ids = unsafe { request_array(s, count, requests.cast_mut())? };
+        if ids.iter().all(Option::is_none) {
+            // SAFETY: checked non-null / MPI contract.
+            unsafe {
+                put(index, MPI_UNDEFINED);
+                put(flag, 1);
+                write_empty_status(status);
+            }
+            return Ok(());
+        }
+        request::poll(s);
+        let found = ids
+            .iter()
+            .position(|id| id.is_some_and(|r| request::is_ready(s, r)));
+        let Some(i) = found else {
+            // SAFETY: checked non-null.
+            unsafe {
+                put(index, MPI_UNDEFINED);
+                put(flag, 0);
+            }
+            return Ok(());
+        };
+        let r = ids[i].expect("position found a live request");
+        // SAFETY: checked non-null / MPI contract.
+        let err = unsafe {
+            put(index, i as c_int);
+            put(flag, 1);
+            peek_into(s, r, status, false)
+        };
+        err.map_or(Ok(()), Err)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_get_status_some(
+    incount: c_int,
+    requests: *const MPI_Request,
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Request_get_status_some", |s| {
+        args::out_ptr(MPI_COMM_WORLD, outcount, "outcount")?;
+        // SAFETY: MPI contract: `incount` entries, only read.
+        let ids = unsafe { request_array(s, incount, requests.cast_mut())? };
+        if ids.iter().all(Option::is_none) {
+            // SAFETY: checked non-null.
+            unsafe { put(outcount, MPI_UNDEFINED) };
+            return Ok(());
+        }
+        if indices.is_null() {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Arg,
+                "NULL indices array",
+            ));
+        }
+        request::poll(s);
+        let mut n = 0usize;
+        let mut first = None;
+        for (i, id) in ids.iter().enumerate() {
+            let Some(r) = *id else { continue };
+            if !request::is_ready(s, r) {
+                continue;
+            }
+            // SAFETY: `n <= i < incount`; arrays have `incount` entries.
+            unsafe {
+                *indices.add(n) = i as c_int;
+                let slot = if statuses.is_null() {
+                    statuses
+                } else {
+                    statuses.add(n)
+                };
+                if let Some(f) = peek_into(s, r, slot, true) {
+                    first.get_or_insert(f);
+                }
+            }
+            n += 1;
+        }
+        // SAFETY: checked non-null.
+        unsafe { put(outcount, n as c_int) };
+        in_status(first)
     })
 }
 
@@ -712,7 +1025,8 @@ unsafe fn request_array(
 }
 
 /// Releases completed request `i`, writing its status into slot `slot` of
-/// `statuses`; returns its error, if any.
+/// `statuses` (with its error field when the call completes `multiple`
+/// requests); returns its error, if any.
 ///
 /// # Safety
 /// `requests` has an entry `i`; `statuses` is null or has an entry `slot`.
@@ -723,6 +1037,7 @@ unsafe fn collect(
     i: usize,
     statuses: *mut MPI_Status,
     slot: usize,
+    multiple: bool,
 ) -> Option<Fail> {
     let done = request::complete(s, r);
     // SAFETY: the caller's promise.
@@ -731,7 +1046,7 @@ unsafe fn collect(
             *requests.add(i) = MPI_REQUEST_NULL;
         }
         if !statuses.is_null() {
-            write_completed(statuses.add(slot), &done);
+            write_completed(statuses.add(slot), &done, multiple);
         }
     }
     done.error()
@@ -764,7 +1079,7 @@ unsafe fn collect_all(
         match id {
             Some(r) => {
                 // SAFETY: `i < count`; statuses has `count` entries unless ignored.
-                if let Some(f) = unsafe { collect(s, r, requests, i, statuses, i) } {
+                if let Some(f) = unsafe { collect(s, r, requests, i, statuses, i, true) } {
                     first.get_or_insert(f);
                 }
             }
@@ -869,7 +1184,7 @@ unsafe fn any(
                 if !flag.is_null() {
                     put(flag, 1);
                 }
-                collect(s, r, requests, i, status, 0)
+                collect(s, r, requests, i, status, 0, false)
             };
             err.map_or(Ok(()), Err)
         }
@@ -953,7 +1268,7 @@ unsafe fn some(
         // SAFETY: `i < incount`, `n <= i`; arrays have `incount` entries.
         unsafe {
             *indices.add(n) = i as c_int;
-            if let Some(f) = collect(s, r, requests, i, statuses, n) {
+            if let Some(f) = collect(s, r, requests, i, statuses, n, true) {
                 first.get_or_insert(f);
             }
         }
@@ -1104,6 +1419,193 @@ pub unsafe extern "C" fn MPI_Iprobe(
                 write_status(status, &st);
             }
         }
+        Ok(())
+    })
+}
+
+/// First handle value of messages taken by a matched probe: far above the
+/// predefined `MPI_MESSAGE_NULL` and `MPI_MESSAGE_NO_PROC`.
+const MESSAGE_BASE: MPI_Message = 0x10000;
+
+/// Records a message a matched probe took on `comm`; its handle.
+fn message_handle(s: &mut State, msg: MsgId, comm: MPI_Comm) -> MPI_Message {
+    s.ext.messages.insert(msg.0, comm);
+    MESSAGE_BASE + msg.0 as MPI_Message
+}
+
+/// A message handle given to a matched receive.
+enum Matched {
+    /// `MPI_MESSAGE_NO_PROC`: a probe of `MPI_PROC_NULL`.
+    NoProc,
+    Msg(MsgId, MPI_Comm),
+}
+
+/// Validates the message handle at `message` (not yet consumed).
+///
+/// # Safety
+/// `message` is null or valid for reads (MPI contract).
+unsafe fn matched_arg(s: &State, message: *mut MPI_Message) -> Result<Matched, Fail> {
+    args::out_ptr(MPI_COMM_WORLD, message, "message")?;
+    // SAFETY: checked non-null; readable by the MPI contract.
+    let h = unsafe { *message };
+    if h == MPI_MESSAGE_NO_PROC {
+        return Ok(Matched::NoProc);
+    }
+    let known = h
+        .checked_sub(MESSAGE_BASE)
+        .and_then(|id| Some((MsgId(id as u64), *s.ext.messages.get(&(id as u64))?)));
+    match known {
+        Some((msg, comm)) => Ok(Matched::Msg(msg, comm)),
+        None if h == MPI_MESSAGE_NULL => Err(Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Request,
+            "MPI_MESSAGE_NULL names no message",
+        )),
+        None => Err(Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Request,
+            format!("invalid message handle {h:#x} (already received, or never probed)"),
+        )),
+    }
+}
+
+/// Starts the receive of a matched message (complete at once for
+/// `MPI_MESSAGE_NO_PROC`) and sets the handle to `MPI_MESSAGE_NULL`.
+///
+/// # Safety
+/// As [`matched_arg`]; the buffer as for a receive (MPI contract).
+unsafe fn start_matched_recv(
+    s: &mut State,
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    message: *mut MPI_Message,
+) -> Result<Started, Fail> {
+    // SAFETY: the caller's promise.
+    let (msg, comm) = match unsafe { matched_arg(s, message)? } {
+        Matched::NoProc => {
+            datatype::typed(MPI_COMM_WORLD, buf, count, dt)?;
+            let op = Op::P2p(s.rt.p2p().completed(false, proc_null_status()));
+            // SAFETY: checked non-null by `matched_arg`.
+            unsafe { put(message, MPI_MESSAGE_NULL) };
+            return Ok(Started {
+                op,
+                comm: MPI_COMM_WORLD,
+            });
+        }
+        Matched::Msg(msg, comm) => (msg, comm),
+    };
+    // A bad buffer leaves the message where it is, for a corrected call.
+    let t = datatype::typed(comm, buf, count, dt)?;
+    s.ext.messages.remove(&msg.0);
+    // SAFETY: checked non-null by `matched_arg`.
+    unsafe { put(message, MPI_MESSAGE_NULL) };
+    let op = xfer::recv_matched(s, &t, msg, comm)?;
+    Ok(Started { op, comm })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mprobe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Mprobe", |s| {
+        args::out_ptr(comm, message, "message")?;
+        let (id, src, tag) = probe_args(s, source, tag, comm)?;
+        let (h, st) = match src {
+            Source::Null => (MPI_MESSAGE_NO_PROC, proc_null_status()),
+            Source::Any | Source::Rank(_) => {
+                let filter = match src {
+                    Source::Rank(r) => Some(r),
+                    _ => None,
+                };
+                let (msg, st) =
+                    s.rt.mprobe(id, filter, tag)
+                        .map_err(|error| Fail { comm, error })?;
+                (message_handle(s, msg, comm), st)
+            }
+        };
+        // SAFETY: checked non-null / MPI contract.
+        unsafe {
+            put(message, h);
+            write_status(status, &st);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Improbe(
+    source: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    flag: *mut c_int,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Improbe", |s| {
+        args::out_ptr(comm, flag, "flag")?;
+        args::out_ptr(comm, message, "message")?;
+        let (id, src, tag) = probe_args(s, source, tag, comm)?;
+        let found = match src {
+            Source::Null => Some((MPI_MESSAGE_NO_PROC, proc_null_status())),
+            Source::Any | Source::Rank(_) => {
+                let filter = match src {
+                    Source::Rank(r) => Some(r),
+                    _ => None,
+                };
+                s.rt.improbe(id, filter, tag)
+                    .map_err(|error| Fail { comm, error })?
+                    .map(|(msg, st)| (message_handle(s, msg, comm), st))
+            }
+        };
+        // SAFETY: checked non-null / MPI contract. Without a match the
+        // message handle and status are left alone, as MPI_Iprobe leaves
+        // its status.
+        unsafe {
+            put(flag, c_int::from(found.is_some()));
+            if let Some((h, st)) = found {
+                put(message, h);
+                write_status(status, &st);
+            }
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Mrecv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    message: *mut MPI_Message,
+    status: *mut MPI_Status,
+) -> c_int {
+    call("MPI_Mrecv", |s| {
+        // SAFETY: forwarded MPI contract.
+        let started = unsafe { start_matched_recv(s, buf, count, dt, message)? };
+        finish(s, started, status)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Imrecv(
+    buf: *mut c_void,
+    count: c_int,
+    dt: MPI_Datatype,
+    message: *mut MPI_Message,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Imrecv", |s| {
+        args::out_ptr(MPI_COMM_WORLD, request, "request")?;
+        // SAFETY: forwarded MPI contract.
+        let started = unsafe { start_matched_recv(s, buf, count, dt, message)? };
+        let h = handle_of(s, started);
+        // SAFETY: checked non-null; writable by the MPI contract.
+        unsafe { put(request, h) };
         Ok(())
     })
 }

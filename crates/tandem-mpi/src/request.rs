@@ -39,6 +39,13 @@ pub enum Op {
     Coll(SchedId),
     /// Complete from the start, with this status.
     Done(Status),
+    /// A receive and a send (`MPI_Isendrecv`), complete when both are;
+    /// `keep` holds the outgoing data of `MPI_Isendrecv_replace` until then.
+    Pair {
+        recv: Box<Op>,
+        send: Box<Op>,
+        keep: Vec<u8>,
+    },
 }
 
 impl Op {
@@ -47,6 +54,7 @@ impl Op {
             Op::P2p(id) | Op::Staged { inner: id, .. } => p.is_complete(*id) != Some(false),
             Op::Coll(id) => c.is_complete(*id) != Some(false),
             Op::Done(_) => true,
+            Op::Pair { recv, send, .. } => recv.ready(p, c) && send.ready(p, c),
         }
     }
 
@@ -77,12 +85,66 @@ impl Op {
                 }
             }
             Op::Done(st) => st,
+            Op::Pair { recv, send, keep } => {
+                let mut st = recv.finish(rt);
+                let sent = send.finish(rt);
+                drop(keep);
+                // The receive's status, and the first failure of the two.
+                if st.error.is_none() {
+                    st.error = sent.error;
+                }
+                st
+            }
+        }
+    }
+
+    /// The status of a completed operation, which stays in flight until
+    /// released (`MPI_Request_get_status`). A staged receive unpacks its
+    /// data now, so that the buffer holds it as the completion says.
+    fn peek(&mut self, rt: &mut Runtime) -> Status {
+        match self {
+            Op::P2p(id) => rt.p2p_ref().peek_status(*id).unwrap_or_default(),
+            Op::Staged {
+                inner,
+                staging,
+                unpack,
+            } => {
+                let st = rt.p2p_ref().peek_status(*inner).unwrap_or_default();
+                if !st.cancelled {
+                    if let Some(t) = unpack.take() {
+                        // SAFETY: as in `finish`; `take` makes it happen once.
+                        unsafe { t.unpack(&staging[..st.count.min(staging.len())]) };
+                    }
+                }
+                st
+            }
+            Op::Coll(id) => Status {
+                error: rt
+                    .colls_mut()
+                    .schedule_mut(*id)
+                    .and_then(|s| s.error().cloned()),
+                ..Status::default()
+            },
+            Op::Done(st) => st.clone(),
+            Op::Pair { recv, send, .. } => {
+                let mut st = recv.peek(rt);
+                let sent = send.peek(rt);
+                if st.error.is_none() {
+                    st.error = sent.error;
+                }
+                st
+            }
         }
     }
 
     fn cancel(&self, rt: &mut Runtime) {
-        if let Op::P2p(id) | Op::Staged { inner: id, .. } = self {
-            let _ = rt.p2p().cancel(*id);
+        match self {
+            Op::P2p(id) | Op::Staged { inner: id, .. } => {
+                let _ = rt.p2p().cancel(*id);
+            }
+            // Only its receive can be cancelled (sends cannot be).
+            Op::Pair { recv, .. } => recv.cancel(rt),
+            Op::Coll(_) | Op::Done(_) => {}
         }
     }
 
@@ -93,7 +155,8 @@ impl Op {
             }
             Op::Coll(id) => rt.colls_mut().detach(id),
             Op::Done(_) => {}
-            staged @ Op::Staged { .. } => zombies.push(staged),
+            // Buffers they own must live until they complete.
+            owning @ (Op::Staged { .. } | Op::Pair { .. }) => zombies.push(owning),
         }
     }
 }
@@ -313,6 +376,22 @@ pub fn complete(s: &mut State, r: Req) -> Completed {
     }
 }
 
+/// `MPI_Request_get_status` of a request [`ready`] says is complete: its
+/// status (`None`: an inactive persistent request, the empty status),
+/// leaving it in place.
+pub fn peek(s: &mut State, r: Req) -> Option<Status> {
+    match r {
+        Req::P2p(id) => Some(s.rt.p2p_ref().peek_status(id).unwrap_or_default()),
+        Req::Ext(i) => {
+            let State { rt, ext, .. } = s;
+            match &mut ext.reqs.entries[i].1.as_mut()?.slot {
+                Slot::Active(op) => Some(op.peek(rt)),
+                Slot::Persistent { active, .. } => active.as_mut().map(|op| op.peek(rt)),
+            }
+        }
+    }
+}
+
 /// Waits until all (or, with `all == false`, any) of `reqs` are ready,
 /// advancing everything in flight meanwhile.
 pub fn wait(s: &mut State, reqs: &[Req], all: bool) {
@@ -393,6 +472,13 @@ pub fn cancel(s: &mut State, r: Req) {
             }
         }
     }
+}
+
+/// Cancels an operation that has no handle yet and releases it once it
+/// completes (a cancelled receive at once; a send when it is done).
+pub fn cancel_op(s: &mut State, op: Op) {
+    op.cancel(&mut s.rt);
+    op.detach(&mut s.rt, &mut s.ext.reqs.zombies);
 }
 
 /// An error for an operation that cannot take this request (e.g. starting

@@ -379,6 +379,8 @@ pub fn call_with(
         leave(state);
         code
     }));
+    // Outside the library now: a user's error handler may make MPI calls.
+    errhandler::run_pending();
     match result {
         Ok(code) => code,
         Err(p) => {

@@ -127,7 +127,7 @@ fn get_mut(s: &mut State, win: MPI_Win) -> Result<&mut Win, Fail> {
 fn win_call(func: &'static str, win: MPI_Win, body: impl FnOnce(&mut State) -> Outcome) -> c_int {
     call_with(func, body, |s, func, f| {
         let handler = get(s, win).map_or(MPI_ERRORS_ARE_FATAL, |w| w.errhandler);
-        errhandler::raise_to(s, func, handler, f)
+        errhandler::raise_to(s, func, handler, win, f)
     })
 }
 
@@ -1453,10 +1453,50 @@ pub unsafe extern "C" fn MPI_Win_get_attr(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
     win_call("MPI_Win_set_errhandler", win, |s| {
-        if !errhandler::is_valid(errhandler) {
-            return Err(win_fail(ErrorClass::Arg, "invalid error handler"));
+        get(s, win)?;
+        if !s
+            .ext
+            .errhandlers
+            .valid_for(errhandler, errhandler::Kind::Win)
+        {
+            return Err(win_fail(
+                ErrorClass::Arg,
+                format!("invalid window error handler {errhandler:#x}"),
+            ));
         }
         get_mut(s, win)?.errhandler = errhandler;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_create_errhandler(
+    win_errhandler_fn: Option<MPI_Win_errhandler_function>,
+    errhandler: *mut MPI_Errhandler,
+) -> c_int {
+    call("MPI_Win_create_errhandler", |s| {
+        args::out_ptr(MPI_COMM_WORLD, errhandler, "errhandler")?;
+        let Some(func) = win_errhandler_fn else {
+            return Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Arg,
+                "NULL error handler function",
+            ));
+        };
+        let h = s.ext.errhandlers.create(errhandler::Kind::Win, func);
+        // SAFETY: checked non-null.
+        unsafe { put(errhandler, h) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
+    win_call("MPI_Win_call_errhandler", win, |s| {
+        let handler = get(s, win)?.errhandler;
+        let why = format!("error code {errorcode} raised by MPI_Win_call_errhandler");
+        errhandler::invoke(s, "MPI_Win_call_errhandler", handler, win, errorcode, &why);
+        // The handler was called (or returns): the call itself succeeded.
         Ok(())
     })
 }
@@ -1469,6 +1509,7 @@ pub unsafe extern "C" fn MPI_Win_get_errhandler(
     win_call("MPI_Win_get_errhandler", win, |s| {
         args::out_ptr(MPI_COMM_WORLD, errhandler, "errhandler")?;
         let h = get(s, win)?.errhandler;
+        s.ext.errhandlers.add_ref(h);
         // SAFETY: checked non-null.
         unsafe { put(errhandler, h) };
         Ok(())

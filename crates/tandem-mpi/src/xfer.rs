@@ -6,7 +6,7 @@
 
 use std::os::raw::{c_int, c_void};
 
-use tandem::p2p::{SendMode, Status};
+use tandem::p2p::{MsgId, SendMode, Status};
 
 use crate::abi::*;
 use crate::args::{self, Source};
@@ -92,6 +92,29 @@ pub fn recv_typed(
             let mut staging = vec![0u8; cap];
             // SAFETY: as for sends: the staging buffer lives in the request.
             let inner = unsafe { s.rt.irecv(id, src, tag, staging.as_mut_ptr(), cap) }
+                .map_err(|error| Fail { comm, error })?;
+            Ok(Op::Staged {
+                inner,
+                staging,
+                unpack: Some(t.clone()),
+            })
+        }
+    }
+}
+
+/// Starts the receive of a message a matched probe took, into a checked
+/// buffer (the message leaves the core's keeping even if this fails).
+pub fn recv_matched(s: &mut State, t: &Typed, msg: MsgId, comm: MPI_Comm) -> Result<Op, Fail> {
+    let cap = t.bytes();
+    match t.direct() {
+        // SAFETY: the MPI contract keeps the buffer valid until the request completes.
+        Some(p) => unsafe { s.rt.p2p().imrecv(msg, p, cap) }
+            .map(Op::P2p)
+            .map_err(|error| Fail { comm, error }),
+        None => {
+            let mut staging = vec![0u8; cap];
+            // SAFETY: as for sends: the staging buffer lives in the request.
+            let inner = unsafe { s.rt.p2p().imrecv(msg, staging.as_mut_ptr(), cap) }
                 .map_err(|error| Fail { comm, error })?;
             Ok(Op::Staged {
                 inner,

@@ -10,7 +10,15 @@ use std::sync::Arc;
 use crate::coll::CollCall;
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
+use crate::p2p::{Envelope, SendMode};
 use crate::runtime::{CommId, Runtime};
+
+/// Tags from 2^30 up on a communicator's collective context carry
+/// `MPI_Comm_create_group`'s messages: collectives number theirs below
+/// (`Colls::next_tag`), and frames carry no negative tags. The user's tag
+/// is kept modulo 2^30, which only concurrent calls on one parent with
+/// overlapping groups and tags 2^30 apart could confuse.
+const CREATE_GROUP_TAGS: i32 = 1 << 30;
 
 impl Runtime {
     /// Registers a communicator this rank belongs to.
@@ -58,6 +66,108 @@ impl Runtime {
             Some(g) if !g.is_empty() => self.install_comm(cid, g).map(Some),
             _ => Ok(None),
         }
+    }
+
+    /// `MPI_Comm_create_group`: collective over the world ranks `members`
+    /// only (this rank among them), all of them members of `parent`: a new
+    /// communicator of them in that order. Calls on one parent at the same
+    /// time are told apart by `tag`. The context id is the maximum of the
+    /// members' next free ids, gathered by the first member and sent back,
+    /// in messages on the parent's collective context under tags its
+    /// collectives never use (see [`CREATE_GROUP_TAGS`]).
+    pub fn comm_create_group(
+        &mut self,
+        parent: CommId,
+        members: Arc<[u32]>,
+        tag: i32,
+    ) -> Result<CommId> {
+        let c = self.comm(parent)?.clone();
+        let me = self.rank();
+        let index = members
+            .iter()
+            .position(|&w| w == me)
+            .ok_or_else(|| Error::new(ErrorClass::Group, "this rank is not in the group"))?;
+        let parent_rank = |w: u32| {
+            c.group
+                .iter()
+                .position(|&x| x == w)
+                .map(|r| r as u32)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Group,
+                        format!("world rank {w} of the group is not in the communicator"),
+                    )
+                })
+        };
+        let env = Envelope {
+            ctx: c.coll_context(),
+            src: c.rank,
+            tag: CREATE_GROUP_TAGS | (tag.max(0) & !CREATE_GROUP_TAGS),
+        };
+        let mut cid = self.next_cid;
+        if members.len() > 1 {
+            let leader = members[0];
+            if index == 0 {
+                for &w in &members[1..] {
+                    let v = self.exchange_u32(env, None, Some((parent_rank(w)?, w)))?;
+                    cid = cid.max(v);
+                }
+                for &w in &members[1..] {
+                    self.exchange_u32(env, Some((w, cid)), None)?;
+                }
+            } else {
+                let from = (parent_rank(leader)?, leader);
+                self.exchange_u32(env, Some((leader, cid)), None)?;
+                cid = self.exchange_u32(env, None, Some(from))?;
+            }
+        }
+        if cid < self.next_cid {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                format!("agreed context id {cid} is below this rank's next free one"),
+            ));
+        }
+        self.next_cid = cid + 1;
+        self.install_comm(cid, members)
+    }
+
+    /// Sends a `u32` to world rank `to.0` or receives one from
+    /// (communicator rank, world rank) `from`, and waits for it.
+    fn exchange_u32(
+        &mut self,
+        env: Envelope,
+        to: Option<(u32, u32)>,
+        from: Option<(u32, u32)>,
+    ) -> Result<u32> {
+        let mut buf = [0u8; 4];
+        let id = match (to, from) {
+            (Some((world, value)), _) => {
+                buf = value.to_le_bytes();
+                // SAFETY: `buf` outlives the request, waited for below.
+                unsafe {
+                    self.p2p
+                        .isend(env, world, buf.as_ptr(), 4, SendMode::Standard)?
+                }
+            }
+            // SAFETY: as above.
+            (None, Some(src)) => unsafe {
+                self.p2p
+                    .irecv(env.ctx, Some(src), Some(env.tag), buf.as_mut_ptr(), 4)
+            },
+            (None, None) => return Ok(0),
+        };
+        self.wait_until(|p, _| p.is_complete(id) != Some(false));
+        let st = self.p2p.take_if_complete(id).unwrap_or_default();
+        if let Some(e) = st.error {
+            return Err(e);
+        }
+        if from.is_some() && st.count != 4 {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                format!("context id message of {} bytes", st.count),
+            ));
+        }
+        Ok(u32::from_le_bytes(buf))
     }
 
     /// `MPI_Comm_split`: ranks with the same `color` (`None` = undefined)

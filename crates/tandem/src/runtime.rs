@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::bootstrap::{JobInfo, MasterLink};
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::{Envelope, P2p, P2pConfig, ReqId, SendMode, Status};
+use crate::p2p::{Envelope, MsgId, P2p, P2pConfig, ReqId, SendMode, Status};
 use crate::params::Settings;
 use crate::progress::Engine;
 use crate::stats::Counters;
@@ -298,6 +298,30 @@ impl Runtime {
         let filter = src.map(|s| (s, c.world_rank(s)));
         let ctx = c.p2p_context();
         self.p2p.probe(ctx, filter, tag)
+    }
+
+    /// Waits for a matching message and takes it out of matching (`MPI_Mprobe`).
+    pub fn mprobe(
+        &mut self,
+        comm: CommId,
+        src: Option<u32>,
+        tag: Option<i32>,
+    ) -> Result<(MsgId, Status)> {
+        let c = self.comm(comm)?;
+        let filter = src.map(|s| (s, c.world_rank(s)));
+        let ctx = c.p2p_context();
+        self.p2p.mprobe(ctx, filter, tag)
+    }
+
+    /// Takes a matching message out of matching if one has arrived (`MPI_Improbe`).
+    pub fn improbe(
+        &mut self,
+        comm: CommId,
+        src: Option<u32>,
+        tag: Option<i32>,
+    ) -> Result<Option<(MsgId, Status)>> {
+        let ctx = self.comm(comm)?.p2p_context();
+        Ok(self.p2p.improbe(ctx, src, tag))
     }
 
     /// Checks for a matching message without receiving it.

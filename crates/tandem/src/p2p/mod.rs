@@ -60,6 +60,11 @@ pub enum SendMode {
     Synchronous,
 }
 
+/// Names a message that a matched probe (`MPI_Mprobe`) took out of
+/// matching: only a receive given this id ([`P2p::imrecv`]) gets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MsgId(pub u64);
+
 enum Body {
     Eager(Vec<u8>),
     /// A rendezvous announcement; `addr` is the sender's buffer when the
@@ -178,6 +183,11 @@ pub struct Matcher {
     overlapped: Vec<bool>,
     /// Posted receives not matched yet, in every context.
     posted_count: usize,
+    /// Messages a matched probe took out of matching, waiting for the
+    /// receive that names them (`MPI_Mrecv`), by id.
+    matched: std::collections::HashMap<u64, (u32, Unexpected)>,
+    /// The id of the next matched message (never reused, never 0).
+    next_matched: u64,
 }
 
 impl Matcher {
@@ -765,6 +775,8 @@ impl P2p {
                 async_match: false,
                 overlapped: Vec::new(),
                 posted_count: 0,
+                matched: Default::default(),
+                next_matched: 1,
             },
             eager_limit: cfg.eager_limit,
             spin: cfg.spin,
@@ -1028,17 +1040,7 @@ impl P2p {
         };
         if let Some(pos) = found {
             let u = c.unexpected.remove(pos).expect("position is in range");
-            match u.body {
-                Body::Eager(data) => {
-                    self.m.unexpected_bytes -= data.len();
-                    self.m.deliver_buffered(id, u.src, u.tag, &data);
-                }
-                Body::Rts { sreq, addr } => self
-                    .m
-                    .accept_rts(id, u.peer, u.src, u.tag, u.len, sreq, addr),
-                Body::SelfHeld { sreq } => self.m.deliver_self_held(id, sreq),
-            }
-            self.flush_outbox();
+            self.deliver_unexpected(id, u);
             return id;
         }
         if !lost {
@@ -1051,6 +1053,108 @@ impl P2p {
                 .complete(id, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
         }
         id
+    }
+
+    /// Gives a message that arrived before its receive to receive `id`
+    /// (matched to it), and sends whatever that makes due.
+    fn deliver_unexpected(&mut self, id: ReqId, u: Unexpected) {
+        match u.body {
+            Body::Eager(data) => {
+                self.m.unexpected_bytes -= data.len();
+                self.m.deliver_buffered(id, u.src, u.tag, &data);
+            }
+            Body::Rts { sreq, addr } => self
+                .m
+                .accept_rts(id, u.peer, u.src, u.tag, u.len, sreq, addr),
+            Body::SelfHeld { sreq } => self.m.deliver_self_held(id, sreq),
+        }
+        self.flush_outbox();
+    }
+
+    /// Takes the first message in `ctx` that matches out of matching (a
+    /// matched probe): later receives and probes no longer see it.
+    fn take_matched(
+        &mut self,
+        ctx: u32,
+        src: Option<u32>,
+        tag: Option<i32>,
+    ) -> Option<(MsgId, Status)> {
+        let c = self.m.contexts.get_mut(&ctx)?;
+        let pos = c
+            .unexpected
+            .iter()
+            .position(|u| matches(src, tag, u.src, u.tag))?;
+        let u = c.unexpected.remove(pos).expect("position is in range");
+        let st = Status {
+            source: Some(u.src),
+            tag: Some(u.tag),
+            count: u.len as usize,
+            ..Status::default()
+        };
+        let id = MsgId(self.m.next_matched);
+        self.m.next_matched += 1;
+        self.m.matched.insert(id.0, (ctx, u));
+        Some((id, st))
+    }
+
+    /// `MPI_Improbe`: takes a matching message out of matching if one has
+    /// arrived.
+    pub fn improbe(
+        &mut self,
+        ctx: u32,
+        src: Option<u32>,
+        tag: Option<i32>,
+    ) -> Option<(MsgId, Status)> {
+        self.progress(false);
+        self.take_matched(ctx, src, tag)
+    }
+
+    /// `MPI_Mprobe`: waits for a matching message and takes it out of
+    /// matching. `src` as for [`P2p::probe`].
+    pub fn mprobe(
+        &mut self,
+        ctx: u32,
+        src: Option<(u32, u32)>,
+        tag: Option<i32>,
+    ) -> Result<(MsgId, Status)> {
+        self.probe(ctx, src, tag)?;
+        // Nothing ran since the probe found it: the same message is first.
+        let found = self.take_matched(ctx, src.map(|s| s.0), tag);
+        found.ok_or_else(|| Error::new(ErrorClass::Intern, "probed message vanished"))
+    }
+
+    /// The context a matched message belongs to, if `msg` names one.
+    pub fn matched_context(&self, msg: MsgId) -> Option<u32> {
+        self.m.matched.get(&msg.0).map(|(ctx, _)| *ctx)
+    }
+
+    /// `MPI_Imrecv`: receives the message a matched probe took, into `cap`
+    /// bytes at `buf`.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes until the request completes.
+    pub unsafe fn imrecv(&mut self, msg: MsgId, buf: *mut u8, cap: usize) -> Result<ReqId> {
+        let (ctx, u) = self
+            .m
+            .matched
+            .remove(&msg.0)
+            .ok_or_else(|| Error::new(ErrorClass::Request, "invalid message handle"))?;
+        let id = self.m.reqs.insert(Request {
+            is_send: false,
+            stage: Stage::RecvPosted,
+            context: ctx,
+            peer: Some(u.peer),
+            src_filter: Some(u.src),
+            tag: Some(u.tag),
+            buf,
+            len: cap,
+            msg_len: 0,
+            status: Status::default(),
+            detached: false,
+        });
+        self.m.note_overlap(id);
+        self.deliver_unexpected(id, u);
+        Ok(id)
     }
 
     /// Looks for a matching message without receiving it.
@@ -1101,6 +1205,15 @@ impl P2p {
     #[inline]
     pub fn is_live(&self, id: ReqId) -> bool {
         self.m.reqs.get(id).is_some()
+    }
+
+    /// The status of a finished request, which stays (`MPI_Request_get_status`).
+    pub fn peek_status(&self, id: ReqId) -> Option<Status> {
+        self.m
+            .reqs
+            .get(id)
+            .filter(|r| r.stage == Stage::Complete)
+            .map(|r| r.status.clone())
     }
 
     /// Completes and releases a finished request, returning its status.
