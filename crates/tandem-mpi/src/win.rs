@@ -438,9 +438,21 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
     })
 }
 
+/// One round of progress without blocking, in every synchronization call.
+/// Operations on this rank's own window complete without a look at the
+/// transports, so a rank that polls its own window (lock, read, unlock on
+/// itself, until another rank's write shows up) would otherwise never carry
+/// out the others' operations nor grant their locks, and everyone would
+/// wait for ever; MPI requires progress for passive-target operations
+/// inside MPI calls.
+fn serve_peers(s: &mut State) {
+    s.rt.progress_once();
+}
+
 /// Waits until this window's operations (to `target`, or all) are complete
 /// at their targets, then finishes reads into packed buffers.
 fn complete_ops(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<(), Fail> {
+    serve_peers(s);
     let i = index(win).expect("validated window");
     let (mut ids, targets): (Vec<OpId>, Vec<u32>) = {
         let w = s.wins[i].as_ref().expect("validated window");
@@ -1085,6 +1097,7 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
 }
 
 fn lock_one(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, assert: c_int) -> Outcome {
+    serve_peers(s);
     let w = get(s, win)?;
     if w.locks[t as usize] != LockHeld::No {
         return Err(win_fail(
