@@ -75,6 +75,9 @@ pass_tests! {
     pingpong_sizes_np4: "pingpong_sizes", 4;
     rma_np2: "rma", 2;
     rma_np3: "rma", 3;
+    // A target polling its own window serves the others' operations.
+    rma_self_progress_np3: "rma_self_progress", 3;
+    rma_self_progress_np4: "rma_self_progress", 4;
     rwapi_np2_with_64mib: "rwapi_basic", 2, "big";
     rwapi_np3_with_mpi: "rwapi_basic", 3, "mpi";
     wildcards_np2: "wildcards", 2;

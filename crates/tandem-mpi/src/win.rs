@@ -24,7 +24,7 @@ use std::sync::Arc;
 use tandem::coll::CollCall;
 use tandem::datatype::{Layout, Prim};
 use tandem::ops::PredefOp;
-use tandem::p2p::{OpId, OpState};
+use tandem::p2p::{OpId, OpState, P2p};
 use tandem::{CommId, Error, ErrorClass};
 
 use crate::abi::*;
@@ -438,6 +438,26 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
     })
 }
 
+/// Drives progress until `ready` holds, and polls the transports once if
+/// it held at the first look. Operations on this rank's own window complete
+/// without a look at the transports, so a rank that polls its own window
+/// (lock, read, unlock on itself, until another rank's write shows up)
+/// would otherwise never carry out the others' operations nor grant their
+/// locks, and everyone would wait for ever: MPI requires progress for
+/// passive-target operations inside MPI calls. A wait that had to wait drove
+/// progress already, so remote operations pay nothing more.
+fn wait_serving(s: &mut State, mut ready: impl FnMut(&P2p) -> bool) {
+    let mut waited = false;
+    s.rt.wait_until(|p2p, _| {
+        let r = ready(p2p);
+        waited |= !r;
+        r
+    });
+    if !waited {
+        s.rt.progress_once();
+    }
+}
+
 /// Waits until this window's operations (to `target`, or all) are complete
 /// at their targets, then finishes reads into packed buffers.
 fn complete_ops(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<(), Fail> {
@@ -469,7 +489,7 @@ fn complete_ops(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<(), 
     // for a transposed 1000x1000 matrix): the ones found done are not
     // looked at again, or every poll would scan them all.
     let mut done = 0;
-    s.rt.wait_until(|p2p, _| {
+    wait_serving(s, |p2p| {
         while let Some(&id) = ids.get(done) {
             if matches!(
                 p2p.op_state(id),
@@ -1093,6 +1113,9 @@ fn lock_one(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, assert: c_int)
         ));
     }
     let held = if assert & MPI_MODE_NOCHECK != 0 {
+        // Nothing to wait for, but others may wait for this rank (see
+        // `wait_serving`).
+        s.rt.progress_once();
         LockHeld::NoCheck
     } else {
         let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
@@ -1100,7 +1123,7 @@ fn lock_one(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, assert: c_int)
             s.rt.p2p()
                 .lock(world, key, exclusive)
                 .map_err(engine_fail)?;
-        s.rt.wait_until(|p2p, _| {
+        wait_serving(s, |p2p| {
             !matches!(
                 p2p.op_state(id),
                 Some(OpState::Pending | OpState::LocalDone)
