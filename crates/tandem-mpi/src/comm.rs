@@ -224,6 +224,26 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     })
 }
 
+/// The members of `group_`, which must all belong to communicator `comm`
+/// (`id`), as MPI_Comm_create and MPI_Comm_create_group require.
+fn subgroup(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    group_: MPI_Group,
+) -> Result<Arc<[u32]>, Fail> {
+    let g = group::members(s, group_).map_err(|f| Fail { comm, ..f })?;
+    let parent = s.rt.comm(id).map_err(fail(comm))?.group.clone();
+    if let Some(w) = g.iter().find(|w| !parent.contains(w)) {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Group,
+            format!("world rank {w} of the group is not in the communicator"),
+        ));
+    }
+    Ok(g)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create(
     comm: MPI_Comm,
@@ -233,15 +253,7 @@ pub unsafe extern "C" fn MPI_Comm_create(
     call("MPI_Comm_create", |s| {
         args::out_ptr(comm, newcomm, "newcomm")?;
         let id = args::comm(s, comm)?;
-        let g = group::members(s, group_).map_err(|f| Fail { comm, ..f })?;
-        let parent = s.rt.comm(id).map_err(fail(comm))?.group.clone();
-        if let Some(w) = g.iter().find(|w| !parent.contains(w)) {
-            return Err(Fail::new(
-                comm,
-                ErrorClass::Group,
-                format!("world rank {w} of the group is not in the communicator"),
-            ));
-        }
+        let g = subgroup(s, comm, id, group_)?;
         let me = s.rt.rank();
         let members = g.contains(&me).then(|| g.clone());
         let new = s.rt.comm_from_group(id, members).map_err(fail(comm))?;
@@ -262,16 +274,8 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
     call("MPI_Comm_create_group", |s| {
         args::out_ptr(comm, newcomm, "newcomm")?;
         let id = args::comm(s, comm)?;
-        let g = group::members(s, group_).map_err(|f| Fail { comm, ..f })?;
+        let g = subgroup(s, comm, id, group_)?;
         let tag = args::send_tag(comm, tag)?;
-        let parent = s.rt.comm(id).map_err(fail(comm))?.group.clone();
-        if let Some(w) = g.iter().find(|w| !parent.contains(w)) {
-            return Err(Fail::new(
-                comm,
-                ErrorClass::Group,
-                format!("world rank {w} of the group is not in the communicator"),
-            ));
-        }
         // Only the group's members take part; others get MPI_COMM_NULL.
         let new = if g.contains(&s.rt.rank()) {
             Some(s.rt.comm_create_group(id, g, tag).map_err(fail(comm))?)

@@ -736,6 +736,14 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
     })
 }
 
+/// Whether request `r` is complete, driving progress once if it was not.
+fn ready_after_poll(s: &mut State, r: Req) -> bool {
+    if !request::is_ready(s, r) {
+        request::poll(s);
+    }
+    request::is_ready(s, r)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test(
     request: *mut MPI_Request,
@@ -756,10 +764,7 @@ pub unsafe extern "C" fn MPI_Test(
             return Ok(());
         }
         let r = request::classify(s, h)?;
-        if !request::is_ready(s, r) {
-            request::poll(s);
-        }
-        if !request::is_ready(s, r) {
+        if !ready_after_poll(s, r) {
             // SAFETY: checked non-null.
             unsafe { put(flag, 0) };
             return Ok(());
@@ -794,10 +799,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
             return Ok(());
         }
         let r = request::classify(s, request)?;
-        if !request::is_ready(s, r) {
-            request::poll(s);
-        }
-        if !request::is_ready(s, r) {
+        if !ready_after_poll(s, r) {
             // SAFETY: checked non-null.
             unsafe { put(flag, 0) };
             return Ok(());
@@ -899,39 +901,19 @@ pub unsafe extern "C" fn MPI_Request_get_status_any(
     status: *mut MPI_Status,
 ) -> c_int {
     call("MPI_Request_get_status_any", |s| {
-        args::out_ptr(MPI_COMM_WORLD, index, "index")?;
         args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
-        // SAFETY: MPI contract: `count` entries, only read.
-        let ids = unsafe { request_array(s, count, requests.cast_mut())? };
-        if ids.iter().all(Option::is_none) {
-            // SAFETY: checked non-null / MPI contract.
-            unsafe {
-                put(index, MPI_UNDEFINED);
-                put(flag, 1);
-                write_empty_status(status);
-            }
-            return Ok(());
+        // SAFETY: forwarded MPI contract; under Peek the requests are only read.
+        unsafe {
+            any(
+                s,
+                count,
+                requests.cast_mut(),
+                index,
+                flag,
+                status,
+                Finish::Peek,
+            )
         }
-        request::poll(s);
-        let found = ids
-            .iter()
-            .position(|id| id.is_some_and(|r| request::is_ready(s, r)));
-        let Some(i) = found else {
-            // SAFETY: checked non-null.
-            unsafe {
-                put(index, MPI_UNDEFINED);
-                put(flag, 0);
-            }
-            return Ok(());
-        };
-        let r = ids[i].expect("position found a live request");
-        // SAFETY: checked non-null / MPI contract.
-        let err = unsafe {
-            put(index, i as c_int);
-            put(flag, 1);
-            peek_into(s, r, status, false)
-        };
-        err.map_or(Ok(()), Err)
     })
 }
 
@@ -943,47 +925,17 @@ pub unsafe extern "C" fn MPI_Request_get_status_some(
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    call("MPI_Request_get_status_some", |s| {
-        args::out_ptr(MPI_COMM_WORLD, outcount, "outcount")?;
-        // SAFETY: MPI contract: `incount` entries, only read.
-        let ids = unsafe { request_array(s, incount, requests.cast_mut())? };
-        if ids.iter().all(Option::is_none) {
-            // SAFETY: checked non-null.
-            unsafe { put(outcount, MPI_UNDEFINED) };
-            return Ok(());
-        }
-        if indices.is_null() {
-            return Err(Fail::new(
-                MPI_COMM_WORLD,
-                ErrorClass::Arg,
-                "NULL indices array",
-            ));
-        }
-        request::poll(s);
-        let mut n = 0usize;
-        let mut first = None;
-        for (i, id) in ids.iter().enumerate() {
-            let Some(r) = *id else { continue };
-            if !request::is_ready(s, r) {
-                continue;
-            }
-            // SAFETY: `n <= i < incount`; arrays have `incount` entries.
-            unsafe {
-                *indices.add(n) = i as c_int;
-                let slot = if statuses.is_null() {
-                    statuses
-                } else {
-                    statuses.add(n)
-                };
-                if let Some(f) = peek_into(s, r, slot, true) {
-                    first.get_or_insert(f);
-                }
-            }
-            n += 1;
-        }
-        // SAFETY: checked non-null.
-        unsafe { put(outcount, n as c_int) };
-        in_status(first)
+    // SAFETY: forwarded MPI contract; under Peek the requests are only read.
+    call("MPI_Request_get_status_some", |s| unsafe {
+        some(
+            s,
+            incount,
+            requests.cast_mut(),
+            outcount,
+            indices,
+            statuses,
+            Finish::Peek,
+        )
     })
 }
 
@@ -1030,6 +982,50 @@ unsafe fn request_array(
 ///
 /// # Safety
 /// `requests` has an entry `i`; `statuses` is null or has an entry `slot`.
+/// What a call about several requests does with those it finds complete.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Finish {
+    /// Waits for one, then completes them (Waitany, Waitsome).
+    Wait,
+    /// Completes those complete now (Testany, Testsome).
+    Test,
+    /// Reports those complete now and leaves them in place
+    /// (MPI_Request_get_status_any, _some).
+    Peek,
+}
+
+/// [`collect`], or under [`Finish::Peek`] [`peek_into`], of ready request
+/// `r`, entry `i` of `requests`, with its status in entry `slot` of
+/// `statuses` (null: ignored).
+///
+/// # Safety
+/// As [`collect`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn finish_one(
+    s: &mut State,
+    r: Req,
+    requests: *mut MPI_Request,
+    i: usize,
+    statuses: *mut MPI_Status,
+    slot: usize,
+    multiple: bool,
+    finish: Finish,
+) -> Option<Fail> {
+    // SAFETY: the caller's promise.
+    unsafe {
+        if finish == Finish::Peek {
+            let status = if statuses.is_null() {
+                statuses
+            } else {
+                statuses.add(slot)
+            };
+            peek_into(s, r, status, multiple)
+        } else {
+            collect(s, r, requests, i, statuses, slot, multiple)
+        }
+    }
+}
+
 unsafe fn collect(
     s: &mut State,
     r: Req,
@@ -1132,7 +1128,7 @@ pub unsafe extern "C" fn MPI_Testall(
     })
 }
 
-/// Shared by Waitany and Testany.
+/// Shared by Waitany, Testany and MPI_Request_get_status_any.
 unsafe fn any(
     s: &mut State,
     count: c_int,
@@ -1140,7 +1136,7 @@ unsafe fn any(
     index: *mut c_int,
     flag: *mut c_int,
     status: *mut MPI_Status,
-    block: bool,
+    finish: Finish,
 ) -> Outcome {
     args::out_ptr(MPI_COMM_WORLD, index, "index")?;
     // SAFETY: MPI contract: `count` entries.
@@ -1156,8 +1152,8 @@ unsafe fn any(
         }
         return Ok(());
     }
-    let live: Vec<Req> = ids.iter().flatten().copied().collect();
-    if block {
+    if finish == Finish::Wait {
+        let live: Vec<Req> = ids.iter().flatten().copied().collect();
         request::wait(s, &live, false);
     } else {
         request::poll(s);
@@ -1184,7 +1180,7 @@ unsafe fn any(
                 if !flag.is_null() {
                     put(flag, 1);
                 }
-                collect(s, r, requests, i, status, 0, false)
+                finish_one(s, r, requests, i, status, 0, false, finish)
             };
             err.map_or(Ok(()), Err)
         }
@@ -1207,7 +1203,7 @@ pub unsafe extern "C" fn MPI_Waitany(
             index,
             std::ptr::null_mut(),
             status,
-            true,
+            Finish::Wait,
         )
     })
 }
@@ -1223,11 +1219,11 @@ pub unsafe extern "C" fn MPI_Testany(
     call("MPI_Testany", |s| {
         args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
         // SAFETY: forwarded MPI contract.
-        unsafe { any(s, count, requests, index, flag, status, false) }
+        unsafe { any(s, count, requests, index, flag, status, Finish::Test) }
     })
 }
 
-/// Shared by Waitsome and Testsome.
+/// Shared by Waitsome, Testsome and MPI_Request_get_status_some.
 unsafe fn some(
     s: &mut State,
     incount: c_int,
@@ -1235,7 +1231,7 @@ unsafe fn some(
     outcount: *mut c_int,
     indices: *mut c_int,
     statuses: *mut MPI_Status,
-    block: bool,
+    finish: Finish,
 ) -> Outcome {
     args::out_ptr(MPI_COMM_WORLD, outcount, "outcount")?;
     // SAFETY: MPI contract: `incount` entries.
@@ -1252,8 +1248,8 @@ unsafe fn some(
             "NULL indices array",
         ));
     }
-    let live: Vec<Req> = ids.iter().flatten().copied().collect();
-    if block {
+    if finish == Finish::Wait {
+        let live: Vec<Req> = ids.iter().flatten().copied().collect();
         request::wait(s, &live, false);
     } else {
         request::poll(s);
@@ -1268,7 +1264,7 @@ unsafe fn some(
         // SAFETY: `i < incount`, `n <= i`; arrays have `incount` entries.
         unsafe {
             *indices.add(n) = i as c_int;
-            if let Some(f) = collect(s, r, requests, i, statuses, n, true) {
+            if let Some(f) = finish_one(s, r, requests, i, statuses, n, true, finish) {
                 first.get_or_insert(f);
             }
         }
@@ -1289,7 +1285,15 @@ pub unsafe extern "C" fn MPI_Waitsome(
 ) -> c_int {
     // SAFETY: forwarded MPI contract.
     call("MPI_Waitsome", |s| unsafe {
-        some(s, incount, requests, outcount, indices, statuses, true)
+        some(
+            s,
+            incount,
+            requests,
+            outcount,
+            indices,
+            statuses,
+            Finish::Wait,
+        )
     })
 }
 
@@ -1303,7 +1307,15 @@ pub unsafe extern "C" fn MPI_Testsome(
 ) -> c_int {
     // SAFETY: forwarded MPI contract.
     call("MPI_Testsome", |s| unsafe {
-        some(s, incount, requests, outcount, indices, statuses, false)
+        some(
+            s,
+            incount,
+            requests,
+            outcount,
+            indices,
+            statuses,
+            Finish::Test,
+        )
     })
 }
 

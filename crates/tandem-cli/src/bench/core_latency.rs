@@ -126,20 +126,25 @@ pub fn probe() -> Option<f64> {
 /// "cache-line round trip between CPUs 0 and 1 around the launches: 95 to
 /// 102 ns", or `None` without probes.
 pub fn range_text(probes: &[f64]) -> Option<String> {
-    let lo = probes.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = probes.iter().copied().fold(0.0, f64::max);
+    let (lo, hi) = range(probes)?;
     let (a, b) = first_two_cpus().unwrap_or((0, 1));
-    (!probes.is_empty()).then(|| {
-        format!("cache-line round trip between CPUs {a} and {b} around the launches: {lo:.0} to {hi:.0} ns")
-    })
+    Some(format!(
+        "cache-line round trip between CPUs {a} and {b} around the launches: {lo:.0} to {hi:.0} ns"
+    ))
+}
+
+/// The smallest and largest probe, if any.
+fn range(probes: &[f64]) -> Option<(f64, f64)> {
+    let lo = probes.iter().copied().reduce(f64::min)?;
+    let hi = probes.iter().copied().reduce(f64::max)?;
+    Some((lo, hi))
 }
 
 /// A note when the probes of a run (nanoseconds) differ by more than half
 /// again: the machine changed state between them.
 pub fn note(probes: &[f64]) -> Option<String> {
-    let lo = probes.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = probes.iter().copied().fold(0.0, f64::max);
-    (probes.len() > 1 && hi > 1.5 * lo).then(|| {
+    let (lo, hi) = range(probes)?;
+    (hi > 1.5 * lo).then(|| {
         format!(
             "note: a cache line's round trip between the first two CPUs took {lo:.0} to {hi:.0} ns in the \
              probes around the launches: the machine changed state during the run (on a virtual machine, the \

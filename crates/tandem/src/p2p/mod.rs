@@ -1001,12 +1001,9 @@ impl P2p {
         id
     }
 
-    /// Posts a receive into `cap` bytes at `buf`. `src` is the source filter
-    /// as (communicator rank, world rank), `None` for any source.
-    ///
-    /// # Safety
-    /// `buf` must be valid for writes of `cap` bytes until the request completes.
-    pub unsafe fn irecv(
+    /// A new posted receive request (not yet matched), shared by `irecv`
+    /// and `imrecv`.
+    fn post_recv(
         &mut self,
         ctx: u32,
         src: Option<(u32, u32)>,
@@ -1028,6 +1025,23 @@ impl P2p {
             detached: false,
         });
         self.m.note_overlap(id);
+        id
+    }
+
+    /// Posts a receive into `cap` bytes at `buf`. `src` is the source filter
+    /// as (communicator rank, world rank), `None` for any source.
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `cap` bytes until the request completes.
+    pub unsafe fn irecv(
+        &mut self,
+        ctx: u32,
+        src: Option<(u32, u32)>,
+        tag: Option<i32>,
+        buf: *mut u8,
+        cap: usize,
+    ) -> ReqId {
+        let id = self.post_recv(ctx, src, tag, buf, cap);
         let src_filter = src.map(|s| s.0);
         let lost = src.is_some_and(|s| self.m.lost[s.1 as usize].is_some());
         let c = self.m.context(ctx);
@@ -1139,20 +1153,7 @@ impl P2p {
             .matched
             .remove(&msg.0)
             .ok_or_else(|| Error::new(ErrorClass::Request, "invalid message handle"))?;
-        let id = self.m.reqs.insert(Request {
-            is_send: false,
-            stage: Stage::RecvPosted,
-            context: ctx,
-            peer: Some(u.peer),
-            src_filter: Some(u.src),
-            tag: Some(u.tag),
-            buf,
-            len: cap,
-            msg_len: 0,
-            status: Status::default(),
-            detached: false,
-        });
-        self.m.note_overlap(id);
+        let id = self.post_recv(ctx, Some((u.src, u.peer)), Some(u.tag), buf, cap);
         self.deliver_unexpected(id, u);
         Ok(id)
     }
