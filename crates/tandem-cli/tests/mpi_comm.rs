@@ -1,6 +1,6 @@
 //! Communicators, groups, attributes, topologies, persistent requests,
 //! buffered sends and info objects, end to end: the self-checking C
-//! programs `comm_topo.c`, `finalize_attrs.c` and `persist_misc.c` built with `tandem cc` and
+//! programs `comm_topo.c`, `finalize_attrs.c`, `attr_callbacks.c` and `persist_misc.c` built with `tandem cc` and
 //! run with `tandem run` on several job sizes.
 
 mod common;
@@ -31,6 +31,8 @@ pass_tests! {
     comm_topo_np7: "comm_topo", 7;
     finalize_attrs_np1: "finalize_attrs", 1;
     finalize_attrs_np3: "finalize_attrs", 3;
+    attr_callbacks_np1: "attr_callbacks", 1;
+    attr_callbacks_np3: "attr_callbacks", 3;
     persist_misc_np1: "persist_misc", 1;
     persist_misc_np2: "persist_misc", 2;
     // Binomial broadcast: ranks blocked in MPI_Recv must forward the

@@ -35,29 +35,53 @@ fn fail(comm: MPI_Comm) -> impl Fn(tandem::Error) -> Fail {
     move |error| Fail { comm, error }
 }
 
-fn dup(s: &mut State, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> Result<(), Fail> {
-    args::out_ptr(comm, newcomm, "newcomm")?;
-    let id = args::comm(s, comm)?;
-    let new = s.rt.comm_dup(id).map_err(fail(comm))?;
-    let topo = s.entry(id).ext.topo.clone();
-    let h = register(
-        s,
-        id,
-        Some(new),
-        CommExt {
-            topo,
-            ..CommExt::default()
+/// Duplicates `comm` into `*newcomm`; its attributes are copied by their
+/// callbacks, outside the library (see attr.rs).
+fn dup(
+    func: &'static str,
+    comm: MPI_Comm,
+    info_: Option<MPI_Info>,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    attr::duplicate(
+        func,
+        attr::Kind::Comm,
+        comm,
+        |s| {
+            if let Some(i) = info_ {
+                info::check_optional(s, i)?;
+            }
+            args::out_ptr(comm, newcomm, "newcomm")?;
+            let id = args::comm(s, comm)?;
+            let new = s.rt.comm_dup(id).map_err(fail(comm))?;
+            let topo = s.entry(id).ext.topo.clone();
+            let h = register(
+                s,
+                id,
+                Some(new),
+                CommExt {
+                    topo,
+                    ..CommExt::default()
+                },
+            );
+            // SAFETY: checked non-null.
+            unsafe { put(newcomm, h) };
+            Ok(h)
         },
-    );
-    attr::copy_all(s, comm, id, new)?;
-    // SAFETY: checked non-null.
-    unsafe { put(newcomm, h) };
-    Ok(())
+        |s, h| {
+            if let Ok(id) = args::comm(s, h) {
+                let _ = s.rt.comm_free(id);
+                s.comms[id.0] = None;
+            }
+            // SAFETY: checked non-null before the duplicate was made.
+            unsafe { put(newcomm, MPI_COMM_NULL) };
+        },
+    )
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-    call("MPI_Comm_dup", |s| dup(s, comm, newcomm))
+    dup("MPI_Comm_dup", comm, None, newcomm)
 }
 
 #[no_mangle]
@@ -66,33 +90,52 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     info_: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    call("MPI_Comm_dup_with_info", |s| {
-        info::check_optional(s, info_)?;
-        dup(s, comm, newcomm)
-    })
+    dup("MPI_Comm_dup_with_info", comm, Some(info_), newcomm)
+}
+
+/// The communicator `*comm` names, if `comm` is not null and it is not a
+/// predefined one.
+fn freeable(comm: *mut MPI_Comm) -> Result<MPI_Comm, Fail> {
+    args::out_ptr(MPI_COMM_WORLD, comm, "comm")?;
+    // SAFETY: checked non-null.
+    let h = unsafe { *comm };
+    if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
+        return Err(Fail::new(
+            h,
+            ErrorClass::Comm,
+            "predefined communicators cannot be freed",
+        ));
+    }
+    Ok(h)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
-    call("MPI_Comm_free", |s| {
-        args::out_ptr(MPI_COMM_WORLD, comm, "comm")?;
+    let h = if comm.is_null() {
+        MPI_COMM_NULL
+    } else {
         // SAFETY: checked non-null.
-        let h = unsafe { *comm };
-        if h == MPI_COMM_WORLD || h == MPI_COMM_SELF {
-            return Err(Fail::new(
-                h,
-                ErrorClass::Comm,
-                "predefined communicators cannot be freed",
-            ));
-        }
-        let id = args::comm(s, h)?;
-        attr::delete_all(s, h, id)?;
-        s.rt.comm_free(id).map_err(fail(h))?;
-        s.comms[id.0] = None;
-        // SAFETY: checked non-null.
-        unsafe { put(comm, MPI_COMM_NULL) };
-        Ok(())
-    })
+        unsafe { *comm }
+    };
+    // Delete callbacks run first, outside the library (see attr.rs).
+    attr::free_object(
+        "MPI_Comm_free",
+        attr::Kind::Comm,
+        h,
+        |s| {
+            freeable(comm)?;
+            args::comm(s, h).map(drop)
+        },
+        |s| {
+            let h = freeable(comm)?;
+            let id = args::comm(s, h)?;
+            s.rt.comm_free(id).map_err(fail(h))?;
+            s.comms[id.0] = None;
+            // SAFETY: checked non-null.
+            unsafe { put(comm, MPI_COMM_NULL) };
+            Ok(())
+        },
+    )
 }
 
 fn split(

@@ -682,27 +682,40 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_dup", |_| {
-        args::out_ptr(MPI_COMM_WORLD, newtype, "newtype")?;
-        let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-        let committed = is_predefined(oldtype)
-            || types()
-                .get(oldtype.wrapping_sub(USER_TYPE_BASE))
-                .and_then(Option::as_ref)
-                .is_some_and(|e| e.committed);
-        let h = register(
-            (*old).clone(),
-            contents(MPI_COMBINER_DUP, &[], &[], &[oldtype]),
-        );
-        if committed {
-            if let Some(Some(e)) = types().get_mut(h - USER_TYPE_BASE) {
-                e.committed = true;
+    // Attributes are copied by their callbacks, outside the library.
+    crate::attr::duplicate(
+        "MPI_Type_dup",
+        crate::attr::Kind::Type,
+        oldtype,
+        |_| {
+            args::out_ptr(MPI_COMM_WORLD, newtype, "newtype")?;
+            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
+            let committed = is_predefined(oldtype)
+                || types()
+                    .get(oldtype.wrapping_sub(USER_TYPE_BASE))
+                    .and_then(Option::as_ref)
+                    .is_some_and(|e| e.committed);
+            let h = register(
+                (*old).clone(),
+                contents(MPI_COMBINER_DUP, &[], &[], &[oldtype]),
+            );
+            if committed {
+                if let Some(Some(e)) = types().get_mut(h - USER_TYPE_BASE) {
+                    e.committed = true;
+                }
             }
-        }
-        // SAFETY: checked non-null.
-        unsafe { put(newtype, h) };
-        Ok(())
-    })
+            // SAFETY: checked non-null.
+            unsafe { put(newtype, h) };
+            Ok(h)
+        },
+        |_, h| {
+            if let Some(e) = types().get_mut(h - USER_TYPE_BASE) {
+                *e = None;
+            }
+            // SAFETY: checked non-null before the duplicate was made.
+            unsafe { put(newtype, MPI_DATATYPE_NULL) };
+        },
+    )
 }
 
 /// The registry entry of a derived datatype handle.
@@ -734,10 +747,14 @@ pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_free", |_| {
-        args::out_ptr(MPI_COMM_WORLD, datatype, "datatype")?;
+    let dt = if datatype.is_null() {
+        MPI_DATATYPE_NULL
+    } else {
         // SAFETY: checked non-null.
-        let dt = unsafe { *datatype };
+        unsafe { *datatype }
+    };
+    let freeable = || -> Result<usize, Fail> {
+        args::out_ptr(MPI_COMM_WORLD, datatype, "datatype")?;
         if is_predefined(dt) {
             return Err(Fail::new(
                 MPI_COMM_WORLD,
@@ -745,13 +762,23 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
                 "predefined datatypes cannot be freed",
             ));
         }
-        let i = user_index(dt)?;
-        // Operations in flight keep their own reference to the layout.
-        types()[i] = None;
-        // SAFETY: checked non-null.
-        unsafe { put(datatype, MPI_DATATYPE_NULL) };
-        Ok(())
-    })
+        user_index(dt)
+    };
+    // Delete callbacks run first, outside the library (see attr.rs).
+    crate::attr::free_object(
+        "MPI_Type_free",
+        crate::attr::Kind::Type,
+        dt,
+        |_| freeable().map(drop),
+        |_| {
+            let i = freeable()?;
+            // Operations in flight keep their own reference to the layout.
+            types()[i] = None;
+            // SAFETY: checked non-null.
+            unsafe { put(datatype, MPI_DATATYPE_NULL) };
+            Ok(())
+        },
+    )
 }
 
 #[no_mangle]

@@ -70,10 +70,13 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     // newest first, while the library is still whole, so that delete
     // callbacks can serve as finalization hooks.
     if state::is_initialized() && !state::is_finalized() {
-        let rc = call("MPI_Finalize", |s| {
-            let id = args::comm(s, MPI_COMM_SELF)?;
-            crate::attr::delete_all(s, MPI_COMM_SELF, id)
-        });
+        let rc = crate::attr::free_object(
+            "MPI_Finalize",
+            crate::attr::Kind::Comm,
+            MPI_COMM_SELF,
+            |_| Ok(()),
+            |_| Ok(()),
+        );
         if rc != MPI_SUCCESS {
             return rc;
         }

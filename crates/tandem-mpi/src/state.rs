@@ -231,16 +231,16 @@ impl Owner {
 
     /// Takes the library for the calling thread, waiting for a helper
     /// that holds it. A call from a thread that holds it already comes from
-    /// a callback the library runs (a user-defined reduction, an attribute
-    /// callback): the state is in use further up that thread's stack and
+    /// a callback the library runs (a user-defined reduction; attribute
+    /// callbacks run outside, see attr.rs): the state is in use further up that thread's stack and
     /// cannot be lent out, and waiting would wait for ever, so the call is a
     /// fatal error naming `func`.
     pub(crate) fn acquire(func: &str) -> Owner {
         if HOLDING.with(|h| h.get()) {
             errhandler::fatal_without_state(
                 func,
-                "called from a callback that runs inside the library (a user-defined reduction \
-                 or an attribute callback); Tandem does not support MPI calls there yet",
+                "called from a callback that runs inside the library (a user-defined reduction); \
+                 Tandem does not support MPI calls there yet",
             );
         }
         let mut cur = GLOBAL.busy.load(Ordering::Relaxed);

@@ -124,7 +124,11 @@ fn get_mut(s: &mut State, win: MPI_Win) -> Result<&mut Win, Fail> {
 }
 
 /// Runs a window call: errors go to the window's error handler.
-fn win_call(func: &'static str, win: MPI_Win, body: impl FnOnce(&mut State) -> Outcome) -> c_int {
+pub(crate) fn win_call(
+    func: &'static str,
+    win: MPI_Win,
+    body: impl FnOnce(&mut State) -> Outcome,
+) -> c_int {
     call_with(func, body, |s, func, f| {
         let handler = get(s, win).map_or(MPI_ERRORS_ARE_FATAL, |w| w.errhandler);
         errhandler::raise_to(s, func, handler, win, f)
@@ -534,7 +538,7 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
         // SAFETY: checked non-null.
         unsafe { *win }
     };
-    win_call("MPI_Win_free", h, |s| {
+    let freeable = |s: &State| -> Outcome {
         args::out_ptr(MPI_COMM_WORLD, win, "win")?;
         let w = get(s, h)?;
         if w.lock_all || w.locks.iter().any(|&l| l != LockHeld::No) || w.start_group.is_some() {
@@ -543,24 +547,35 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
                 "MPI_Win_free inside an access epoch (unlock or complete first)",
             ));
         }
-        complete_ops(s, h, None)?;
-        let comm = get(s, h)?.comm;
-        // Nobody may still be reaching into this memory when it goes.
-        s.rt.barrier(comm).map_err(engine_fail)?;
-        let w = s.wins[index(h).expect("validated")]
-            .take()
-            .expect("validated");
-        s.rt.p2p().unexpose(w.key);
-        let _ = s.rt.comm_free(w.comm);
-        if let Some((mem, layout)) = w.owned {
-            // SAFETY: allocated by MPI_Win_allocate with this layout, and no
-            // longer exposed.
-            unsafe { std::alloc::dealloc(mem as *mut u8, layout) };
-        }
-        // SAFETY: checked non-null.
-        unsafe { put(win, MPI_WIN_NULL) };
         Ok(())
-    })
+    };
+    // Delete callbacks run first, outside the library (see attr.rs).
+    crate::attr::free_object(
+        "MPI_Win_free",
+        crate::attr::Kind::Win,
+        h,
+        |s| freeable(s),
+        |s| {
+            freeable(s)?;
+            complete_ops(s, h, None)?;
+            let comm = get(s, h)?.comm;
+            // Nobody may still be reaching into this memory when it goes.
+            s.rt.barrier(comm).map_err(engine_fail)?;
+            let w = s.wins[index(h).expect("validated")]
+                .take()
+                .expect("validated");
+            s.rt.p2p().unexpose(w.key);
+            let _ = s.rt.comm_free(w.comm);
+            if let Some((mem, layout)) = w.owned {
+                // SAFETY: allocated by MPI_Win_allocate with this layout, and no
+                // longer exposed.
+                unsafe { std::alloc::dealloc(mem as *mut u8, layout) };
+            }
+            // SAFETY: checked non-null.
+            unsafe { put(win, MPI_WIN_NULL) };
+            Ok(())
+        },
+    )
 }
 
 /// A target rank of a window: `None` for MPI_PROC_NULL.
@@ -1443,33 +1458,26 @@ pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, g: *mut MPI_Group) -> c
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Win_get_attr(
+/// Checks that `win` is a window (attr.rs).
+pub(crate) fn check(s: &State, win: MPI_Win) -> Outcome {
+    get(s, win).map(drop)
+}
+
+/// The value of a window's predefined attribute `keyval` (`None`: not one
+/// of them).
+pub(crate) fn predefined_attr(
+    s: &State,
     win: MPI_Win,
     keyval: c_int,
-    attribute_val: *mut c_void,
-    flag: *mut c_int,
-) -> c_int {
-    win_call("MPI_Win_get_attr", win, |s| {
-        args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
-        args::out_ptr(MPI_COMM_WORLD, attribute_val, "attribute_val")?;
-        let w = get(s, win)?;
-        let value: Option<*mut c_void> = match keyval {
-            MPI_WIN_BASE => Some(w.base as *mut c_void),
-            MPI_WIN_SIZE => Some((&*w.attr_size as *const MPI_Aint).cast_mut().cast()),
-            MPI_WIN_DISP_UNIT => Some((&*w.attr_disp_unit as *const c_int).cast_mut().cast()),
-            MPI_WIN_CREATE_FLAVOR => Some((&*w.attr_flavor as *const c_int).cast_mut().cast()),
-            MPI_WIN_MODEL => Some((&*w.attr_model as *const c_int).cast_mut().cast()),
-            _ => None,
-        };
-        // SAFETY: checked non-null; attribute_val points to a `void *` (MPI).
-        unsafe {
-            put(flag, c_int::from(value.is_some()));
-            if let Some(v) = value {
-                put(attribute_val.cast::<*mut c_void>(), v);
-            }
-        }
-        Ok(())
+) -> Result<Option<*mut c_void>, Fail> {
+    let w = get(s, win)?;
+    Ok(match keyval {
+        MPI_WIN_BASE => Some(w.base as *mut c_void),
+        MPI_WIN_SIZE => Some((&*w.attr_size as *const MPI_Aint).cast_mut().cast()),
+        MPI_WIN_DISP_UNIT => Some((&*w.attr_disp_unit as *const c_int).cast_mut().cast()),
+        MPI_WIN_CREATE_FLAVOR => Some((&*w.attr_flavor as *const c_int).cast_mut().cast()),
+        MPI_WIN_MODEL => Some((&*w.attr_model as *const c_int).cast_mut().cast()),
+        _ => None,
     })
 }
 
