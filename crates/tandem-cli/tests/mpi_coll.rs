@@ -1,7 +1,8 @@
-//! Collectives end to end: the self-checking C programs `coll_*.c` built
-//! with `tandem cc` and run with `tandem run`, once per algorithm of the
-//! catalogue (forced with `--set coll_<op>=<algorithm>`), with the built-in
-//! rules, and with a rules file.
+//! Collectives end to end: the self-checking C programs `coll_*.c` and
+//! `persistent_coll.c` built with `tandem cc` and run with `tandem run`,
+//! once per algorithm of the catalogue (forced with
+//! `--set coll_<op>=<algorithm>`), with the built-in rules, and with a rules
+//! file.
 //!
 //! `coll_all` loops internally over every communicator size from 1 to the
 //! job's size (sub-communicators from `MPI_Comm_split`), so one 9-rank run
@@ -150,4 +151,29 @@ fn coll_ops_np7_forced_linear_and_ring() {
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let outcome = run(7, &extra, &compile("coll_ops"), &[], JOB_TIMEOUT);
     assert_pass(&outcome, "coll_ops");
+}
+
+/// Persistent collectives: started five times each with new data in the
+/// bound buffers, on one rank, an odd number, and over TCP with the
+/// second algorithm of each operation forced.
+#[test]
+fn persistent_coll_np1() {
+    let outcome = run(1, &[], &compile("persistent_coll"), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "persistent_coll");
+}
+
+#[test]
+fn persistent_coll_np3() {
+    let outcome = run(3, &[], &compile("persistent_coll"), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "persistent_coll");
+}
+
+#[test]
+fn persistent_coll_np4_tcp_forced() {
+    let mut settings = FORCED[1].to_vec();
+    settings.push("transports=tcp");
+    let extra = set_args(&settings);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let outcome = run(4, &extra, &compile("persistent_coll"), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "persistent_coll");
 }

@@ -282,7 +282,7 @@ fn out_req(comm: MPI_Comm, req: *mut MPI_Request, nonblocking: bool) -> Result<(
 
 // ----------------------------------------------------------------- barrier
 
-fn barrier(s: &mut State, comm: MPI_Comm, req: *mut MPI_Request) -> Result<(), Fail> {
+pub(crate) fn barrier(s: &mut State, comm: MPI_Comm, req: *mut MPI_Request) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
     run(s, comm, id, CollCall::Barrier, Stage::default(), req)
 }
@@ -297,7 +297,7 @@ pub unsafe extern "C" fn MPI_Ibarrier(comm: MPI_Comm, request: *mut MPI_Request)
 
 // ------------------------------------------------------------------- bcast
 
-fn bcast(
+pub(crate) fn bcast(
     s: &mut State,
     buf: *mut c_void,
     count: c_int,
@@ -360,14 +360,14 @@ pub unsafe extern "C" fn MPI_Ibcast(
 
 // -------------------------------------------------------------- reductions
 
-enum RedKind {
+pub(crate) enum RedKind {
     Reduce(c_int),
     Allreduce,
     Scan,
     Exscan,
 }
 
-fn reduction(
+pub(crate) fn reduction(
     s: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -636,7 +636,7 @@ pub unsafe extern "C" fn MPI_Iexscan(
     })
 }
 
-fn reduce_scatter(
+pub(crate) fn reduce_scatter(
     s: &mut State,
     sendbuf: *const c_void,
     recvbuf: *mut c_void,
@@ -779,7 +779,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_block(
 
 // ---------------------------------------------------------- gather/scatter
 
-fn gather(
+pub(crate) fn gather(
     s: &mut State,
     sendbuf: *const c_void,
     scount: c_int,
@@ -872,7 +872,7 @@ pub unsafe extern "C" fn MPI_Igather(
     })
 }
 
-fn gatherv(
+pub(crate) fn gatherv(
     s: &mut State,
     sendbuf: *const c_void,
     scount: c_int,
@@ -983,7 +983,7 @@ pub unsafe extern "C" fn MPI_Igatherv(
     })
 }
 
-fn scatter(
+pub(crate) fn scatter(
     s: &mut State,
     sendbuf: *const c_void,
     scount: c_int,
@@ -1076,7 +1076,7 @@ pub unsafe extern "C" fn MPI_Iscatter(
     })
 }
 
-fn scatterv(
+pub(crate) fn scatterv(
     s: &mut State,
     sendbuf: *const c_void,
     scounts: *const c_int,
@@ -1187,7 +1187,7 @@ pub unsafe extern "C" fn MPI_Iscatterv(
 
 // --------------------------------------------------------------- allgather
 
-fn allgather(
+pub(crate) fn allgather(
     s: &mut State,
     sendbuf: *const c_void,
     scount: c_int,
@@ -1263,7 +1263,7 @@ pub unsafe extern "C" fn MPI_Iallgather(
     })
 }
 
-fn allgatherv(
+pub(crate) fn allgatherv(
     s: &mut State,
     sendbuf: *const c_void,
     scount: c_int,
@@ -1357,7 +1357,7 @@ pub unsafe extern "C" fn MPI_Iallgatherv(
 
 // ---------------------------------------------------------------- alltoall
 
-fn alltoall(
+pub(crate) fn alltoall(
     s: &mut State,
     sendbuf: *const c_void,
     scount: c_int,
@@ -1426,7 +1426,7 @@ pub unsafe extern "C" fn MPI_Ialltoall(
     })
 }
 
-fn alltoallv(
+pub(crate) fn alltoallv(
     s: &mut State,
     sendbuf: *const c_void,
     scounts: *const c_int,
@@ -1583,7 +1583,7 @@ unsafe fn w_blocks(
     Ok((p, bytes, offs))
 }
 
-fn alltoallw(
+pub(crate) fn alltoallw(
     s: &mut State,
     sendbuf: *const c_void,
     scounts: *const c_int,

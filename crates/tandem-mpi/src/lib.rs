@@ -22,6 +22,7 @@ mod info;
 mod misc;
 mod ops;
 mod persistent;
+mod persistent_coll;
 mod pmpi;
 mod progress_signal;
 mod progress_thread;

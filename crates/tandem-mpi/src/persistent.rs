@@ -1,5 +1,6 @@
 //! Persistent requests: `MPI_Send_init` (and the buffered, synchronous and
-//! ready forms), `MPI_Recv_init`, `MPI_Start`, `MPI_Startall`. The request
+//! ready forms), `MPI_Recv_init`, the collectives' (persistent_coll.rs),
+//! `MPI_Start`, `MPI_Startall`. The request
 //! keeps its checked arguments; each start begins a new operation, and
 //! completing it leaves the handle valid and inactive until
 //! `MPI_Request_free`.
@@ -32,6 +33,8 @@ pub enum Spec {
         tag: Option<i32>,
         comm: MPI_Comm,
     },
+    /// A persistent collective (persistent_coll.rs).
+    Coll(crate::persistent_coll::Starter),
 }
 
 fn send_init(
@@ -206,6 +209,20 @@ fn start(s: &mut State, h: MPI_Request) -> Result<(), Fail> {
         Some((Spec::Recv { t, src, tag, comm }, false)) => {
             let (t, src, tag, comm) = (t.clone(), *src, *tag, *comm);
             xfer::recv_typed(s, &t, src, tag, comm)?
+        }
+        Some((Spec::Coll(start), false)) => {
+            // The non-blocking collective registers a request of its own;
+            // its operation moves into the persistent one.
+            let start = start.clone();
+            let mut inner: MPI_Request = MPI_REQUEST_NULL;
+            start(s, &mut inner)?;
+            s.ext.reqs.take_active(inner).ok_or_else(|| {
+                Fail::new(
+                    MPI_COMM_WORLD,
+                    ErrorClass::Intern,
+                    "a persistent collective started no operation",
+                )
+            })?
         }
     };
     s.ext.reqs.activate(r, op);

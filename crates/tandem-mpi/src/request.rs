@@ -245,6 +245,19 @@ impl ReqTable {
         }
     }
 
+    /// Removes the active (non-persistent) request `h` and returns its
+    /// operation, to run on under another handle.
+    pub fn take_active(&mut self, h: MPI_Request) -> Option<Op> {
+        let i = self.lookup(h)?;
+        if !matches!(self.entries[i].1.as_ref()?.slot, Slot::Active(_)) {
+            return None;
+        }
+        match self.remove(i)?.slot {
+            Slot::Active(op) => Some(op),
+            Slot::Persistent { .. } => None,
+        }
+    }
+
     /// Marks a persistent request started with `op`.
     pub fn activate(&mut self, r: Req, op: Op) {
         if let Req::Ext(i) = r {
