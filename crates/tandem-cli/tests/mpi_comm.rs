@@ -1,7 +1,8 @@
 //! Communicators, groups, attributes, topologies, persistent requests,
 //! buffered sends and info objects, end to end: the self-checking C
-//! programs `comm_topo.c`, `finalize_attrs.c`, `attr_callbacks.c` and `persist_misc.c` built with `tandem cc` and
-//! run with `tandem run` on several job sizes.
+//! programs `comm_topo.c`, `neighbor_coll.c`, `finalize_attrs.c`,
+//! `attr_callbacks.c` and `persist_misc.c` built with `tandem cc` and run
+//! with `tandem run` on several job sizes.
 
 mod common;
 
@@ -33,6 +34,9 @@ pass_tests! {
     finalize_attrs_np3: "finalize_attrs", 3;
     attr_callbacks_np1: "attr_callbacks", 1;
     attr_callbacks_np3: "attr_callbacks", 3;
+    neighbor_coll_np1: "neighbor_coll", 1;
+    neighbor_coll_np4: "neighbor_coll", 4;
+    neighbor_coll_np6_tcp: "neighbor_coll", 6, "--set", "transports=tcp";
     persist_misc_np1: "persist_misc", 1;
     persist_misc_np2: "persist_misc", 2;
     // Binomial broadcast: ranks blocked in MPI_Recv must forward the

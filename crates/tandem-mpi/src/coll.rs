@@ -135,6 +135,45 @@ impl Stage {
         (p, bytes, offs)
     }
 
+    /// Blocks anywhere in memory, each its own datatype and count: one
+    /// base address and the byte counts and displacements from it (the
+    /// user's memory when every block is contiguous, else a packed staging
+    /// buffer, unpacked at the end when `write`).
+    pub(crate) fn typed_blocks(
+        &mut self,
+        blocks: Vec<Typed>,
+        write: bool,
+    ) -> (*mut u8, Vec<usize>, Vec<usize>) {
+        let bytes: Vec<usize> = blocks.iter().map(Typed::bytes).collect();
+        let direct: Option<Vec<*mut u8>> = blocks.iter().map(Typed::direct).collect();
+        if let Some(at) = direct {
+            let base = at.iter().copied().min().unwrap_or(std::ptr::null_mut());
+            let offs = at.iter().map(|&p| p as usize - base as usize).collect();
+            return (base, bytes, offs);
+        }
+        let mut offs = Vec::with_capacity(blocks.len());
+        let mut at = 0;
+        for &b in &bytes {
+            offs.push(at);
+            at += b;
+        }
+        let mut v = vec![0u8; at];
+        if !write {
+            for (t, &off) in blocks.iter().zip(&offs) {
+                // SAFETY: the blocks are valid for reads (MPI contract).
+                let packed = unsafe { t.pack() };
+                v[off..off + packed.len()].copy_from_slice(&packed);
+            }
+        }
+        let (k, p) = self.hold(v);
+        if write {
+            for (t, off) in blocks.into_iter().zip(offs.iter().copied()) {
+                self.unpacks.push((k, off, t));
+            }
+        }
+        (p, bytes, offs)
+    }
+
     /// Unpacks every staged output.
     pub fn finish(self) {
         for (k, off, t) in self.unpacks {
@@ -217,7 +256,12 @@ fn in_place_misuse(comm: MPI_Comm, what: &str) -> Fail {
 ///
 /// # Safety
 /// `p` must be valid for `n` reads.
-unsafe fn counts(comm: MPI_Comm, p: *const c_int, n: u32, what: &str) -> Result<Vec<usize>, Fail> {
+pub(crate) unsafe fn counts(
+    comm: MPI_Comm,
+    p: *const c_int,
+    n: u32,
+    what: &str,
+) -> Result<Vec<usize>, Fail> {
     if n > 0 && p.is_null() {
         return Err(Fail::new(
             comm,
@@ -244,7 +288,12 @@ unsafe fn counts(comm: MPI_Comm, p: *const c_int, n: u32, what: &str) -> Result<
 ///
 /// # Safety
 /// `p` must be valid for `n` reads.
-unsafe fn displs(comm: MPI_Comm, p: *const c_int, n: u32, what: &str) -> Result<Vec<isize>, Fail> {
+pub(crate) unsafe fn displs(
+    comm: MPI_Comm,
+    p: *const c_int,
+    n: u32,
+    what: &str,
+) -> Result<Vec<isize>, Fail> {
     if n > 0 && p.is_null() {
         return Err(Fail::new(
             comm,
@@ -1552,35 +1601,14 @@ unsafe fn w_blocks(
     if n > 0 && types.is_null() {
         return Err(Fail::new(comm, ErrorClass::Arg, "NULL datatypes array"));
     }
-    let mut blocks = Vec::new();
-    let mut bytes = Vec::new();
-    let mut offs = Vec::new();
-    let mut at = 0;
+    let mut blocks = Vec::with_capacity(n as usize);
     for i in 0..n as usize {
         // SAFETY: the caller's promise.
         let dt = unsafe { *types.add(i) };
         let base = (buf as *mut u8).wrapping_offset(d[i]);
-        let t = datatype::typed(comm, base.cast(), c[i] as c_int, dt)?;
-        offs.push(at);
-        bytes.push(t.bytes());
-        at += t.bytes();
-        blocks.push(t);
+        blocks.push(datatype::typed(comm, base.cast(), c[i] as c_int, dt)?);
     }
-    let mut v = vec![0u8; at];
-    if !write {
-        for (i, t) in blocks.iter().enumerate() {
-            // SAFETY: the caller's promise.
-            let p = unsafe { t.pack() };
-            v[offs[i]..offs[i] + p.len()].copy_from_slice(&p);
-        }
-    }
-    let (k, p) = st.hold(v);
-    if write {
-        for (i, t) in blocks.into_iter().enumerate() {
-            st.unpacks.push((k, offs[i], t));
-        }
-    }
-    Ok((p, bytes, offs))
+    Ok(st.typed_blocks(blocks, write))
 }
 
 pub(crate) fn alltoallw(

@@ -20,6 +20,7 @@ mod ext;
 mod group;
 mod info;
 mod misc;
+mod neighbor;
 mod ops;
 mod persistent;
 mod persistent_coll;

@@ -22,7 +22,7 @@ use crate::state::{call, Outcome, State};
 pub type Starter = Rc<dyn Fn(&mut State, *mut MPI_Request) -> Outcome>;
 
 /// Creates the inactive persistent request of `func` on `comm`.
-fn init(
+pub(crate) fn init(
     func: &'static str,
     comm: MPI_Comm,
     info_: MPI_Info,

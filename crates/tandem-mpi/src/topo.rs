@@ -1,23 +1,19 @@
 //! Virtual topologies: Cartesian (`MPI_Cart_create`, `_coords`, `_rank`,
 //! `_shift`, `_sub`, `_get`, `MPI_Cartdim_get`, `MPI_Dims_create`),
 //! distributed graphs (`MPI_Dist_graph_create_adjacent`,
-//! `_neighbors_count`, `_neighbors`), `MPI_Topo_test`, and the
-//! neighbourhood collectives `MPI_Neighbor_allgather` / `_alltoall`.
-//! Ranks are never reordered.
+//! `_neighbors_count`, `_neighbors`) and `MPI_Topo_test`; the neighbourhood
+//! collectives over them are in neighbor.rs. Ranks are never reordered.
 #![allow(clippy::missing_safety_doc)]
 #![allow(clippy::too_many_arguments)]
 
-use std::os::raw::{c_int, c_void};
+use std::os::raw::c_int;
 use std::sync::Arc;
 
-use tandem::coll::CollCall;
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
 use crate::args::{self, put};
-use crate::coll::{run, Stage};
 use crate::comm::register;
-use crate::datatype;
 use crate::ext::CommExt;
 use crate::info;
 use crate::state::{call, Fail, State};
@@ -596,7 +592,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_neighbors(
 /// the order to post them, send slots as (destination, slot); the number of
 /// receive and send slots. Slots of `MPI_PROC_NULL` neighbours are left out.
 #[allow(clippy::type_complexity)]
-fn neighbourhood(
+pub(crate) fn neighbourhood(
     s: &mut State,
     comm: MPI_Comm,
     id: CommId,
@@ -640,75 +636,4 @@ fn neighbourhood(
         )),
         None => Err(topo_error(comm, "Cartesian or distributed graph")),
     }
-}
-
-fn neighbor(
-    s: &mut State,
-    sendbuf: *const c_void,
-    scount: c_int,
-    stype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    rcount: c_int,
-    rtype: MPI_Datatype,
-    comm: MPI_Comm,
-    alltoall: bool,
-) -> Result<(), Fail> {
-    let id = args::comm(s, comm)?;
-    let (rslots, sslots, nin, nout) = neighbourhood(s, comm, id)?;
-    let mut st = Stage::default();
-    let rwhole = datatype::typed(comm, recvbuf, rcount.saturating_mul(nin as c_int), rtype)?;
-    let rlen = rwhole.layout.size * rcount.max(0) as usize;
-    let recv = st.output(&rwhole);
-    let blocks = if alltoall { nout as c_int } else { 1 };
-    let swhole = datatype::typed(comm, sendbuf, scount.saturating_mul(blocks), stype)?;
-    let slen = swhole.layout.size * scount.max(0) as usize;
-    let send = st.input(&swhole);
-    let c = CollCall::Neighbor {
-        sources: rslots.iter().map(|x| x.0).collect(),
-        recv,
-        rcounts: vec![rlen; rslots.len()],
-        rdispls: rslots.iter().map(|x| x.1 * rlen).collect(),
-        dests: sslots.iter().map(|x| x.0).collect(),
-        send,
-        scounts: vec![slen; sslots.len()],
-        sdispls: sslots
-            .iter()
-            .map(|x| if alltoall { x.1 * slen } else { 0 })
-            .collect(),
-    };
-    run(s, comm, id, c, st, std::ptr::null_mut())
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_allgather(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    call("MPI_Neighbor_allgather", |s| {
-        neighbor(
-            s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, false,
-        )
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Neighbor_alltoall(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    call("MPI_Neighbor_alltoall", |s| {
-        neighbor(
-            s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, true,
-        )
-    })
 }
