@@ -1,8 +1,8 @@
 //! Communicators, groups, attributes, topologies, persistent requests,
 //! buffered sends and info objects, end to end: the self-checking C
 //! programs `comm_topo.c`, `neighbor_coll.c`, `finalize_attrs.c`,
-//! `attr_callbacks.c` and `persist_misc.c` built with `tandem cc` and run
-//! with `tandem run` on several job sizes.
+//! `attr_callbacks.c`, `grequest.c` and `persist_misc.c` built with
+//! `tandem cc` and run with `tandem run` on several job sizes.
 
 mod common;
 
@@ -34,6 +34,8 @@ pass_tests! {
     finalize_attrs_np3: "finalize_attrs", 3;
     attr_callbacks_np1: "attr_callbacks", 1;
     attr_callbacks_np3: "attr_callbacks", 3;
+    grequest_np1: "grequest", 1;
+    grequest_np3: "grequest", 3;
     neighbor_coll_np1: "neighbor_coll", 1;
     neighbor_coll_np4: "neighbor_coll", 4;
     neighbor_coll_np6_tcp: "neighbor_coll", 6, "--set", "transports=tcp";

@@ -194,3 +194,9 @@ pub unsafe fn write_empty_status(status: *mut MPI_Status) {
 pub fn status_bytes(s: &MPI_Status) -> u64 {
     u64::from(s.internal[0] as u32) | (u64::from(s.internal[1] as u32) << 32)
 }
+
+/// Records `bytes` in a status (`MPI_Status_set_elements`).
+pub fn set_status_bytes(s: &mut MPI_Status, bytes: u64) {
+    s.internal[0] = bytes as u32 as c_int;
+    s.internal[1] = (bytes >> 32) as u32 as c_int;
+}

@@ -804,6 +804,64 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+    call("MPI_Type_size_x", |_| {
+        args::out_ptr(MPI_COMM_WORLD, size, "size")?;
+        let n = layout_any(MPI_COMM_WORLD, datatype)?.size;
+        // SAFETY: checked non-null.
+        unsafe { put(size, n as MPI_Count) };
+        Ok(())
+    })
+}
+
+/// Writes two `MPI_Count` results of a datatype query (the `_x` forms).
+fn put_counts(
+    func: &'static str,
+    datatype: MPI_Datatype,
+    a: *mut MPI_Count,
+    b: *mut MPI_Count,
+    pick: fn(&Layout) -> (isize, isize),
+) -> c_int {
+    call(func, |_| {
+        args::out_ptr(MPI_COMM_WORLD, a, "lb")?;
+        args::out_ptr(MPI_COMM_WORLD, b, "extent")?;
+        let (x, y) = pick(&*layout_any(MPI_COMM_WORLD, datatype)?);
+        // SAFETY: both checked non-null.
+        unsafe {
+            put(a, x as MPI_Count);
+            put(b, y as MPI_Count);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_x(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Count,
+    extent: *mut MPI_Count,
+) -> c_int {
+    put_counts("MPI_Type_get_extent_x", datatype, lb, extent, |l| {
+        (l.lb, l.extent)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_x(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Count,
+    true_extent: *mut MPI_Count,
+) -> c_int {
+    put_counts(
+        "MPI_Type_get_true_extent_x",
+        datatype,
+        true_lb,
+        true_extent,
+        |l| (l.true_lb, l.true_extent),
+    )
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_extent(
     datatype: MPI_Datatype,
     lb: *mut MPI_Aint,

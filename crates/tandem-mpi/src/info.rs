@@ -59,7 +59,7 @@ pub fn check_optional(s: &State, h: MPI_Info) -> Result<(), Fail> {
     }
 }
 
-fn add(s: &mut State, v: Vec<(String, String)>) -> MPI_Info {
+pub(crate) fn add(s: &mut State, v: Vec<(String, String)>) -> MPI_Info {
     let t = &mut s.ext.infos.infos;
     let i = match t.iter().position(Option::is_none) {
         Some(i) => {

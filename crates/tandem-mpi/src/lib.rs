@@ -17,6 +17,7 @@ mod env;
 mod errcodes;
 mod errhandler;
 mod ext;
+mod grequest;
 mod group;
 mod info;
 mod misc;

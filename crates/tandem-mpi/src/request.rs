@@ -46,6 +46,8 @@ pub enum Op {
         send: Box<Op>,
         keep: Vec<u8>,
     },
+    /// A generalized request (grequest.rs).
+    Greq(Box<crate::grequest::Greq>),
 }
 
 impl Op {
@@ -55,6 +57,7 @@ impl Op {
             Op::Coll(id) => c.is_complete(*id) != Some(false),
             Op::Done(_) => true,
             Op::Pair { recv, send, .. } => recv.ready(p, c) && send.ready(p, c),
+            Op::Greq(g) => g.complete,
         }
     }
 
@@ -95,6 +98,7 @@ impl Op {
                 }
                 st
             }
+            Op::Greq(g) => g.finish(),
         }
     }
 
@@ -134,6 +138,7 @@ impl Op {
                 }
                 st
             }
+            Op::Greq(g) => g.query(),
         }
     }
 
@@ -144,6 +149,7 @@ impl Op {
             }
             // Only its receive can be cancelled (sends cannot be).
             Op::Pair { recv, .. } => recv.cancel(rt),
+            Op::Greq(g) => g.cancel(),
             Op::Coll(_) | Op::Done(_) => {}
         }
     }
@@ -156,7 +162,8 @@ impl Op {
             Op::Coll(id) => rt.colls_mut().detach(id),
             Op::Done(_) => {}
             // Buffers they own must live until they complete.
-            owning @ (Op::Staged { .. } | Op::Pair { .. }) => zombies.push(owning),
+            // A generalized request's free callback runs once it completes.
+            owning @ (Op::Staged { .. } | Op::Pair { .. } | Op::Greq(_)) => zombies.push(owning),
         }
     }
 }
@@ -255,6 +262,15 @@ impl ReqTable {
         match self.remove(i)?.slot {
             Slot::Active(op) => Some(op),
             Slot::Persistent { .. } => None,
+        }
+    }
+
+    /// The generalized request behind handle `h`, if it is one in flight.
+    pub fn greq_mut(&mut self, h: MPI_Request) -> Option<&mut crate::grequest::Greq> {
+        let i = self.lookup(h)?;
+        match &mut self.entries[i].1.as_mut()?.slot {
+            Slot::Active(Op::Greq(g)) => Some(g),
+            _ => None,
         }
     }
 

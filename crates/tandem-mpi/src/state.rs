@@ -402,6 +402,9 @@ pub fn call_stateless(func: &'static str, body: impl FnOnce() -> c_int) -> c_int
 }
 
 /// Creates the state (MPI_Init).
+/// The thread that initialised MPI (`MPI_Is_thread_main`).
+pub static MAIN_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
+
 pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
     call_stateless(func, || {
         let mut owner = Owner::acquire(func);
@@ -416,6 +419,7 @@ pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
                     _ => POLICY_PLAIN,
                 };
                 let state = owner.slot().insert(State::new(rt, thread_level));
+                let _ = MAIN_THREAD.set(std::thread::current().id());
                 GLOBAL.phase.store(ACTIVE, Ordering::Release);
                 let started = match policy {
                     POLICY_THREAD => progress_thread::start(state),
