@@ -1,6 +1,6 @@
 //! Communicators, groups, attributes, topologies, persistent requests,
 //! buffered sends and info objects, end to end: the self-checking C
-//! programs `comm_topo.c`, `neighbor_coll.c`, `finalize_attrs.c`,
+//! programs `comm_topo.c`, `graph_topo.c`, `neighbor_coll.c`, `finalize_attrs.c`,
 //! `attr_callbacks.c`, `grequest.c` and `persist_misc.c` built with
 //! `tandem cc` and run with `tandem run` on several job sizes.
 
@@ -34,6 +34,9 @@ pass_tests! {
     finalize_attrs_np3: "finalize_attrs", 3;
     attr_callbacks_np1: "attr_callbacks", 1;
     attr_callbacks_np3: "attr_callbacks", 3;
+    graph_topo_np1: "graph_topo", 1;
+    graph_topo_np3: "graph_topo", 3;
+    graph_topo_np5: "graph_topo", 5;
     grequest_np1: "grequest", 1;
     grequest_np3: "grequest", 3;
     neighbor_coll_np1: "neighbor_coll", 1;

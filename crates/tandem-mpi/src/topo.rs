@@ -1,7 +1,10 @@
 //! Virtual topologies: Cartesian (`MPI_Cart_create`, `_coords`, `_rank`,
 //! `_shift`, `_sub`, `_get`, `MPI_Cartdim_get`, `MPI_Dims_create`),
-//! distributed graphs (`MPI_Dist_graph_create_adjacent`,
-//! `_neighbors_count`, `_neighbors`) and `MPI_Topo_test`; the neighbourhood
+//! distributed graphs (`MPI_Dist_graph_create_adjacent`, `_create`,
+//! `_neighbors_count`, `_neighbors`), MPI-1 graphs (`MPI_Graph_create`,
+//! `_get`, `_neighbors_count`, `_neighbors`, `MPI_Graphdims_get`), the
+//! mapping queries (`MPI_Cart_map`, `MPI_Graph_map`) and `MPI_Topo_test`;
+//! the neighbourhood
 //! collectives over them are in neighbor.rs. Ranks are never reordered.
 #![allow(clippy::missing_safety_doc)]
 #![allow(clippy::too_many_arguments)]
@@ -9,6 +12,7 @@
 use std::os::raw::c_int;
 use std::sync::Arc;
 
+use tandem::coll::CollCall;
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
@@ -32,6 +36,23 @@ pub enum Topo {
         dweights: Vec<c_int>,
         weighted: bool,
     },
+    /// MPI-1 graph: node i's neighbours are `edges[index[i-1]..index[i]]`.
+    Graph {
+        index: Vec<c_int>,
+        edges: Vec<c_int>,
+    },
+}
+
+impl Topo {
+    /// A graph node's neighbours.
+    fn graph_neighbours(index: &[c_int], edges: &[c_int], node: usize) -> Vec<c_int> {
+        let lo = if node == 0 {
+            0
+        } else {
+            index[node - 1] as usize
+        };
+        edges[lo..index[node] as usize].to_vec()
+    }
 }
 
 fn topo_error(comm: MPI_Comm, what: &str) -> Fail {
@@ -108,7 +129,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
 ) -> c_int {
     call("MPI_Cart_create", |s| {
         args::out_ptr(comm_old, comm_cart, "comm_cart")?;
-        let id = args::comm(s, comm_old)?;
+        args::comm(s, comm_old)?;
         // SAFETY: `ndims` entries each by the MPI contract.
         let (d, p) = unsafe {
             (
@@ -124,46 +145,11 @@ pub unsafe extern "C" fn MPI_Cart_create(
             ));
         }
         let total: i64 = d.iter().map(|&x| i64::from(x)).product();
-        let c =
-            s.rt.comm(id)
-                .map_err(|error| Fail {
-                    comm: comm_old,
-                    error,
-                })?
-                .clone();
-        if total > i64::from(c.size()) {
-            return Err(Fail::new(
-                comm_old,
-                ErrorClass::Dims,
-                format!(
-                    "a grid of {total} processes does not fit a communicator of {}",
-                    c.size()
-                ),
-            ));
-        }
-        let members = (i64::from(c.rank) < total).then(|| {
-            c.group[..total as usize]
-                .iter()
-                .copied()
-                .collect::<Arc<[u32]>>()
-        });
-        let new = s.rt.comm_from_group(id, members).map_err(|error| Fail {
-            comm: comm_old,
-            error,
-        })?;
         let topo = Topo::Cart {
             dims: d,
             periods: p.iter().map(|&x| x != 0).collect(),
         };
-        let h = register(
-            s,
-            id,
-            new,
-            CommExt {
-                topo: Some(topo),
-                ..CommExt::default()
-            },
-        );
+        let h = with_topology(s, comm_old, total, topo, "grid", ErrorClass::Dims)?;
         // SAFETY: checked non-null.
         unsafe { put(comm_cart, h) };
         Ok(())
@@ -426,6 +412,7 @@ pub unsafe extern "C" fn MPI_Topo_test(comm: MPI_Comm, status: *mut c_int) -> c_
         let t = match s.entry(id).ext.topo {
             Some(Topo::Cart { .. }) => MPI_CART,
             Some(Topo::DistGraph { .. }) => MPI_DIST_GRAPH,
+            Some(Topo::Graph { .. }) => MPI_GRAPH,
             None => MPI_UNDEFINED,
         };
         // SAFETY: checked non-null.
@@ -634,6 +621,426 @@ pub(crate) fn neighbourhood(
             sources.len(),
             dests.len(),
         )),
-        None => Err(topo_error(comm, "Cartesian or distributed graph")),
+        Some(Topo::Graph { index, edges }) => {
+            // Every neighbour is both a source and a destination, in order.
+            let mine: Vec<(u32, usize)> = Topo::graph_neighbours(&index, &edges, me as usize)
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| (r as u32, i))
+                .collect();
+            let n = mine.len();
+            Ok((mine.clone(), mine, n, n))
+        }
+        None => Err(topo_error(comm, "Cartesian, graph or distributed graph")),
     }
+}
+
+/// Creates a communicator of the first `nodes` ranks of `comm_old` with
+/// topology `topo` (the others get `MPI_COMM_NULL`); `what` names the
+/// topology in errors.
+fn with_topology(
+    s: &mut State,
+    comm_old: MPI_Comm,
+    nodes: i64,
+    topo: Topo,
+    what: &str,
+    too_big: ErrorClass,
+) -> Result<MPI_Comm, Fail> {
+    let id = args::comm(s, comm_old)?;
+    let c =
+        s.rt.comm(id)
+            .map_err(|error| Fail {
+                comm: comm_old,
+                error,
+            })?
+            .clone();
+    if nodes > i64::from(c.size()) {
+        return Err(Fail::new(
+            comm_old,
+            too_big,
+            format!(
+                "a {what} of {nodes} processes does not fit a communicator of {}",
+                c.size()
+            ),
+        ));
+    }
+    let members = (i64::from(c.rank) < nodes).then(|| {
+        c.group[..nodes as usize]
+            .iter()
+            .copied()
+            .collect::<Arc<[u32]>>()
+    });
+    let new = s.rt.comm_from_group(id, members).map_err(|error| Fail {
+        comm: comm_old,
+        error,
+    })?;
+    Ok(register(
+        s,
+        id,
+        new,
+        CommExt {
+            topo: Some(topo),
+            ..CommExt::default()
+        },
+    ))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_create(
+    comm_old: MPI_Comm,
+    nnodes: c_int,
+    index: *const c_int,
+    edges: *const c_int,
+    _reorder: c_int,
+    comm_graph: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Graph_create", |s| {
+        args::out_ptr(comm_old, comm_graph, "comm_graph")?;
+        // SAFETY: `nnodes` entries of index, index[nnodes-1] of edges (MPI contract).
+        let idx = unsafe { ints(comm_old, index, nnodes, "index")? };
+        let nedges = idx.last().copied().unwrap_or(0);
+        if idx.windows(2).any(|w| w[1] < w[0]) || idx.first().is_some_and(|&x| x < 0) {
+            return Err(Fail::new(
+                comm_old,
+                ErrorClass::Arg,
+                format!("index {idx:?} is not a non-decreasing sequence of edge counts"),
+            ));
+        }
+        // SAFETY: as above.
+        let e = unsafe { ints(comm_old, edges, nedges, "edges")? };
+        if let Some(r) = e.iter().find(|&&r| r < 0 || r >= nnodes) {
+            return Err(Fail::new(
+                comm_old,
+                ErrorClass::Rank,
+                format!("edge to {r}, which is not a node in 0..{nnodes}"),
+            ));
+        }
+        let topo = Topo::Graph {
+            index: idx,
+            edges: e,
+        };
+        let h = with_topology(
+            s,
+            comm_old,
+            i64::from(nnodes),
+            topo,
+            "graph",
+            ErrorClass::Arg,
+        )?;
+        // SAFETY: checked non-null.
+        unsafe { put(comm_graph, h) };
+        Ok(())
+    })
+}
+
+fn graph(s: &mut State, comm: MPI_Comm) -> Result<(Vec<c_int>, Vec<c_int>), Fail> {
+    let id = args::comm(s, comm)?;
+    match &s.entry(id).ext.topo {
+        Some(Topo::Graph { index, edges }) => Ok((index.clone(), edges.clone())),
+        _ => Err(topo_error(comm, "graph")),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graphdims_get(
+    comm: MPI_Comm,
+    nnodes: *mut c_int,
+    nedges: *mut c_int,
+) -> c_int {
+    call("MPI_Graphdims_get", |s| {
+        args::out_ptr(comm, nnodes, "nnodes")?;
+        args::out_ptr(comm, nedges, "nedges")?;
+        let (index, edges) = graph(s, comm)?;
+        // SAFETY: both checked non-null.
+        unsafe {
+            put(nnodes, index.len() as c_int);
+            put(nedges, edges.len() as c_int);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_get(
+    comm: MPI_Comm,
+    maxindex: c_int,
+    maxedges: c_int,
+    index: *mut c_int,
+    edges: *mut c_int,
+) -> c_int {
+    call("MPI_Graph_get", |s| {
+        let (idx, e) = graph(s, comm)?;
+        for (v, max, p, what) in [
+            (&idx, maxindex, index, "index"),
+            (&e, maxedges, edges, "edges"),
+        ] {
+            let n = v.len().min(max.max(0) as usize);
+            if n > 0 {
+                args::out_ptr(comm, p, what)?;
+                // SAFETY: checked non-null; room for `max` entries (MPI contract).
+                unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p, n) };
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Node `rank`'s neighbours in a graph communicator.
+fn graph_neighbours_of(s: &mut State, comm: MPI_Comm, rank: c_int) -> Result<Vec<c_int>, Fail> {
+    let (index, edges) = graph(s, comm)?;
+    if rank < 0 || rank as usize >= index.len() {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Rank,
+            format!("rank {rank} is not a node in 0..{}", index.len()),
+        ));
+    }
+    Ok(Topo::graph_neighbours(&index, &edges, rank as usize))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_neighbors_count(
+    comm: MPI_Comm,
+    rank: c_int,
+    nneighbors: *mut c_int,
+) -> c_int {
+    call("MPI_Graph_neighbors_count", |s| {
+        args::out_ptr(comm, nneighbors, "nneighbors")?;
+        let n = graph_neighbours_of(s, comm, rank)?.len();
+        // SAFETY: checked non-null.
+        unsafe { put(nneighbors, n as c_int) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_neighbors(
+    comm: MPI_Comm,
+    rank: c_int,
+    maxneighbors: c_int,
+    neighbors: *mut c_int,
+) -> c_int {
+    call("MPI_Graph_neighbors", |s| {
+        let v = graph_neighbours_of(s, comm, rank)?;
+        let n = v.len().min(maxneighbors.max(0) as usize);
+        if n > 0 {
+            args::out_ptr(comm, neighbors, "neighbors")?;
+            // SAFETY: checked non-null; room for `maxneighbors` (MPI contract).
+            unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), neighbors, n) };
+        }
+        Ok(())
+    })
+}
+
+/// The rank a mapping onto `nodes` processes gives the caller: its own
+/// (ranks are never reordered), or `MPI_UNDEFINED` past the nodes.
+fn map_rank(s: &mut State, comm: MPI_Comm, nodes: i64, out: *mut c_int) -> Result<(), Fail> {
+    args::out_ptr(comm, out, "newrank")?;
+    let id = args::comm(s, comm)?;
+    let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
+    if nodes < 0 || nodes > i64::from(c.size()) {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Arg,
+            format!(
+                "{nodes} processes do not fit a communicator of {}",
+                c.size()
+            ),
+        ));
+    }
+    let r = if i64::from(c.rank) < nodes {
+        c.rank as c_int
+    } else {
+        MPI_UNDEFINED
+    };
+    // SAFETY: checked non-null.
+    unsafe { put(out, r) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Graph_map(
+    comm: MPI_Comm,
+    nnodes: c_int,
+    _index: *const c_int,
+    _edges: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    call("MPI_Graph_map", |s| {
+        map_rank(s, comm, i64::from(nnodes), newrank)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Cart_map(
+    comm: MPI_Comm,
+    ndims: c_int,
+    dims: *const c_int,
+    _periods: *const c_int,
+    newrank: *mut c_int,
+) -> c_int {
+    call("MPI_Cart_map", |s| {
+        // SAFETY: `ndims` entries (MPI contract).
+        let d = unsafe { ints(comm, dims, ndims, "dims")? };
+        if d.iter().any(|&x| x <= 0) {
+            return Err(Fail::new(
+                comm,
+                ErrorClass::Dims,
+                format!("invalid dimensions {d:?}"),
+            ));
+        }
+        map_rank(s, comm, d.iter().map(|&x| i64::from(x)).product(), newrank)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Dist_graph_create(
+    comm_old: MPI_Comm,
+    n: c_int,
+    sources: *const c_int,
+    degrees: *const c_int,
+    destinations: *const c_int,
+    weights_: *const c_int,
+    info_: MPI_Info,
+    _reorder: c_int,
+    comm_dist_graph: *mut MPI_Comm,
+) -> c_int {
+    call("MPI_Dist_graph_create", |s| {
+        args::out_ptr(comm_old, comm_dist_graph, "comm_dist_graph")?;
+        info::check_optional(s, info_)?;
+        let id = args::comm(s, comm_old)?;
+        let size =
+            s.rt.comm(id)
+                .map_err(|error| Fail {
+                    comm: comm_old,
+                    error,
+                })?
+                .size() as usize;
+        // SAFETY: `n` sources and degrees, their sum of destinations and
+        // weights (MPI contract).
+        let (src, deg) = unsafe {
+            (
+                ints(comm_old, sources, n, "sources")?,
+                ints(comm_old, degrees, n, "degrees")?,
+            )
+        };
+        if let Some(d) = deg.iter().find(|&&d| d < 0) {
+            return Err(Fail::new(
+                comm_old,
+                ErrorClass::Arg,
+                format!("negative degree {d}"),
+            ));
+        }
+        let total: c_int = deg.iter().sum();
+        // SAFETY: as above.
+        let (dst, (w, weighted)) = unsafe {
+            (
+                ints(comm_old, destinations, total, "destinations")?,
+                weights(comm_old, weights_, total)?,
+            )
+        };
+        if let Some(r) = src
+            .iter()
+            .chain(&dst)
+            .find(|&&r| r < 0 || r as usize >= size)
+        {
+            return Err(Fail::new(
+                comm_old,
+                ErrorClass::Rank,
+                format!("neighbour {r} is not in 0..{size}"),
+            ));
+        }
+        // Each edge u -> v goes to u as an out-edge and to v as an in-edge:
+        // records (u, v, weight, 0 for out / 1 for in), exchanged all to all.
+        let mut per: Vec<Vec<c_int>> = vec![Vec::new(); size];
+        let mut e = 0;
+        for (&u, &d) in src.iter().zip(&deg) {
+            for _ in 0..d {
+                let (v, wt) = (dst[e], w[e]);
+                per[u as usize].extend([u, v, wt, 0]);
+                per[v as usize].extend([u, v, wt, 1]);
+                e += 1;
+            }
+        }
+        let record = 4 * std::mem::size_of::<c_int>();
+        let scounts: Vec<u64> = per.iter().map(|v| (v.len() * 4) as u64).collect();
+        let mut rcounts = vec![0u64; size];
+        let fail = |error| Fail {
+            comm: comm_old,
+            error,
+        };
+        // SAFETY: both buffers hold `size` u64s, alive across the call.
+        unsafe {
+            s.rt.coll(
+                id,
+                CollCall::Alltoall {
+                    send: Some(scounts.as_ptr().cast()),
+                    recv: rcounts.as_mut_ptr().cast(),
+                    len: 8,
+                },
+            )
+        }
+        .map_err(fail)?;
+        let send: Vec<c_int> = per.concat();
+        let offsets = |c: &[u64]| -> Vec<usize> {
+            c.iter()
+                .scan(0usize, |at, &x| {
+                    let o = *at;
+                    *at += x as usize;
+                    Some(o)
+                })
+                .collect()
+        };
+        let rbytes: Vec<usize> = rcounts.iter().map(|&c| c as usize).collect();
+        let mut recv =
+            vec![0 as c_int; rbytes.iter().sum::<usize>() / std::mem::size_of::<c_int>()];
+        // SAFETY: the counts and displacements lie within both buffers,
+        // which stay alive across the call.
+        unsafe {
+            s.rt.coll(
+                id,
+                CollCall::Alltoallv {
+                    send: Some(send.as_ptr().cast()),
+                    scounts: scounts.iter().map(|&c| c as usize).collect(),
+                    sdispls: offsets(&scounts),
+                    recv: recv.as_mut_ptr().cast(),
+                    rcounts: rbytes,
+                    rdispls: offsets(&rcounts),
+                },
+            )
+        }
+        .map_err(fail)?;
+        debug_assert_eq!(recv.len() * std::mem::size_of::<c_int>() % record, 0);
+        let (mut ins, mut insw, mut outs, mut outsw) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for r in recv.chunks_exact(4) {
+            if r[3] == 0 {
+                outs.push(r[1]);
+                outsw.push(r[2]);
+            } else {
+                ins.push(r[0]);
+                insw.push(r[2]);
+            }
+        }
+        let new = s.rt.comm_dup(id).map_err(fail)?;
+        let topo = Topo::DistGraph {
+            sources: ins,
+            sweights: insw,
+            dests: outs,
+            dweights: outsw,
+            weighted,
+        };
+        let h = register(
+            s,
+            id,
+            Some(new),
+            CommExt {
+                topo: Some(topo),
+                ..CommExt::default()
+            },
+        );
+        // SAFETY: checked non-null.
+        unsafe { put(comm_dist_graph, h) };
+        Ok(())
+    })
 }
