@@ -156,6 +156,83 @@ pub unsafe extern "C" fn MPI_Cart_create(
     })
 }
 
+/// The `k` factors of `n` as close to each other as possible (the smallest
+/// difference between the largest and the smallest, then the largest
+/// smallest, second smallest, ...), largest first: 72 in two dimensions is
+/// 9 x 8, not 12 x 6; 5040 in three is 21 x 16 x 15 rather than
+/// 20 x 18 x 14 (what MPICH gives, so that programs see the same grids).
+fn balanced(n: i64, k: usize) -> Vec<i64> {
+    let divisors: Vec<i64> = (1..)
+        .take_while(|d| d * d <= n)
+        .filter(|d| n % d == 0)
+        .flat_map(|d| [d, n / d])
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    // The largest g with g^r <= m.
+    fn root(m: i64, r: usize) -> i64 {
+        let mut g = (m as f64).powf(1.0 / r as f64).round() as i64;
+        while g > 1 && (g as i128).pow(r as u32) > m as i128 {
+            g -= 1;
+        }
+        while ((g + 1) as i128).pow(r as u32) <= m as i128 {
+            g += 1;
+        }
+        g.max(1)
+    }
+    // Searches non-increasing factor lists of `m` in `r` more factors, each
+    // at most `cap`, keeping the best whole list. A candidate is skipped
+    // when even the best ending (the rest all equal) spreads more than the
+    // best list so far.
+    fn search(
+        divisors: &[i64],
+        m: i64,
+        r: usize,
+        cap: i64,
+        cur: &mut Vec<i64>,
+        best: &mut Option<(i64, Vec<i64>)>,
+    ) {
+        if r == 0 {
+            if m == 1 {
+                let key = cur[0] - cur[cur.len() - 1];
+                let better = best.as_ref().is_none_or(|(b, v)| {
+                    key < *b || (key == *b && cur.iter().rev().gt(v.iter().rev()))
+                });
+                if better {
+                    *best = Some((key, cur.clone()));
+                }
+            }
+            return;
+        }
+        let lowest = root(m, r) + i64::from(root(m, r).pow(r as u32) < m);
+        let start = divisors.partition_point(|&d| d < lowest);
+        for &f in &divisors[start..] {
+            if f > cap {
+                break;
+            }
+            if m % f != 0 {
+                continue;
+            }
+            let first = cur.first().copied().unwrap_or(f);
+            let smallest = if r > 1 { f.min(root(m / f, r - 1)) } else { f };
+            if let Some((b, _)) = best.as_ref() {
+                if first - smallest > *b {
+                    if cur.is_empty() {
+                        break; // the bound only grows with the first factor
+                    }
+                    continue;
+                }
+            }
+            cur.push(f);
+            search(divisors, m / f, r - 1, f, cur, best);
+            cur.pop();
+        }
+    }
+    let mut best = None;
+    search(&divisors, n, k, n, &mut Vec::with_capacity(k), &mut best);
+    best.map_or_else(|| vec![1; k], |(_, v)| v)
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
     call("MPI_Dims_create", |_| {
@@ -181,7 +258,7 @@ pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut
                 format!("{nnodes} processes cannot fill the fixed dimensions {d:?}"),
             ));
         }
-        let mut rest = nnodes / fixed as c_int;
+        let rest = nnodes / fixed as c_int;
         let free: Vec<usize> = (0..d.len()).filter(|&i| d[i] == 0).collect();
         if free.is_empty() {
             if rest != 1 {
@@ -193,26 +270,11 @@ pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut
             }
             return Ok(());
         }
-        let mut factors = Vec::new();
-        let mut f = 2;
-        while rest > 1 {
-            while rest % f == 0 {
-                factors.push(f);
-                rest /= f;
-            }
-            f += 1;
-        }
-        let mut vals = vec![1 as c_int; free.len()];
-        for &p in factors.iter().rev() {
-            let i = (0..vals.len())
-                .min_by_key(|&i| vals[i])
-                .expect("at least one free dimension");
-            vals[i] *= p;
-        }
+        let mut vals = balanced(i64::from(rest), free.len());
         vals.sort_unstable_by(|a, b| b.cmp(a));
         for (k, &i) in free.iter().enumerate() {
             // SAFETY: `i < ndims`.
-            unsafe { *dims.add(i) = vals[k] };
+            unsafe { *dims.add(i) = vals[k] as c_int };
         }
         Ok(())
     })
@@ -1043,4 +1105,23 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
         unsafe { put(comm_dist_graph, h) };
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::balanced;
+
+    #[test]
+    fn dims_are_as_close_as_the_factors_allow() {
+        assert_eq!(balanced(72, 2), [9, 8]);
+        assert_eq!(balanced(8, 3), [2, 2, 2]);
+        assert_eq!(balanced(7, 2), [7, 1]);
+        assert_eq!(balanced(1, 3), [1, 1, 1]);
+        assert_eq!(balanced(12, 1), [12]);
+        // Equal spreads: the larger smallest factor, then the next.
+        assert_eq!(balanced(5040, 3), [21, 16, 15]);
+        assert_eq!(balanced(98784, 5), [14, 14, 9, 8, 7]);
+        // Many dimensions for few nodes: ones at the end.
+        assert_eq!(balanced(6, 4), [3, 2, 1, 1]);
+    }
 }
