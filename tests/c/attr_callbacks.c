@@ -180,8 +180,21 @@ static void comm_attributes(void)
     CHECK_EQ(1, comm_deletes, "delete callbacks after MPI_Comm_free");
     if (dup2 != MPI_COMM_NULL)
         FAIL("MPI_Comm_free did not return MPI_COMM_NULL");
+    int saved = key;
     CHECK_MPI(MPI_Comm_free_keyval(&key));
-    /* The freed key's attribute on dup still has its callbacks. */
+    /* The freed key still names the attribute on dup (with its callbacks)
+     * until that is deleted; a key freed with nothing set is gone. */
+    CHECK_MPI(MPI_Comm_get_attr(dup, saved, &got, &flag));
+    CHECK(flag && got == c, "a freed key still reads the attribute set with it");
+    {
+        int lone, lone_copy;
+        CHECK_MPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &lone, NULL));
+        lone_copy = lone;
+        CHECK_MPI(MPI_Comm_free_keyval(&lone));
+        CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        tc_expect_class(MPI_Comm_free_keyval(&lone_copy), MPI_ERR_KEYVAL, "a key freed twice with nothing set");
+        CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    }
     CHECK_MPI(MPI_Comm_free(&dup));
     CHECK_EQ(2, comm_deletes, "delete callbacks after freeing the original");
 }

@@ -123,6 +123,18 @@ fn keyval(s: &State, kind: Kind, k: c_int) -> Result<Keyval, Fail> {
     }
 }
 
+/// The key value `k` for reaching attributes already set on objects of
+/// `kind`: a freed key still names them until the last is deleted (the
+/// standard's reference counting; its slot is reclaimed after that
+/// attribute's delete callback), so getting, deleting and freeing it again
+/// stay valid until then, as in MPICH.
+fn keyval_in_use(s: &State, kind: Kind, k: c_int) -> Result<Keyval, Fail> {
+    match keyval_any(s, k) {
+        Some(kv) if kv.freed && kv.kind == kind => Ok(kv),
+        _ => keyval(s, kind, k),
+    }
+}
+
 /// The key value `k`, freed or not (for the callbacks of attributes set
 /// before it was freed).
 fn keyval_any(s: &State, k: c_int) -> Option<Keyval> {
@@ -496,7 +508,7 @@ fn free_keyval(s: &mut State, kind: Kind, k: *mut c_int) -> Outcome {
     args::out_ptr(MPI_COMM_WORLD, k, "keyval")?;
     // SAFETY: checked non-null.
     let v = unsafe { *k };
-    keyval(s, kind, v)?;
+    keyval_in_use(s, kind, v)?;
     // Attributes already set keep their callbacks until deleted (the
     // standard's reference counting); the key is unusable from now on.
     if let Some(kv) = s.ext.attrs.keys[(v - KEYVAL_BASE) as usize].as_mut() {
@@ -563,7 +575,7 @@ fn get_attr(
     let v = match predefined {
         Some(p) => Some(p as usize),
         None => {
-            keyval(s, kind, key)?;
+            keyval_in_use(s, kind, key)?;
             s.ext.attrs.get(kind, h, key)
         }
     };
@@ -587,7 +599,7 @@ fn delete_attr(func: &'static str, kind: Kind, h: usize, key: c_int) -> c_int {
         h,
         |s| {
             check_object(s, kind, h)?;
-            keyval(s, kind, key)?;
+            keyval_in_use(s, kind, key)?;
             let v = s.ext.attrs.get(kind, h, key).ok_or_else(|| {
                 Fail::new(
                     err_comm(kind, h),
