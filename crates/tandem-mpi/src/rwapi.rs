@@ -15,7 +15,7 @@
 //! that node went through the engine since the last rwapi_flush.
 
 use std::alloc::Layout;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -23,6 +23,7 @@ use tandem::p2p::{OpId, OpState};
 use tandem::{CommId, ErrorClass, Runtime, WORLD};
 
 use tandem::coll::CollCall;
+use tandem::int_map::IntMap;
 
 use crate::abi::MPI_THREAD_SINGLE;
 use crate::rwheap::{self, Heap, HeapBlock, HeapInfo, Mapping, Refused};
@@ -133,14 +134,15 @@ pub struct RwState {
     /// Whether rwapi_init started MPI (then rwapi_finalize ends it).
     owns_mpi: bool,
     /// By base address.
-    blocks: HashMap<usize, Block>,
+    blocks: IntMap<usize, Block>,
     /// Base address by key.
-    keys: HashMap<u32, usize>,
-    /// Writes not yet known to be done, oldest first.
+    keys: IntMap<u32, usize>,
+    /// Writes through the engine not yet known to be done, oldest first
+    /// (a write that left at once is not kept: see `P2p::put_untracked`).
     outstanding: VecDeque<u64>,
     max_sid: u64,
     /// Refused writes already forgotten by the engine: sid → class.
-    failed: HashMap<u64, ErrorClass>,
+    failed: IntMap<u64, ErrorClass>,
     /// The first refusal not yet reported by rwapi_flush.
     first_error: Option<ErrorClass>,
     /// Calls in a row that found nothing to receive.
@@ -257,11 +259,11 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
                 s.rwapi = Some(RwState {
                     comm,
                     owns_mpi,
-                    blocks: HashMap::new(),
-                    keys: HashMap::new(),
+                    blocks: IntMap::default(),
+                    keys: IntMap::default(),
                     outstanding: VecDeque::new(),
                     max_sid: 0,
-                    failed: HashMap::new(),
+                    failed: IntMap::default(),
                     first_error: None,
                     idle_polls: 0,
                     dirty: NodeSet::new(s.rt.size() as usize),
@@ -586,7 +588,7 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         // SAFETY: the source lies inside a live local block (checked), which
         // rwapi_free keeps alive until no write reads it.
         let r = unsafe {
-            rt.p2p().put(
+            rt.p2p().put_untracked(
                 node as u32,
                 remote.key,
                 remote.addr,
@@ -595,10 +597,12 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
             )
         };
         match r {
-            Ok(OpId(sid)) => {
+            Ok((OpId(sid), left)) => {
                 rt.p2p().engine().counters_mut().rwapi_engine += 1;
                 rw.dirty.insert(node as u32);
-                rw.outstanding.push_back(sid);
+                if !left {
+                    rw.outstanding.push_back(sid);
+                }
                 rw.max_sid = rw.max_sid.max(sid);
                 sid as i64
             }
