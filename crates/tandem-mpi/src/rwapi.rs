@@ -135,8 +135,9 @@ pub struct RwState {
     owns_mpi: bool,
     /// By base address.
     blocks: IntMap<usize, Block>,
-    /// Base address by key.
-    keys: IntMap<u32, usize>,
+    /// Base address and length by key (what every write checks its
+    /// source against, in one look-up).
+    keys: IntMap<u32, (usize, usize)>,
     /// Writes through the engine not yet known to be done, oldest first
     /// (a write that left at once is not kept: see `P2p::put_untracked`).
     outstanding: VecDeque<u64>,
@@ -456,7 +457,7 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
                 heap,
             },
         );
-        rw.keys.insert(key, base as usize);
+        rw.keys.insert(key, (base as usize, size));
         // SAFETY: checked non-null; the caller's out-parameter.
         unsafe {
             *net = RwapiNet {
@@ -525,7 +526,12 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
             Some(m) => Some(m),
             None => {
                 moved = p2p.progress(false);
-                p2p.take_small()
+                // Nothing moved, nothing new to take.
+                if moved {
+                    p2p.take_small()
+                } else {
+                    None
+                }
             }
         };
         match got {
@@ -564,10 +570,10 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         if remote.node != node || local.node != me as i32 {
             return i64::from(ERR_ARG);
         }
-        let Some(&base) = rw.keys.get(&local.key) else {
+        let Some(&(base, len)) = rw.keys.get(&local.key) else {
             return i64::from(-ErrorClass::Win.code());
         };
-        let len = rw.blocks[&base].len as u64;
+        let len = len as u64;
         let inside = local
             .addr
             .checked_sub(base as u64)
@@ -692,6 +698,9 @@ pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
             }
             Some(OpState::Done(Some(e))) => neg(e.class),
             None => {
+                // Done and forgotten (or never kept: it left at once). As
+                // for a write found done, polls need not yield yet.
+                rw.idle_polls = 0;
                 rw.forget_done(rt);
                 rw.failed.get(&(sid as u64)).map_or(1, |&c| neg(c))
             }
