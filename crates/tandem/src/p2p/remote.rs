@@ -1283,6 +1283,40 @@ mod tests {
         assert_eq!(acc_untag(0xff), None);
     }
 
+    /// Operations that left at once are never tracked (`put_untracked`):
+    /// ids handed out around them stay in order, they have no state, and
+    /// a refusal of one is kept as a late error.
+    #[test]
+    fn untracked_ids_leave_no_state_and_refusals_come_late() {
+        let mut r = Remote::new(0, 2);
+        let untracked = r.next_id();
+        let tracked = r.next_id();
+        r.track(tracked, 1, None, false, None, Vec::new());
+        let after = r.start(1, None, false, None, Vec::new());
+        assert!(untracked < tracked && tracked < after);
+        assert_eq!(r.state(OpId(untracked)), None);
+        assert_eq!(r.state(OpId(tracked)), Some(OpState::Pending));
+        assert_eq!(r.in_flight(1), 2, "only tracked operations count");
+        let mut out = Vec::new();
+        let refusal = Header {
+            kind: FrameKind::Ack,
+            context: 0,
+            src: 0,
+            tag: ErrorClass::RmaRange.code(),
+            len: 0,
+            sreq: untracked,
+            rreq: 0,
+        };
+        r.on_frame(1, &refusal, None, &mut out).unwrap();
+        assert_eq!(r.late.len(), 1);
+        assert_eq!(r.late[0].0, untracked);
+        assert_eq!(r.late[0].1.class, ErrorClass::RmaRange);
+        // The tracked ones are untouched and finish as usual.
+        r.local_done(tracked);
+        assert_eq!(r.state(OpId(tracked)), Some(OpState::Done(None)));
+        assert_eq!(r.state(OpId(after)), Some(OpState::Pending));
+    }
+
     #[test]
     fn range_checks_refuse_outside_and_unknown() {
         let mut r = Remote::new(0, 2);
