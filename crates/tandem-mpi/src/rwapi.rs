@@ -15,7 +15,7 @@
 //! that node went through the engine since the last rwapi_flush.
 
 use std::alloc::Layout;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -23,6 +23,7 @@ use tandem::p2p::{OpId, OpState};
 use tandem::{CommId, ErrorClass, Runtime, WORLD};
 
 use tandem::coll::CollCall;
+use tandem::int_map::IntMap;
 
 use crate::abi::MPI_THREAD_SINGLE;
 use crate::rwheap::{self, Heap, HeapBlock, HeapInfo, Mapping, Refused};
@@ -133,14 +134,16 @@ pub struct RwState {
     /// Whether rwapi_init started MPI (then rwapi_finalize ends it).
     owns_mpi: bool,
     /// By base address.
-    blocks: HashMap<usize, Block>,
-    /// Base address by key.
-    keys: HashMap<u32, usize>,
-    /// Writes not yet known to be done, oldest first.
+    blocks: IntMap<usize, Block>,
+    /// Base address and length by key (what every write checks its
+    /// source against, in one look-up).
+    keys: IntMap<u32, (usize, usize)>,
+    /// Writes through the engine not yet known to be done, oldest first
+    /// (a write that left at once is not kept: see `P2p::put_untracked`).
     outstanding: VecDeque<u64>,
     max_sid: u64,
     /// Refused writes already forgotten by the engine: sid → class.
-    failed: HashMap<u64, ErrorClass>,
+    failed: IntMap<u64, ErrorClass>,
     /// The first refusal not yet reported by rwapi_flush.
     first_error: Option<ErrorClass>,
     /// Calls in a row that found nothing to receive.
@@ -257,11 +260,11 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
                 s.rwapi = Some(RwState {
                     comm,
                     owns_mpi,
-                    blocks: HashMap::new(),
-                    keys: HashMap::new(),
+                    blocks: IntMap::default(),
+                    keys: IntMap::default(),
                     outstanding: VecDeque::new(),
                     max_sid: 0,
-                    failed: HashMap::new(),
+                    failed: IntMap::default(),
                     first_error: None,
                     idle_polls: 0,
                     dirty: NodeSet::new(s.rt.size() as usize),
@@ -454,7 +457,7 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
                 heap,
             },
         );
-        rw.keys.insert(key, base as usize);
+        rw.keys.insert(key, (base as usize, size));
         // SAFETY: checked non-null; the caller's out-parameter.
         unsafe {
             *net = RwapiNet {
@@ -523,7 +526,12 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
             Some(m) => Some(m),
             None => {
                 moved = p2p.progress(false);
-                p2p.take_small()
+                // Nothing moved, nothing new to take.
+                if moved {
+                    p2p.take_small()
+                } else {
+                    None
+                }
             }
         };
         match got {
@@ -562,10 +570,10 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         if remote.node != node || local.node != me as i32 {
             return i64::from(ERR_ARG);
         }
-        let Some(&base) = rw.keys.get(&local.key) else {
+        let Some(&(base, len)) = rw.keys.get(&local.key) else {
             return i64::from(-ErrorClass::Win.code());
         };
-        let len = rw.blocks[&base].len as u64;
+        let len = len as u64;
         let inside = local
             .addr
             .checked_sub(base as u64)
@@ -586,7 +594,7 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         // SAFETY: the source lies inside a live local block (checked), which
         // rwapi_free keeps alive until no write reads it.
         let r = unsafe {
-            rt.p2p().put(
+            rt.p2p().put_untracked(
                 node as u32,
                 remote.key,
                 remote.addr,
@@ -595,10 +603,12 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
             )
         };
         match r {
-            Ok(OpId(sid)) => {
+            Ok((OpId(sid), left)) => {
                 rt.p2p().engine().counters_mut().rwapi_engine += 1;
                 rw.dirty.insert(node as u32);
-                rw.outstanding.push_back(sid);
+                if !left {
+                    rw.outstanding.push_back(sid);
+                }
                 rw.max_sid = rw.max_sid.max(sid);
                 sid as i64
             }
@@ -688,6 +698,9 @@ pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
             }
             Some(OpState::Done(Some(e))) => neg(e.class),
             None => {
+                // Done and forgotten (or never kept: it left at once). As
+                // for a write found done, polls need not yield yet.
+                rw.idle_polls = 0;
                 rw.forget_done(rt);
                 rw.failed.get(&(sid as u64)).map_or(1, |&c| neg(c))
             }

@@ -15,6 +15,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::int_map::IntMap;
+
 use crate::datatype::{PairKind, Prim};
 use crate::error::{Error, ErrorClass, Result};
 use crate::ops::{self, PredefOp};
@@ -143,10 +145,10 @@ pub const CALLER_KEY_BIT: u32 = 1 << 31;
 /// and its operations in flight (origin side).
 pub(super) struct Remote {
     me: u32,
-    regions: HashMap<u32, Region>,
+    regions: IntMap<u32, Region>,
     /// Keys naming a changing set of regions (dynamic windows): an access
     /// must fall inside one of them.
-    dynamic: HashMap<u32, Vec<Region>>,
+    dynamic: IntMap<u32, Vec<Region>>,
     next_key: u32,
     locks: HashMap<u32, LockState>,
     ops: OpTable,
@@ -260,8 +262,8 @@ impl Remote {
     pub(super) fn new(me: u32, size: u32) -> Remote {
         Remote {
             me,
-            regions: HashMap::new(),
-            dynamic: HashMap::new(),
+            regions: IntMap::default(),
+            dynamic: IntMap::default(),
             next_key: 1,
             locks: HashMap::new(),
             ops: OpTable::default(),
@@ -382,8 +384,29 @@ impl Remote {
         dest: Option<(usize, usize)>,
         owned: Vec<u8>,
     ) -> u64 {
+        let id = self.next_id();
+        self.track(id, peer, lost, acked, dest, owned);
+        id
+    }
+
+    /// A new operation id, not tracked yet.
+    pub(super) fn next_id(&mut self) -> u64 {
         let id = self.next_op;
         self.next_op += 1;
+        id
+    }
+
+    /// Tracks operation `id`, the newest id handed out (failed at once
+    /// when `lost` says the peer is gone).
+    pub(super) fn track(
+        &mut self,
+        id: u64,
+        peer: u32,
+        lost: Option<&str>,
+        acked: bool,
+        dest: Option<(usize, usize)>,
+        owned: Vec<u8>,
+    ) {
         let mut p = Pending {
             peer,
             local_done: false,
@@ -402,7 +425,6 @@ impl Remote {
             self.in_flight_total += 1;
         }
         self.ops.insert(id, p);
-        id
     }
 
     pub(super) fn finish(&mut self, id: u64, error: Option<Error>) {
@@ -1006,6 +1028,49 @@ impl super::P2p {
         Ok(OpId(id))
     }
 
+    /// A write as [`P2p::put`], for callers that keep no record of the
+    /// writes that have left: when the transport takes the whole frame at
+    /// once (nothing queued before it), the operation is over when this
+    /// returns and the engine keeps nothing of it (its state is `None`
+    /// from the start; a refusal arrives through
+    /// [`P2p::take_late_errors`]); otherwise it is tracked as a put is.
+    /// Returns its id and whether it is over already. This spares a write
+    /// that leaves at once the operation table, the per-peer counts and
+    /// the caller's later look-ups.
+    ///
+    /// # Safety
+    /// As [`P2p::put`].
+    pub unsafe fn put_untracked(
+        &mut self,
+        peer: u32,
+        key: u32,
+        addr: u64,
+        data: *const u8,
+        len: usize,
+    ) -> Result<(OpId, bool)> {
+        self.check_peer(peer)?;
+        if peer == self.rank || self.m.lost[peer as usize].is_some() {
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.put(peer, key, addr, data, len) }.map(|id| (id, false));
+        }
+        let id = self.m.remote.next_id();
+        let h = Self::header(FrameKind::Put, key, 0, len, id, addr);
+        match self.engine.send(peer, &h, data, len, Some(TOKEN_BIT | id)) {
+            Ok(crate::transport::SendState::Done) => Ok((OpId(id), true)),
+            Ok(crate::transport::SendState::Queued) => {
+                self.m.remote.track(id, peer, None, false, None, Vec::new());
+                Ok((OpId(id), false))
+            }
+            Err(e) => {
+                // Tracked first, so that the loss fails it with the others.
+                self.m.remote.track(id, peer, None, false, None, Vec::new());
+                let msg = e.message.clone();
+                super::FrameSink::on_peer_lost(&mut self.m, peer, &msg);
+                Ok((OpId(id), false))
+            }
+        }
+    }
+
     /// Reads `len` bytes at `addr` in peer's region `key` into `dest`.
     ///
     /// # Safety
@@ -1216,6 +1281,40 @@ mod tests {
             }
         }
         assert_eq!(acc_untag(0xff), None);
+    }
+
+    /// Operations that left at once are never tracked (`put_untracked`):
+    /// ids handed out around them stay in order, they have no state, and
+    /// a refusal of one is kept as a late error.
+    #[test]
+    fn untracked_ids_leave_no_state_and_refusals_come_late() {
+        let mut r = Remote::new(0, 2);
+        let untracked = r.next_id();
+        let tracked = r.next_id();
+        r.track(tracked, 1, None, false, None, Vec::new());
+        let after = r.start(1, None, false, None, Vec::new());
+        assert!(untracked < tracked && tracked < after);
+        assert_eq!(r.state(OpId(untracked)), None);
+        assert_eq!(r.state(OpId(tracked)), Some(OpState::Pending));
+        assert_eq!(r.in_flight(1), 2, "only tracked operations count");
+        let mut out = Vec::new();
+        let refusal = Header {
+            kind: FrameKind::Ack,
+            context: 0,
+            src: 0,
+            tag: ErrorClass::RmaRange.code(),
+            len: 0,
+            sreq: untracked,
+            rreq: 0,
+        };
+        r.on_frame(1, &refusal, None, &mut out).unwrap();
+        assert_eq!(r.late.len(), 1);
+        assert_eq!(r.late[0].0, untracked);
+        assert_eq!(r.late[0].1.class, ErrorClass::RmaRange);
+        // The tracked ones are untouched and finish as usual.
+        r.local_done(tracked);
+        assert_eq!(r.state(OpId(tracked)), Some(OpState::Done(None)));
+        assert_eq!(r.state(OpId(after)), Some(OpState::Pending));
     }
 
     #[test]
