@@ -2,8 +2,8 @@
  * persistent_coll.c - persistent collectives (MPI-4): each request is
  * initialised once and started ITERS times with new data in the same
  * buffers (the arguments are bound at init); every result is checked.
- * Also: MPI_Startall over several persistent collectives and a persistent
- * receive together, MPI_Start on an active request (MPI_ERR_REQUEST), a
+ * Also: MPI_Startall over several persistent collectives, starts in
+ * different orders on different ranks, MPI_Start on an active request (MPI_ERR_REQUEST), a
  * non-contiguous datatype (a strided vector) in a persistent broadcast,
  * MPI_Request_free of inactive requests.
  */
@@ -159,6 +159,31 @@ int main(int argc, char **argv)
                              i, it);
         /* The handles in the arrays are the same requests. */
         CHECK(more[0] == scan && group[0] == bc, "persistent handles changed by a wait");
+    }
+
+    /* Persistent collectives may be started in different orders on
+     * different ranks (only their initialisations are ordered). */
+    {
+        int v = rank == 0 ? 7 : -1;
+        MPI_Request two[2];
+        CHECK_MPI(MPI_Bcast_init(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &two[0]));
+        CHECK_MPI(MPI_Allreduce_init(MPI_IN_PLACE, redout, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL,
+                                     &two[1]));
+        for (int it = 0; it < 3; it++) {
+            redout[0] = rank + it;
+            if (rank % 2 == 0) {
+                CHECK_MPI(MPI_Start(&two[0]));
+                CHECK_MPI(MPI_Start(&two[1]));
+            } else {
+                CHECK_MPI(MPI_Start(&two[1]));
+                CHECK_MPI(MPI_Start(&two[0]));
+            }
+            CHECK_MPI(MPI_Waitall(2, two, MPI_STATUSES_IGNORE));
+            CHECK_EQ(7, v, "bcast started in a different order on odd ranks, start %d", it);
+            CHECK_EQ(size * (size - 1) / 2 + size * it, redout[0], "allreduce started out of order, start %d", it);
+        }
+        CHECK_MPI(MPI_Request_free(&two[0]));
+        CHECK_MPI(MPI_Request_free(&two[1]));
     }
 
     MPI_Request all[] = {bar, bc, red, allred, scan, exscan, gat, gatv, sca, scav, allg, allgv, a2a, a2av, a2aw, rsb, rs, bcv};

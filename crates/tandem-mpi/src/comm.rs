@@ -31,6 +31,15 @@ pub fn register(s: &mut State, parent: CommId, new: Option<CommId>, ext: CommExt
     }
 }
 
+/// Frees a communicator the application never saw or that a failed call
+/// made (no attributes, no callbacks).
+pub fn discard(s: &mut State, h: MPI_Comm) {
+    if let Ok(id) = args::comm(s, h) {
+        let _ = s.rt.comm_free(id);
+        s.comms[id.0] = None;
+    }
+}
+
 fn fail(comm: MPI_Comm) -> impl Fn(tandem::Error) -> Fail {
     move |error| Fail { comm, error }
 }
@@ -69,10 +78,7 @@ fn dup(
             Ok(h)
         },
         |s, h| {
-            if let Ok(id) = args::comm(s, h) {
-                let _ = s.rt.comm_free(id);
-                s.comms[id.0] = None;
-            }
+            discard(s, h);
             // SAFETY: checked non-null before the duplicate was made.
             unsafe { put(newcomm, MPI_COMM_NULL) };
         },

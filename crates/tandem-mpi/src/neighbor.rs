@@ -250,28 +250,37 @@ pub(crate) fn alltoallw(
 /// Defines the blocking, non-blocking and persistent entry points of one
 /// neighbourhood collective from its arguments (the last its communicator).
 macro_rules! neighbour_collective {
-    ($($blocking:ident, $nonblocking:ident, $persistent:ident => $imp:ident ( $($arg:ident : $ty:ty),* ) on $comm:ident;)*) => {
+    ($($blocking:ident, $nonblocking:ident, $persistent:ident => $imp:ident ( $($arg:ident : $ty:ty),* ; $comm:ident );)*) => {
         $(
             #[no_mangle]
-            pub unsafe extern "C" fn $blocking($($arg: $ty),*) -> c_int {
-                call(stringify!($blocking), |s| $imp(s, $($arg,)* std::ptr::null_mut()))
+            pub unsafe extern "C" fn $blocking($($arg: $ty,)* $comm: MPI_Comm) -> c_int {
+                call(stringify!($blocking), |s| $imp(s, $($arg,)* $comm, std::ptr::null_mut()))
             }
 
             #[no_mangle]
-            pub unsafe extern "C" fn $nonblocking($($arg: $ty,)* request: *mut MPI_Request) -> c_int {
+            pub unsafe extern "C" fn $nonblocking(
+                $($arg: $ty,)*
+                $comm: MPI_Comm,
+                request: *mut MPI_Request,
+            ) -> c_int {
                 call(stringify!($nonblocking), |s| {
                     args::out_ptr($comm, request, "request")?;
-                    $imp(s, $($arg,)* request)
+                    $imp(s, $($arg,)* $comm, request)
                 })
             }
 
+            /// Started on its private duplicate of the communicator
+            /// (persistent_coll.rs).
             #[no_mangle]
             pub unsafe extern "C" fn $persistent(
                 $($arg: $ty,)*
+                $comm: MPI_Comm,
                 info: MPI_Info,
                 request: *mut MPI_Request,
             ) -> c_int {
-                init(stringify!($persistent), $comm, info, request, move |s, r| $imp(s, $($arg,)* r))
+                init(stringify!($persistent), $comm, info, request, move |s, $comm, r| {
+                    $imp(s, $($arg,)* $comm, r)
+                })
             }
         )*
     };
@@ -280,19 +289,18 @@ macro_rules! neighbour_collective {
 neighbour_collective! {
     MPI_Neighbor_allgather, MPI_Ineighbor_allgather, MPI_Neighbor_allgather_init => allgather(
         sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-        recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) on comm;
+        recvcount: c_int, recvtype: MPI_Datatype; comm);
     MPI_Neighbor_allgatherv, MPI_Ineighbor_allgatherv, MPI_Neighbor_allgatherv_init => allgatherv(
         sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-        recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) on comm;
+        recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype; comm);
     MPI_Neighbor_alltoall, MPI_Ineighbor_alltoall, MPI_Neighbor_alltoall_init => alltoall(
         sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-        recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) on comm;
+        recvcount: c_int, recvtype: MPI_Datatype; comm);
     MPI_Neighbor_alltoallv, MPI_Ineighbor_alltoallv, MPI_Neighbor_alltoallv_init => alltoallv(
         sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype,
-        recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype,
-        comm: MPI_Comm) on comm;
+        recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype; comm);
     MPI_Neighbor_alltoallw, MPI_Ineighbor_alltoallw, MPI_Neighbor_alltoallw_init => alltoallw(
         sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint,
         sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
-        rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) on comm;
+        rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype; comm);
 }

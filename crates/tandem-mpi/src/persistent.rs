@@ -33,8 +33,12 @@ pub enum Spec {
         tag: Option<i32>,
         comm: MPI_Comm,
     },
-    /// A persistent collective (persistent_coll.rs).
-    Coll(crate::persistent_coll::Starter),
+    /// A persistent collective on its private communicator
+    /// (persistent_coll.rs).
+    Coll {
+        start: crate::persistent_coll::Starter,
+        private: MPI_Comm,
+    },
 }
 
 fn send_init(
@@ -210,12 +214,12 @@ fn start(s: &mut State, h: MPI_Request) -> Result<(), Fail> {
             let (t, src, tag, comm) = (t.clone(), *src, *tag, *comm);
             xfer::recv_typed(s, &t, src, tag, comm)?
         }
-        Some((Spec::Coll(start), false)) => {
+        Some((Spec::Coll { start, private }, false)) => {
             // The non-blocking collective registers a request of its own;
             // its operation moves into the persistent one.
-            let start = start.clone();
+            let (start, private) = (start.clone(), *private);
             let mut inner: MPI_Request = MPI_REQUEST_NULL;
-            start(s, &mut inner)?;
+            start(s, private, &mut inner)?;
             s.ext.reqs.take_active(inner).ok_or_else(|| {
                 Fail::new(
                     MPI_COMM_WORLD,

@@ -1,9 +1,11 @@
 //! Persistent collectives (MPI-4): `MPI_Bcast_init` and the others. The
-//! request keeps the call's arguments; each `MPI_Start` begins the
-//! non-blocking form of the collective with them (so every start is a new
-//! schedule, started in the same order on every rank as the standard
-//! requires), and completing it leaves the request inactive until the next
-//! start or `MPI_Request_free`.
+//! request keeps the call's arguments and a private duplicate of the
+//! communicator, agreed on at the (collective) initialisation: members may
+//! start different persistent collectives in different orders (MPI-4 only
+//! orders the initialisations), and the private context keeps each one's
+//! messages apart. Each `MPI_Start` begins the non-blocking form of the
+//! collective on that context; completing it leaves the request inactive
+//! until the next start or `MPI_Request_free`, which frees the context.
 #![allow(clippy::missing_safety_doc)]
 #![allow(clippy::too_many_arguments)]
 
@@ -13,13 +15,15 @@ use std::rc::Rc;
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::coll::{self, RedKind};
+use crate::comm::register;
+use crate::ext::CommExt;
 use crate::info;
 use crate::persistent::Spec;
-use crate::state::{call, Outcome, State};
+use crate::state::{call, Fail, Outcome, State};
 
-/// Starts the collective once: the non-blocking form, whose request handle
-/// it writes to its second argument.
-pub type Starter = Rc<dyn Fn(&mut State, *mut MPI_Request) -> Outcome>;
+/// Starts the collective once on the given (private) communicator: the
+/// non-blocking form, whose request handle it writes to its last argument.
+pub type Starter = Rc<dyn Fn(&mut State, MPI_Comm, *mut MPI_Request) -> Outcome>;
 
 /// Creates the inactive persistent request of `func` on `comm`.
 pub(crate) fn init(
@@ -27,88 +31,106 @@ pub(crate) fn init(
     comm: MPI_Comm,
     info_: MPI_Info,
     request: *mut MPI_Request,
-    start: impl Fn(&mut State, *mut MPI_Request) -> Outcome + 'static,
+    start: impl Fn(&mut State, MPI_Comm, *mut MPI_Request) -> Outcome + 'static,
 ) -> c_int {
     call(func, |s| {
         args::out_ptr(comm, request, "request")?;
-        args::comm(s, comm)?;
+        let id = args::comm(s, comm)?;
         info::check_optional(s, info_)?;
-        let h = s.ext.reqs.add_persistent(comm, Spec::Coll(Rc::new(start)));
+        let new = s.rt.comm_dup(id).map_err(|error| Fail { comm, error })?;
+        let topo = s.entry(id).ext.topo.clone();
+        let private = register(
+            s,
+            id,
+            Some(new),
+            CommExt {
+                topo,
+                ..CommExt::default()
+            },
+        );
+        let h = s.ext.reqs.add_persistent(
+            comm,
+            Spec::Coll {
+                start: Rc::new(start),
+                private,
+            },
+        );
         // SAFETY: checked non-null.
         unsafe { put(request, h) };
         Ok(())
     })
 }
 
-/// Defines `MPI_X_init(args..., info, request)`: the arguments of the
-/// collective (the last one its communicator), then what a start runs.
+/// Defines `MPI_X_init(args..., comm, info, request)`: the arguments of
+/// the collective before its communicator (`; comm`), then what a start runs (where
+/// `comm` is the private communicator).
 macro_rules! persistent_collectives {
-    ($($name:ident ( $($arg:ident : $ty:ty),* ) on $comm:ident => |$s:ident, $req:ident| $body:expr;)*) => {
+    ($($name:ident ( $($arg:ident : $ty:ty),* ; $comm:ident ) => |$s:ident, $req:ident| $body:expr;)*) => {
         $(
             #[no_mangle]
             pub unsafe extern "C" fn $name(
                 $($arg: $ty,)*
+                $comm: MPI_Comm,
                 info: MPI_Info,
                 request: *mut MPI_Request,
             ) -> c_int {
-                init(stringify!($name), $comm, info, request, move |$s, $req| $body)
+                init(stringify!($name), $comm, info, request, move |$s, $comm, $req| $body)
             }
         )*
     };
 }
 
 persistent_collectives! {
-    MPI_Barrier_init(comm: MPI_Comm) on comm => |s, r| coll::barrier(s, comm, r);
-    MPI_Bcast_init(buf: *mut c_void, count: c_int, dt: MPI_Datatype, root: c_int, comm: MPI_Comm)
-        on comm => |s, r| coll::bcast(s, buf, count, dt, root, comm, r);
+    MPI_Barrier_init(; comm) => |s, r| coll::barrier(s, comm, r);
+    MPI_Bcast_init(buf: *mut c_void, count: c_int, dt: MPI_Datatype, root: c_int; comm)
+        => |s, r| coll::bcast(s, buf, count, dt, root, comm, r);
     MPI_Reduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, dt: MPI_Datatype,
-        op: MPI_Op, root: c_int, comm: MPI_Comm)
-        on comm => |s, r| coll::reduction(s, sendbuf, recvbuf, count, dt, op, RedKind::Reduce(root), comm, r);
+        op: MPI_Op, root: c_int; comm)
+        => |s, r| coll::reduction(s, sendbuf, recvbuf, count, dt, op, RedKind::Reduce(root), comm, r);
     MPI_Allreduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, dt: MPI_Datatype,
-        op: MPI_Op, comm: MPI_Comm)
-        on comm => |s, r| coll::reduction(s, sendbuf, recvbuf, count, dt, op, RedKind::Allreduce, comm, r);
+        op: MPI_Op; comm)
+        => |s, r| coll::reduction(s, sendbuf, recvbuf, count, dt, op, RedKind::Allreduce, comm, r);
     MPI_Scan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, dt: MPI_Datatype,
-        op: MPI_Op, comm: MPI_Comm)
-        on comm => |s, r| coll::reduction(s, sendbuf, recvbuf, count, dt, op, RedKind::Scan, comm, r);
+        op: MPI_Op; comm)
+        => |s, r| coll::reduction(s, sendbuf, recvbuf, count, dt, op, RedKind::Scan, comm, r);
     MPI_Exscan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, dt: MPI_Datatype,
-        op: MPI_Op, comm: MPI_Comm)
-        on comm => |s, r| coll::reduction(s, sendbuf, recvbuf, count, dt, op, RedKind::Exscan, comm, r);
+        op: MPI_Op; comm)
+        => |s, r| coll::reduction(s, sendbuf, recvbuf, count, dt, op, RedKind::Exscan, comm, r);
     MPI_Reduce_scatter_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int,
-        dt: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
-        on comm => |s, r| coll::reduce_scatter(s, sendbuf, recvbuf, Some(recvcounts), 0, dt, op, comm, r);
+        dt: MPI_Datatype, op: MPI_Op; comm)
+        => |s, r| coll::reduce_scatter(s, sendbuf, recvbuf, Some(recvcounts), 0, dt, op, comm, r);
     MPI_Reduce_scatter_block_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int,
-        dt: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
-        on comm => |s, r| coll::reduce_scatter(s, sendbuf, recvbuf, None, recvcount, dt, op, comm, r);
+        dt: MPI_Datatype, op: MPI_Op; comm)
+        => |s, r| coll::reduce_scatter(s, sendbuf, recvbuf, None, recvcount, dt, op, comm, r);
     MPI_Gather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-        on comm => |s, r| coll::gather(s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int; comm)
+        => |s, r| coll::gather(s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
     MPI_Gatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
         recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype,
-        root: c_int, comm: MPI_Comm)
-        on comm => |s, r| coll::gatherv(s, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, r);
+        root: c_int; comm)
+        => |s, r| coll::gatherv(s, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, r);
     MPI_Scatter_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-        on comm => |s, r| coll::scatter(s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, root: c_int; comm)
+        => |s, r| coll::scatter(s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
     MPI_Scatterv_init(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
         sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-        root: c_int, comm: MPI_Comm)
-        on comm => |s, r| coll::scatterv(s, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
+        root: c_int; comm)
+        => |s, r| coll::scatterv(s, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, r);
     MPI_Allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        on comm => |s, r| coll::allgather(s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype; comm)
+        => |s, r| coll::allgather(s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
     MPI_Allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-        recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype,
-        comm: MPI_Comm)
-        on comm => |s, r| coll::allgatherv(s, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r);
+        recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype; comm)
+        => |s, r| coll::allgatherv(s, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, r);
     MPI_Alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype,
-        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-        on comm => |s, r| coll::alltoall(s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
+        recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype; comm)
+        => |s, r| coll::alltoall(s, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, r);
     MPI_Alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
         sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int,
-        recvtype: MPI_Datatype, comm: MPI_Comm)
-        on comm => |s, r| coll::alltoallv(s, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r);
+        recvtype: MPI_Datatype; comm)
+        => |s, r| coll::alltoallv(s, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, r);
     MPI_Alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
         sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
-        rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm)
-        on comm => |s, r| coll::alltoallw(s, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r);
+        rdispls: *const c_int, recvtypes: *const MPI_Datatype; comm)
+        => |s, r| coll::alltoallw(s, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, r);
 }

@@ -472,12 +472,21 @@ pub fn free(s: &mut State, r: Req) -> Result<(), Fail> {
         }),
         Req::Ext(i) => {
             let State { rt, ext, .. } = s;
+            let mut private = None;
             match ext.reqs.remove(i).map(|e| e.slot) {
                 Some(Slot::Active(op)) => op.detach(rt, &mut ext.reqs.zombies),
+                // An active persistent collective keeps its context.
                 Some(Slot::Persistent {
                     active: Some(op), ..
                 }) => op.detach(rt, &mut ext.reqs.zombies),
+                Some(Slot::Persistent {
+                    spec: Spec::Coll { private: h, .. },
+                    active: None,
+                }) => private = Some(h),
                 _ => {}
+            }
+            if let Some(h) = private {
+                crate::comm::discard(s, h);
             }
             Ok(())
         }
