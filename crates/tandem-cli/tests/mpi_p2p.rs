@@ -78,6 +78,9 @@ pass_tests! {
     // A target polling its own window serves the others' operations.
     rma_self_progress_np3: "rma_self_progress", 3;
     rma_self_progress_np4: "rma_self_progress", 4;
+    // MPI_Win_sync polling loops see puts and local stores.
+    win_sync_np2: "win_sync", 2;
+    win_sync_np3: "win_sync", 3;
     rwapi_np2_with_64mib: "rwapi_basic", 2, "big";
     rwapi_np3_with_mpi: "rwapi_basic", 3, "mpi";
     wildcards_np2: "wildcards", 2;

@@ -1299,6 +1299,23 @@ pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
     win_call("MPI_Win_flush_local_all", win, |s| flush(s, win, None))
 }
 
+/// The window's memory is one copy (the unified model), so syncing the
+/// public and private copies is a full memory fence. It also drives
+/// progress once: a rank that polls its own window for another rank's
+/// write, with MPI_Win_sync between the reads and no other MPI call, must
+/// see that write carried out by its own progress engine (as in
+/// `wait_serving`) or it would wait for ever.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
+    win_call("MPI_Win_sync", win, |s| {
+        get(s, win)?;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        s.rt.progress_once();
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    })
+}
+
 /// Window ranks of a group's members.
 fn window_ranks(s: &State, win: MPI_Win, g: MPI_Group) -> Result<Vec<u32>, Fail> {
     let w = get(s, win)?;
