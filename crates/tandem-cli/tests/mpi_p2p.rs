@@ -117,6 +117,10 @@ pass_tests! {
     comm_dup_np2: "comm_dup", 2;
     comm_dup_np3: "comm_dup", 3;
     comm_dup_np4: "comm_dup", 4;
+    comm_idup_np1: "comm_idup", 1;
+    comm_idup_np2: "comm_idup", 2;
+    comm_idup_np3: "comm_idup", 3;
+    comm_idup_np4: "comm_idup", 4;
     comm_create_group_np1: "comm_create_group", 1;
     comm_create_group_np3: "comm_create_group", 3;
     comm_create_group_np4: "comm_create_group", 4;

@@ -1,8 +1,8 @@
 //! Communicator management: `MPI_Comm_dup` (attributes copied by their
 //! callbacks, topology kept), `MPI_Comm_free` (delete callbacks run),
 //! `MPI_Comm_split`, `MPI_Comm_split_type`, `MPI_Comm_create`,
-//! `MPI_Comm_compare`, names. New context ids are agreed over the parent by
-//! the runtime (maximum of every member's next free id).
+//! `MPI_Comm_compare`, names, `MPI_Comm_idup`. New context ids are agreed
+//! over the parent by the runtime (tandem::coll::agree).
 #![allow(clippy::missing_safety_doc)]
 
 use std::os::raw::{c_char, c_int};
@@ -15,7 +15,7 @@ use crate::args::{self, put};
 use crate::datatype::{read_name, write_name};
 use crate::ext::CommExt;
 use crate::state::{call, Fail, State};
-use crate::{attr, group, info};
+use crate::{attr, group, info, request};
 
 /// Registers a new runtime communicator with the parent's error handler
 /// and the given extras; returns its handle.
@@ -69,6 +69,65 @@ pub unsafe extern "C" fn MPI_Comm_dup_with_info(
     call("MPI_Comm_dup_with_info", |s| {
         info::check_optional(s, info_)?;
         dup(s, comm, newcomm)
+    })
+}
+
+/// `MPI_Comm_idup`: the new handle at once (usable once the request
+/// completes), attributes copied now, the context id agreed by a schedule
+/// on the parent (ordered with its other collectives).
+fn idup(
+    s: &mut State,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> Result<(), Fail> {
+    args::out_ptr(comm, newcomm, "newcomm")?;
+    args::out_ptr(comm, request, "request")?;
+    let id = args::comm(s, comm)?;
+    let (new, sched) = s.rt.comm_idup(id).map_err(fail(comm))?;
+    let topo = s.entry(id).ext.topo.clone();
+    let h = register(
+        s,
+        id,
+        Some(new),
+        CommExt {
+            topo,
+            ..CommExt::default()
+        },
+    );
+    if let Err(f) = attr::copy_all(s, comm, id, new) {
+        // The other members still need this rank's part of the agreement.
+        s.rt.colls_mut().detach(sched);
+        return Err(f);
+    }
+    let r = request::handle(s, comm, request::Op::Coll(sched));
+    // SAFETY: both checked non-null.
+    unsafe {
+        put(newcomm, h);
+        put(request, r);
+    }
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup(
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Comm_idup", |s| idup(s, comm, newcomm, request))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup_with_info(
+    comm: MPI_Comm,
+    info_: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call("MPI_Comm_idup_with_info", |s| {
+        info::check_optional(s, info_)?;
+        idup(s, comm, newcomm, request)
     })
 }
 
