@@ -6,9 +6,12 @@
 //!   (a key per member, exchanged at creation; dynamic windows expose a key
 //!   whose regions come and go with attach/detach, and are addressed by
 //!   absolute address).
-//! * Operations are split into the target datatype's contiguous runs, one
-//!   engine operation each; origin data that is not contiguous is packed
-//!   first, and reads into such buffers are unpacked once complete.
+//! * Operations are split into the target datatype's contiguous runs: runs
+//!   of 64 KiB or more are one engine operation each (their data lands in
+//!   place), smaller ones travel by the thousand in scattered operations
+//!   (one frame: a table of strided blocks and their packed data, up to
+//!   4 MiB); origin data that is not contiguous is packed first, and reads
+//!   into such buffers are unpacked once complete.
 //! * Every operation is acknowledged by its target once applied there, so
 //!   waiting for the acknowledgements is remote completion: that is what
 //!   fence, unlock, flush and complete do. Accumulates are applied by the
@@ -24,7 +27,7 @@ use std::sync::Arc;
 use tandem::coll::CollCall;
 use tandem::datatype::{Layout, Prim};
 use tandem::ops::PredefOp;
-use tandem::p2p::{OpId, OpState, P2p};
+use tandem::p2p::{OpId, OpState, P2p, Strided};
 use tandem::{CommId, Error, ErrorClass};
 
 use crate::abi::*;
@@ -640,6 +643,101 @@ fn target_runs(
     Ok(runs)
 }
 
+/// Runs of at least this many bytes are operations of their own.
+const OWN_OP_MIN: usize = 64 * 1024;
+/// Data bytes of one scattered operation at most.
+const SCATTER_BYTES: usize = 4 << 20;
+/// Strided blocks of one scattered operation at most (their table is
+/// 24 bytes each).
+const SCATTER_BLOCKS: usize = 64 * 1024;
+
+/// Part of a one-sided operation: its data is `[pos, pos + bytes)` of the
+/// packed origin data.
+enum Piece {
+    /// One contiguous run at `addr`.
+    Run { addr: u64, pos: usize, bytes: usize },
+    /// Several runs, in order.
+    Scattered {
+        blocks: Vec<Strided>,
+        pos: usize,
+        bytes: usize,
+    },
+}
+
+/// Groups the target's runs into pieces: big runs alone, small ones in
+/// scattered operations, adjacent equal runs at a fixed stride merged into
+/// one strided block (a column of a matrix is one).
+fn pieces(runs: &[(u64, usize)]) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let mut cur: Vec<Strided> = Vec::new();
+    let (mut start, mut bytes, mut pos) = (0usize, 0usize, 0usize);
+    let close = |out: &mut Vec<Piece>, cur: &mut Vec<Strided>, start: usize, bytes: usize| {
+        match cur.as_slice() {
+            [] => {}
+            [b] if b.count == 1 => out.push(Piece::Run {
+                addr: b.addr,
+                pos: start,
+                bytes,
+            }),
+            _ => out.push(Piece::Scattered {
+                blocks: std::mem::take(cur),
+                pos: start,
+                bytes,
+            }),
+        }
+        cur.clear();
+    };
+    for &(addr, len) in runs {
+        if len >= OWN_OP_MIN {
+            close(&mut out, &mut cur, start, bytes);
+            out.push(Piece::Run {
+                addr,
+                pos,
+                bytes: len,
+            });
+            pos += len;
+            (start, bytes) = (pos, 0);
+            continue;
+        }
+        if bytes + len > SCATTER_BYTES {
+            close(&mut out, &mut cur, start, bytes);
+            (start, bytes) = (pos, 0);
+        }
+        let merged = match cur.last_mut() {
+            Some(b) if b.len as usize == len && b.count < u32::MAX => {
+                let stride = addr.wrapping_sub(b.addr) as i64;
+                if b.count == 1 {
+                    b.stride = stride;
+                    b.count = 2;
+                    true
+                } else if stride == b.stride.wrapping_mul(i64::from(b.count)) {
+                    b.count += 1;
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => false,
+        };
+        if !merged {
+            if cur.len() == SCATTER_BLOCKS {
+                close(&mut out, &mut cur, start, bytes);
+                (start, bytes) = (pos, 0);
+            }
+            cur.push(Strided {
+                addr,
+                len: len as u32,
+                count: 1,
+                stride: 0,
+            });
+        }
+        bytes += len;
+        pos += len;
+    }
+    close(&mut out, &mut cur, start, bytes);
+    out
+}
+
 /// The predefined element type of an accumulate's data.
 fn acc_prim(origin: &Layout, target: &Layout) -> Result<Prim, Fail> {
     let t = target.single_prim();
@@ -798,15 +896,24 @@ pub unsafe extern "C" fn MPI_Put(
         };
         let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
         let (data, keep) = origin_bytes(&o);
-        let mut ids = Vec::with_capacity(a.runs.len());
-        let mut pos = 0usize;
-        for &(addr, n) in &a.runs {
+        let mut ids = Vec::new();
+        for piece in pieces(&a.runs) {
             // SAFETY: `data` holds the packed origin data (the user's buffer
-            // or `keep`, kept until the operation completes), of which
-            // [pos, pos + n) is in range since the sizes matched.
-            let r = unsafe { s.rt.p2p().put(a.world, a.key, addr, data.add(pos), n) };
+            // or `keep`, kept until the operation completes), of which each
+            // piece's [pos, pos + bytes) is in range since the sizes matched.
+            let r = unsafe {
+                match &piece {
+                    Piece::Run { addr, pos, bytes } => {
+                        s.rt.p2p()
+                            .put(a.world, a.key, *addr, data.add(*pos), *bytes)
+                    }
+                    Piece::Scattered { blocks, pos, bytes } => {
+                        s.rt.p2p()
+                            .put_scattered(a.world, a.key, blocks, data.add(*pos), *bytes)
+                    }
+                }
+            };
             ids.push(r.map_err(engine_fail)?);
-            pos += n;
         }
         record(s, &a, ids, keep);
         Ok(())
@@ -838,15 +945,30 @@ pub unsafe extern "C" fn MPI_Get(
         };
         let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
         let (dest, mut unpack) = landing(&o, a.target);
-        let mut ids = Vec::with_capacity(a.runs.len());
-        let mut pos = 0usize;
-        for &(addr, n) in &a.runs {
+        let mut ids = Vec::new();
+        for piece in pieces(&a.runs) {
             // SAFETY: `dest` is the user's contiguous buffer or the packed
-            // buffer kept in `unpack` until completion; [pos, pos + n) is in
-            // range since the sizes matched.
-            let r = unsafe { s.rt.p2p().get(a.world, a.key, addr, dest.add(pos), n) };
+            // buffer kept in `unpack` until completion; each piece's
+            // [pos, pos + bytes) is in range since the sizes matched.
+            let r = unsafe {
+                match &piece {
+                    Piece::Run { addr, pos, bytes } => {
+                        s.rt.p2p()
+                            .get(a.world, a.key, *addr, dest.add(*pos), *bytes)
+                    }
+                    // A scattered read is a fetch that combines nothing.
+                    Piece::Scattered { blocks, pos, .. } => s.rt.p2p().accumulate_scattered(
+                        a.world,
+                        a.key,
+                        blocks,
+                        PredefOp::NoOp,
+                        Prim::Byte,
+                        None,
+                        Some(dest.add(*pos)),
+                    ),
+                }
+            };
             ids.push(r.map_err(engine_fail)?);
-            pos += n;
         }
         record(s, &a, ids, None);
         if let Some(u) = unpack.take() {
@@ -922,25 +1044,35 @@ unsafe fn accumulate(
         }
         None => (None, None),
     };
-    let mut ids = Vec::with_capacity(a.runs.len());
-    let mut pos = 0usize;
-    for &(addr, n) in &a.runs {
+    let mut ids = Vec::new();
+    for piece in pieces(&a.runs) {
         // SAFETY: origin data and the fetch buffer are the user's buffers or
-        // copies kept until completion; [pos, pos + n) is in range of both.
+        // copies kept until completion; each piece's [pos, pos + bytes) is
+        // in range of both.
         let id = unsafe {
-            s.rt.p2p().accumulate(
-                a.world,
-                a.key,
-                addr,
-                pop,
-                prim,
-                data.add(pos),
-                n,
-                fetch.map(|f| f.add(pos)),
-            )
+            match &piece {
+                Piece::Run { addr, pos, bytes } => s.rt.p2p().accumulate(
+                    a.world,
+                    a.key,
+                    *addr,
+                    pop,
+                    prim,
+                    data.add(*pos),
+                    *bytes,
+                    fetch.map(|f| f.add(*pos)),
+                ),
+                Piece::Scattered { blocks, pos, .. } => s.rt.p2p().accumulate_scattered(
+                    a.world,
+                    a.key,
+                    blocks,
+                    pop,
+                    prim,
+                    (pop != PredefOp::NoOp).then(|| data.add(*pos)),
+                    fetch.map(|f| f.add(*pos)),
+                ),
+            }
         };
         ids.push(id.map_err(engine_fail)?);
-        pos += n;
     }
     record(s, &a, ids, keep);
     if let Some(u) = unpack.take() {
