@@ -78,6 +78,8 @@ pass_tests! {
     // Scattered datatypes on the target: packed operations, every element checked.
     rma_scattered_np2: "rma_scattered", 2;
     rma_scattered_np3: "rma_scattered", 3;
+    rma_request_np2: "rma_request", 2;
+    rma_request_np3: "rma_request", 3;
     // A target polling its own window serves the others' operations.
     rma_self_progress_np3: "rma_self_progress", 3;
     rma_self_progress_np4: "rma_self_progress", 4;

@@ -27,14 +27,14 @@ use std::sync::Arc;
 use tandem::coll::CollCall;
 use tandem::datatype::{Layout, Prim};
 use tandem::ops::PredefOp;
-use tandem::p2p::{OpId, OpState, P2p, Strided};
+use tandem::p2p::{OpId, OpState, P2p, Status, Strided};
 use tandem::{CommId, Error, ErrorClass};
 
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::datatype::{self, Typed};
 use crate::state::{call, call_with, Fail, Outcome, State};
-use crate::{errhandler, group, ops};
+use crate::{errhandler, group, ops, request};
 
 /// First handle value of windows.
 const WIN_BASE: usize = 0x30000;
@@ -871,6 +871,55 @@ fn mismatch(o: usize, t: usize) -> Fail {
     )
 }
 
+/// `MPI_Put`'s work, for it and `MPI_Rput`.
+#[allow(clippy::too_many_arguments)]
+fn put_op(
+    s: &mut State,
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> Outcome {
+    let Some((a, _)) = access(
+        s,
+        win,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+    )?
+    else {
+        return Ok(());
+    };
+    let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
+    let (data, keep) = origin_bytes(&o);
+    let mut ids = Vec::new();
+    for piece in pieces(&a.runs) {
+        // SAFETY: `data` holds the packed origin data (the user's buffer
+        // or `keep`, kept until the operation completes), of which each
+        // piece's [pos, pos + bytes) is in range since the sizes matched.
+        let r = unsafe {
+            match &piece {
+                Piece::Run { addr, pos, bytes } => {
+                    s.rt.p2p()
+                        .put(a.world, a.key, *addr, data.add(*pos), *bytes)
+                }
+                Piece::Scattered { blocks, pos, bytes } => {
+                    s.rt.p2p()
+                        .put_scattered(a.world, a.key, blocks, data.add(*pos), *bytes)
+                }
+            }
+        };
+        ids.push(r.map_err(engine_fail)?);
+    }
+    record(s, &a, ids, keep);
+    Ok(())
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Put(
     origin_addr: *const c_void,
@@ -883,41 +932,76 @@ pub unsafe extern "C" fn MPI_Put(
     win: MPI_Win,
 ) -> c_int {
     win_call("MPI_Put", win, |s| {
-        let Some((a, _)) = access(
+        put_op(
             s,
-            win,
+            origin_addr,
+            origin_count,
+            origin_datatype,
             target_rank,
             target_disp,
             target_count,
             target_datatype,
-        )?
-        else {
-            return Ok(());
-        };
-        let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
-        let (data, keep) = origin_bytes(&o);
-        let mut ids = Vec::new();
-        for piece in pieces(&a.runs) {
-            // SAFETY: `data` holds the packed origin data (the user's buffer
-            // or `keep`, kept until the operation completes), of which each
-            // piece's [pos, pos + bytes) is in range since the sizes matched.
-            let r = unsafe {
-                match &piece {
-                    Piece::Run { addr, pos, bytes } => {
-                        s.rt.p2p()
-                            .put(a.world, a.key, *addr, data.add(*pos), *bytes)
-                    }
-                    Piece::Scattered { blocks, pos, bytes } => {
-                        s.rt.p2p()
-                            .put_scattered(a.world, a.key, blocks, data.add(*pos), *bytes)
-                    }
-                }
-            };
-            ids.push(r.map_err(engine_fail)?);
-        }
-        record(s, &a, ids, keep);
-        Ok(())
+            win,
+        )
     })
+}
+
+/// `MPI_Get`'s work, for it and `MPI_Rget`.
+#[allow(clippy::too_many_arguments)]
+fn get_op(
+    s: &mut State,
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> Outcome {
+    let Some((a, _)) = access(
+        s,
+        win,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+    )?
+    else {
+        return Ok(());
+    };
+    let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
+    let (dest, mut unpack) = landing(&o, a.target);
+    let mut ids = Vec::new();
+    for piece in pieces(&a.runs) {
+        // SAFETY: `dest` is the user's contiguous buffer or the packed
+        // buffer kept in `unpack` until completion; each piece's
+        // [pos, pos + bytes) is in range since the sizes matched.
+        let r = unsafe {
+            match &piece {
+                Piece::Run { addr, pos, bytes } => {
+                    s.rt.p2p()
+                        .get(a.world, a.key, *addr, dest.add(*pos), *bytes)
+                }
+                // A scattered read is a fetch that combines nothing.
+                Piece::Scattered { blocks, pos, .. } => s.rt.p2p().accumulate_scattered(
+                    a.world,
+                    a.key,
+                    blocks,
+                    PredefOp::NoOp,
+                    Prim::Byte,
+                    None,
+                    Some(dest.add(*pos)),
+                ),
+            }
+        };
+        ids.push(r.map_err(engine_fail)?);
+    }
+    record(s, &a, ids, None);
+    if let Some(u) = unpack.take() {
+        get_mut(s, win)?.unpacks.push(u);
+    }
+    Ok(())
 }
 
 #[no_mangle]
@@ -932,49 +1016,17 @@ pub unsafe extern "C" fn MPI_Get(
     win: MPI_Win,
 ) -> c_int {
     win_call("MPI_Get", win, |s| {
-        let Some((a, _)) = access(
+        get_op(
             s,
-            win,
+            origin_addr,
+            origin_count,
+            origin_datatype,
             target_rank,
             target_disp,
             target_count,
             target_datatype,
-        )?
-        else {
-            return Ok(());
-        };
-        let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
-        let (dest, mut unpack) = landing(&o, a.target);
-        let mut ids = Vec::new();
-        for piece in pieces(&a.runs) {
-            // SAFETY: `dest` is the user's contiguous buffer or the packed
-            // buffer kept in `unpack` until completion; each piece's
-            // [pos, pos + bytes) is in range since the sizes matched.
-            let r = unsafe {
-                match &piece {
-                    Piece::Run { addr, pos, bytes } => {
-                        s.rt.p2p()
-                            .get(a.world, a.key, *addr, dest.add(*pos), *bytes)
-                    }
-                    // A scattered read is a fetch that combines nothing.
-                    Piece::Scattered { blocks, pos, .. } => s.rt.p2p().accumulate_scattered(
-                        a.world,
-                        a.key,
-                        blocks,
-                        PredefOp::NoOp,
-                        Prim::Byte,
-                        None,
-                        Some(dest.add(*pos)),
-                    ),
-                }
-            };
-            ids.push(r.map_err(engine_fail)?);
-        }
-        record(s, &a, ids, None);
-        if let Some(u) = unpack.take() {
-            get_mut(s, win)?.unpacks.push(u);
-        }
-        Ok(())
+            win,
+        )
     })
 }
 
@@ -1213,6 +1265,167 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         .map_err(engine_fail)?;
         record(s, &a, vec![id], None);
         Ok(())
+    })
+}
+
+/// Request-based operations (`MPI_Rput` ...), allowed in passive-target
+/// epochs only: the operation, then the wait for it (and anything else
+/// this rank sent the target) to complete at the target, so the request is
+/// complete when the call returns (the standard lets completion come at
+/// any time; it only has to come).
+fn request_op(
+    s: &mut State,
+    win: MPI_Win,
+    rank: c_int,
+    request: *mut MPI_Request,
+    op: impl FnOnce(&mut State) -> Outcome,
+) -> Outcome {
+    args::out_ptr(MPI_COMM_WORLD, request, "request")?;
+    let w = get(s, win)?;
+    let t = target_rank(w, rank)?;
+    if let Some(t) = t {
+        if !w.lock_all && w.locks[t as usize] == LockHeld::No {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "request-based one-sided operation outside a passive-target (lock) epoch",
+            ));
+        }
+    }
+    op(s)?;
+    if let Some(t) = t {
+        complete_ops(s, win, Some(t))?;
+    }
+    let comm = get(s, win)?.user_comm;
+    let h = request::handle(s, comm, request::Op::Done(Status::default()));
+    // SAFETY: checked non-null.
+    unsafe { put(request, h) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rput(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    win_call("MPI_Rput", win, |s| {
+        request_op(s, win, target_rank, request, |s| {
+            put_op(
+                s,
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+            )
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    win_call("MPI_Rget", win, |s| {
+        request_op(s, win, target_rank, request, |s| {
+            get_op(
+                s,
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+            )
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Raccumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    win_call("MPI_Raccumulate", win, |s| {
+        request_op(s, win, target_rank, request, |s| {
+            // SAFETY: forwarded from the caller (MPI contract on the buffers).
+            unsafe {
+                accumulate(
+                    s,
+                    win,
+                    Some((origin_addr, origin_count, origin_datatype)),
+                    None,
+                    target_rank,
+                    target_disp,
+                    target_count,
+                    target_datatype,
+                    op,
+                )
+            }
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    win_call("MPI_Rget_accumulate", win, |s| {
+        request_op(s, win, target_rank, request, |s| {
+            // SAFETY: forwarded from the caller (MPI contract on the buffers).
+            unsafe {
+                accumulate(
+                    s,
+                    win,
+                    Some((origin_addr, origin_count, origin_datatype)),
+                    Some((result_addr, result_count, result_datatype)),
+                    target_rank,
+                    target_disp,
+                    target_count,
+                    target_datatype,
+                    op,
+                )
+            }
+        })
     })
 }
 
