@@ -392,6 +392,10 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     call("MPI_Comm_get_name", |s| {
+        // MPI-4.1: the null handle has a name too.
+        if comm == MPI_COMM_NULL {
+            return write_name("MPI_COMM_NULL", name, resultlen);
+        }
         let id = args::comm(s, comm)?;
         let mut text = s.entry(id).ext.name.clone();
         if text.is_empty() {

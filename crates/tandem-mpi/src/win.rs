@@ -1921,6 +1921,10 @@ pub unsafe extern "C" fn MPI_Win_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     win_call("MPI_Win_get_name", win, |s| {
+        // MPI-4.1: the null handle has a name too.
+        if win == MPI_WIN_NULL {
+            return datatype::write_name("MPI_WIN_NULL", name, resultlen);
+        }
         let n = get(s, win)?.name.clone();
         datatype::write_name(&n, name, resultlen)
     })
