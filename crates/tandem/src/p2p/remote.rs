@@ -457,8 +457,12 @@ impl Remote {
                     self.check(key, b.at(i), len)?;
                 }
             } else {
+                // Without wrapping around the address space (a peer's frame
+                // is not trusted), or the ends would not bound the middle.
+                let last = i128::from(b.addr) + i128::from(b.count - 1) * i128::from(b.stride);
+                let last = u64::try_from(last).map_err(|_| ErrorClass::RmaRange)?;
                 self.check(key, b.addr, len)?;
-                self.check(key, b.at(b.count - 1), len)?;
+                self.check(key, last, len)?;
             }
             total = total.checked_add(b.bytes()).ok_or(ErrorClass::RmaRange)?;
         }
@@ -1549,6 +1553,21 @@ mod tests {
         let mut payload = Vec::new();
         encode_table(&outside, &mut payload);
         payload.extend_from_slice(&[9u8; 64]);
+        assert_eq!(
+            r.apply_put_scatter(key, &payload),
+            Err(ErrorClass::RmaRange)
+        );
+        assert_eq!(mem, want);
+        // A stride that wraps around the address space is refused.
+        let wrap = [Strided {
+            addr: base,
+            len: 1,
+            count: 3,
+            stride: i64::MIN,
+        }];
+        let mut payload = Vec::new();
+        encode_table(&wrap, &mut payload);
+        payload.extend_from_slice(&[9u8; 3]);
         assert_eq!(
             r.apply_put_scatter(key, &payload),
             Err(ErrorClass::RmaRange)
