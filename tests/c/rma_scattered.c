@@ -16,7 +16,11 @@
  *      than one frame carries);
  *   5. the same indexed put to the rank itself;
  *   6. dynamic window: a vector put at absolute addresses into attached
- *      memory, then one that reaches past it gives MPI_ERR_RMA_RANGE.
+ *      memory, then one that reaches past it gives MPI_ERR_RMA_RANGE;
+ *   7. MPI_SHORT_INT (a pair with padding, so each element is two runs):
+ *      MPI_Accumulate with MPI_REPLACE, then MPI_Get_accumulate and
+ *      MPI_Fetch_and_op with MPI_NO_OP read it back; an accumulate of zero
+ *      bytes succeeds whatever the datatypes (MPI_INT against MPI_DOUBLE).
  */
 #include "check.h"
 
@@ -237,6 +241,41 @@ int main(int argc, char **argv)
     tc_expect_class(rc != MPI_SUCCESS ? rc : rc2, MPI_ERR_RMA_RANGE, "scattered put past attached memory");
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     CHECK_MPI(MPI_Win_detach(win, dyn));
+    CHECK_MPI(MPI_Win_free(&win));
+
+    /* 7 */
+    typedef struct {
+        short s;
+        int i;
+    } short_int;
+    enum { PAIRS = 64 };
+    short_int *pw, pout[PAIRS], pin[PAIRS], one;
+    CHECK_MPI(MPI_Win_allocate((MPI_Aint)PAIRS * sizeof(short_int), sizeof(short_int), MPI_INFO_NULL, MPI_COMM_WORLD,
+                               &pw, &win));
+    memset(pw, 0, PAIRS * sizeof(short_int));
+    for (int i = 0; i < PAIRS; i++) {
+        pout[i].s = (short)(rank * 100 + i);
+        pout[i].i = val(rank, 8, i);
+    }
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Accumulate(pout, PAIRS, MPI_SHORT_INT, right, 0, PAIRS, MPI_SHORT_INT, MPI_REPLACE, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < PAIRS; i++) {
+        CHECK_EQ(left * 100 + i, pw[i].s, "MPI_SHORT_INT replace: short of pair %d", i);
+        CHECK_EQ(val(left, 8, i), pw[i].i, "MPI_SHORT_INT replace: int of pair %d", i);
+    }
+    memset(pin, 0, sizeof pin);
+    CHECK_MPI(MPI_Get_accumulate(NULL, 0, MPI_SHORT_INT, pin, PAIRS, MPI_SHORT_INT, right, 0, PAIRS, MPI_SHORT_INT,
+                                 MPI_NO_OP, win));
+    CHECK_MPI(MPI_Fetch_and_op(NULL, &one, MPI_SHORT_INT, right, 5, MPI_NO_OP, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    for (int i = 0; i < PAIRS; i++) {
+        CHECK_EQ(rank * 100 + i, pin[i].s, "MPI_SHORT_INT read: short of pair %d", i);
+        CHECK_EQ(val(rank, 8, i), pin[i].i, "MPI_SHORT_INT read: int of pair %d", i);
+    }
+    CHECK_EQ(val(rank, 8, 5), one.i, "MPI_Fetch_and_op MPI_NO_OP of a pair");
+    CHECK_MPI(MPI_Accumulate(pout, 0, MPI_INT, right, 0, 0, MPI_DOUBLE, MPI_SUM, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
     CHECK_MPI(MPI_Win_free(&win));
 
     MPI_Type_free(&idx);

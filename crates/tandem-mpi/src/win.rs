@@ -1071,6 +1071,11 @@ unsafe fn accumulate(
             "MPI_Accumulate cannot take MPI_NO_OP",
         ));
     }
+    // Nothing to move: done, whatever the datatypes (MPI allows a zero-size
+    // origin against any target type).
+    if a.bytes == 0 {
+        return Ok(());
+    }
     let prim = match &o {
         Some(o) => acc_prim(&o.layout, &tl)?,
         None => acc_prim(&tl, &tl)?,
@@ -1081,6 +1086,15 @@ unsafe fn accumulate(
             format!("{} does not apply to this datatype", pop.name()),
         ));
     }
+    // Replacing and reading move bytes. A pair type with padding (short and
+    // int) is split into runs that are not whole pairs, which the target
+    // could not apply as pairs; as bytes they are fine, and one frame (the
+    // runs of up to 4 MiB travel together) is applied at once, so elements
+    // stay atomic.
+    let prim = match (pop, prim) {
+        (PredefOp::Replace | PredefOp::NoOp, Prim::Pair(_)) => Prim::Byte,
+        _ => prim,
+    };
     let (data, keep) = match &o {
         Some(o) => origin_bytes(o),
         // MPI_NO_OP fetches only: the payload is ignored at the target.
