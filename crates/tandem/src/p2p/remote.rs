@@ -424,10 +424,22 @@ impl Remote {
                     .and_then(|start| start.checked_add(len))
                     .is_some_and(|end| end <= r.len as u64)
             };
-            return match attached.iter().any(inside) {
-                true => Ok(addr as usize),
-                false => Err(ErrorClass::RmaRange),
-            };
+            if attached.iter().any(inside) {
+                return Ok(addr as usize);
+            }
+            // Memory attached in pieces that touch is one range to the
+            // application (MPICH's win_dynamic_rma_flush_get writes across
+            // two adjacent attachments): walk the pieces that cover it.
+            let end = addr.checked_add(len).ok_or(ErrorClass::RmaRange)?;
+            let mut at = addr;
+            while at < end {
+                let next = attached
+                    .iter()
+                    .find(|r| (r.base as u64) <= at && at < r.base as u64 + r.len as u64)
+                    .ok_or(ErrorClass::RmaRange)?;
+                at = next.base as u64 + next.len as u64;
+            }
+            return Ok(addr as usize);
         }
         let r = self.regions.get(&key).ok_or(ErrorClass::Win)?;
         let start = addr
@@ -1502,6 +1514,23 @@ mod tests {
         // Keys are not reused.
         let key2 = r.expose(mem.as_mut_ptr(), 64);
         assert_ne!(key, key2);
+    }
+
+    #[test]
+    fn dynamic_ranges_may_span_adjacent_attachments() {
+        let mut r = Remote::new(0, 2);
+        let mut mem = vec![0u8; 64];
+        let key = r.expose_dynamic();
+        let base = mem.as_mut_ptr();
+        assert!(r.attach(key, base, 16));
+        // SAFETY: both inside `mem`.
+        assert!(r.attach(key, unsafe { base.add(16) }, 16));
+        assert!(r.attach(key, unsafe { base.add(40) }, 8));
+        let b = base as u64;
+        assert!(r.check(key, b + 8, 24).is_ok());
+        assert_eq!(r.check(key, b + 8, 25), Err(ErrorClass::RmaRange));
+        assert_eq!(r.check(key, b + 30, 12), Err(ErrorClass::RmaRange));
+        assert!(r.check(key, b + 40, 8).is_ok());
     }
 
     #[test]
