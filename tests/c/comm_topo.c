@@ -11,7 +11,8 @@
  *      intersection, difference, translate_ranks, compare, size, rank, free;
  *      MPI_Comm_create from a group (members get a communicator, the others
  *      MPI_COMM_NULL); MPI_Comm_compare (IDENT, CONGRUENT, SIMILAR, UNEQUAL);
- *   3. names: MPI_Comm_set_name/get_name, the predefined names;
+ *   3. names: MPI_Comm_set_name/get_name, the predefined names (and the
+ *      null handles' of communicators, windows and datatypes);
  *   4. attributes: MPI_TAG_UB (>= 32767), MPI_HOST, MPI_IO,
  *      MPI_WTIME_IS_GLOBAL, user keyvals with copy and delete callbacks
  *      (MPI_Comm_dup copies, MPI_Comm_free and MPI_Comm_delete_attr delete,
@@ -229,6 +230,13 @@ static void name_and_attr_tests(void)
     MPI_Comm dup, dup2;
     CHECK_MPI(MPI_Comm_get_name(MPI_COMM_WORLD, name, &len));
     CHECK(strcmp(name, "MPI_COMM_WORLD") == 0 && len == 14, "predefined name (got '%s')", name);
+    /* MPI-4.1: null handles have names too. */
+    CHECK_MPI(MPI_Comm_get_name(MPI_COMM_NULL, name, &len));
+    CHECK(strcmp(name, "MPI_COMM_NULL") == 0 && len == 13, "name of MPI_COMM_NULL (got '%s')", name);
+    CHECK_MPI(MPI_Win_get_name(MPI_WIN_NULL, name, &len));
+    CHECK(strcmp(name, "MPI_WIN_NULL") == 0 && len == 12, "name of MPI_WIN_NULL (got '%s')", name);
+    CHECK_MPI(MPI_Type_get_name(MPI_DATATYPE_NULL, name, &len));
+    CHECK(strcmp(name, "MPI_DATATYPE_NULL") == 0 && len == 17, "name of MPI_DATATYPE_NULL (got '%s')", name);
     CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
     CHECK_MPI(MPI_Comm_set_name(dup, "tandem dup"));
     CHECK_MPI(MPI_Comm_get_name(dup, name, &len));

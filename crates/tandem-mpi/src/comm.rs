@@ -1,8 +1,8 @@
 //! Communicator management: `MPI_Comm_dup` (attributes copied by their
 //! callbacks, topology kept), `MPI_Comm_free` (delete callbacks run),
 //! `MPI_Comm_split`, `MPI_Comm_split_type`, `MPI_Comm_create`,
-//! `MPI_Comm_compare`, names. New context ids are agreed over the parent by
-//! the runtime (maximum of every member's next free id).
+//! `MPI_Comm_compare`, names, `MPI_Comm_idup`. New context ids are agreed
+//! over the parent by the runtime (tandem::coll::agree).
 #![allow(clippy::missing_safety_doc)]
 
 use std::os::raw::{c_char, c_int};
@@ -15,7 +15,7 @@ use crate::args::{self, put};
 use crate::datatype::{read_name, write_name};
 use crate::ext::CommExt;
 use crate::state::{call, Fail, State};
-use crate::{attr, group, info};
+use crate::{attr, group, info, request};
 
 /// Registers a new runtime communicator with the parent's error handler
 /// and the given extras; returns its handle.
@@ -113,6 +113,89 @@ fn freeable(comm: *mut MPI_Comm) -> Result<MPI_Comm, Fail> {
         ));
     }
     Ok(h)
+}
+
+/// `MPI_Comm_idup`: the new handle at once (usable once the request
+/// completes), attributes copied now by their callbacks (outside the
+/// library, see attr.rs), the context id agreed by a schedule on the parent
+/// (ordered with its other collectives).
+fn idup(
+    func: &'static str,
+    comm: MPI_Comm,
+    info_: Option<MPI_Info>,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    let req = std::cell::Cell::new(MPI_REQUEST_NULL);
+    attr::duplicate(
+        func,
+        attr::Kind::Comm,
+        comm,
+        |s| {
+            if let Some(i) = info_ {
+                info::check_optional(s, i)?;
+            }
+            args::out_ptr(comm, newcomm, "newcomm")?;
+            args::out_ptr(comm, request, "request")?;
+            let id = args::comm(s, comm)?;
+            let (new, sched) = s.rt.comm_idup(id).map_err(fail(comm))?;
+            let topo = s.entry(id).ext.topo.clone();
+            let h = register(
+                s,
+                id,
+                Some(new),
+                CommExt {
+                    topo,
+                    ..CommExt::default()
+                },
+            );
+            let r = request::handle(s, comm, request::Op::Coll(sched));
+            req.set(r);
+            // SAFETY: both checked non-null.
+            unsafe {
+                put(newcomm, h);
+                put(request, r);
+            }
+            Ok(h)
+        },
+        |s, _| {
+            // A copy callback failed. The other members still need this
+            // rank's part of the agreement: the schedule runs on, freed.
+            if let Ok(r) = request::classify(s, req.get()) {
+                let _ = request::free(s, r);
+            }
+            // SAFETY: both checked non-null before the duplicate was made.
+            unsafe {
+                put(newcomm, MPI_COMM_NULL);
+                put(request, MPI_REQUEST_NULL);
+            }
+        },
+    )
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup(
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    idup("MPI_Comm_idup", comm, None, newcomm, request)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_idup_with_info(
+    comm: MPI_Comm,
+    info_: MPI_Info,
+    newcomm: *mut MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    idup(
+        "MPI_Comm_idup_with_info",
+        comm,
+        Some(info_),
+        newcomm,
+        request,
+    )
 }
 
 #[no_mangle]
@@ -382,6 +465,10 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     call("MPI_Comm_get_name", |s| {
+        // MPI-4.1: the null handle has a name too.
+        if comm == MPI_COMM_NULL {
+            return write_name("MPI_COMM_NULL", name, resultlen);
+        }
         let id = args::comm(s, comm)?;
         let mut text = s.entry(id).ext.name.clone();
         if text.is_empty() {

@@ -974,6 +974,8 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     call("MPI_Type_get_name", |_| {
         let text = match predefined_datatype_name(datatype) {
             Some(n) => n.to_string(),
+            // MPI-4.1: the null handle has a name too.
+            None if datatype == MPI_DATATYPE_NULL => "MPI_DATATYPE_NULL".to_string(),
             None => {
                 let i = user_index(datatype)?;
                 types()[i]

@@ -81,7 +81,7 @@ impl Op {
                 st
             }
             Op::Coll(id) => {
-                let r = rt.colls_mut().take_if_complete(id).unwrap_or(Ok(()));
+                let r = rt.coll_take(id).unwrap_or(Ok(()));
                 Status {
                     error: r.err(),
                     ..Status::default()

@@ -6,9 +6,12 @@
 //!   (a key per member, exchanged at creation; dynamic windows expose a key
 //!   whose regions come and go with attach/detach, and are addressed by
 //!   absolute address).
-//! * Operations are split into the target datatype's contiguous runs, one
-//!   engine operation each; origin data that is not contiguous is packed
-//!   first, and reads into such buffers are unpacked once complete.
+//! * Operations are split into the target datatype's contiguous runs: runs
+//!   of 64 KiB or more are one engine operation each (their data lands in
+//!   place), smaller ones travel by the thousand in scattered operations
+//!   (one frame: a table of strided blocks and their packed data, up to
+//!   4 MiB); origin data that is not contiguous is packed first, and reads
+//!   into such buffers are unpacked once complete.
 //! * Every operation is acknowledged by its target once applied there, so
 //!   waiting for the acknowledgements is remote completion: that is what
 //!   fence, unlock, flush and complete do. Accumulates are applied by the
@@ -24,14 +27,14 @@ use std::sync::Arc;
 use tandem::coll::CollCall;
 use tandem::datatype::{Layout, Prim};
 use tandem::ops::PredefOp;
-use tandem::p2p::{OpId, OpState, P2p};
+use tandem::p2p::{OpId, OpState, P2p, Status, Strided};
 use tandem::{CommId, Error, ErrorClass};
 
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::datatype::{self, Typed};
 use crate::state::{call, call_with, Fail, Outcome, State};
-use crate::{errhandler, group, ops};
+use crate::{errhandler, group, ops, request};
 
 /// First handle value of windows.
 const WIN_BASE: usize = 0x30000;
@@ -655,6 +658,101 @@ fn target_runs(
     Ok(runs)
 }
 
+/// Runs of at least this many bytes are operations of their own.
+const OWN_OP_MIN: usize = 64 * 1024;
+/// Data bytes of one scattered operation at most.
+const SCATTER_BYTES: usize = 4 << 20;
+/// Strided blocks of one scattered operation at most (their table is
+/// 24 bytes each).
+const SCATTER_BLOCKS: usize = 64 * 1024;
+
+/// Part of a one-sided operation: its data is `[pos, pos + bytes)` of the
+/// packed origin data.
+enum Piece {
+    /// One contiguous run at `addr`.
+    Run { addr: u64, pos: usize, bytes: usize },
+    /// Several runs, in order.
+    Scattered {
+        blocks: Vec<Strided>,
+        pos: usize,
+        bytes: usize,
+    },
+}
+
+/// Groups the target's runs into pieces: big runs alone, small ones in
+/// scattered operations, adjacent equal runs at a fixed stride merged into
+/// one strided block (a column of a matrix is one).
+fn pieces(runs: &[(u64, usize)]) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let mut cur: Vec<Strided> = Vec::new();
+    let (mut start, mut bytes, mut pos) = (0usize, 0usize, 0usize);
+    let close = |out: &mut Vec<Piece>, cur: &mut Vec<Strided>, start: usize, bytes: usize| {
+        match cur.as_slice() {
+            [] => {}
+            [b] if b.count == 1 => out.push(Piece::Run {
+                addr: b.addr,
+                pos: start,
+                bytes,
+            }),
+            _ => out.push(Piece::Scattered {
+                blocks: std::mem::take(cur),
+                pos: start,
+                bytes,
+            }),
+        }
+        cur.clear();
+    };
+    for &(addr, len) in runs {
+        if len >= OWN_OP_MIN {
+            close(&mut out, &mut cur, start, bytes);
+            out.push(Piece::Run {
+                addr,
+                pos,
+                bytes: len,
+            });
+            pos += len;
+            (start, bytes) = (pos, 0);
+            continue;
+        }
+        if bytes + len > SCATTER_BYTES {
+            close(&mut out, &mut cur, start, bytes);
+            (start, bytes) = (pos, 0);
+        }
+        let merged = match cur.last_mut() {
+            Some(b) if b.len as usize == len && b.count < u32::MAX => {
+                let stride = addr.wrapping_sub(b.addr) as i64;
+                if b.count == 1 {
+                    b.stride = stride;
+                    b.count = 2;
+                    true
+                } else if stride == b.stride.wrapping_mul(i64::from(b.count)) {
+                    b.count += 1;
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => false,
+        };
+        if !merged {
+            if cur.len() == SCATTER_BLOCKS {
+                close(&mut out, &mut cur, start, bytes);
+                (start, bytes) = (pos, 0);
+            }
+            cur.push(Strided {
+                addr,
+                len: len as u32,
+                count: 1,
+                stride: 0,
+            });
+        }
+        bytes += len;
+        pos += len;
+    }
+    close(&mut out, &mut cur, start, bytes);
+    out
+}
+
 /// The predefined element type of an accumulate's data.
 fn acc_prim(origin: &Layout, target: &Layout) -> Result<Prim, Fail> {
     let t = target.single_prim();
@@ -788,6 +886,55 @@ fn mismatch(o: usize, t: usize) -> Fail {
     )
 }
 
+/// `MPI_Put`'s work, for it and `MPI_Rput`.
+#[allow(clippy::too_many_arguments)]
+fn put_op(
+    s: &mut State,
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> Outcome {
+    let Some((a, _)) = access(
+        s,
+        win,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+    )?
+    else {
+        return Ok(());
+    };
+    let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
+    let (data, keep) = origin_bytes(&o);
+    let mut ids = Vec::new();
+    for piece in pieces(&a.runs) {
+        // SAFETY: `data` holds the packed origin data (the user's buffer
+        // or `keep`, kept until the operation completes), of which each
+        // piece's [pos, pos + bytes) is in range since the sizes matched.
+        let r = unsafe {
+            match &piece {
+                Piece::Run { addr, pos, bytes } => {
+                    s.rt.p2p()
+                        .put(a.world, a.key, *addr, data.add(*pos), *bytes)
+                }
+                Piece::Scattered { blocks, pos, bytes } => {
+                    s.rt.p2p()
+                        .put_scattered(a.world, a.key, blocks, data.add(*pos), *bytes)
+                }
+            }
+        };
+        ids.push(r.map_err(engine_fail)?);
+    }
+    record(s, &a, ids, keep);
+    Ok(())
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Put(
     origin_addr: *const c_void,
@@ -800,32 +947,76 @@ pub unsafe extern "C" fn MPI_Put(
     win: MPI_Win,
 ) -> c_int {
     win_call("MPI_Put", win, |s| {
-        let Some((a, _)) = access(
+        put_op(
             s,
-            win,
+            origin_addr,
+            origin_count,
+            origin_datatype,
             target_rank,
             target_disp,
             target_count,
             target_datatype,
-        )?
-        else {
-            return Ok(());
-        };
-        let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
-        let (data, keep) = origin_bytes(&o);
-        let mut ids = Vec::with_capacity(a.runs.len());
-        let mut pos = 0usize;
-        for &(addr, n) in &a.runs {
-            // SAFETY: `data` holds the packed origin data (the user's buffer
-            // or `keep`, kept until the operation completes), of which
-            // [pos, pos + n) is in range since the sizes matched.
-            let r = unsafe { s.rt.p2p().put(a.world, a.key, addr, data.add(pos), n) };
-            ids.push(r.map_err(engine_fail)?);
-            pos += n;
-        }
-        record(s, &a, ids, keep);
-        Ok(())
+            win,
+        )
     })
+}
+
+/// `MPI_Get`'s work, for it and `MPI_Rget`.
+#[allow(clippy::too_many_arguments)]
+fn get_op(
+    s: &mut State,
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+) -> Outcome {
+    let Some((a, _)) = access(
+        s,
+        win,
+        target_rank,
+        target_disp,
+        target_count,
+        target_datatype,
+    )?
+    else {
+        return Ok(());
+    };
+    let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
+    let (dest, mut unpack) = landing(&o, a.target);
+    let mut ids = Vec::new();
+    for piece in pieces(&a.runs) {
+        // SAFETY: `dest` is the user's contiguous buffer or the packed
+        // buffer kept in `unpack` until completion; each piece's
+        // [pos, pos + bytes) is in range since the sizes matched.
+        let r = unsafe {
+            match &piece {
+                Piece::Run { addr, pos, bytes } => {
+                    s.rt.p2p()
+                        .get(a.world, a.key, *addr, dest.add(*pos), *bytes)
+                }
+                // A scattered read is a fetch that combines nothing.
+                Piece::Scattered { blocks, pos, .. } => s.rt.p2p().accumulate_scattered(
+                    a.world,
+                    a.key,
+                    blocks,
+                    PredefOp::NoOp,
+                    Prim::Byte,
+                    None,
+                    Some(dest.add(*pos)),
+                ),
+            }
+        };
+        ids.push(r.map_err(engine_fail)?);
+    }
+    record(s, &a, ids, None);
+    if let Some(u) = unpack.take() {
+        get_mut(s, win)?.unpacks.push(u);
+    }
+    Ok(())
 }
 
 #[no_mangle]
@@ -840,34 +1031,17 @@ pub unsafe extern "C" fn MPI_Get(
     win: MPI_Win,
 ) -> c_int {
     win_call("MPI_Get", win, |s| {
-        let Some((a, _)) = access(
+        get_op(
             s,
-            win,
+            origin_addr,
+            origin_count,
+            origin_datatype,
             target_rank,
             target_disp,
             target_count,
             target_datatype,
-        )?
-        else {
-            return Ok(());
-        };
-        let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
-        let (dest, mut unpack) = landing(&o, a.target);
-        let mut ids = Vec::with_capacity(a.runs.len());
-        let mut pos = 0usize;
-        for &(addr, n) in &a.runs {
-            // SAFETY: `dest` is the user's contiguous buffer or the packed
-            // buffer kept in `unpack` until completion; [pos, pos + n) is in
-            // range since the sizes matched.
-            let r = unsafe { s.rt.p2p().get(a.world, a.key, addr, dest.add(pos), n) };
-            ids.push(r.map_err(engine_fail)?);
-            pos += n;
-        }
-        record(s, &a, ids, None);
-        if let Some(u) = unpack.take() {
-            get_mut(s, win)?.unpacks.push(u);
-        }
-        Ok(())
+            win,
+        )
     })
 }
 
@@ -912,6 +1086,11 @@ unsafe fn accumulate(
             "MPI_Accumulate cannot take MPI_NO_OP",
         ));
     }
+    // Nothing to move: done, whatever the datatypes (MPI allows a zero-size
+    // origin against any target type).
+    if a.bytes == 0 {
+        return Ok(());
+    }
     let prim = match &o {
         Some(o) => acc_prim(&o.layout, &tl)?,
         None => acc_prim(&tl, &tl)?,
@@ -922,6 +1101,15 @@ unsafe fn accumulate(
             format!("{} does not apply to this datatype", pop.name()),
         ));
     }
+    // Replacing and reading move bytes. A pair type with padding (short and
+    // int) is split into runs that are not whole pairs, which the target
+    // could not apply as pairs; as bytes they are fine, and one frame (the
+    // runs of up to 4 MiB travel together) is applied at once, so elements
+    // stay atomic.
+    let prim = match (pop, prim) {
+        (PredefOp::Replace | PredefOp::NoOp, Prim::Pair(_)) => Prim::Byte,
+        _ => prim,
+    };
     let (data, keep) = match &o {
         Some(o) => origin_bytes(o),
         // MPI_NO_OP fetches only: the payload is ignored at the target.
@@ -937,25 +1125,35 @@ unsafe fn accumulate(
         }
         None => (None, None),
     };
-    let mut ids = Vec::with_capacity(a.runs.len());
-    let mut pos = 0usize;
-    for &(addr, n) in &a.runs {
+    let mut ids = Vec::new();
+    for piece in pieces(&a.runs) {
         // SAFETY: origin data and the fetch buffer are the user's buffers or
-        // copies kept until completion; [pos, pos + n) is in range of both.
+        // copies kept until completion; each piece's [pos, pos + bytes) is
+        // in range of both.
         let id = unsafe {
-            s.rt.p2p().accumulate(
-                a.world,
-                a.key,
-                addr,
-                pop,
-                prim,
-                data.add(pos),
-                n,
-                fetch.map(|f| f.add(pos)),
-            )
+            match &piece {
+                Piece::Run { addr, pos, bytes } => s.rt.p2p().accumulate(
+                    a.world,
+                    a.key,
+                    *addr,
+                    pop,
+                    prim,
+                    data.add(*pos),
+                    *bytes,
+                    fetch.map(|f| f.add(*pos)),
+                ),
+                Piece::Scattered { blocks, pos, .. } => s.rt.p2p().accumulate_scattered(
+                    a.world,
+                    a.key,
+                    blocks,
+                    pop,
+                    prim,
+                    (pop != PredefOp::NoOp).then(|| data.add(*pos)),
+                    fetch.map(|f| f.add(*pos)),
+                ),
+            }
         };
         ids.push(id.map_err(engine_fail)?);
-        pos += n;
     }
     record(s, &a, ids, keep);
     if let Some(u) = unpack.take() {
@@ -1096,6 +1294,167 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         .map_err(engine_fail)?;
         record(s, &a, vec![id], None);
         Ok(())
+    })
+}
+
+/// Request-based operations (`MPI_Rput` ...), allowed in passive-target
+/// epochs only: the operation, then the wait for it (and anything else
+/// this rank sent the target) to complete at the target, so the request is
+/// complete when the call returns (the standard lets completion come at
+/// any time; it only has to come).
+fn request_op(
+    s: &mut State,
+    win: MPI_Win,
+    rank: c_int,
+    request: *mut MPI_Request,
+    op: impl FnOnce(&mut State) -> Outcome,
+) -> Outcome {
+    args::out_ptr(MPI_COMM_WORLD, request, "request")?;
+    let w = get(s, win)?;
+    let t = target_rank(w, rank)?;
+    if let Some(t) = t {
+        if !w.lock_all && w.locks[t as usize] == LockHeld::No {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "request-based one-sided operation outside a passive-target (lock) epoch",
+            ));
+        }
+    }
+    op(s)?;
+    if let Some(t) = t {
+        complete_ops(s, win, Some(t))?;
+    }
+    let comm = get(s, win)?.user_comm;
+    let h = request::handle(s, comm, request::Op::Done(Status::default()));
+    // SAFETY: checked non-null.
+    unsafe { put(request, h) };
+    Ok(())
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rput(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    win_call("MPI_Rput", win, |s| {
+        request_op(s, win, target_rank, request, |s| {
+            put_op(
+                s,
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+            )
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget(
+    origin_addr: *mut c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    win_call("MPI_Rget", win, |s| {
+        request_op(s, win, target_rank, request, |s| {
+            get_op(
+                s,
+                origin_addr,
+                origin_count,
+                origin_datatype,
+                target_rank,
+                target_disp,
+                target_count,
+                target_datatype,
+                win,
+            )
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Raccumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    win_call("MPI_Raccumulate", win, |s| {
+        request_op(s, win, target_rank, request, |s| {
+            // SAFETY: forwarded from the caller (MPI contract on the buffers).
+            unsafe {
+                accumulate(
+                    s,
+                    win,
+                    Some((origin_addr, origin_count, origin_datatype)),
+                    None,
+                    target_rank,
+                    target_disp,
+                    target_count,
+                    target_datatype,
+                    op,
+                )
+            }
+        })
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Rget_accumulate(
+    origin_addr: *const c_void,
+    origin_count: c_int,
+    origin_datatype: MPI_Datatype,
+    result_addr: *mut c_void,
+    result_count: c_int,
+    result_datatype: MPI_Datatype,
+    target_rank: c_int,
+    target_disp: MPI_Aint,
+    target_count: c_int,
+    target_datatype: MPI_Datatype,
+    op: MPI_Op,
+    win: MPI_Win,
+    request: *mut MPI_Request,
+) -> c_int {
+    win_call("MPI_Rget_accumulate", win, |s| {
+        request_op(s, win, target_rank, request, |s| {
+            // SAFETY: forwarded from the caller (MPI contract on the buffers).
+            unsafe {
+                accumulate(
+                    s,
+                    win,
+                    Some((origin_addr, origin_count, origin_datatype)),
+                    Some((result_addr, result_count, result_datatype)),
+                    target_rank,
+                    target_disp,
+                    target_count,
+                    target_datatype,
+                    op,
+                )
+            }
+        })
     })
 }
 
@@ -1312,6 +1671,23 @@ pub unsafe extern "C" fn MPI_Win_flush_local(rank: c_int, win: MPI_Win) -> c_int
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_flush_local_all(win: MPI_Win) -> c_int {
     win_call("MPI_Win_flush_local_all", win, |s| flush(s, win, None))
+}
+
+/// The window's memory is one copy (the unified model), so syncing the
+/// public and private copies is a full memory fence. It also drives
+/// progress once: a rank that polls its own window for another rank's
+/// write, with MPI_Win_sync between the reads and no other MPI call, must
+/// see that write carried out by its own progress engine (as in
+/// `wait_serving`) or it would wait for ever.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_sync(win: MPI_Win) -> c_int {
+    win_call("MPI_Win_sync", win, |s| {
+        get(s, win)?;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        s.rt.progress_once();
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    })
 }
 
 /// Window ranks of a group's members.
@@ -1567,6 +1943,10 @@ pub unsafe extern "C" fn MPI_Win_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     win_call("MPI_Win_get_name", win, |s| {
+        // MPI-4.1: the null handle has a name too.
+        if win == MPI_WIN_NULL {
+            return datatype::write_name("MPI_WIN_NULL", name, resultlen);
+        }
         let n = get(s, win)?.name.clone();
         datatype::write_name(&n, name, resultlen)
     })

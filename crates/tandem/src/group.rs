@@ -1,8 +1,8 @@
 //! Communicator constructors beyond `comm_dup`: a new communicator over any
 //! subgroup of a parent (`MPI_Comm_create`, Cartesian topologies) and
 //! `MPI_Comm_split`. Every member of the parent takes part, so that the
-//! new context id is agreed with the same maximum-over-the-parent scheme as
-//! `comm_dup`; disjoint groups created by one call share the id, which is
+//! new context id is agreed with the same agreement as `comm_dup`
+//! (coll/agree.rs); disjoint groups created by one call share the id, which is
 //! safe because their members never talk to each other in it.
 
 use std::sync::Arc;
@@ -33,22 +33,7 @@ impl Runtime {
         let c = Comm::new(cid, rank, group);
         self.p2p.register_context(c.p2p_context(), c.group.clone());
         self.p2p.register_context(c.coll_context(), c.group.clone());
-        let slot = self
-            .comms
-            .iter()
-            .skip(2)
-            .position(Option::is_none)
-            .map(|i| i + 2);
-        Ok(match slot {
-            Some(i) => {
-                self.comms[i] = Some(c);
-                CommId(i)
-            }
-            None => {
-                self.comms.push(Some(c));
-                CommId(self.comms.len() - 1)
-            }
-        })
+        Ok(self.add_comm_slot(c))
     }
 
     /// Collective over `parent`: a new communicator whose members are the
@@ -60,8 +45,7 @@ impl Runtime {
         members: Option<Arc<[u32]>>,
     ) -> Result<Option<CommId>> {
         self.comm(parent)?;
-        let cid = self.allreduce_max_u32(parent, self.next_cid)?;
-        self.next_cid = cid + 1;
+        let cid = self.agree_cid(parent)?;
         match members {
             Some(g) if !g.is_empty() => self.install_comm(cid, g).map(Some),
             _ => Ok(None),
@@ -104,7 +88,50 @@ impl Runtime {
             src: c.rank,
             tag: CREATE_GROUP_TAGS | (tag.max(0) & !CREATE_GROUP_TAGS),
         };
-        let mut cid = self.next_cid;
+        let (token, offer) = self.cids.lock().unwrap_or_else(|p| p.into_inner()).offer();
+        let agreed = self.create_group_max(env, &members, index, offer, parent_rank);
+        let cid = match agreed {
+            Ok(cid) => cid,
+            Err(e) => {
+                // Withdraws the offer: u32::MAX is never taken.
+                self.cids
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .settle(token, u32::MAX);
+                return Err(e);
+            }
+        };
+        // Each member's offer is past the ids it took or claimed before; an
+        // MPI_Comm_idup of this rank in flight may have claimed the maximum
+        // since, which this scheme (no second round) cannot undo.
+        if !self
+            .cids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .settle(token, cid)
+        {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                format!(
+                    "context id {cid} of MPI_Comm_create_group was claimed meanwhile by an \
+                     MPI_Comm_idup in flight at this rank"
+                ),
+            ));
+        }
+        self.install_comm(cid, members)
+    }
+
+    /// The maximum of the members' offers: gathered by the first member
+    /// (`index` 0) and sent back.
+    fn create_group_max(
+        &mut self,
+        env: Envelope,
+        members: &[u32],
+        index: usize,
+        offer: u32,
+        parent_rank: impl Fn(u32) -> Result<u32>,
+    ) -> Result<u32> {
+        let mut cid = offer;
         if members.len() > 1 {
             let leader = members[0];
             if index == 0 {
@@ -121,14 +148,7 @@ impl Runtime {
                 cid = self.exchange_u32(env, None, Some(from))?;
             }
         }
-        if cid < self.next_cid {
-            return Err(Error::new(
-                ErrorClass::Intern,
-                format!("agreed context id {cid} is below this rank's next free one"),
-            ));
-        }
-        self.next_cid = cid + 1;
-        self.install_comm(cid, members)
+        Ok(cid)
     }
 
     /// Sends a `u32` to world rank `to.0` or receives one from

@@ -4,6 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::bootstrap::{JobInfo, MasterLink};
+use crate::coll::agree::{self, Agreement, CidAlloc};
+use crate::coll::SchedId;
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Envelope, MsgId, P2p, P2pConfig, ReqId, SendMode, Status};
@@ -37,9 +39,22 @@ pub struct Runtime {
     master: Option<Arc<Mutex<MasterLink>>>,
     job: JobInfo,
     settings: Settings,
-    pub(crate) next_cid: u32,
+    /// Context ids: the counter and the claims of agreements in flight.
+    pub(crate) cids: Arc<Mutex<CidAlloc>>,
+    /// Communicators of `MPI_Comm_idup` whose context id is being agreed.
+    pending_dups: Vec<PendingDup>,
     /// Collective schedules in flight and algorithm selection (coll/).
     pub(crate) colls: coll::Colls,
+}
+
+/// The context id of a communicator whose agreement has not completed.
+const PENDING_CID: u32 = u32::MAX;
+
+/// A communicator slot waiting for its context id.
+struct PendingDup {
+    comm: CommId,
+    agreement: Arc<Agreement>,
+    sched: SchedId,
 }
 
 fn config_error(msg: String) -> Error {
@@ -157,13 +172,15 @@ impl Runtime {
             p2p.register_context(c.p2p_context(), c.group.clone());
             p2p.register_context(c.coll_context(), c.group.clone());
         }
+        let jitter_seed = (u64::from(job.rank) << 32) ^ u64::from(std::process::id());
         Ok(Runtime {
             p2p,
             comms: vec![Some(world), Some(selfc)],
             master,
             job,
             settings,
-            next_cid: 2,
+            cids: Arc::new(Mutex::new(CidAlloc::new(2, jitter_seed))),
+            pending_dups: Vec::new(),
             colls,
         })
     }
@@ -192,10 +209,18 @@ impl Runtime {
     /// A live communicator.
     #[inline]
     pub fn comm(&self, id: CommId) -> Result<&Comm> {
-        self.comms
+        let c = self
+            .comms
             .get(id.0)
             .and_then(Option::as_ref)
-            .ok_or_else(|| Error::new(ErrorClass::Comm, "invalid communicator"))
+            .ok_or_else(|| Error::new(ErrorClass::Comm, "invalid communicator"))?;
+        if c.cid == PENDING_CID {
+            return Err(Error::new(
+                ErrorClass::Comm,
+                "communicator not usable yet: its MPI_Comm_idup has not completed",
+            ));
+        }
+        Ok(c)
     }
 
     /// Starts a send to communicator rank `dest`.
@@ -342,21 +367,33 @@ impl Runtime {
         unsafe { self.coll(comm, coll::CollCall::Barrier) }
     }
 
-    /// A new communicator with the same group and a context of its own.
-    pub fn comm_dup(&mut self, comm: CommId) -> Result<CommId> {
-        let parent = self.comm(comm)?.clone();
-        let cid = self.allreduce_max_u32(comm, self.next_cid)?;
-        self.next_cid = cid + 1;
-        let c = Comm::new(cid, parent.rank, parent.group.clone());
-        self.p2p.register_context(c.p2p_context(), c.group.clone());
-        self.p2p.register_context(c.coll_context(), c.group.clone());
+    /// Starts agreeing on a new context id over `comm` (a collective on
+    /// it, ordered with its others).
+    fn agreement_start(&mut self, comm: CommId) -> Result<(SchedId, Arc<Agreement>)> {
+        let c = self.comm(comm)?;
+        let (cid, ctx, rank, group) = (c.cid, c.coll_context(), c.rank, c.group.clone());
+        let tag = self.colls.next_tag(cid);
+        let (s, ag) = agree::schedule(&self.cids, group.len() as u32, rank, ctx, tag, group);
+        Ok((self.colls.start(s, &mut self.p2p), ag))
+    }
+
+    /// A new context id agreed over `comm`, every member of which calls this.
+    pub(crate) fn agree_cid(&mut self, comm: CommId) -> Result<u32> {
+        let (id, ag) = self.agreement_start(comm)?;
+        self.coll_wait(id)?;
+        ag.result()
+            .ok_or_else(|| Error::new(ErrorClass::Intern, "context id agreement without a result"))
+    }
+
+    /// Puts a communicator in the first free slot.
+    pub(crate) fn add_comm_slot(&mut self, c: Comm) -> CommId {
         let slot = self
             .comms
             .iter()
             .skip(2)
             .position(Option::is_none)
             .map(|i| i + 2);
-        Ok(match slot {
+        match slot {
             Some(i) => {
                 self.comms[i] = Some(c);
                 CommId(i)
@@ -365,7 +402,60 @@ impl Runtime {
                 self.comms.push(Some(c));
                 CommId(self.comms.len() - 1)
             }
-        })
+        }
+    }
+
+    /// A new communicator with the same group and a context of its own.
+    pub fn comm_dup(&mut self, comm: CommId) -> Result<CommId> {
+        let parent = self.comm(comm)?.clone();
+        let cid = self.agree_cid(comm)?;
+        let c = Comm::new(cid, parent.rank, parent.group.clone());
+        self.p2p.register_context(c.p2p_context(), c.group.clone());
+        self.p2p.register_context(c.coll_context(), c.group.clone());
+        Ok(self.add_comm_slot(c))
+    }
+
+    /// `MPI_Comm_idup`: the new communicator's id, usable once the returned
+    /// schedule has completed (and the runtime has seen it complete: any
+    /// wait, test or progress call), and the schedule agreeing on its
+    /// context, which is ordered with the parent's other collectives.
+    pub fn comm_idup(&mut self, comm: CommId) -> Result<(CommId, SchedId)> {
+        let parent = self.comm(comm)?.clone();
+        let (sched, agreement) = self.agreement_start(comm)?;
+        let new = self.add_comm_slot(Comm::new(PENDING_CID, parent.rank, parent.group));
+        self.pending_dups.push(PendingDup {
+            comm: new,
+            agreement,
+            sched,
+        });
+        self.settle_dups();
+        Ok((new, sched))
+    }
+
+    /// Gives the communicators of completed `MPI_Comm_idup`s their context
+    /// ids; ones whose agreement failed stay unusable (the request reports
+    /// the error).
+    pub(crate) fn settle_dups(&mut self) {
+        if self.pending_dups.is_empty() {
+            return;
+        }
+        let mut i = 0;
+        while i < self.pending_dups.len() {
+            let p = &self.pending_dups[i];
+            let finished = self.colls.is_complete(p.sched) != Some(false);
+            if !finished {
+                i += 1;
+                continue;
+            }
+            let p = self.pending_dups.swap_remove(i);
+            if let (Some(cid), Some(Some(c))) = (p.agreement.result(), self.comms.get_mut(p.comm.0))
+            {
+                c.cid = cid;
+                let (pc, cc, g) = (c.p2p_context(), c.coll_context(), c.group.clone());
+                self.p2p.register_context(pc, g.clone());
+                self.p2p.register_context(cc, g);
+            }
+        }
     }
 
     /// Releases a communicator (not the predefined ones).
@@ -381,6 +471,12 @@ impl Runtime {
             .get_mut(comm.0)
             .and_then(Option::take)
             .ok_or_else(|| Error::new(ErrorClass::Comm, "invalid communicator"))?;
+        if c.cid == PENDING_CID {
+            // Freed before its MPI_Comm_idup completed: the agreement runs
+            // on (the other members take part in it) and is forgotten.
+            self.pending_dups.retain(|p| p.comm != comm);
+            return Ok(());
+        }
         self.p2p.release_context(c.p2p_context());
         self.p2p.release_context(c.coll_context());
         self.colls.forget(c.cid);

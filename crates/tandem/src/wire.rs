@@ -56,8 +56,10 @@ pub enum FrameKind {
     Fin = 6,
     /// One-sided write into memory the target exposed: `context` names the
     /// region, `rreq` the target address, `sreq` the origin's operation
-    /// (answered by `Ack` if refused, or always when `tag` is 1); payload
-    /// follows.
+    /// (answered by `Ack` if refused, or always when `tag` bit 0 is set);
+    /// payload follows. With `tag` bit 1 the payload is a table of strided
+    /// target blocks and their data (`rreq` unused; see p2p/remote.rs), as
+    /// for an `Acc` whose tag carries the scatter flag.
     Put = 7,
     /// One-sided read: `context`, `rreq` and `len` as for `Put`; answered by
     /// `GetReply`. No payload.

@@ -1,11 +1,7 @@
 //! The collective part of the Rust API: starting, running and completing
 //! collectives, and the wait loop that advances every schedule in flight.
 
-use std::sync::Arc;
-
-use super::ops::{PredefOp, Predefined};
 use super::{CollCall, Colls, SchedId};
-use crate::datatype::Prim;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{P2p, ReqId, Status};
 use crate::runtime::{CommId, Runtime};
@@ -64,7 +60,18 @@ impl Runtime {
             return Err(Error::new(ErrorClass::Request, "invalid request"));
         }
         self.wait_until(|_, c| c.is_complete(id) != Some(false));
-        self.colls.take_if_complete(id).unwrap_or(Ok(()))
+        self.coll_take(id).unwrap_or(Ok(()))
+    }
+
+    /// Releases a finished schedule and returns its outcome (`None` while
+    /// it runs); a communicator it was agreeing a context for is usable
+    /// from then on.
+    pub fn coll_take(&mut self, id: SchedId) -> Option<Result<()>> {
+        let r = self.colls.take_if_complete(id);
+        if r.is_some() {
+            self.settle_dups();
+        }
+        r
     }
 
     /// Drives progress until `ready` holds, advancing every schedule in
@@ -72,7 +79,9 @@ impl Runtime {
     /// non-blocking collectives others wait for).
     pub fn wait_until(&mut self, mut ready: impl FnMut(&P2p, &Colls) -> bool) {
         loop {
-            self.colls.advance_all(&mut self.p2p);
+            if self.colls.advance_all(&mut self.p2p) {
+                self.settle_dups();
+            }
             if ready(&self.p2p, &self.colls) {
                 return;
             }
@@ -85,7 +94,9 @@ impl Runtime {
     /// One round of progress without blocking (for the test functions).
     pub fn progress_once(&mut self) {
         self.p2p.progress(false);
-        self.colls.advance_all(&mut self.p2p);
+        if self.colls.advance_all(&mut self.p2p) {
+            self.settle_dups();
+        }
     }
 
     /// Waits for a point-to-point request (advancing collectives meanwhile)
@@ -96,26 +107,5 @@ impl Runtime {
         }
         self.wait_until(|p, _| p.is_complete(id) != Some(false));
         Ok(self.p2p.take_if_complete(id).unwrap_or_default())
-    }
-
-    /// The maximum of `value` over the communicator, known to every member
-    /// (how new context ids are agreed).
-    pub fn allreduce_max_u32(&mut self, comm: CommId, value: u32) -> Result<u32> {
-        let op = Arc::new(Predefined::new(PredefOp::Max, Prim::U32, 4)?);
-        let send = value.to_ne_bytes();
-        let mut out = [0u8; 4];
-        // SAFETY: both buffers outlive the collective, which completes here.
-        unsafe {
-            self.coll(
-                comm,
-                CollCall::Allreduce {
-                    send: Some(send.as_ptr()),
-                    recv: out.as_mut_ptr(),
-                    len: 4,
-                    op,
-                },
-            )?
-        };
-        Ok(u32::from_ne_bytes(out))
     }
 }

@@ -13,6 +13,7 @@
 //! layer packs derived datatypes) and started with
 //! [`crate::Runtime::coll_start`] or run with [`crate::Runtime::coll`].
 
+pub mod agree;
 pub mod algos;
 mod api;
 pub use crate::ops;

@@ -109,6 +109,11 @@ pub enum Buf {
 /// A local step's code.
 pub type LocalFn = Box<dyn FnOnce(&mut Temps) -> Result<()>>;
 
+/// A local step that decides what comes next: the phases it returns run
+/// before the rest of the schedule (for protocols whose number of rounds
+/// depends on what the messages said, such as context id agreement).
+pub(crate) type ExtendFn = Box<dyn FnOnce(&mut Temps) -> Result<Vec<Vec<Act>>>>;
+
 pub(crate) enum Act {
     Send {
         to: u32,
@@ -138,6 +143,8 @@ pub(crate) enum Act {
         len: usize,
     },
     Call(LocalFn),
+    /// Must be the last step of its phase.
+    Extend(ExtendFn),
 }
 
 /// The staging buffers of a schedule; their heap memory never moves while
@@ -242,6 +249,13 @@ impl Builder {
         }
     }
 
+    /// Appends a whole phase.
+    pub(crate) fn phase(&mut self, acts: Vec<Act>) {
+        self.fence();
+        self.cur = acts;
+        self.fence();
+    }
+
     /// The schedule, to run in context `ctx` with tag `tag` among `group`.
     pub fn finish(mut self, ctx: u32, tag: i32, group: Arc<[u32]>) -> Schedule {
         self.fence();
@@ -258,6 +272,7 @@ impl Builder {
             finished: false,
             keep: Vec::new(),
             on_done: Vec::new(),
+            spliced: Vec::new(),
         }
     }
 }
@@ -278,6 +293,8 @@ pub struct Schedule {
     keep: Vec<Box<dyn std::any::Any>>,
     /// Steps to run once every phase has completed without error.
     on_done: Vec<LocalFn>,
+    /// Phases an `Act::Extend` of the current phase returned.
+    spliced: Vec<Vec<Act>>,
 }
 
 impl Schedule {
@@ -356,6 +373,9 @@ impl Schedule {
                     break;
                 }
             }
+            for p in std::mem::take(&mut self.spliced).into_iter().rev() {
+                self.phases.push_front(p);
+            }
         }
     }
 
@@ -427,6 +447,7 @@ impl Schedule {
                 r.reduce(inp, inout)?;
             }
             Act::Call(f) => f(&mut self.temps)?,
+            Act::Extend(f) => self.spliced = f(&mut self.temps)?,
         }
         Ok(())
     }

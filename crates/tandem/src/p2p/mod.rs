@@ -37,7 +37,7 @@ use crate::transport::{
 };
 use crate::wire::{FrameKind, Header};
 use remote::Remote;
-pub use remote::{accumulate_supported, OpId, OpState, CALLER_KEY_BIT};
+pub use remote::{accumulate_supported, OpId, OpState, Strided, CALLER_KEY_BIT};
 use request::Requests;
 pub use request::{ReqId, Request, Stage, Status};
 
@@ -557,7 +557,7 @@ impl FrameSink for Matcher {
                 | FrameKind::Sync,
                 Payload::Direct { .. } | Payload::Empty,
             ) => return self.remote.on_frame(peer, h, None, &mut self.outbox),
-            (FrameKind::Acc, Payload::Buffer(data)) => {
+            (FrameKind::Acc | FrameKind::Put, Payload::Buffer(data)) => {
                 return self.remote.on_frame(peer, h, Some(data), &mut self.outbox)
             }
             (FrameKind::Eager, Payload::Buffer(data)) => {

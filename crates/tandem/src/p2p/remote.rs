@@ -35,6 +35,72 @@ const ACC_FETCH: i32 = 1 << 16;
 const ACC_CAS: i32 = 1 << 17;
 /// Flag in an `Acc` frame's tag: answer only a refusal.
 const ACC_QUIET: i32 = 1 << 18;
+/// Flag in an `Acc` frame's tag, and bit 1 of a `Put` frame's: the payload
+/// is a table of [`Strided`] target blocks followed by their data packed in
+/// table order (for `MPI_NO_OP`, no data), and `rreq` is unused. One frame
+/// carries a scattered datatype's thousands of blocks.
+const ACC_SCATTER: i32 = 1 << 19;
+const PUT_SCATTER: i32 = 2;
+/// Bytes of one encoded [`Strided`] block, and of the table's count.
+const STRIDED_LEN: usize = 24;
+
+/// Target blocks of a scattered one-sided operation: `count` blocks of
+/// `len` bytes, the first at `addr`, each `stride` bytes after the one
+/// before (a datatype's blocks compress to few of these when regular).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Strided {
+    pub addr: u64,
+    pub len: u32,
+    pub count: u32,
+    pub stride: i64,
+}
+
+impl Strided {
+    /// Address of block `i`.
+    fn at(&self, i: u32) -> u64 {
+        self.addr
+            .wrapping_add((i64::from(i).wrapping_mul(self.stride)) as u64)
+    }
+
+    /// Bytes of data of all its blocks.
+    pub fn bytes(&self) -> usize {
+        self.len as usize * self.count as usize
+    }
+}
+
+/// Appends the table of `blocks` to `out`.
+fn encode_table(blocks: &[Strided], out: &mut Vec<u8>) {
+    out.extend_from_slice(&(blocks.len() as u32).to_le_bytes());
+    for b in blocks {
+        out.extend_from_slice(&b.addr.to_le_bytes());
+        out.extend_from_slice(&b.len.to_le_bytes());
+        out.extend_from_slice(&b.count.to_le_bytes());
+        out.extend_from_slice(&b.stride.to_le_bytes());
+    }
+}
+
+/// The table at the start of a scattered payload, and the data after it.
+fn decode_table(payload: &[u8]) -> std::result::Result<(Vec<Strided>, &[u8]), ErrorClass> {
+    let n = payload
+        .get(..4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+        .ok_or(ErrorClass::Intern)?;
+    let end = n
+        .checked_mul(STRIDED_LEN)
+        .and_then(|t| t.checked_add(4))
+        .filter(|&e| e <= payload.len())
+        .ok_or(ErrorClass::Intern)?;
+    let blocks = payload[4..end]
+        .chunks_exact(STRIDED_LEN)
+        .map(|c| Strided {
+            addr: u64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
+            len: u32::from_le_bytes(c[8..12].try_into().expect("4 bytes")),
+            count: u32::from_le_bytes(c[12..16].try_into().expect("4 bytes")),
+            stride: i64::from_le_bytes(c[16..24].try_into().expect("8 bytes")),
+        })
+        .collect();
+    Ok((blocks, &payload[end..]))
+}
 
 /// A one-sided operation started by this rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -360,10 +426,22 @@ impl Remote {
                     .and_then(|start| start.checked_add(len))
                     .is_some_and(|end| end <= r.len as u64)
             };
-            return match attached.iter().any(inside) {
-                true => Ok(addr as usize),
-                false => Err(ErrorClass::RmaRange),
-            };
+            if attached.iter().any(inside) {
+                return Ok(addr as usize);
+            }
+            // Memory attached in pieces that touch is one range to the
+            // application (MPICH's win_dynamic_rma_flush_get writes across
+            // two adjacent attachments): walk the pieces that cover it.
+            let end = addr.checked_add(len).ok_or(ErrorClass::RmaRange)?;
+            let mut at = addr;
+            while at < end {
+                let next = attached
+                    .iter()
+                    .find(|r| (r.base as u64) <= at && at < r.base as u64 + r.len as u64)
+                    .ok_or(ErrorClass::RmaRange)?;
+                at = next.base as u64 + next.len as u64;
+            }
+            return Ok(addr as usize);
         }
         let r = self.regions.get(&key).ok_or(ErrorClass::Win)?;
         let start = addr
@@ -374,6 +452,57 @@ impl Remote {
             return Err(ErrorClass::RmaRange);
         }
         Ok(addr as usize)
+    }
+
+    /// Checks every block of `blocks` against region `key`; their data's
+    /// total size. A region is one interval, so the first and last block of
+    /// a strided run bound all of them; attached memory of a dynamic window
+    /// may have holes, so there each block is checked.
+    fn check_blocks(&self, key: u32, blocks: &[Strided]) -> std::result::Result<usize, ErrorClass> {
+        let dynamic = self.dynamic.contains_key(&key);
+        let mut total = 0usize;
+        for b in blocks {
+            let len = u64::from(b.len);
+            if b.count == 0 || len == 0 {
+                continue;
+            }
+            if dynamic {
+                for i in 0..b.count {
+                    self.check(key, b.at(i), len)?;
+                }
+            } else {
+                // Without wrapping around the address space (a peer's frame
+                // is not trusted), or the ends would not bound the middle.
+                let last = i128::from(b.addr) + i128::from(b.count - 1) * i128::from(b.stride);
+                let last = u64::try_from(last).map_err(|_| ErrorClass::RmaRange)?;
+                self.check(key, b.addr, len)?;
+                self.check(key, last, len)?;
+            }
+            total = total.checked_add(b.bytes()).ok_or(ErrorClass::RmaRange)?;
+        }
+        Ok(total)
+    }
+
+    /// A scattered put: checks every block, then writes them all (or none).
+    fn apply_put_scatter(&self, key: u32, payload: &[u8]) -> std::result::Result<(), ErrorClass> {
+        let (blocks, data) = decode_table(payload)?;
+        if self.check_blocks(key, &blocks)? != data.len() {
+            return Err(ErrorClass::Intern);
+        }
+        let mut pos = 0;
+        for b in &blocks {
+            let len = b.len as usize;
+            for i in 0..b.count {
+                // SAFETY: `check_blocks` proved every block lies inside a
+                // region its owner exposed; `data` holds their bytes in
+                // order (its length was checked against the total). They
+                // may overlap only if the application passed overlapping
+                // buffers, hence `copy`.
+                unsafe { std::ptr::copy(data.as_ptr().add(pos), b.at(i) as usize as *mut u8, len) };
+                pos += len;
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn start(
@@ -635,6 +764,12 @@ impl Remote {
         h: &Header,
     ) -> std::result::Result<PayloadDest, String> {
         match h.kind {
+            FrameKind::Put if h.tag & PUT_SCATTER != 0 => {
+                if h.len > crate::wire::MAX_EAGER {
+                    return Err(format!("scattered put of {} bytes", h.len));
+                }
+                Ok(PayloadDest::Buffer)
+            }
             FrameKind::Put => {
                 let refusal = self.check(h.context, h.rreq, h.len).err();
                 self.filling[peer as usize] = Some((FrameKind::Put, h.sreq, refusal));
@@ -693,6 +828,13 @@ impl Remote {
         out: &mut Vec<Outgoing>,
     ) -> std::result::Result<(), String> {
         match h.kind {
+            FrameKind::Put if h.tag & PUT_SCATTER != 0 => {
+                let data = data.ok_or("scattered put without its payload")?;
+                let refusal = self.apply_put_scatter(h.context, &data).err();
+                if h.tag & 1 != 0 || refusal.is_some() {
+                    out.push(Self::ack(peer, h.sreq, refusal));
+                }
+            }
             FrameKind::Put => {
                 let (_, sreq, refusal) = self.filling[peer as usize]
                     .take()
@@ -779,6 +921,9 @@ impl Remote {
     /// contents (for fetching forms).
     fn apply_acc(&mut self, h: &Header, data: &[u8]) -> std::result::Result<Vec<u8>, ErrorClass> {
         let (op, prim) = acc_untag(h.tag & 0xffff).ok_or(ErrorClass::Op)?;
+        if h.tag & ACC_SCATTER != 0 {
+            return self.apply_acc_scatter(h.context, op, prim, data);
+        }
         let cas = h.tag & ACC_CAS != 0;
         let n = if cas { data.len() / 2 } else { data.len() };
         if cas && data.len() != 2 * prim.size() {
@@ -807,6 +952,47 @@ impl Remote {
         Ok(old)
     }
 
+    /// A scattered accumulate: checks every block, then combines each in
+    /// turn; the previous contents of all, packed in table order.
+    fn apply_acc_scatter(
+        &mut self,
+        key: u32,
+        op: PredefOp,
+        prim: Prim,
+        payload: &[u8],
+    ) -> std::result::Result<Vec<u8>, ErrorClass> {
+        let (blocks, data) = decode_table(payload)?;
+        let total = self.check_blocks(key, &blocks)?;
+        if op != PredefOp::NoOp && data.len() != total {
+            return Err(ErrorClass::Intern);
+        }
+        let size = prim.size();
+        let mut old = Vec::with_capacity(total);
+        let mut pos = 0;
+        for b in &blocks {
+            let len = b.len as usize;
+            if size == 0 || !len.is_multiple_of(size) {
+                return Err(ErrorClass::Type);
+            }
+            for i in 0..b.count {
+                // SAFETY: `check_blocks` proved every block lies inside an
+                // exposed region (this rank's own accesses to it are the
+                // application's business, as for any one-sided target).
+                let target =
+                    unsafe { std::slice::from_raw_parts_mut(b.at(i) as usize as *mut u8, len) };
+                old.extend_from_slice(target);
+                match op {
+                    PredefOp::NoOp => {}
+                    PredefOp::Replace => target.copy_from_slice(&data[pos..pos + len]),
+                    _ => ops::apply(op, prim, &data[pos..pos + len], target)
+                        .map_err(|_| ErrorClass::Op)?,
+                }
+                pos += len;
+            }
+        }
+        Ok(old)
+    }
+
     /// Local accumulate on self (no frame).
     pub(super) fn acc_tag_for(op: PredefOp, prim: Prim, fetch: bool, cas: bool) -> Option<i32> {
         let t = acc_tag(op, prim)?;
@@ -828,6 +1014,10 @@ impl Remote {
     ) -> std::result::Result<(), String> {
         let me = self.me;
         match h.kind {
+            FrameKind::Put if h.tag & PUT_SCATTER != 0 => {
+                let r = self.apply_put_scatter(h.context, data);
+                self.finish(h.sreq, r.err().map(|c| refused(c, me)));
+            }
             FrameKind::Put => {
                 let r = self.check(h.context, h.rreq, h.len);
                 if let Ok(addr) = r {
@@ -870,6 +1060,32 @@ impl Remote {
         }
         Ok(())
     }
+}
+
+/// The payload of a scattered operation: the table of `blocks`, then
+/// `data` (`len` bytes) if any.
+///
+/// # Safety
+/// `data`, if given, must be valid for reads of `len` bytes.
+unsafe fn scattered_payload(
+    blocks: &[Strided],
+    data: Option<(*const u8, usize)>,
+) -> Result<Vec<u8>> {
+    let len = data.map_or(0, |d| d.1);
+    let size = 4 + blocks.len() * STRIDED_LEN + len;
+    if size as u64 > crate::wire::MAX_EAGER || blocks.len() > u32::MAX as usize {
+        return Err(Error::new(
+            ErrorClass::Count,
+            "one scattered operation carries at most 64 MiB",
+        ));
+    }
+    let mut payload = Vec::with_capacity(size);
+    encode_table(blocks, &mut payload);
+    if let Some((p, n)) = data.filter(|d| d.1 > 0) {
+        // SAFETY: the caller's promise.
+        payload.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
+    }
+    Ok(payload)
 }
 
 /// One-sided operations, as the layers above see them.
@@ -1069,6 +1285,69 @@ impl super::P2p {
                 Ok((OpId(id), false))
             }
         }
+    }
+
+    /// Writes the data of scattered target `blocks` (packed in their order,
+    /// `len` bytes at `data`) into peer's region `key` in one frame; as
+    /// [`P2p::put`] otherwise. The target writes all blocks or, if one is
+    /// outside its memory, none.
+    ///
+    /// # Safety
+    /// `data` must be valid for reads of `len` bytes now (it is copied).
+    pub unsafe fn put_scattered(
+        &mut self,
+        peer: u32,
+        key: u32,
+        blocks: &[Strided],
+        data: *const u8,
+        len: usize,
+    ) -> Result<OpId> {
+        self.check_peer(peer)?;
+        let payload = scattered_payload(blocks, Some((data, len)))?;
+        let (ptr, plen) = (payload.as_ptr(), payload.len());
+        // The payload's heap buffer stays put while the operation owns it.
+        let id = self.start_op(peer, false, None, payload);
+        let h = Self::header(FrameKind::Put, key, PUT_SCATTER, plen, id, 0);
+        self.send_onesided(peer, h, ptr, plen);
+        Ok(OpId(id))
+    }
+
+    /// [`P2p::accumulate`] on scattered target `blocks` in one frame: `data`
+    /// holds their data packed in order (`None` for `MPI_NO_OP`, which only
+    /// fetches: a scattered read), `fetch` receives their previous contents
+    /// packed the same way.
+    ///
+    /// # Safety
+    /// `data` valid for reads of the blocks' total size now (it is copied);
+    /// `fetch` valid for writes of as many bytes until done.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn accumulate_scattered(
+        &mut self,
+        peer: u32,
+        key: u32,
+        blocks: &[Strided],
+        op: PredefOp,
+        prim: Prim,
+        data: Option<*const u8>,
+        fetch: Option<*mut u8>,
+    ) -> Result<OpId> {
+        self.check_peer(peer)?;
+        let tag = Remote::acc_tag_for(op, prim, fetch.is_some(), false)
+            .filter(|_| accumulate_supported(op, prim))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Op,
+                    format!("{} does not apply to this element type", op.name()),
+                )
+            })?;
+        let total: usize = blocks.iter().map(Strided::bytes).sum();
+        let payload = scattered_payload(blocks, data.map(|d| (d, total)))?;
+        let (ptr, plen) = (payload.as_ptr(), payload.len());
+        let dest = fetch.map(|p| (p as usize, total));
+        let id = self.start_op(peer, fetch.is_some(), dest, payload);
+        let h = Self::header(FrameKind::Acc, key, tag | ACC_SCATTER, plen, id, 0);
+        self.send_onesided(peer, h, ptr, plen);
+        Ok(OpId(id))
     }
 
     /// Reads `len` bytes at `addr` in peer's region `key` into `dest`.
@@ -1334,6 +1613,100 @@ mod tests {
         // Keys are not reused.
         let key2 = r.expose(mem.as_mut_ptr(), 64);
         assert_ne!(key, key2);
+    }
+
+    #[test]
+    fn dynamic_ranges_may_span_adjacent_attachments() {
+        let mut r = Remote::new(0, 2);
+        let mut mem = vec![0u8; 64];
+        let key = r.expose_dynamic();
+        let base = mem.as_mut_ptr();
+        assert!(r.attach(key, base, 16));
+        // SAFETY: both inside `mem`.
+        assert!(r.attach(key, unsafe { base.add(16) }, 16));
+        assert!(r.attach(key, unsafe { base.add(40) }, 8));
+        let b = base as u64;
+        assert!(r.check(key, b + 8, 24).is_ok());
+        assert_eq!(r.check(key, b + 8, 25), Err(ErrorClass::RmaRange));
+        assert_eq!(r.check(key, b + 30, 12), Err(ErrorClass::RmaRange));
+        assert!(r.check(key, b + 40, 8).is_ok());
+    }
+
+    #[test]
+    fn scattered_puts_write_strided_blocks_or_nothing() {
+        let mut r = Remote::new(0, 2);
+        let mut mem = vec![0u8; 64];
+        let key = r.expose(mem.as_mut_ptr(), 64);
+        let base = mem.as_ptr() as u64;
+        // Two bytes every 8 from the end backwards, then one byte at 1.
+        let blocks = [
+            Strided {
+                addr: base + 56,
+                len: 2,
+                count: 3,
+                stride: -8,
+            },
+            Strided {
+                addr: base + 1,
+                len: 1,
+                count: 1,
+                stride: 0,
+            },
+        ];
+        let mut payload = Vec::new();
+        encode_table(&blocks, &mut payload);
+        payload.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(r.apply_put_scatter(key, &payload), Ok(()));
+        let mut want = vec![0u8; 64];
+        want[56..58].copy_from_slice(&[1, 2]);
+        want[48..50].copy_from_slice(&[3, 4]);
+        want[40..42].copy_from_slice(&[5, 6]);
+        want[1] = 7;
+        assert_eq!(mem, want);
+        // A last block past the region: refused, and nothing written.
+        let outside = [
+            Strided {
+                addr: base,
+                len: 4,
+                count: 1,
+                stride: 0,
+            },
+            Strided {
+                addr: base + 8,
+                len: 4,
+                count: 15,
+                stride: 4,
+            },
+        ];
+        let mut payload = Vec::new();
+        encode_table(&outside, &mut payload);
+        payload.extend_from_slice(&[9u8; 64]);
+        assert_eq!(
+            r.apply_put_scatter(key, &payload),
+            Err(ErrorClass::RmaRange)
+        );
+        assert_eq!(mem, want);
+        // A stride that wraps around the address space is refused.
+        let wrap = [Strided {
+            addr: base,
+            len: 1,
+            count: 3,
+            stride: i64::MIN,
+        }];
+        let mut payload = Vec::new();
+        encode_table(&wrap, &mut payload);
+        payload.extend_from_slice(&[9u8; 3]);
+        assert_eq!(
+            r.apply_put_scatter(key, &payload),
+            Err(ErrorClass::RmaRange)
+        );
+        assert_eq!(mem, want);
+        // Data that does not match the table is refused too.
+        let mut payload = Vec::new();
+        encode_table(&blocks, &mut payload);
+        payload.extend_from_slice(&[1, 2, 3]);
+        assert!(r.apply_put_scatter(key, &payload).is_err());
+        assert_eq!(mem, want);
     }
 
     #[test]
