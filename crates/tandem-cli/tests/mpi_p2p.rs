@@ -228,10 +228,18 @@ fn an_mpi_call_from_a_user_reduction_ends_the_job_naming_it() {
     // It used to wait for ever on the library its own thread held.
     let outcome = run_expect_fatal("callback_reentry", 2);
     assert!(
-        outcome.stderr.contains("MPI_Type_get_extent") && outcome.stderr.contains("callback"),
-        "stderr should name MPI_Type_get_extent and the callback\n{}",
+        outcome.stderr.contains("MPI_Comm_rank") && outcome.stderr.contains("callback"),
+        "stderr should name MPI_Comm_rank and the callback\n{}",
         outcome.describe()
     );
+}
+
+#[test]
+fn a_user_reduction_may_ask_about_its_datatype() {
+    for np in [1, 3] {
+        let outcome = run(np, &[], &compile("reduction_queries"), &[], JOB_TIMEOUT);
+        assert_pass(&outcome, "reduction_queries");
+    }
 }
 
 #[test]

@@ -24,7 +24,7 @@ use tandem::ErrorClass;
 
 use crate::abi::*;
 use crate::args::{self, put};
-use crate::state::{call, Fail};
+use crate::state::{call, call_local, Fail};
 
 /// First handle of derived datatypes.
 pub const USER_TYPE_BASE: usize = 0x0100_0000;
@@ -383,7 +383,7 @@ pub unsafe extern "C" fn MPI_Type_contiguous(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_contiguous", |_| {
+    call_local("MPI_Type_contiguous", || {
         create(newtype, || {
             let old = layout_any(MPI_COMM_WORLD, oldtype)?;
             let n = count_arg(count, "count")?;
@@ -404,7 +404,7 @@ pub unsafe extern "C" fn MPI_Type_vector(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_vector", |_| {
+    call_local("MPI_Type_vector", || {
         create(newtype, || {
             let old = layout_any(MPI_COMM_WORLD, oldtype)?;
             let l = Layout::vector(
@@ -435,7 +435,7 @@ pub unsafe extern "C" fn MPI_Type_create_hvector(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_create_hvector", |_| {
+    call_local("MPI_Type_create_hvector", || {
         create(newtype, || {
             let old = layout_any(MPI_COMM_WORLD, oldtype)?;
             let l = Layout::hvector(
@@ -466,7 +466,7 @@ pub unsafe extern "C" fn MPI_Type_indexed(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_indexed", |_| {
+    call_local("MPI_Type_indexed", || {
         create(newtype, || {
             let n = count_arg(count, "count")?;
             // SAFETY: MPI contract: `count` entries each.
@@ -496,7 +496,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_create_hindexed", |_| {
+    call_local("MPI_Type_create_hindexed", || {
         create(newtype, || {
             let n = count_arg(count, "count")?;
             // SAFETY: MPI contract: `count` entries each.
@@ -523,7 +523,7 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_create_indexed_block", |_| {
+    call_local("MPI_Type_create_indexed_block", || {
         create(newtype, || {
             let n = count_arg(count, "count")?;
             let bl = count_arg(blocklength, "blocklength")?;
@@ -550,7 +550,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_create_hindexed_block", |_| {
+    call_local("MPI_Type_create_hindexed_block", || {
         create(newtype, || {
             let n = count_arg(count, "count")?;
             let bl = count_arg(blocklength, "blocklength")?;
@@ -579,7 +579,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct(
     types_: *const MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_create_struct", |_| {
+    call_local("MPI_Type_create_struct", || {
         create(newtype, || {
             let n = count_arg(count, "count")?;
             // SAFETY: MPI contract: `count` entries each.
@@ -611,7 +611,7 @@ pub unsafe extern "C" fn MPI_Type_create_resized(
     extent: MPI_Aint,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_create_resized", |_| {
+    call_local("MPI_Type_create_resized", || {
         create(newtype, || {
             let old = layout_any(MPI_COMM_WORLD, oldtype)?;
             Ok((
@@ -632,7 +632,7 @@ pub unsafe extern "C" fn MPI_Type_create_subarray(
     oldtype: MPI_Datatype,
     newtype: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_create_subarray", |_| {
+    call_local("MPI_Type_create_subarray", || {
         create(newtype, || {
             let n = count_arg(ndims, "ndims")?;
             if n == 0 {
@@ -730,7 +730,7 @@ fn user_index(dt: MPI_Datatype) -> Result<usize, Fail> {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_commit(datatype: *mut MPI_Datatype) -> c_int {
-    call("MPI_Type_commit", |_| {
+    call_local("MPI_Type_commit", || {
         args::out_ptr(MPI_COMM_WORLD, datatype, "datatype")?;
         // SAFETY: checked non-null.
         let dt = unsafe { *datatype };
@@ -783,7 +783,7 @@ pub unsafe extern "C" fn MPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
-    call("MPI_Type_size", |_| {
+    call_local("MPI_Type_size", || {
         args::out_ptr(MPI_COMM_WORLD, size, "size")?;
         let n = layout_any(MPI_COMM_WORLD, datatype)?.size;
         // SAFETY: checked non-null.
@@ -794,7 +794,7 @@ pub unsafe extern "C" fn MPI_Type_size(datatype: MPI_Datatype, size: *mut c_int)
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    call("MPI_Type_size_c", |_| {
+    call_local("MPI_Type_size_c", || {
         args::out_ptr(MPI_COMM_WORLD, size, "size")?;
         let n = layout_any(MPI_COMM_WORLD, datatype)?.size;
         // SAFETY: checked non-null.
@@ -805,7 +805,7 @@ pub unsafe extern "C" fn MPI_Type_size_c(datatype: MPI_Datatype, size: *mut MPI_
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
-    call("MPI_Type_size_x", |_| {
+    call_local("MPI_Type_size_x", || {
         args::out_ptr(MPI_COMM_WORLD, size, "size")?;
         let n = layout_any(MPI_COMM_WORLD, datatype)?.size;
         // SAFETY: checked non-null.
@@ -867,7 +867,7 @@ pub unsafe extern "C" fn MPI_Type_get_extent(
     lb: *mut MPI_Aint,
     extent: *mut MPI_Aint,
 ) -> c_int {
-    call("MPI_Type_get_extent", |_| {
+    call_local("MPI_Type_get_extent", || {
         args::out_ptr(MPI_COMM_WORLD, lb, "lb")?;
         args::out_ptr(MPI_COMM_WORLD, extent, "extent")?;
         let l = layout_any(MPI_COMM_WORLD, datatype)?;
@@ -886,7 +886,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
     true_lb: *mut MPI_Aint,
     true_extent: *mut MPI_Aint,
 ) -> c_int {
-    call("MPI_Type_get_true_extent", |_| {
+    call_local("MPI_Type_get_true_extent", || {
         args::out_ptr(MPI_COMM_WORLD, true_lb, "true_lb")?;
         args::out_ptr(MPI_COMM_WORLD, true_extent, "true_extent")?;
         let l = layout_any(MPI_COMM_WORLD, datatype)?;
@@ -902,7 +902,7 @@ pub unsafe extern "C" fn MPI_Type_get_true_extent(
 /// Deprecated MPI-1 form, still called by old programs.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
-    call("MPI_Type_extent", |_| {
+    call_local("MPI_Type_extent", || {
         args::out_ptr(MPI_COMM_WORLD, extent, "extent")?;
         let l = layout_any(MPI_COMM_WORLD, datatype)?;
         // SAFETY: checked non-null.
@@ -946,7 +946,7 @@ pub fn write_name(name: &str, out: *mut c_char, resultlen: *mut c_int) -> Result
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_name(datatype: MPI_Datatype, name: *const c_char) -> c_int {
-    call("MPI_Type_set_name", |_| {
+    call_local("MPI_Type_set_name", || {
         args::out_ptr(MPI_COMM_WORLD, name as *mut c_char, "name")?;
         if is_predefined(datatype) {
             return Err(Fail::new(
@@ -971,7 +971,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(
     name: *mut c_char,
     resultlen: *mut c_int,
 ) -> c_int {
-    call("MPI_Type_get_name", |_| {
+    call_local("MPI_Type_get_name", || {
         let text = match predefined_datatype_name(datatype) {
             Some(n) => n.to_string(),
             // MPI-4.1: the null handle has a name too.
@@ -996,7 +996,7 @@ pub unsafe extern "C" fn MPI_Type_get_envelope(
     num_datatypes: *mut c_int,
     combiner: *mut c_int,
 ) -> c_int {
-    call("MPI_Type_get_envelope", |_| {
+    call_local("MPI_Type_get_envelope", || {
         for p in [num_integers, num_addresses, num_datatypes, combiner] {
             args::out_ptr(MPI_COMM_WORLD, p, "output")?;
         }
@@ -1033,7 +1033,7 @@ pub unsafe extern "C" fn MPI_Type_get_contents(
     addresses: *mut MPI_Aint,
     datatypes: *mut MPI_Datatype,
 ) -> c_int {
-    call("MPI_Type_get_contents", |_| {
+    call_local("MPI_Type_get_contents", || {
         if is_predefined(datatype) {
             return Err(Fail::new(
                 MPI_COMM_WORLD,
@@ -1081,7 +1081,7 @@ pub unsafe extern "C" fn MPI_Get_elements(
     datatype: MPI_Datatype,
     count: *mut c_int,
 ) -> c_int {
-    call("MPI_Get_elements", |_| {
+    call_local("MPI_Get_elements", || {
         args::out_ptr(MPI_COMM_WORLD, count, "count")?;
         let n = elements(status, datatype)?;
         let v = n
@@ -1099,7 +1099,7 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
     datatype: MPI_Datatype,
     count: *mut MPI_Count,
 ) -> c_int {
-    call("MPI_Get_elements_x", |_| {
+    call_local("MPI_Get_elements_x", || {
         args::out_ptr(MPI_COMM_WORLD, count, "count")?;
         let n = elements(status, datatype)?;
         // SAFETY: checked non-null.
@@ -1228,7 +1228,7 @@ pub unsafe extern "C" fn MPI_Unpack(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
-    call("MPI_Get_address", |_| {
+    call_local("MPI_Get_address", || {
         args::out_ptr(MPI_COMM_WORLD, address, "address")?;
         // SAFETY: checked non-null.
         unsafe { put(address, location as MPI_Aint) };

@@ -13,7 +13,7 @@ use tandem::ErrorClass;
 
 use crate::abi::*;
 use crate::args::{self, put};
-use crate::state::{self, call, call_stateless, Fail, State};
+use crate::state::{self, call, call_local, call_stateless, Fail, State};
 use crate::{errcodes, errhandler};
 
 /// Thread support Tandem provides: one thread in the library at a time.
@@ -400,7 +400,7 @@ fn code_fail(why: impl Into<String>) -> Fail {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
-    call("MPI_Add_error_class", |_| {
+    call_local("MPI_Add_error_class", || {
         args::out_ptr(MPI_COMM_WORLD, errorclass, "errorclass")?;
         let class = errcodes::add_class().map_err(code_fail)?;
         // SAFETY: checked non-null.
@@ -411,7 +411,7 @@ pub unsafe extern "C" fn MPI_Add_error_class(errorclass: *mut c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) -> c_int {
-    call("MPI_Add_error_code", |_| {
+    call_local("MPI_Add_error_code", || {
         args::out_ptr(MPI_COMM_WORLD, errorcode, "errorcode")?;
         let code = errcodes::add_code(errorclass).map_err(code_fail)?;
         // SAFETY: checked non-null.
@@ -422,7 +422,7 @@ pub unsafe extern "C" fn MPI_Add_error_code(errorclass: c_int, errorcode: *mut c
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c_char) -> c_int {
-    call("MPI_Add_error_string", |_| {
+    call_local("MPI_Add_error_string", || {
         if string.is_null() {
             return Err(code_fail("NULL string"));
         }
@@ -441,21 +441,21 @@ pub unsafe extern "C" fn MPI_Add_error_string(errorcode: c_int, string: *const c
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Remove_error_class(errorclass: c_int) -> c_int {
-    call("MPI_Remove_error_class", |_| {
+    call_local("MPI_Remove_error_class", || {
         errcodes::remove_class(errorclass).map_err(code_fail)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Remove_error_code(errorcode: c_int) -> c_int {
-    call("MPI_Remove_error_code", |_| {
+    call_local("MPI_Remove_error_code", || {
         errcodes::remove_code(errorcode).map_err(code_fail)
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Remove_error_string(errorcode: c_int) -> c_int {
-    call("MPI_Remove_error_string", |_| {
+    call_local("MPI_Remove_error_string", || {
         errcodes::remove_string(errorcode).map_err(code_fail)
     })
 }

@@ -11,7 +11,7 @@ use tandem::ErrorClass;
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::info;
-use crate::state::{self, call, call_stateless, Fail, State};
+use crate::state::{self, call, call_local, call_stateless, Fail, State};
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Alloc_mem(
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
-    call("MPI_Free_mem", |_| {
+    call_local("MPI_Free_mem", || {
         // SAFETY: `base` came from MPI_Alloc_mem (malloc) or is NULL.
         unsafe { libc::free(base) };
         Ok(())
@@ -64,7 +64,7 @@ pub extern "C" fn MPI_Pcontrol(_level: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Is_thread_main(flag: *mut c_int) -> c_int {
-    call("MPI_Is_thread_main", |_| {
+    call_local("MPI_Is_thread_main", || {
         args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
         let main = state::MAIN_THREAD.get() == Some(&std::thread::current().id());
         // SAFETY: checked non-null.

@@ -18,7 +18,7 @@ use tandem::{Error, ErrorClass};
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::datatype;
-use crate::state::{call, Fail, State};
+use crate::state::{call, call_local, Fail, State};
 
 /// First handle of user-defined operations.
 pub const USER_OP_BASE: usize = 0x0200_0000;
@@ -243,7 +243,7 @@ pub unsafe extern "C" fn MPI_Op_create(
 ) -> c_int {
     match user_fn {
         Some(f) => create(op, UserFn::Int(f), commute),
-        None => call("MPI_Op_create", |_| {
+        None => call_local("MPI_Op_create", || {
             Err(Fail::new(
                 MPI_COMM_WORLD,
                 ErrorClass::Arg,
@@ -261,7 +261,7 @@ pub unsafe extern "C" fn MPI_Op_create_c(
 ) -> c_int {
     match user_fn {
         Some(f) => create(op, UserFn::Big(f), commute),
-        None => call("MPI_Op_create_c", |_| {
+        None => call_local("MPI_Op_create_c", || {
             Err(Fail::new(
                 MPI_COMM_WORLD,
                 ErrorClass::Arg,

@@ -17,7 +17,7 @@ use crate::abi::*;
 use crate::args::{self, put, write_empty_status, write_status, write_status_and_error, Source};
 use crate::datatype;
 use crate::request::{self, Op, Req};
-use crate::state::{self, call, Fail, Outcome, State};
+use crate::state::{self, call, call_local, Fail, Outcome, State};
 use crate::xfer::{self, SendKind};
 
 /// Checked arguments of a send of a packed predefined datatype (the fast
@@ -1361,7 +1361,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
-    call("MPI_Test_cancelled", |_| {
+    call_local("MPI_Test_cancelled", || {
         args::out_ptr(MPI_COMM_WORLD, status as *mut MPI_Status, "status")?;
         args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
         // SAFETY: both checked non-null; valid by the MPI contract.
@@ -1628,7 +1628,7 @@ pub unsafe extern "C" fn MPI_Get_count(
     dt: MPI_Datatype,
     count: *mut c_int,
 ) -> c_int {
-    call("MPI_Get_count", |_| {
+    call_local("MPI_Get_count", || {
         args::out_ptr(MPI_COMM_WORLD, status as *mut MPI_Status, "status")?;
         args::out_ptr(MPI_COMM_WORLD, count, "count")?;
         let size = args::type_size(MPI_COMM_WORLD, dt)? as u64;

@@ -401,10 +401,27 @@ pub fn call_stateless(func: &'static str, body: impl FnOnce() -> c_int) -> c_int
     }
 }
 
-/// Creates the state (MPI_Init).
+/// For a call whose body needs no library state (datatype queries and
+/// constructors, status queries): as [`call`], except from inside a
+/// callback the library runs (a user-defined reduction), where the state is
+/// in use further up the stack and cannot be lent. There the body runs on
+/// its own and an error comes back as its class's code, without error
+/// handlers (which need the state), so a reduction may ask about its
+/// datatype, as the standard allows.
+pub fn call_local(func: &'static str, body: impl FnOnce() -> Outcome) -> c_int {
+    if HOLDING.with(|h| h.get()) {
+        return call_stateless(func, || match body() {
+            Ok(()) => MPI_SUCCESS,
+            Err(f) => f.error.class.code(),
+        });
+    }
+    call(func, |_| body())
+}
+
 /// The thread that initialised MPI (`MPI_Is_thread_main`).
 pub static MAIN_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
 
+/// Creates the state (MPI_Init).
 pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
     call_stateless(func, || {
         let mut owner = Owner::acquire(func);

@@ -20,7 +20,7 @@ use crate::args::{self, put};
 use crate::comm::register;
 use crate::ext::CommExt;
 use crate::info;
-use crate::state::{call, Fail, State};
+use crate::state::{call, call_local, Fail, State};
 
 /// A communicator's topology.
 #[derive(Clone, Debug)]
@@ -235,7 +235,7 @@ fn balanced(n: i64, k: usize) -> Vec<i64> {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) -> c_int {
-    call("MPI_Dims_create", |_| {
+    call_local("MPI_Dims_create", || {
         let comm = MPI_COMM_WORLD;
         // SAFETY: `ndims` entries by the MPI contract.
         let d = unsafe { ints(comm, dims, ndims, "dims")? };
