@@ -4,8 +4,9 @@
 //! run inside the library (in the wait, test or cancel that calls them),
 //! so of the MPI calls they may make only those that need no library state
 //! work there: `MPI_Status_set_elements`, `_set_elements_x` and
-//! `_set_cancelled`, which is what query callbacks call; any other ends the
-//! job with a message naming it.
+//! `_set_cancelled`, which is what query callbacks call, and the datatype
+//! queries (state.rs, `call_local`); any other ends the job with a message
+//! naming it.
 #![allow(clippy::missing_safety_doc)]
 
 use std::os::raw::{c_int, c_void};
