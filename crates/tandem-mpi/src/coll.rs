@@ -17,6 +17,7 @@ use tandem::{CommId, ErrorClass};
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::datatype::{self, Typed};
+use crate::intercomm;
 use crate::ops;
 use crate::request::{self, Op};
 use crate::state::{call, Fail, State};
@@ -186,7 +187,7 @@ pub fn run(
     Ok(())
 }
 
-fn is_in_place(p: *const c_void) -> bool {
+pub(crate) fn is_in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
@@ -205,7 +206,7 @@ fn root_arg(comm: MPI_Comm, root: c_int, n: u32) -> Result<u32, Fail> {
     })
 }
 
-fn in_place_misuse(comm: MPI_Comm, what: &str) -> Fail {
+pub(crate) fn in_place_misuse(comm: MPI_Comm, what: &str) -> Fail {
     Fail::new(
         comm,
         ErrorClass::Buffer,
@@ -259,7 +260,7 @@ unsafe fn displs(comm: MPI_Comm, p: *const c_int, n: u32, what: &str) -> Result<
 }
 
 /// A receive region of `count * blocks` elements (overflow checked).
-fn region(
+pub(crate) fn region(
     comm: MPI_Comm,
     buf: *const c_void,
     count: c_int,
@@ -283,7 +284,7 @@ fn out_req(comm: MPI_Comm, req: *mut MPI_Request, nonblocking: bool) -> Result<(
 // ----------------------------------------------------------------- barrier
 
 fn barrier(s: &mut State, comm: MPI_Comm, req: *mut MPI_Request) -> Result<(), Fail> {
-    let id = args::comm(s, comm)?;
+    let id = args::intra_comm(s, comm)?;
     run(s, comm, id, CollCall::Barrier, Stage::default(), req)
 }
 
@@ -307,6 +308,9 @@ fn bcast(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::bcast(s, buf, count, dt, root, comm, id, req);
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let t = datatype::typed(comm, buf, count, dt)?;
@@ -379,6 +383,19 @@ fn reduction(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        let root = match kind {
+            RedKind::Reduce(r) => Some(r),
+            RedKind::Allreduce => None,
+            RedKind::Scan | RedKind::Exscan => {
+                return Err(Fail {
+                    comm,
+                    error: tandem::intercomm::unsupported(),
+                })
+            }
+        };
+        return intercomm::reduction(s, sendbuf, recvbuf, count, dt, op, root, comm, id, req);
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = match kind {
         RedKind::Reduce(r) => Some(root_arg(comm, r, n)?),
@@ -647,7 +664,7 @@ fn reduce_scatter(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::comm(s, comm)?;
+    let id = args::intra_comm(s, comm)?;
     let (n, me) = size_of(s, comm, id)?;
     let elems = match rcounts {
         // SAFETY: `n` entries by the MPI contract.
@@ -792,6 +809,11 @@ fn gather(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::gather(
+            s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -885,7 +907,7 @@ fn gatherv(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::comm(s, comm)?;
+    let id = args::intra_comm(s, comm)?;
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -996,6 +1018,11 @@ fn scatter(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::scatter(
+            s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -1089,7 +1116,7 @@ fn scatterv(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::comm(s, comm)?;
+    let id = args::intra_comm(s, comm)?;
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -1199,6 +1226,11 @@ fn allgather(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::allgather(
+            s, sendbuf, scount, stype, recvbuf, rcount, rtype, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
@@ -1275,7 +1307,7 @@ fn allgatherv(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::comm(s, comm)?;
+    let id = args::intra_comm(s, comm)?;
     let (n, me) = size_of(s, comm, id)?;
     // SAFETY: `n` entries each by the MPI contract.
     let (rc, rd) = unsafe {
@@ -1369,6 +1401,11 @@ fn alltoall(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::alltoall(
+            s, sendbuf, scount, stype, recvbuf, rcount, rtype, comm, id, req,
+        );
+    }
     let (n, _) = size_of(s, comm, id)?;
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
@@ -1439,7 +1476,7 @@ fn alltoallv(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::comm(s, comm)?;
+    let id = args::intra_comm(s, comm)?;
     let (n, _) = size_of(s, comm, id)?;
     // SAFETY: `n` entries each by the MPI contract.
     let (rc, rd) = unsafe {
@@ -1596,7 +1633,7 @@ fn alltoallw(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::comm(s, comm)?;
+    let id = args::intra_comm(s, comm)?;
     let (n, _) = size_of(s, comm, id)?;
     let mut st = Stage::default();
     // SAFETY: the MPI contract for both sides' arrays and buffers.

@@ -19,6 +19,7 @@ mod errhandler;
 mod ext;
 mod group;
 mod info;
+mod intercomm;
 mod misc;
 mod ops;
 mod persistent;

@@ -112,7 +112,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
 ) -> c_int {
     call("MPI_Cart_create", |s| {
         args::out_ptr(comm_old, comm_cart, "comm_cart")?;
-        let id = args::comm(s, comm_old)?;
+        let id = args::intra_comm(s, comm_old)?;
         // SAFETY: `ndims` entries each by the MPI contract.
         let (d, p) = unsafe {
             (
@@ -466,7 +466,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     call("MPI_Dist_graph_create_adjacent", |s| {
         args::out_ptr(comm_old, comm_dist_graph, "comm_dist_graph")?;
         info::check_optional(s, info_)?;
-        let id = args::comm(s, comm_old)?;
+        let id = args::intra_comm(s, comm_old)?;
         let n =
             s.rt.comm(id)
                 .map_err(|error| Fail {

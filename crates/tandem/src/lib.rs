@@ -13,6 +13,7 @@ pub mod comm;
 pub mod datatype;
 pub mod error;
 pub mod group;
+pub mod intercomm;
 pub mod ops;
 pub mod p2p;
 pub mod params;

@@ -35,6 +35,9 @@ impl Runtime {
     /// collective makes until it completes.
     pub unsafe fn coll_start(&mut self, comm: CommId, call: CollCall) -> Result<SchedId> {
         let c = self.comm(comm)?;
+        if c.is_inter() {
+            return Err(crate::intercomm::unsupported());
+        }
         let (cid, ctx, rank, group) = (c.cid, c.coll_context(), c.rank, c.group.clone());
         let n = group.len() as u32;
         let (b, warning) = self.colls.plan(&call, n, rank)?;
