@@ -15,11 +15,13 @@
  *   3. collectives, once with the root in each group (the root its group's
  *      last rank): MPI_Barrier (nobody leaves before the other group has
  *      entered, by the clock), MPI_Bcast, MPI_Reduce, MPI_Allreduce,
- *      MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall, with data
- *      checks; MPI_PROC_NULL ranks' buffers stay untouched;
+ *      MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall and the
+ *      v-variants (blocks of different sizes with gaps), with data checks;
+ *      MPI_PROC_NULL ranks' buffers stay untouched;
  *   4. MPI_Intercomm_merge with high = group, high = !group (order of the
  *      groups follows) and high = 0 on both (some order, the same on all);
  *   5. MPI_Comm_dup (congruent, its own context), MPI_Comm_compare,
+ *      MPI_Comm_create (the even local ranks of each group; an empty part),
  *      MPI_Comm_split (reversed keys, one rank left out);
  *   6. errors (MPI_ERRORS_RETURN): bad local leader -> MPI_ERR_RANK; remote
  *      leader out of range or in the local group -> MPI_ERR_RANK (on every
@@ -304,6 +306,99 @@ static void alltoall(void)
     CHECK_EQ(-1, recv[2 * rsize], "alltoall wrote past the remote group's blocks");
 }
 
+/* The v-variants: remote rank j's block has j + 1 ints, after a gap of j
+ * ints left untouched: at (j(j+1)/2 of blocks) + (j(j+1)/2 of gaps). */
+static int v_displ(int j)
+{
+    return j * (j + 1);
+}
+
+static void check_v_blocks(const int *recv, int n, int key_of_block(int), const char *what)
+{
+    int j, i, end = n * n; /* the end of the last block */
+    for (j = 0; j < n; j++) {
+        for (i = 0; i < j + 1; i++)
+            CHECK_EQ(key_of_block(j) + i, recv[v_displ(j) + i], "%s: block %d [%d]", what, j, i);
+        for (i = 0; i < j; i++)
+            CHECK_EQ(-1, recv[v_displ(j) - j + i], "%s: gap before block %d untouched", what, j);
+    }
+    CHECK_EQ(-1, recv[end], "%s: nothing past the last block", what);
+}
+
+static int remote_key(int j)
+{
+    return 100 * world_of(1 - color, j);
+}
+
+static void v_variants(int rg)
+{
+    int root = group_size(rg) - 1, arg = root_arg(rg, root), send[256], recv[256], counts[64], displs[64], j, i;
+    for (j = 0; j < rsize; j++) {
+        counts[j] = j + 1;
+        displs[j] = v_displ(j);
+    }
+    /* Gatherv: remote rank s sends s + 1 ints. */
+    for (i = 0; i < lrank + 1; i++)
+        send[i] = 100 * rank + i;
+    for (i = 0; i < 256; i++)
+        recv[i] = -1;
+    CHECK_MPI(MPI_Gatherv(send, lrank + 1, MPI_INT, recv, counts, displs, MPI_INT, arg, ic));
+    if (arg == MPI_ROOT)
+        check_v_blocks(recv, rsize, remote_key, "gatherv");
+    else
+        CHECK_EQ(-1, recv[0], "gatherv: non-root's recvbuf untouched");
+
+    /* Scatterv: remote rank s gets s + 1 ints. */
+    for (j = 0; j < rsize; j++)
+        for (i = 0; i < j + 1; i++)
+            send[displs[j] + i] = 1000 * rank + 10 * j + i;
+    for (i = 0; i < 256; i++)
+        recv[i] = -1;
+    CHECK_MPI(MPI_Scatterv(send, counts, displs, MPI_INT, recv, lrank + 1, MPI_INT, arg, ic));
+    for (i = 0; i < lrank + 1; i++) {
+        if (rg == color)
+            CHECK_EQ(-1, recv[i], "scatterv: the root's group receives nothing");
+        else
+            CHECK_EQ(1000 * world_of(rg, root) + 10 * lrank + i, recv[i], "scatterv[%d]", i);
+    }
+    CHECK_EQ(-1, recv[lrank + 1], "scatterv: nothing past the block");
+}
+
+static void v_all(void)
+{
+    int send[256], recv[256], scounts[64], sdispls[64], rcounts[64], rdispls[64], j, i;
+    /* Allgatherv: remote rank j's j + 1 ints. */
+    for (j = 0; j < rsize; j++) {
+        rcounts[j] = j + 1;
+        rdispls[j] = v_displ(j);
+    }
+    for (i = 0; i < lrank + 1; i++)
+        send[i] = 100 * rank + i;
+    for (i = 0; i < 256; i++)
+        recv[i] = -1;
+    CHECK_MPI(MPI_Allgatherv(send, lrank + 1, MPI_INT, recv, rcounts, rdispls, MPI_INT, ic));
+    check_v_blocks(recv, rsize, remote_key, "allgatherv");
+
+    /* Alltoallv: local rank s sends (s + j) % 3 + 1 ints to remote rank j. */
+    for (j = 0; j < rsize; j++) {
+        scounts[j] = (lrank + j) % 3 + 1;
+        sdispls[j] = 4 * j;
+        rcounts[j] = (lrank + j) % 3 + 1;
+        rdispls[j] = 4 * j;
+        for (i = 0; i < scounts[j]; i++)
+            send[4 * j + i] = 1000 * rank + 10 * j + i;
+    }
+    for (i = 0; i < 256; i++)
+        recv[i] = -1;
+    CHECK_MPI(MPI_Alltoallv(send, scounts, sdispls, MPI_INT, recv, rcounts, rdispls, MPI_INT, ic));
+    for (j = 0; j < rsize; j++) {
+        for (i = 0; i < rcounts[j]; i++)
+            CHECK_EQ(1000 * world_of(1 - color, j) + 10 * lrank + i, recv[4 * j + i], "alltoallv from %d [%d]", j, i);
+        for (; i < 4; i++)
+            CHECK_EQ(-1, recv[4 * j + i], "alltoallv: past the block from %d", j);
+    }
+}
+
 static void collectives(void)
 {
     int rg;
@@ -314,7 +409,9 @@ static void collectives(void)
         reduce(rg);
         gather(rg);
         scatter(rg);
+        v_variants(rg);
     }
+    v_all();
     allreduce();
     allgather();
     alltoall();
@@ -396,6 +493,39 @@ static void dup_compare_split(void)
     CHECK_MPI(MPI_Barrier(d));
     CHECK_MPI(MPI_Comm_free(&d));
     CHECK(d == MPI_COMM_NULL, "MPI_Comm_free sets MPI_COMM_NULL");
+
+    /* MPI_Comm_create: each group names its ranks of even local rank. */
+    {
+        MPI_Group lg, part;
+        MPI_Comm cc;
+        int range[1][3], rn = (rsize + 1) / 2;
+        range[0][0] = 0;
+        range[0][1] = lsize - 1;
+        range[0][2] = 2;
+        CHECK_MPI(MPI_Comm_group(ic, &lg));
+        CHECK_MPI(MPI_Group_range_incl(lg, 1, range, &part));
+        CHECK_MPI(MPI_Comm_create(ic, part, &cc));
+        if (lrank % 2) {
+            CHECK(cc == MPI_COMM_NULL, "MPI_Comm_create: outside the part, MPI_COMM_NULL");
+        } else {
+            CHECK(cc != MPI_COMM_NULL, "MPI_Comm_create: a communicator");
+            CHECK_MPI(MPI_Comm_test_inter(cc, &flag));
+            CHECK_EQ(1, flag, "MPI_Comm_create on an intercommunicator makes one");
+            CHECK_MPI(MPI_Comm_rank(cc, &r));
+            CHECK_EQ(lrank / 2, r, "MPI_Comm_create: rank");
+            CHECK_MPI(MPI_Comm_remote_size(cc, &n));
+            CHECK_EQ(rn, n, "MPI_Comm_create: remote size");
+            CHECK_MPI(MPI_Allgather(&rank, 1, MPI_INT, order, 1, MPI_INT, cc));
+            for (i = 0; i < rn; i++)
+                CHECK_EQ(world_of(1 - color, 2 * i), order[i], "MPI_Comm_create: remote rank %d", i);
+            CHECK_MPI(MPI_Comm_free(&cc));
+        }
+        CHECK_MPI(MPI_Group_free(&part));
+        /* One side's part empty: nobody gets a communicator. */
+        CHECK_MPI(MPI_Comm_create(ic, color ? MPI_GROUP_EMPTY : lg, &cc));
+        CHECK(cc == MPI_COMM_NULL, "MPI_Comm_create with an empty part: MPI_COMM_NULL");
+        CHECK_MPI(MPI_Group_free(&lg));
+    }
 
     /* Split: local rank 0 of a group of more than one stays out; the rest
      * in reverse order of local rank. */
@@ -483,12 +613,12 @@ static void errors(void)
         expect_error(rc, MPI_ERR_COMM, "MPI_Ibarrier on an intercommunicator (not in Tandem)");
         rc = MPI_Scan(buf, buf + 1, 1, MPI_INT, MPI_SUM, ic);
         expect_error(rc, MPI_ERR_COMM, "MPI_Scan on an intercommunicator");
-        rc = MPI_Alltoallv(buf, buf, buf, MPI_INT, buf, buf, buf, MPI_INT, ic);
-        expect_error(rc, MPI_ERR_COMM, "MPI_Alltoallv on an intercommunicator (not in Tandem)");
+        rc = MPI_Reduce_scatter_block(buf, buf + 1, 1, MPI_INT, MPI_SUM, ic);
+        expect_error(rc, MPI_ERR_COMM, "MPI_Reduce_scatter_block on an intercommunicator (not in Tandem)");
         rc = MPI_Cart_create(ic, 1, dims, periods, 0, &cart);
         expect_error(rc, MPI_ERR_COMM, "MPI_Cart_create on an intercommunicator");
-        rc = MPI_Comm_create(ic, MPI_GROUP_EMPTY, &x);
-        expect_error(rc, MPI_ERR_COMM, "MPI_Comm_create on an intercommunicator (not in Tandem)");
+        rc = MPI_Comm_create_group(ic, MPI_GROUP_EMPTY, 0, &x);
+        expect_error(rc, MPI_ERR_COMM, "MPI_Comm_create_group on an intercommunicator (not in Tandem)");
     }
     /* The intercommunicator still works after the errors. */
     allreduce();
@@ -500,7 +630,7 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &nranks));
     tc_require_size(2, NAME);
-    CHECK(nranks <= 128, "at most 128 ranks");
+    CHECK(nranks <= 30, "at most 30 ranks (the buffers of the v-variants)");
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
     color = rank % 2;

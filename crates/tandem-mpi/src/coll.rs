@@ -77,7 +77,7 @@ impl Stage {
     /// elements: the address and byte counts/displacements the collective
     /// uses (the user's memory when contiguous, else a packed staging
     /// buffer, unpacked at the end when `write`).
-    fn blocks(
+    pub(crate) fn blocks(
         &mut self,
         base: &Typed,
         counts: &[usize],
@@ -218,7 +218,12 @@ pub(crate) fn in_place_misuse(comm: MPI_Comm, what: &str) -> Fail {
 ///
 /// # Safety
 /// `p` must be valid for `n` reads.
-unsafe fn counts(comm: MPI_Comm, p: *const c_int, n: u32, what: &str) -> Result<Vec<usize>, Fail> {
+pub(crate) unsafe fn counts(
+    comm: MPI_Comm,
+    p: *const c_int,
+    n: u32,
+    what: &str,
+) -> Result<Vec<usize>, Fail> {
     if n > 0 && p.is_null() {
         return Err(Fail::new(
             comm,
@@ -245,7 +250,12 @@ unsafe fn counts(comm: MPI_Comm, p: *const c_int, n: u32, what: &str) -> Result<
 ///
 /// # Safety
 /// `p` must be valid for `n` reads.
-unsafe fn displs(comm: MPI_Comm, p: *const c_int, n: u32, what: &str) -> Result<Vec<isize>, Fail> {
+pub(crate) unsafe fn displs(
+    comm: MPI_Comm,
+    p: *const c_int,
+    n: u32,
+    what: &str,
+) -> Result<Vec<isize>, Fail> {
     if n > 0 && p.is_null() {
         return Err(Fail::new(
             comm,
@@ -907,7 +917,12 @@ fn gatherv(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::intra_comm(s, comm)?;
+    let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::gatherv(
+            s, sendbuf, scount, stype, recvbuf, rcounts, rdispls, rtype, root, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -1116,7 +1131,12 @@ fn scatterv(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::intra_comm(s, comm)?;
+    let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::scatterv(
+            s, sendbuf, scounts, sdispls, stype, recvbuf, rcount, rtype, root, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -1307,7 +1327,12 @@ fn allgatherv(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::intra_comm(s, comm)?;
+    let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::allgatherv(
+            s, sendbuf, scount, stype, recvbuf, rcounts, rdispls, rtype, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     // SAFETY: `n` entries each by the MPI contract.
     let (rc, rd) = unsafe {
@@ -1476,7 +1501,12 @@ fn alltoallv(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::intra_comm(s, comm)?;
+    let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::alltoallv(
+            s, sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm, id, req,
+        );
+    }
     let (n, _) = size_of(s, comm, id)?;
     // SAFETY: `n` entries each by the MPI contract.
     let (rc, rd) = unsafe {

@@ -3,8 +3,8 @@
 //! `MPI_Comm_split`, `MPI_Comm_split_type`, `MPI_Comm_create`,
 //! `MPI_Comm_compare`, names. New context ids are agreed over the parent by
 //! the runtime (maximum of every member's next free id). Dup, free, split
-//! and compare take intercommunicators too (intercomm.rs has the rest);
-//! create, create_group and split_type refuse them.
+//! compare and create take intercommunicators too (intercomm.rs has the
+//! rest); create_group and split_type refuse them.
 #![allow(clippy::missing_safety_doc)]
 
 use std::os::raw::{c_char, c_int};
@@ -255,11 +255,17 @@ pub unsafe extern "C" fn MPI_Comm_create(
 ) -> c_int {
     call("MPI_Comm_create", |s| {
         args::out_ptr(comm, newcomm, "newcomm")?;
-        let id = args::intra_comm(s, comm)?;
+        let id = args::comm(s, comm)?;
+        // On an intercommunicator the group is a part of the local group.
         let g = subgroup(s, comm, id, group_)?;
-        let me = s.rt.rank();
-        let members = g.contains(&me).then(|| g.clone());
-        let new = s.rt.comm_from_group(id, members).map_err(fail(comm))?;
+        let new = if s.rt.comm(id).map_err(fail(comm))?.is_inter() {
+            s.rt.intercomm_create_sub(id, g)
+        } else {
+            let me = s.rt.rank();
+            let members = g.contains(&me).then(|| g.clone());
+            s.rt.comm_from_group(id, members)
+        }
+        .map_err(fail(comm))?;
         let h = register(s, id, new, CommExt::default());
         // SAFETY: checked non-null.
         unsafe { put(newcomm, h) };

@@ -1,8 +1,8 @@
 //! Intercommunicators at the C boundary: `MPI_Intercomm_create`,
 //! `MPI_Intercomm_merge`, `MPI_Comm_remote_size`, `MPI_Comm_remote_group`,
 //! and the collectives Tandem runs on them (blocking barrier, bcast,
-//! reduce, allreduce, gather, scatter, allgather, alltoall; coll.rs sends
-//! them here). Root arguments follow the standard: `MPI_ROOT` at the root,
+//! reduce, allreduce, gather(v), scatter(v), allgather(v), alltoall(v);
+//! coll.rs sends them here). Root arguments follow the standard: `MPI_ROOT` at the root,
 //! `MPI_PROC_NULL` at the other ranks of its group, the root's rank in the
 //! remote group at the ranks of the other group. `MPI_IN_PLACE` has no
 //! meaning on an intercommunicator and is refused.
@@ -16,7 +16,7 @@ use tandem::{CommId, Error, ErrorClass};
 
 use crate::abi::*;
 use crate::args::{self, put};
-use crate::coll::{in_place_misuse, is_in_place, region, Stage};
+use crate::coll::{counts, displs, in_place_misuse, is_in_place, region, Stage};
 use crate::comm::register;
 use crate::datatype;
 use crate::ext::CommExt;
@@ -396,4 +396,178 @@ pub fn alltoall(
     unsafe { s.rt.inter_alltoall(id, send, slen, recv, rlen) }.map_err(fail(comm))?;
     st.finish();
     Ok(())
+}
+
+/// Where a v-variant's blocks are: (remote rank, address, bytes) each.
+type Blocks<P> = Vec<(u32, P, usize)>;
+
+/// `n` blocks of `base`'s datatype (counts and displacements read from
+/// the C arrays), packed or in place; `write` for receive blocks.
+///
+/// # Safety
+/// `cnts` and `disps` must be valid for `n` reads.
+unsafe fn v_blocks(
+    st: &mut Stage,
+    comm: MPI_Comm,
+    buf: *const c_void,
+    cnts: *const c_int,
+    disps: *const c_int,
+    dt: MPI_Datatype,
+    n: u32,
+    write: bool,
+) -> Result<Blocks<*mut u8>, Fail> {
+    // SAFETY: the caller's promise.
+    let (c, d) = unsafe {
+        (
+            counts(comm, cnts, n, "counts")?,
+            displs(comm, disps, n, "displs")?,
+        )
+    };
+    let base = datatype::typed(comm, buf, 0, dt)?;
+    let (p, bytes, offs) = st.blocks(&base, &c, &d, write);
+    Ok((0..n)
+        .map(|j| (j, p.wrapping_add(offs[j as usize]), bytes[j as usize]))
+        .collect())
+}
+
+fn sends_of(b: Blocks<*mut u8>) -> Blocks<*const u8> {
+    b.into_iter()
+        .map(|(j, p, n)| (j, p as *const u8, n))
+        .collect()
+}
+
+/// Runs the messages of a v-variant and unpacks what was staged.
+fn pairwise(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    st: Stage,
+    sends: &[(u32, *const u8, usize)],
+    recvs: &[(u32, *mut u8, usize)],
+) -> Outcome {
+    // SAFETY: user buffers are valid for the call (MPI contract); staging
+    // buffers live in `st` until after.
+    unsafe { s.rt.inter_pairwise(id, sends, recvs) }.map_err(fail(comm))?;
+    st.finish();
+    Ok(())
+}
+
+pub fn gatherv(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    id: CommId,
+    req: *mut MPI_Request,
+) -> Outcome {
+    blocking_only(comm, req)?;
+    let n = remote_size(s, comm, id)?;
+    let root = root_arg(comm, root, n)?;
+    let mut st = Stage::default();
+    let (sends, recvs) = match root {
+        InterRoot::Idle => (vec![], vec![]),
+        InterRoot::Me => {
+            no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
+            // SAFETY: `n` entries each by the MPI contract.
+            let r = unsafe { v_blocks(&mut st, comm, recvbuf, rcounts, rdispls, rtype, n, true)? };
+            (vec![], r)
+        }
+        InterRoot::Remote(r) => {
+            no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
+            let t = datatype::typed(comm, sendbuf, scount, stype)?;
+            (vec![(r, st.input(&t), t.bytes())], vec![])
+        }
+    };
+    pairwise(s, comm, id, st, &sends, &recvs)
+}
+
+pub fn scatterv(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcount: c_int,
+    rtype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+    id: CommId,
+    req: *mut MPI_Request,
+) -> Outcome {
+    blocking_only(comm, req)?;
+    let n = remote_size(s, comm, id)?;
+    let root = root_arg(comm, root, n)?;
+    let mut st = Stage::default();
+    let (sends, recvs) = match root {
+        InterRoot::Idle => (vec![], vec![]),
+        InterRoot::Me => {
+            no_in_place(comm, recvbuf, "recvbuf on an intercommunicator")?;
+            // SAFETY: `n` entries each by the MPI contract.
+            let b = unsafe { v_blocks(&mut st, comm, sendbuf, scounts, sdispls, stype, n, false)? };
+            (sends_of(b), vec![])
+        }
+        InterRoot::Remote(r) => {
+            no_in_place(comm, recvbuf, "recvbuf on an intercommunicator")?;
+            let t = datatype::typed(comm, recvbuf, rcount, rtype)?;
+            (vec![], vec![(r, st.output(&t), t.bytes())])
+        }
+    };
+    pairwise(s, comm, id, st, &sends, &recvs)
+}
+
+pub fn allgatherv(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scount: c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtype: MPI_Datatype,
+    comm: MPI_Comm,
+    id: CommId,
+    req: *mut MPI_Request,
+) -> Outcome {
+    blocking_only(comm, req)?;
+    let n = remote_size(s, comm, id)?;
+    no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
+    let mut st = Stage::default();
+    let t = datatype::typed(comm, sendbuf, scount, stype)?;
+    let p = st.input(&t);
+    let sends: Vec<_> = (0..n).map(|j| (j, p, t.bytes())).collect();
+    // SAFETY: `n` entries each by the MPI contract.
+    let recvs = unsafe { v_blocks(&mut st, comm, recvbuf, rcounts, rdispls, rtype, n, true)? };
+    pairwise(s, comm, id, st, &sends, &recvs)
+}
+
+pub fn alltoallv(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtype: MPI_Datatype,
+    comm: MPI_Comm,
+    id: CommId,
+    req: *mut MPI_Request,
+) -> Outcome {
+    blocking_only(comm, req)?;
+    let n = remote_size(s, comm, id)?;
+    no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
+    let mut st = Stage::default();
+    // SAFETY: `n` entries each by the MPI contract.
+    let sends = unsafe { v_blocks(&mut st, comm, sendbuf, scounts, sdispls, stype, n, false)? };
+    // SAFETY: as above.
+    let recvs = unsafe { v_blocks(&mut st, comm, recvbuf, rcounts, rdispls, rtype, n, true)? };
+    pairwise(s, comm, id, st, &sends_of(sends), &recvs)
 }

@@ -14,7 +14,8 @@
 //!
 //! Collectives follow the standard's definitions, built from
 //! point-to-point between the groups and intracommunicator collectives on
-//! the local group, blocking only.
+//! the local group, blocking only; the v-variants are direct messages
+//! between the ranks concerned.
 
 use std::sync::Arc;
 
@@ -32,7 +33,7 @@ pub fn unsupported() -> Error {
     Error::new(
         ErrorClass::Comm,
         "not supported on an intercommunicator (Tandem has the blocking barrier, bcast, reduce, \
-         allreduce, gather, scatter, allgather and alltoall on intercommunicators)",
+         allreduce, gather(v), scatter(v), allgather(v) and alltoall(v) on intercommunicators)",
     )
 }
 
@@ -456,6 +457,44 @@ impl Runtime {
         self.install_inter(cid, local, remote).map(Some)
     }
 
+    /// `MPI_Comm_create` on an intercommunicator: each group names its
+    /// part (`members`, world ranks of its local group, the same on all of
+    /// it); those of both parts form a new intercommunicator. `None` for
+    /// the ranks outside their group's part, and for all when either part
+    /// is empty.
+    pub fn intercomm_create_sub(
+        &mut self,
+        id: CommId,
+        members: Arc<[u32]>,
+    ) -> Result<Option<CommId>> {
+        let (c, inter) = self.inter_of(id)?;
+        let mine = self.allreduce_max_u32(inter.local, self.next_cid)?;
+        let mut words = vec![mine];
+        words.extend(members.iter());
+        let link = self.leader_link(&c);
+        let theirs = self.swap_words(inter.local, 0, link, &words, 1 + inter.remote.len())?;
+        let Some((&their_cid, remote)) = theirs.split_first() else {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "empty message from the remote leader",
+            ));
+        };
+        if let Some(w) = remote.iter().find(|w| !inter.remote.contains(w)) {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                format!("world rank {w} of the remote part is not in the remote group"),
+            ));
+        }
+        let cid = mine.max(their_cid);
+        // Every member moves past the id, taken or not.
+        self.next_cid = self.next_cid.max(cid + 2);
+        if remote.is_empty() || !members.contains(&self.rank()) {
+            return Ok(None);
+        }
+        self.install_inter(cid, members, Arc::from(remote))
+            .map(Some)
+    }
+
     /// `MPI_Barrier` on an intercommunicator: nobody leaves before every
     /// member of the other group has entered.
     pub fn inter_barrier(&mut self, id: CommId) -> Result<()> {
@@ -815,44 +854,63 @@ impl Runtime {
         recv: *mut u8,
         recv_len: usize,
     ) -> Result<()> {
+        let n = self.inter_of(id)?.1.remote.len() as u32;
+        let sends: Vec<_> = (0..n)
+            .map(|j| (j, send.wrapping_add(j as usize * send_len), send_len))
+            .collect();
+        let recvs: Vec<_> = (0..n)
+            .map(|j| (j, recv.wrapping_add(j as usize * recv_len), recv_len))
+            .collect();
+        // SAFETY: the blocks are in the caller's buffers.
+        unsafe { self.inter_pairwise(id, &sends, &recvs) }
+    }
+
+    /// The messages between the groups of one collective, all at once:
+    /// each send is (remote rank, bytes, length), each receive (remote
+    /// rank, buffer, length), and must be filled exactly. The v-variants
+    /// (gatherv, scatterv, allgatherv, alltoallv) are made of it. Every
+    /// member calls it once per collective, with or without messages.
+    ///
+    /// # Safety
+    /// Every send's bytes must be valid for reads and every receive's
+    /// buffer for writes of their lengths, for the call.
+    pub unsafe fn inter_pairwise(
+        &mut self,
+        id: CommId,
+        sends: &[(u32, *const u8, usize)],
+        recvs: &[(u32, *mut u8, usize)],
+    ) -> Result<()> {
         let (c, inter) = self.inter_of(id)?;
         let tag = self.colls.next_tag(c.cid);
+        let n = inter.remote.len() as u32;
+        let mut peers = sends.iter().map(|m| m.0).chain(recvs.iter().map(|m| m.0));
+        if let Some(j) = peers.find(|&j| j >= n) {
+            return Err(Error::new(
+                ErrorClass::Rank,
+                format!("remote rank {j} is not in 0..{n}"),
+            ));
+        }
         let ctx = c.coll_context();
         let env = Envelope {
             ctx,
             src: c.rank,
             tag,
         };
-        let mut reqs = Vec::with_capacity(2 * inter.remote.len());
+        let mut reqs = Vec::with_capacity(sends.len() + recvs.len());
         let mut failed = None;
-        for (j, &world) in inter.remote.iter().enumerate() {
-            // SAFETY: the caller's promise (block `j` is in range); every
-            // request is waited for below.
+        for &(j, buf, len) in recvs {
+            let from = (j, inter.remote[j as usize]);
+            // SAFETY: the caller's promise; every request is waited for below.
             reqs.push((
-                unsafe {
-                    self.p2p.irecv(
-                        ctx,
-                        Some((j as u32, world)),
-                        Some(tag),
-                        recv.add(j * recv_len),
-                        recv_len,
-                    )
-                },
-                recv_len,
+                unsafe { self.p2p.irecv(ctx, Some(from), Some(tag), buf, len) },
+                Some(len),
             ));
         }
-        for (j, &world) in inter.remote.iter().enumerate() {
+        for &(j, buf, len) in sends {
+            let to = inter.remote[j as usize];
             // SAFETY: as above.
-            match unsafe {
-                self.p2p.isend(
-                    env,
-                    world,
-                    send.add(j * send_len),
-                    send_len,
-                    SendMode::Standard,
-                )
-            } {
-                Ok(s) => reqs.push((s, send_len)),
+            match unsafe { self.p2p.isend(env, to, buf, len, SendMode::Standard) } {
+                Ok(s) => reqs.push((s, None)),
                 Err(e) => {
                     failed = Some(e);
                     break;
@@ -860,7 +918,9 @@ impl Runtime {
             }
         }
         for (r, want) in reqs {
-            let done = self.finish(r).and_then(|got| short_check(got, want));
+            let done = self
+                .finish(r)
+                .and_then(|got| want.map_or(Ok(()), |w| short_check(got, w)));
             if let Err(e) = done {
                 failed.get_or_insert(e);
             }
