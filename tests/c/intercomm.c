@@ -15,8 +15,9 @@
  *   3. collectives, once with the root in each group (the root its group's
  *      last rank): MPI_Barrier (nobody leaves before the other group has
  *      entered, by the clock), MPI_Bcast, MPI_Reduce, MPI_Allreduce,
- *      MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall and the
- *      v-variants (blocks of different sizes with gaps), with data checks;
+ *      MPI_Reduce_scatter(_block), MPI_Gather, MPI_Scatter, MPI_Allgather, MPI_Alltoall, the
+ *      v-variants (blocks of different sizes with gaps) and MPI_Alltoallw,
+ *      with data checks;
  *      MPI_PROC_NULL ranks' buffers stay untouched;
  *   4. MPI_Intercomm_merge with high = group, high = !group (order of the
  *      groups follows) and high = 0 on both (some order, the same on all);
@@ -242,6 +243,39 @@ static void allreduce(void)
     }
 }
 
+/* Reduce_scatter: 12 elements in each group, spread over its ranks; rank i
+ * gets its part of the sum of the other group's vectors. */
+static void reduce_scatter(void)
+{
+    int send[12], recv[13], counts[64], i, j, k, at = 0, mine = 0;
+    for (i = 0; i < lsize; i++) {
+        counts[i] = 12 / lsize + (i < 12 % lsize);
+        if (i < lrank)
+            at += counts[i];
+    }
+    for (k = 0; k < 12; k++)
+        send[k] = 100 * rank + k;
+    for (k = 0; k < 13; k++)
+        recv[k] = -1;
+    CHECK_MPI(MPI_Reduce_scatter(send, recv, counts, MPI_INT, MPI_SUM, ic));
+    for (k = 0; k < counts[lrank]; k++) {
+        int want = 0;
+        for (j = 0; j < rsize; j++)
+            want += 100 * world_of(1 - color, j) + at + k;
+        CHECK_EQ(want, recv[k], "reduce_scatter[%d]", k);
+        mine++;
+    }
+    CHECK_EQ(-1, recv[mine], "reduce_scatter: nothing past this rank's part");
+    if (lsize == rsize) {
+        for (k = 0; k < 13; k++)
+            recv[k] = -1;
+        CHECK_MPI(MPI_Reduce_scatter_block(send, recv, 2, MPI_INT, MPI_MAX, ic));
+        for (k = 0; k < 2; k++)
+            CHECK_EQ(100 * world_of(1 - color, rsize - 1) + 2 * lrank + k, recv[k], "reduce_scatter_block[%d]", k);
+        CHECK_EQ(-1, recv[2], "reduce_scatter_block: nothing past the block");
+    }
+}
+
 static void gather(int rg)
 {
     int root = group_size(rg) - 1, arg = root_arg(rg, root), send[2], recv[128], j;
@@ -397,6 +431,25 @@ static void v_all(void)
         for (; i < 4; i++)
             CHECK_EQ(-1, recv[4 * j + i], "alltoallv: past the block from %d", j);
     }
+
+    /* Alltoallw: the same blocks, displacements in bytes. */
+    {
+        MPI_Datatype types[64];
+        for (j = 0; j < rsize; j++) {
+            types[j] = MPI_INT;
+            sdispls[j] = rdispls[j] = 4 * j * (int)sizeof(int);
+        }
+        for (i = 0; i < 256; i++)
+            recv[i] = -1;
+        CHECK_MPI(MPI_Alltoallw(send, scounts, sdispls, types, recv, rcounts, rdispls, types, ic));
+        for (j = 0; j < rsize; j++) {
+            for (i = 0; i < rcounts[j]; i++)
+                CHECK_EQ(1000 * world_of(1 - color, j) + 10 * lrank + i, recv[4 * j + i], "alltoallw from %d [%d]", j,
+                         i);
+            for (; i < 4; i++)
+                CHECK_EQ(-1, recv[4 * j + i], "alltoallw: past the block from %d", j);
+        }
+    }
 }
 
 static void collectives(void)
@@ -413,6 +466,7 @@ static void collectives(void)
     }
     v_all();
     allreduce();
+    reduce_scatter();
     allgather();
     alltoall();
 }
@@ -613,8 +667,8 @@ static void errors(void)
         expect_error(rc, MPI_ERR_COMM, "MPI_Ibarrier on an intercommunicator (not in Tandem)");
         rc = MPI_Scan(buf, buf + 1, 1, MPI_INT, MPI_SUM, ic);
         expect_error(rc, MPI_ERR_COMM, "MPI_Scan on an intercommunicator");
-        rc = MPI_Reduce_scatter_block(buf, buf + 1, 1, MPI_INT, MPI_SUM, ic);
-        expect_error(rc, MPI_ERR_COMM, "MPI_Reduce_scatter_block on an intercommunicator (not in Tandem)");
+        rc = MPI_Exscan(buf, buf + 1, 1, MPI_INT, MPI_SUM, ic);
+        expect_error(rc, MPI_ERR_COMM, "MPI_Exscan on an intercommunicator");
         rc = MPI_Cart_create(ic, 1, dims, periods, 0, &cart);
         expect_error(rc, MPI_ERR_COMM, "MPI_Cart_create on an intercommunicator");
         rc = MPI_Comm_create_group(ic, MPI_GROUP_EMPTY, 0, &x);

@@ -674,7 +674,16 @@ fn reduce_scatter(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::intra_comm(s, comm)?;
+    let id = args::comm(s, comm)?;
+    // On an intercommunicator: the counts are the local group's, the
+    // result the reduction of the other group's vectors.
+    let inter = intercomm::is_inter(s, id);
+    if inter {
+        intercomm::blocking_only(comm, req)?;
+        if is_in_place(sendbuf) {
+            return Err(in_place_misuse(comm, "sendbuf on an intercommunicator"));
+        }
+    }
     let (n, me) = size_of(s, comm, id)?;
     let elems = match rcounts {
         // SAFETY: `n` entries by the MPI contract.
@@ -705,10 +714,20 @@ fn reduce_scatter(
     };
     let trecv = datatype::typed(comm, recvbuf, mine, dt)?;
     let recv = st.output(&trecv);
+    let counts = elems.iter().map(|&e| e * layout.size).collect();
+    if inter {
+        let send = send.unwrap_or(std::ptr::null());
+        // SAFETY: user buffers are valid for the call (MPI contract);
+        // staging buffers live in `st` until after.
+        unsafe { s.rt.inter_reduce_scatter(id, send, recv, counts, r) }
+            .map_err(|error| Fail { comm, error })?;
+        st.finish();
+        return Ok(());
+    }
     let c = CollCall::ReduceScatter {
         send,
         recv,
-        counts: elems.iter().map(|&e| e * layout.size).collect(),
+        counts,
         op: r,
     };
     run(s, comm, id, c, st, req)
@@ -1599,7 +1618,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
 ///
 /// # Safety
 /// The arrays hold `n` entries; the buffer holds every block (MPI contract).
-unsafe fn w_blocks(
+pub(crate) unsafe fn w_blocks(
     comm: MPI_Comm,
     st: &mut Stage,
     buf: *const c_void,
@@ -1663,7 +1682,12 @@ fn alltoallw(
     comm: MPI_Comm,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let id = args::intra_comm(s, comm)?;
+    let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::alltoallw(
+            s, sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm, id, req,
+        );
+    }
     let (n, _) = size_of(s, comm, id)?;
     let mut st = Stage::default();
     // SAFETY: the MPI contract for both sides' arrays and buffers.

@@ -1,8 +1,9 @@
 //! Intercommunicators at the C boundary: `MPI_Intercomm_create`,
 //! `MPI_Intercomm_merge`, `MPI_Comm_remote_size`, `MPI_Comm_remote_group`,
 //! and the collectives Tandem runs on them (blocking barrier, bcast,
-//! reduce, allreduce, gather(v), scatter(v), allgather(v), alltoall(v);
-//! coll.rs sends them here). Root arguments follow the standard: `MPI_ROOT` at the root,
+//! reduce, allreduce, gather(v), scatter(v), allgather(v), alltoall(v, w);
+//! coll.rs sends them here and runs reduce_scatter(_block) itself). Root
+//! arguments follow the standard: `MPI_ROOT` at the root,
 //! `MPI_PROC_NULL` at the other ranks of its group, the root's rank in the
 //! remote group at the ranks of the other group. `MPI_IN_PLACE` has no
 //! meaning on an intercommunicator and is refused.
@@ -16,7 +17,7 @@ use tandem::{CommId, Error, ErrorClass};
 
 use crate::abi::*;
 use crate::args::{self, put};
-use crate::coll::{counts, displs, in_place_misuse, is_in_place, region, Stage};
+use crate::coll::{counts, displs, in_place_misuse, is_in_place, region, w_blocks, Stage};
 use crate::comm::register;
 use crate::datatype;
 use crate::ext::CommExt;
@@ -134,7 +135,7 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group_: *mut MPI_
 // ------------------------------------------------------------ collectives
 
 /// Only the blocking forms run on intercommunicators.
-fn blocking_only(comm: MPI_Comm, req: *mut MPI_Request) -> Outcome {
+pub fn blocking_only(comm: MPI_Comm, req: *mut MPI_Request) -> Outcome {
     if req.is_null() {
         Ok(())
     } else {
@@ -570,4 +571,37 @@ pub fn alltoallv(
     // SAFETY: as above.
     let recvs = unsafe { v_blocks(&mut st, comm, recvbuf, rcounts, rdispls, rtype, n, true)? };
     pairwise(s, comm, id, st, &sends_of(sends), &recvs)
+}
+
+pub fn alltoallw(
+    s: &mut State,
+    sendbuf: *const c_void,
+    scounts: *const c_int,
+    sdispls: *const c_int,
+    stypes: *const MPI_Datatype,
+    recvbuf: *mut c_void,
+    rcounts: *const c_int,
+    rdispls: *const c_int,
+    rtypes: *const MPI_Datatype,
+    comm: MPI_Comm,
+    id: CommId,
+    req: *mut MPI_Request,
+) -> Outcome {
+    blocking_only(comm, req)?;
+    let n = remote_size(s, comm, id)?;
+    no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
+    let mut st = Stage::default();
+    // SAFETY: the MPI contract for both sides' arrays and buffers.
+    let (send, sc, sd) =
+        unsafe { w_blocks(comm, &mut st, sendbuf, scounts, sdispls, stypes, n, false)? };
+    // SAFETY: as above.
+    let (recv, rc, rd) =
+        unsafe { w_blocks(comm, &mut st, recvbuf, rcounts, rdispls, rtypes, n, true)? };
+    let sends: Vec<_> = (0..n as usize)
+        .map(|j| (j as u32, send.wrapping_add(sd[j]) as *const u8, sc[j]))
+        .collect();
+    let recvs: Vec<_> = (0..n as usize)
+        .map(|j| (j as u32, recv.wrapping_add(rd[j]), rc[j]))
+        .collect();
+    pairwise(s, comm, id, st, &sends, &recvs)
 }

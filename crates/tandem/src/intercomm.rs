@@ -33,7 +33,8 @@ pub fn unsupported() -> Error {
     Error::new(
         ErrorClass::Comm,
         "not supported on an intercommunicator (Tandem has the blocking barrier, bcast, reduce, \
-         allreduce, gather(v), scatter(v), allgather(v) and alltoall(v) on intercommunicators)",
+         allreduce, reduce_scatter(_block), gather(v), scatter(v), allgather(v) and alltoall(v, w) on \
+         intercommunicators)",
     )
 }
 
@@ -693,6 +694,77 @@ impl Runtime {
         }
     }
 
+    /// `MPI_Reduce_scatter` on an intercommunicator: the reduction of the
+    /// other group's vectors, scattered over this group by `counts` (bytes
+    /// per local rank; both groups' totals match). Each group reduces at
+    /// its rank 0, the two swap, each scatters what it got.
+    ///
+    /// # Safety
+    /// `send` must be valid for reads of the total of `counts` bytes and
+    /// `recv` for writes of this rank's count, for the call.
+    pub unsafe fn inter_reduce_scatter(
+        &mut self,
+        id: CommId,
+        send: *const u8,
+        recv: *mut u8,
+        counts: Vec<usize>,
+        op: ReducerRef,
+    ) -> Result<()> {
+        let (c, inter) = self.inter_of(id)?;
+        let link = self.leader_link(&c);
+        let total: usize = counts.iter().sum();
+        let here = if link.is_some() { total } else { 0 };
+        let (mut part, mut theirs) = (vec![0u8; here], vec![0u8; here]);
+        let out = if link.is_some() {
+            part.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        };
+        // SAFETY: the caller's promise for `send`; `part` outlives the collective.
+        unsafe {
+            self.coll(
+                inter.local,
+                CollCall::Reduce {
+                    send: Some(send),
+                    recv: out,
+                    len: total,
+                    op,
+                    root: 0,
+                },
+            )?
+        };
+        if let Some(link) = link {
+            // SAFETY: both buffers hold `total` bytes.
+            let got = unsafe {
+                self.swap_bytes(link?, part.as_ptr(), total, theirs.as_mut_ptr(), total)?
+            };
+            short_check(got, total)?;
+        }
+        let displs: Vec<usize> = counts
+            .iter()
+            .scan(0, |at, &n| {
+                let d = *at;
+                *at += n;
+                Some(d)
+            })
+            .collect();
+        let recvlen = counts[c.rank as usize];
+        // SAFETY: `theirs` outlives the collective; `recv` by the caller's promise.
+        unsafe {
+            self.coll(
+                inter.local,
+                CollCall::Scatterv {
+                    send: theirs.as_ptr(),
+                    counts,
+                    displs,
+                    recv: Some(recv),
+                    recvlen,
+                    root: 0,
+                },
+            )
+        }
+    }
+
     /// `MPI_Gather` on an intercommunicator: the remote group gathers at
     /// its rank 0, which sends the whole to the root. `len`: one rank's
     /// block (`recv` at the root holds one per remote rank).
@@ -868,7 +940,7 @@ impl Runtime {
     /// The messages between the groups of one collective, all at once:
     /// each send is (remote rank, bytes, length), each receive (remote
     /// rank, buffer, length), and must be filled exactly. The v-variants
-    /// (gatherv, scatterv, allgatherv, alltoallv) are made of it. Every
+    /// (gatherv, scatterv, allgatherv, alltoallv, alltoallw) are made of it. Every
     /// member calls it once per collective, with or without messages.
     ///
     /// # Safety
