@@ -1,8 +1,9 @@
 //! Communicators, groups, attributes, topologies, persistent requests,
-//! buffered sends and info objects, end to end: the self-checking C
-//! programs `comm_topo.c`, `graph_topo.c`, `neighbor_coll.c`, `finalize_attrs.c`,
-//! `attr_callbacks.c`, `grequest.c` and `persist_misc.c` built with
-//! `tandem cc` and run with `tandem run` on several job sizes.
+//! buffered sends and info objects, intercommunicators, end to end: the
+//! self-checking C programs `comm_topo.c`, `graph_topo.c`, `neighbor_coll.c`,
+//! `finalize_attrs.c`, `attr_callbacks.c`, `grequest.c`, `persist_misc.c`
+//! and `intercomm.c` built with `tandem cc` and run with `tandem run` on
+//! several job sizes.
 
 mod common;
 
@@ -48,4 +49,10 @@ pass_tests! {
     // non-blocking broadcast for the others to finish.
     persist_misc_np5_binomial: "persist_misc", 5, "--set", "coll_bcast=binomial";
     persist_misc_np4_scatter_allgather: "persist_misc", 4, "--set", "coll_bcast=scatter_allgather";
+    // Groups of equal and unequal sizes; the 200 KiB messages go by
+    // rendezvous, over TCP too.
+    intercomm_np2: "intercomm", 2;
+    intercomm_np4: "intercomm", 4;
+    intercomm_np5: "intercomm", 5;
+    intercomm_np4_tcp: "intercomm", 4, "--set", "transports=tcp";
 }

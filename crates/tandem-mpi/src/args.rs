@@ -33,13 +33,27 @@ pub fn type_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
     crate::datatype::packed_size(comm, dt)
 }
 
-/// Checks a destination rank; `None` for `MPI_PROC_NULL`.
+/// Validates a communicator handle that must not be an intercommunicator
+/// (for the operations Tandem has only on intracommunicators).
+pub fn intra_comm(state: &State, comm: MPI_Comm) -> Result<CommId, Fail> {
+    let id = self::comm(state, comm)?;
+    match state.rt.comm(id) {
+        Ok(c) if c.is_inter() => Err(Fail {
+            comm,
+            error: tandem::intercomm::unsupported(),
+        }),
+        _ => Ok(id),
+    }
+}
+
+/// Checks a destination rank (a remote rank on an intercommunicator);
+/// `None` for `MPI_PROC_NULL`.
 pub fn dest(state: &State, comm: MPI_Comm, id: CommId, dest: c_int) -> Result<Option<u32>, Fail> {
     let size = state
         .rt
         .comm(id)
         .map_err(|e| Fail { comm, error: e })?
-        .size();
+        .peer_count();
     match dest {
         MPI_PROC_NULL => Ok(None),
         d if d >= 0 && (d as u32) < size => Ok(Some(d as u32)),

@@ -17,6 +17,7 @@ use tandem::{CommId, ErrorClass};
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::datatype::{self, Typed};
+use crate::intercomm;
 use crate::ops;
 use crate::request::{self, Op};
 use crate::state::{call, Fail, State};
@@ -76,7 +77,7 @@ impl Stage {
     /// elements: the address and byte counts/displacements the collective
     /// uses (the user's memory when contiguous, else a packed staging
     /// buffer, unpacked at the end when `write`).
-    fn blocks(
+    pub(crate) fn blocks(
         &mut self,
         base: &Typed,
         counts: &[usize],
@@ -225,7 +226,7 @@ pub fn run(
     Ok(())
 }
 
-fn is_in_place(p: *const c_void) -> bool {
+pub(crate) fn is_in_place(p: *const c_void) -> bool {
     p as usize == MPI_IN_PLACE
 }
 
@@ -244,7 +245,7 @@ fn root_arg(comm: MPI_Comm, root: c_int, n: u32) -> Result<u32, Fail> {
     })
 }
 
-fn in_place_misuse(comm: MPI_Comm, what: &str) -> Fail {
+pub(crate) fn in_place_misuse(comm: MPI_Comm, what: &str) -> Fail {
     Fail::new(
         comm,
         ErrorClass::Buffer,
@@ -308,7 +309,7 @@ pub(crate) unsafe fn displs(
 }
 
 /// A receive region of `count * blocks` elements (overflow checked).
-fn region(
+pub(crate) fn region(
     comm: MPI_Comm,
     buf: *const c_void,
     count: c_int,
@@ -332,7 +333,7 @@ fn out_req(comm: MPI_Comm, req: *mut MPI_Request, nonblocking: bool) -> Result<(
 // ----------------------------------------------------------------- barrier
 
 pub(crate) fn barrier(s: &mut State, comm: MPI_Comm, req: *mut MPI_Request) -> Result<(), Fail> {
-    let id = args::comm(s, comm)?;
+    let id = args::intra_comm(s, comm)?;
     run(s, comm, id, CollCall::Barrier, Stage::default(), req)
 }
 
@@ -356,6 +357,9 @@ pub(crate) fn bcast(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::bcast(s, buf, count, dt, root, comm, id, req);
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let t = datatype::typed(comm, buf, count, dt)?;
@@ -428,6 +432,19 @@ pub(crate) fn reduction(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        let root = match kind {
+            RedKind::Reduce(r) => Some(r),
+            RedKind::Allreduce => None,
+            RedKind::Scan | RedKind::Exscan => {
+                return Err(Fail {
+                    comm,
+                    error: tandem::intercomm::unsupported(),
+                })
+            }
+        };
+        return intercomm::reduction(s, sendbuf, recvbuf, count, dt, op, root, comm, id, req);
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = match kind {
         RedKind::Reduce(r) => Some(root_arg(comm, r, n)?),
@@ -697,6 +714,15 @@ pub(crate) fn reduce_scatter(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    // On an intercommunicator: the counts are the local group's, the
+    // result the reduction of the other group's vectors.
+    let inter = intercomm::is_inter(s, id);
+    if inter {
+        intercomm::blocking_only(comm, req)?;
+        if is_in_place(sendbuf) {
+            return Err(in_place_misuse(comm, "sendbuf on an intercommunicator"));
+        }
+    }
     let (n, me) = size_of(s, comm, id)?;
     let elems = match rcounts {
         // SAFETY: `n` entries by the MPI contract.
@@ -727,10 +753,20 @@ pub(crate) fn reduce_scatter(
     };
     let trecv = datatype::typed(comm, recvbuf, mine, dt)?;
     let recv = st.output(&trecv);
+    let counts = elems.iter().map(|&e| e * layout.size).collect();
+    if inter {
+        let send = send.unwrap_or(std::ptr::null());
+        // SAFETY: user buffers are valid for the call (MPI contract);
+        // staging buffers live in `st` until after.
+        unsafe { s.rt.inter_reduce_scatter(id, send, recv, counts, r) }
+            .map_err(|error| Fail { comm, error })?;
+        st.finish();
+        return Ok(());
+    }
     let c = CollCall::ReduceScatter {
         send,
         recv,
-        counts: elems.iter().map(|&e| e * layout.size).collect(),
+        counts,
         op: r,
     };
     run(s, comm, id, c, st, req)
@@ -841,6 +877,11 @@ pub(crate) fn gather(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::gather(
+            s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -935,6 +976,11 @@ pub(crate) fn gatherv(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::gatherv(
+            s, sendbuf, scount, stype, recvbuf, rcounts, rdispls, rtype, root, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -1045,6 +1091,11 @@ pub(crate) fn scatter(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::scatter(
+            s, sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -1139,6 +1190,11 @@ pub(crate) fn scatterv(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::scatterv(
+            s, sendbuf, scounts, sdispls, stype, recvbuf, rcount, rtype, root, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -1248,6 +1304,11 @@ pub(crate) fn allgather(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::allgather(
+            s, sendbuf, scount, stype, recvbuf, rcount, rtype, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
@@ -1325,6 +1386,11 @@ pub(crate) fn allgatherv(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::allgatherv(
+            s, sendbuf, scount, stype, recvbuf, rcounts, rdispls, rtype, comm, id, req,
+        );
+    }
     let (n, me) = size_of(s, comm, id)?;
     // SAFETY: `n` entries each by the MPI contract.
     let (rc, rd) = unsafe {
@@ -1418,6 +1484,11 @@ pub(crate) fn alltoall(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::alltoall(
+            s, sendbuf, scount, stype, recvbuf, rcount, rtype, comm, id, req,
+        );
+    }
     let (n, _) = size_of(s, comm, id)?;
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
@@ -1489,6 +1560,11 @@ pub(crate) fn alltoallv(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::alltoallv(
+            s, sendbuf, scounts, sdispls, stype, recvbuf, rcounts, rdispls, rtype, comm, id, req,
+        );
+    }
     let (n, _) = size_of(s, comm, id)?;
     // SAFETY: `n` entries each by the MPI contract.
     let (rc, rd) = unsafe {
@@ -1581,7 +1657,7 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
 ///
 /// # Safety
 /// The arrays hold `n` entries; the buffer holds every block (MPI contract).
-unsafe fn w_blocks(
+pub(crate) unsafe fn w_blocks(
     comm: MPI_Comm,
     st: &mut Stage,
     buf: *const c_void,
@@ -1625,6 +1701,11 @@ pub(crate) fn alltoallw(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::alltoallw(
+            s, sendbuf, scounts, sdispls, stypes, recvbuf, rcounts, rdispls, rtypes, comm, id, req,
+        );
+    }
     let (n, _) = size_of(s, comm, id)?;
     let mut st = Stage::default();
     // SAFETY: the MPI contract for both sides' arrays and buffers.

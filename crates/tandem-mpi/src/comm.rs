@@ -2,7 +2,9 @@
 //! callbacks, topology kept), `MPI_Comm_free` (delete callbacks run),
 //! `MPI_Comm_split`, `MPI_Comm_split_type`, `MPI_Comm_create`,
 //! `MPI_Comm_compare`, names, `MPI_Comm_idup`. New context ids are agreed
-//! over the parent by the runtime (tandem::coll::agree).
+//! over the parent by the runtime (tandem::coll::agree). Dup, free, split,
+//! compare and create take intercommunicators too (intercomm.rs has the
+//! rest); idup, create_group and split_type refuse them.
 #![allow(clippy::missing_safety_doc)]
 
 use std::os::raw::{c_char, c_int};
@@ -300,6 +302,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     newcomm: *mut MPI_Comm,
 ) -> c_int {
     call("MPI_Comm_split_type", |s| {
+        args::intra_comm(s, comm)?;
         info::check_optional(s, info_)?;
         // The only hardware level Tandem knows is the host (shared memory).
         let hinted = || -> Result<Option<String>, Fail> {
@@ -385,10 +388,16 @@ pub unsafe extern "C" fn MPI_Comm_create(
     call("MPI_Comm_create", |s| {
         args::out_ptr(comm, newcomm, "newcomm")?;
         let id = args::comm(s, comm)?;
+        // On an intercommunicator the group is a part of the local group.
         let g = subgroup(s, comm, id, group_)?;
-        let me = s.rt.rank();
-        let members = g.contains(&me).then(|| g.clone());
-        let new = s.rt.comm_from_group(id, members).map_err(fail(comm))?;
+        let new = if s.rt.comm(id).map_err(fail(comm))?.is_inter() {
+            s.rt.intercomm_create_sub(id, g)
+        } else {
+            let me = s.rt.rank();
+            let members = g.contains(&me).then(|| g.clone());
+            s.rt.comm_from_group(id, members)
+        }
+        .map_err(fail(comm))?;
         let h = register(s, id, new, CommExt::default());
         // SAFETY: checked non-null.
         unsafe { put(newcomm, h) };
@@ -405,7 +414,7 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
 ) -> c_int {
     call("MPI_Comm_create_group", |s| {
         args::out_ptr(comm, newcomm, "newcomm")?;
-        let id = args::comm(s, comm)?;
+        let id = args::intra_comm(s, comm)?;
         let g = subgroup(s, comm, id, group_)?;
         let tag = args::send_tag(comm, tag)?;
         // Only the group's members take part; others get MPI_COMM_NULL.
@@ -433,11 +442,16 @@ pub unsafe extern "C" fn MPI_Comm_compare(
         let r = if comm1 == comm2 {
             MPI_IDENT
         } else {
-            let ga: Arc<[u32]> = s.rt.comm(a).map_err(fail(comm1))?.group.clone();
-            let gb: Arc<[u32]> = s.rt.comm(b).map_err(fail(comm2))?.group.clone();
-            match group::compare(&ga, &gb) {
-                MPI_IDENT => MPI_CONGRUENT,
-                other => other,
+            let ca = s.rt.comm(a).map_err(fail(comm1))?;
+            let cb = s.rt.comm(b).map_err(fail(comm2))?;
+            // Intercommunicators compare both their groups, pairwise (the
+            // remote groups of intracommunicators are their groups again).
+            let local = group::compare(&ca.group, &cb.group);
+            let remote = group::compare(ca.peers(), cb.peers());
+            match (ca.is_inter() == cb.is_inter(), local.max(remote)) {
+                (false, _) => MPI_UNEQUAL,
+                (true, MPI_IDENT) => MPI_CONGRUENT,
+                (true, worst) => worst,
             }
         };
         // SAFETY: checked non-null.
@@ -485,11 +499,11 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
     call("MPI_Comm_test_inter", |s| {
-        args::comm(s, comm)?;
+        let id = args::comm(s, comm)?;
         args::out_ptr(comm, flag, "flag")?;
-        // Tandem has no intercommunicators.
+        let inter = s.rt.comm(id).map_err(fail(comm))?.is_inter();
         // SAFETY: checked non-null.
-        unsafe { put(flag, 0) };
+        unsafe { put(flag, c_int::from(inter)) };
         Ok(())
     })
 }

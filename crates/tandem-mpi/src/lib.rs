@@ -20,6 +20,7 @@ mod ext;
 mod grequest;
 mod group;
 mod info;
+mod intercomm;
 mod misc;
 mod neighbor;
 mod ops;

@@ -35,7 +35,8 @@ pub(crate) fn init(
 ) -> c_int {
     call(func, |s| {
         args::out_ptr(comm, request, "request")?;
-        let id = args::comm(s, comm)?;
+        // Not on intercommunicators (their non-blocking collectives are not built).
+        let id = args::intra_comm(s, comm)?;
         info::check_optional(s, info_)?;
         let new = s.rt.comm_dup(id).map_err(|error| Fail { comm, error })?;
         let topo = s.entry(id).ext.topo.clone();

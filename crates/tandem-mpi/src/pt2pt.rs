@@ -90,15 +90,15 @@ fn packed_send_args(
         let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
         let to = match dest {
             MPI_PROC_NULL => None,
-            d if d >= 0 && (d as u32) < c.size() => {
+            d if d >= 0 && (d as u32) < c.peer_count() => {
                 let env = Envelope {
                     ctx: c.p2p_context(),
                     src: c.rank,
                     tag,
                 };
-                Some((env, c.world_rank(d as u32)))
+                Some((env, c.peer_world_rank(d as u32)))
             }
-            d => return Err(args::rank_error(comm, d, c.size())),
+            d => return Err(args::rank_error(comm, d, c.peer_count())),
         };
         Ok(PackedSend { len, to })
     };
@@ -126,8 +126,10 @@ fn packed_recv_args(
         let from = match src {
             MPI_ANY_SOURCE => Some(None),
             MPI_PROC_NULL => None,
-            r if r >= 0 && (r as u32) < c.size() => Some(Some((r as u32, c.world_rank(r as u32)))),
-            r => return Err(args::rank_error(comm, r, c.size())),
+            r if r >= 0 && (r as u32) < c.peer_count() => {
+                Some(Some((r as u32, c.peer_world_rank(r as u32))))
+            }
+            r => return Err(args::rank_error(comm, r, c.peer_count())),
         };
         Ok(PackedRecv {
             cap,

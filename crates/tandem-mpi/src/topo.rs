@@ -129,7 +129,7 @@ pub unsafe extern "C" fn MPI_Cart_create(
 ) -> c_int {
     call("MPI_Cart_create", |s| {
         args::out_ptr(comm_old, comm_cart, "comm_cart")?;
-        args::comm(s, comm_old)?;
+        args::intra_comm(s, comm_old)?;
         // SAFETY: `ndims` entries each by the MPI contract.
         let (d, p) = unsafe {
             (
@@ -511,7 +511,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
     call("MPI_Dist_graph_create_adjacent", |s| {
         args::out_ptr(comm_old, comm_dist_graph, "comm_dist_graph")?;
         info::check_optional(s, info_)?;
-        let id = args::comm(s, comm_old)?;
+        let id = args::intra_comm(s, comm_old)?;
         let n =
             s.rt.comm(id)
                 .map_err(|error| Fail {
@@ -708,7 +708,7 @@ fn with_topology(
     what: &str,
     too_big: ErrorClass,
 ) -> Result<MPI_Comm, Fail> {
-    let id = args::comm(s, comm_old)?;
+    let id = args::intra_comm(s, comm_old)?;
     let c =
         s.rt.comm(id)
             .map_err(|error| Fail {
@@ -898,7 +898,7 @@ pub unsafe extern "C" fn MPI_Graph_neighbors(
 /// (ranks are never reordered), or `MPI_UNDEFINED` past the nodes.
 fn map_rank(s: &mut State, comm: MPI_Comm, nodes: i64, out: *mut c_int) -> Result<(), Fail> {
     args::out_ptr(comm, out, "newrank")?;
-    let id = args::comm(s, comm)?;
+    let id = args::intra_comm(s, comm)?;
     let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
     if nodes < 0 || nodes > i64::from(c.size()) {
         return Err(Fail::new(
@@ -970,7 +970,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
     call("MPI_Dist_graph_create", |s| {
         args::out_ptr(comm_old, comm_dist_graph, "comm_dist_graph")?;
         info::check_optional(s, info_)?;
-        let id = args::comm(s, comm_old)?;
+        let id = args::intra_comm(s, comm_old)?;
         let size =
             s.rt.comm(id)
                 .map_err(|error| Fail {

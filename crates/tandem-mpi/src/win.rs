@@ -152,7 +152,7 @@ fn create(
     flavor: c_int,
     owned: Option<(usize, AllocLayout)>,
 ) -> Result<MPI_Win, Fail> {
-    let cid = args::comm(s, comm)?;
+    let cid = args::intra_comm(s, comm)?;
     let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
     let c = s.rt.comm(wcomm).map_err(engine_fail)?;
     let (group, n) = (c.group.clone(), c.size() as usize);

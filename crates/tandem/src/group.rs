@@ -18,11 +18,11 @@ use crate::runtime::{CommId, Runtime};
 /// (`Colls::next_tag`), and frames carry no negative tags. The user's tag
 /// is kept modulo 2^30, which only concurrent calls on one parent with
 /// overlapping groups and tags 2^30 apart could confuse.
-const CREATE_GROUP_TAGS: i32 = 1 << 30;
+pub(crate) const CREATE_GROUP_TAGS: i32 = 1 << 30;
 
 impl Runtime {
     /// Registers a communicator this rank belongs to.
-    fn install_comm(&mut self, cid: u32, group: Arc<[u32]>) -> Result<CommId> {
+    pub(crate) fn install_comm(&mut self, cid: u32, group: Arc<[u32]>) -> Result<CommId> {
         let me = self.rank();
         let rank = group.iter().position(|&w| w == me).ok_or_else(|| {
             Error::new(
@@ -199,6 +199,9 @@ impl Runtime {
         key: i32,
     ) -> Result<Option<CommId>> {
         let c = self.comm(parent)?.clone();
+        if c.is_inter() {
+            return self.intercomm_split(parent, color, key);
+        }
         let n = c.size() as usize;
         let mut mine = [0u8; 8];
         mine[..4].copy_from_slice(&color.map_or(-1i32, |x| x as i32).to_le_bytes());

@@ -14,6 +14,7 @@ pub mod datatype;
 pub mod error;
 pub mod group;
 pub mod int_map;
+pub mod intercomm;
 pub mod ops;
 pub mod p2p;
 pub mod params;

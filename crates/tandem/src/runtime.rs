@@ -238,13 +238,13 @@ impl Runtime {
         mode: SendMode,
     ) -> Result<ReqId> {
         let c = self.comm(comm)?;
-        if dest >= c.size() {
+        if dest >= c.peer_count() {
             return Err(Error::new(
                 ErrorClass::Rank,
-                format!("destination rank {dest} is not in 0..{}", c.size()),
+                format!("destination rank {dest} is not in 0..{}", c.peer_count()),
             ));
         }
-        let (ctx, me, world) = (c.p2p_context(), c.rank, c.world_rank(dest));
+        let (ctx, me, world) = (c.p2p_context(), c.rank, c.peer_world_rank(dest));
         // SAFETY: forwarded from the caller.
         unsafe {
             self.p2p
@@ -267,13 +267,13 @@ impl Runtime {
     ) -> Result<ReqId> {
         let c = self.comm(comm)?;
         let filter = match src {
-            Some(s) if s >= c.size() => {
+            Some(s) if s >= c.peer_count() => {
                 return Err(Error::new(
                     ErrorClass::Rank,
-                    format!("source rank {s} is not in 0..{}", c.size()),
+                    format!("source rank {s} is not in 0..{}", c.peer_count()),
                 ))
             }
-            Some(s) => Some((s, c.world_rank(s))),
+            Some(s) => Some((s, c.peer_world_rank(s))),
             None => None,
         };
         let ctx = c.p2p_context();
@@ -320,7 +320,7 @@ impl Runtime {
     /// Waits for a matching message without receiving it.
     pub fn probe(&mut self, comm: CommId, src: Option<u32>, tag: Option<i32>) -> Result<Status> {
         let c = self.comm(comm)?;
-        let filter = src.map(|s| (s, c.world_rank(s)));
+        let filter = src.map(|s| (s, c.peer_world_rank(s)));
         let ctx = c.p2p_context();
         self.p2p.probe(ctx, filter, tag)
     }
@@ -333,7 +333,7 @@ impl Runtime {
         tag: Option<i32>,
     ) -> Result<(MsgId, Status)> {
         let c = self.comm(comm)?;
-        let filter = src.map(|s| (s, c.world_rank(s)));
+        let filter = src.map(|s| (s, c.peer_world_rank(s)));
         let ctx = c.p2p_context();
         self.p2p.mprobe(ctx, filter, tag)
     }
@@ -362,7 +362,9 @@ impl Runtime {
 
     /// Blocks until every member of `comm` has called it.
     pub fn barrier(&mut self, comm: CommId) -> Result<()> {
-        self.comm(comm)?;
+        if self.comm(comm)?.is_inter() {
+            return self.inter_barrier(comm);
+        }
         // SAFETY: a barrier moves no user data.
         unsafe { self.coll(comm, coll::CollCall::Barrier) }
     }
@@ -408,6 +410,9 @@ impl Runtime {
     /// A new communicator with the same group and a context of its own.
     pub fn comm_dup(&mut self, comm: CommId) -> Result<CommId> {
         let parent = self.comm(comm)?.clone();
+        if parent.is_inter() {
+            return self.intercomm_dup(comm);
+        }
         let cid = self.agree_cid(comm)?;
         let c = Comm::new(cid, parent.rank, parent.group.clone());
         self.p2p.register_context(c.p2p_context(), c.group.clone());
@@ -480,6 +485,10 @@ impl Runtime {
         self.p2p.release_context(c.p2p_context());
         self.p2p.release_context(c.coll_context());
         self.colls.forget(c.cid);
+        if let Some(inter) = c.inter {
+            // The hidden intracommunicator goes with it.
+            self.comm_free(inter.local)?;
+        }
         Ok(())
     }
 

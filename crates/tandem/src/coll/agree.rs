@@ -83,6 +83,30 @@ impl CidAlloc {
         free
     }
 
+    /// For schemes whose members agree without an offer registered here
+    /// (an intercommunicator's two groups, through their leaders): the
+    /// counter, which this rank's candidate must be at least.
+    pub fn peek(&self) -> u32 {
+        self.next
+    }
+
+    /// Takes the `n` ids from `cid`, agreed with a candidate read by
+    /// [`CidAlloc::peek`] as `seen`, unless one is below it or an agreement
+    /// of this rank claimed it since; claimed in turn while agreements are
+    /// in flight, as [`CidAlloc::settle`] does.
+    pub fn take(&mut self, seen: u32, cid: u32, n: u32) -> bool {
+        let end = cid.checked_add(n).filter(|&e| e <= CID_LIMIT);
+        let free =
+            cid >= seen && end.is_some() && !(cid..cid + n).any(|c| self.claimed.contains(&c));
+        if let (true, Some(end)) = (free, end) {
+            self.next = self.next.max(end);
+            if !self.active.is_empty() {
+                self.claimed.extend(cid..end);
+            }
+        }
+        free
+    }
+
     fn random_below(&mut self, n: u64) -> u32 {
         // xorshift64
         let mut x = self.jitter;

@@ -1,7 +1,11 @@
 //! The collective part of the Rust API: starting, running and completing
 //! collectives, and the wait loop that advances every schedule in flight.
 
+use std::sync::Arc;
+
+use super::ops::{PredefOp, Predefined};
 use super::{CollCall, Colls, SchedId};
+use crate::datatype::Prim;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{P2p, ReqId, Status};
 use crate::runtime::{CommId, Runtime};
@@ -31,6 +35,9 @@ impl Runtime {
     /// collective makes until it completes.
     pub unsafe fn coll_start(&mut self, comm: CommId, call: CollCall) -> Result<SchedId> {
         let c = self.comm(comm)?;
+        if c.is_inter() {
+            return Err(crate::intercomm::unsupported());
+        }
         let (cid, ctx, rank, group) = (c.cid, c.coll_context(), c.rank, c.group.clone());
         let n = group.len() as u32;
         let (b, warning) = self.colls.plan(&call, n, rank)?;
@@ -107,5 +114,26 @@ impl Runtime {
         }
         self.wait_until(|p, _| p.is_complete(id) != Some(false));
         Ok(self.p2p.take_if_complete(id).unwrap_or_default())
+    }
+
+    /// The maximum of `value` over the communicator, known to every member
+    /// (an intercommunicator's groups agree on context ids with it).
+    pub fn allreduce_max_u32(&mut self, comm: CommId, value: u32) -> Result<u32> {
+        let op = Arc::new(Predefined::new(PredefOp::Max, Prim::U32, 4)?);
+        let send = value.to_ne_bytes();
+        let mut out = [0u8; 4];
+        // SAFETY: both buffers outlive the collective, which completes here.
+        unsafe {
+            self.coll(
+                comm,
+                CollCall::Allreduce {
+                    send: Some(send.as_ptr()),
+                    recv: out.as_mut_ptr(),
+                    len: 4,
+                    op,
+                },
+            )?
+        };
+        Ok(u32::from_ne_bytes(out))
     }
 }
