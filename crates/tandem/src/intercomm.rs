@@ -84,29 +84,32 @@ fn class_from_code(code: u32) -> ErrorClass {
 }
 
 impl Runtime {
-    /// This rank's candidate for a context id both groups agree on (the
-    /// maximum of every member's): its counter (coll/agree.rs).
-    fn cid_seen(&self) -> u32 {
-        self.cids.lock().unwrap_or_else(|p| p.into_inner()).peek()
+    /// This rank's offer towards a context id both groups agree on (the
+    /// maximum of every member's), registered so that agreements in flight
+    /// here (`MPI_Comm_idup`) claim what they take meanwhile; and the token
+    /// to settle it with (coll/agree.rs). An error before settling leaves
+    /// the offer registered, which only keeps later claims recorded.
+    fn cid_offer(&self) -> (u64, u32) {
+        self.cids.lock().unwrap_or_else(|p| p.into_inner()).offer()
     }
 
-    /// Takes the `n` context ids from `cid`, agreed with candidate `seen`.
-    /// An `MPI_Comm_idup` in flight at this rank may have claimed one
-    /// meanwhile, which this scheme (no second round) cannot undo: an
-    /// error, as for `MPI_Comm_create_group`.
-    fn cid_take(&self, seen: u32, cid: u32, n: u32) -> Result<()> {
+    /// Takes the `n` context ids from `cid`, agreed after the offer that
+    /// gave `token`. An `MPI_Comm_idup` in flight at this rank may have
+    /// claimed one meanwhile, which this scheme (no second round) cannot
+    /// undo: an error, as for `MPI_Comm_create_group`.
+    fn cid_take(&self, token: u64, cid: u32, n: u32) -> Result<()> {
         if self
             .cids
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .take(seen, cid, n)
+            .settle_range(token, cid, n)
         {
             Ok(())
         } else {
             Err(Error::new(
                 ErrorClass::Intern,
                 format!(
-                    "context id {cid} of a new intercommunicator was claimed meanwhile by an \
+                    "context id {cid} of a new communicator was claimed meanwhile by an \
                      MPI_Comm_idup in flight at this rank"
                 ),
             ))
@@ -303,7 +306,7 @@ impl Runtime {
                 format!("local leader {leader} is not in 0..{}", c.size()),
             ));
         }
-        let seen = self.cid_seen();
+        let (token, seen) = self.cid_offer();
         let mine = self.allreduce_max_u32(local, seen)?;
         let world_size = self.size() as usize;
         let link = if c.rank == leader {
@@ -379,7 +382,7 @@ impl Runtime {
             ));
         }
         let cid = mine.max(their_cid);
-        self.cid_take(seen, cid, 2)?;
+        self.cid_take(token, cid, 2)?;
         self.install_inter(cid, c.group.clone(), Arc::from(remote))
     }
 
@@ -387,12 +390,12 @@ impl Runtime {
     /// agreed by both.
     pub fn intercomm_dup(&mut self, id: CommId) -> Result<CommId> {
         let (c, inter) = self.inter_of(id)?;
-        let seen = self.cid_seen();
+        let (token, seen) = self.cid_offer();
         let mine = self.allreduce_max_u32(inter.local, seen)?;
         let link = self.leader_link(&c);
         let theirs = self.swap_words(inter.local, 0, link, &[mine], 1)?;
         let cid = mine.max(theirs.first().copied().unwrap_or(0));
-        self.cid_take(seen, cid, 2)?;
+        self.cid_take(token, cid, 2)?;
         self.install_inter(cid, c.group.clone(), inter.remote.clone())
     }
 
@@ -401,7 +404,7 @@ impl Runtime {
     /// the group whose leader has the lower world rank).
     pub fn intercomm_merge(&mut self, id: CommId, high: bool) -> Result<CommId> {
         let (c, inter) = self.inter_of(id)?;
-        let seen = self.cid_seen();
+        let (token, seen) = self.cid_offer();
         let mine = self.allreduce_max_u32(inter.local, seen)?;
         let link = self.leader_link(&c);
         let theirs = self.swap_words(inter.local, 0, link, &[mine, u32::from(high)], 2)?;
@@ -424,7 +427,7 @@ impl Runtime {
         };
         let all: Arc<[u32]> = first.iter().chain(second.iter()).copied().collect();
         let cid = mine.max(their_cid);
-        self.cid_take(seen, cid, 1)?;
+        self.cid_take(token, cid, 1)?;
         self.install_comm(cid, all)
     }
 
@@ -459,7 +462,7 @@ impl Runtime {
             .chunks_exact(4)
             .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
             .collect();
-        let seen = self.cid_seen();
+        let (token, seen) = self.cid_offer();
         let mine = self.allreduce_max_u32(inter.local, seen)?;
         let mut words = vec![mine];
         words.extend(&table);
@@ -473,7 +476,7 @@ impl Runtime {
         }
         let cid = mine.max(theirs[0]);
         // Every member moves past the ids, used or not.
-        self.cid_take(seen, cid, 2)?;
+        self.cid_take(token, cid, 2)?;
         let Some(color) = color else {
             return Ok(None);
         };
@@ -503,7 +506,7 @@ impl Runtime {
         members: Arc<[u32]>,
     ) -> Result<Option<CommId>> {
         let (c, inter) = self.inter_of(id)?;
-        let seen = self.cid_seen();
+        let (token, seen) = self.cid_offer();
         let mine = self.allreduce_max_u32(inter.local, seen)?;
         let mut words = vec![mine];
         words.extend(members.iter());
@@ -523,7 +526,7 @@ impl Runtime {
         }
         let cid = mine.max(their_cid);
         // Every member moves past the ids, used or not.
-        self.cid_take(seen, cid, 2)?;
+        self.cid_take(token, cid, 2)?;
         if remote.is_empty() || !members.contains(&self.rank()) {
             return Ok(None);
         }

@@ -70,40 +70,24 @@ impl CidAlloc {
     /// Takes `cid`, agreed after [`CidAlloc::offer`] gave `token`, unless
     /// it is below the offer or an agreement of this rank claimed it since.
     pub fn settle(&mut self, token: u64, cid: u32) -> bool {
+        self.settle_range(token, cid, 1)
+    }
+
+    /// [`CidAlloc::settle`] for the `n` consecutive ids from `cid` (an
+    /// intercommunicator takes two: its own and its hidden local one's).
+    pub fn settle_range(&mut self, token: u64, cid: u32, n: u32) -> bool {
         let offered = self.active.remove(&token);
-        let free =
-            offered.is_some_and(|o| cid >= o) && cid < CID_LIMIT && !self.claimed.contains(&cid);
-        if free {
-            self.next = self.next.max(cid + 1);
-            if !self.active.is_empty() {
-                self.claimed.insert(cid);
-            }
-        }
-        self.prune();
-        free
-    }
-
-    /// For schemes whose members agree without an offer registered here
-    /// (an intercommunicator's two groups, through their leaders): the
-    /// counter, which this rank's candidate must be at least.
-    pub fn peek(&self) -> u32 {
-        self.next
-    }
-
-    /// Takes the `n` ids from `cid`, agreed with a candidate read by
-    /// [`CidAlloc::peek`] as `seen`, unless one is below it or an agreement
-    /// of this rank claimed it since; claimed in turn while agreements are
-    /// in flight, as [`CidAlloc::settle`] does.
-    pub fn take(&mut self, seen: u32, cid: u32, n: u32) -> bool {
         let end = cid.checked_add(n).filter(|&e| e <= CID_LIMIT);
-        let free =
-            cid >= seen && end.is_some() && !(cid..cid + n).any(|c| self.claimed.contains(&c));
+        let free = offered.is_some_and(|o| cid >= o)
+            && end.is_some()
+            && !(cid..cid.saturating_add(n)).any(|c| self.claimed.contains(&c));
         if let (true, Some(end)) = (free, end) {
             self.next = self.next.max(end);
             if !self.active.is_empty() {
                 self.claimed.extend(cid..end);
             }
         }
+        self.prune();
         free
     }
 
@@ -431,6 +415,21 @@ mod tests {
                     .collect()
             })
             .collect()
+    }
+
+    #[test]
+    fn ranges_settle_against_claims_in_flight() {
+        let mut a = CidAlloc::new(5, 1);
+        let (mine, offer) = a.offer();
+        assert_eq!(offer, 5);
+        // Another agreement of this rank, in flight meanwhile, takes 8.
+        let (other, _) = a.offer();
+        assert!(a.settle(other, 8));
+        assert!(!a.settle_range(mine, 7, 2), "8 was claimed since the offer");
+        let (mine, offer) = a.offer();
+        assert_eq!(offer, 9);
+        assert!(a.settle_range(mine, 9, 2));
+        assert_eq!(a.offer().1, 11, "the counter moves past both");
     }
 
     #[test]
