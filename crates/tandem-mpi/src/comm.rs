@@ -42,6 +42,21 @@ pub fn discard(s: &mut State, h: MPI_Comm) {
     }
 }
 
+/// Registers `new`, a duplicate of `parent`, with the parent's error
+/// handler and topology.
+pub fn register_duplicate(s: &mut State, parent: CommId, new: CommId) -> MPI_Comm {
+    let topo = s.entry(parent).ext.topo.clone();
+    register(
+        s,
+        parent,
+        Some(new),
+        CommExt {
+            topo,
+            ..CommExt::default()
+        },
+    )
+}
+
 fn fail(comm: MPI_Comm) -> impl Fn(tandem::Error) -> Fail {
     move |error| Fail { comm, error }
 }
@@ -65,16 +80,7 @@ fn dup(
             args::out_ptr(comm, newcomm, "newcomm")?;
             let id = args::comm(s, comm)?;
             let new = s.rt.comm_dup(id).map_err(fail(comm))?;
-            let topo = s.entry(id).ext.topo.clone();
-            let h = register(
-                s,
-                id,
-                Some(new),
-                CommExt {
-                    topo,
-                    ..CommExt::default()
-                },
-            );
+            let h = register_duplicate(s, id, new);
             // SAFETY: checked non-null.
             unsafe { put(newcomm, h) };
             Ok(h)
@@ -141,16 +147,7 @@ fn idup(
             args::out_ptr(comm, request, "request")?;
             let id = args::comm(s, comm)?;
             let (new, sched) = s.rt.comm_idup(id).map_err(fail(comm))?;
-            let topo = s.entry(id).ext.topo.clone();
-            let h = register(
-                s,
-                id,
-                Some(new),
-                CommExt {
-                    topo,
-                    ..CommExt::default()
-                },
-            );
+            let h = register_duplicate(s, id, new);
             let r = request::handle(s, comm, request::Op::Coll(sched));
             req.set(r);
             // SAFETY: both checked non-null.

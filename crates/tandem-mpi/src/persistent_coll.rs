@@ -15,8 +15,7 @@ use std::rc::Rc;
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::coll::{self, RedKind};
-use crate::comm::register;
-use crate::ext::CommExt;
+use crate::comm::register_duplicate;
 use crate::info;
 use crate::persistent::Spec;
 use crate::state::{call, Fail, Outcome, State};
@@ -39,16 +38,7 @@ pub(crate) fn init(
         let id = args::intra_comm(s, comm)?;
         info::check_optional(s, info_)?;
         let new = s.rt.comm_dup(id).map_err(|error| Fail { comm, error })?;
-        let topo = s.entry(id).ext.topo.clone();
-        let private = register(
-            s,
-            id,
-            Some(new),
-            CommExt {
-                topo,
-                ..CommExt::default()
-            },
-        );
+        let private = register_duplicate(s, id, new);
         let h = s.ext.reqs.add_persistent(
             comm,
             Spec::Coll {
