@@ -20,38 +20,35 @@ use crate::persistent_coll::init;
 use crate::state::{call, Fail, State};
 use crate::topo::neighbourhood;
 
-/// What each slot of one side (send or receive) holds.
-enum Blocks {
-    /// The same buffer for every slot (allgather's send side).
+/// What each send slot holds.
+enum Sends {
+    /// The same buffer for every slot (allgather's).
     Same(Typed),
     /// A block per slot, indexed by slot.
     PerSlot(Vec<Typed>),
 }
 
 /// Runs a neighbourhood exchange (blocking when `req` is null): `send` and
-/// `recv` give each slot's block.
+/// `recv` give each slot's block, from the number of slots.
 fn exchange(
     s: &mut State,
     comm: MPI_Comm,
-    send: impl FnOnce(usize) -> Result<Blocks, Fail>,
-    recv: impl FnOnce(usize) -> Result<Blocks, Fail>,
+    send: impl FnOnce(usize) -> Result<Sends, Fail>,
+    recv: impl FnOnce(usize) -> Result<Vec<Typed>, Fail>,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     let id = args::comm(s, comm)?;
     let (rslots, sslots, nin, nout) = neighbourhood(s, comm, id)?;
     let mut st = Stage::default();
-    let (recv, rcounts, rdispls) = match recv(nin)? {
-        Blocks::PerSlot(b) => {
-            st.typed_blocks(rslots.iter().map(|&(_, k)| b[k].clone()).collect(), true)
-        }
-        Blocks::Same(_) => unreachable!("every receive slot has its own block"),
-    };
+    let b = recv(nin)?;
+    let (recv, rcounts, rdispls) =
+        st.typed_blocks(rslots.iter().map(|&(_, k)| b[k].clone()).collect(), true);
     let (send, scounts, sdispls) = match send(nout)? {
-        Blocks::Same(t) => {
+        Sends::Same(t) => {
             let p = st.input(&t) as *mut u8;
             (p, vec![t.bytes(); sslots.len()], vec![0; sslots.len()])
         }
-        Blocks::PerSlot(b) => {
+        Sends::PerSlot(b) => {
             st.typed_blocks(sslots.iter().map(|&(_, k)| b[k].clone()).collect(), false)
         }
     };
@@ -75,10 +72,10 @@ fn uniform(
     count: c_int,
     dt: MPI_Datatype,
     n: usize,
-) -> Result<Blocks, Fail> {
+) -> Result<Vec<Typed>, Fail> {
     let base = datatype::typed(comm, buf, count, dt)?;
     let c = base.count;
-    Ok(Blocks::PerSlot((0..n).map(|k| base.block(k, c)).collect()))
+    Ok((0..n).map(|k| base.block(k, c)).collect())
 }
 
 /// `n` blocks at element displacements, as the `v` forms give them.
@@ -92,7 +89,7 @@ unsafe fn varied(
     displs_: *const c_int,
     dt: MPI_Datatype,
     n: usize,
-) -> Result<Blocks, Fail> {
+) -> Result<Vec<Typed>, Fail> {
     // SAFETY: the caller's promise.
     let (c, d) = unsafe {
         (
@@ -101,9 +98,7 @@ unsafe fn varied(
         )
     };
     let base = datatype::typed(comm, buf, 0, dt)?;
-    Ok(Blocks::PerSlot(
-        c.iter().zip(&d).map(|(&c, &d)| base.at(d, c)).collect(),
-    ))
+    Ok(c.iter().zip(&d).map(|(&c, &d)| base.at(d, c)).collect())
 }
 
 /// `n` blocks at byte displacements, each its own datatype (`w` forms).
@@ -117,7 +112,7 @@ unsafe fn typed_each(
     displs_: *const MPI_Aint,
     types: *const MPI_Datatype,
     n: usize,
-) -> Result<Blocks, Fail> {
+) -> Result<Vec<Typed>, Fail> {
     // SAFETY: the caller's promise.
     let c = unsafe { counts(comm, counts_, n as u32, "counts")? };
     if n > 0 && (displs_.is_null() || types.is_null()) {
@@ -134,7 +129,7 @@ unsafe fn typed_each(
         let at = (buf as *const u8).wrapping_offset(d);
         blocks.push(datatype::typed(comm, at.cast(), count as c_int, dt)?);
     }
-    Ok(Blocks::PerSlot(blocks))
+    Ok(blocks)
 }
 
 pub(crate) fn allgather(
@@ -151,7 +146,7 @@ pub(crate) fn allgather(
     exchange(
         s,
         comm,
-        |_| Ok(Blocks::Same(datatype::typed(comm, sendbuf, scount, stype)?)),
+        |_| Ok(Sends::Same(datatype::typed(comm, sendbuf, scount, stype)?)),
         |n| uniform(comm, recvbuf, rcount, rtype, n),
         req,
     )
@@ -172,7 +167,7 @@ pub(crate) fn allgatherv(
     exchange(
         s,
         comm,
-        |_| Ok(Blocks::Same(datatype::typed(comm, sendbuf, scount, stype)?)),
+        |_| Ok(Sends::Same(datatype::typed(comm, sendbuf, scount, stype)?)),
         // SAFETY: one entry per receive slot (MPI contract).
         |n| unsafe { varied(comm, recvbuf, rcounts, rdispls, rtype, n) },
         req,
@@ -193,7 +188,7 @@ pub(crate) fn alltoall(
     exchange(
         s,
         comm,
-        |n| uniform(comm, sendbuf, scount, stype, n),
+        |n| uniform(comm, sendbuf, scount, stype, n).map(Sends::PerSlot),
         |n| uniform(comm, recvbuf, rcount, rtype, n),
         req,
     )
@@ -216,7 +211,7 @@ pub(crate) fn alltoallv(
         s,
         comm,
         // SAFETY: one entry per send slot (MPI contract).
-        |n| unsafe { varied(comm, sendbuf, scounts, sdispls, stype, n) },
+        |n| unsafe { varied(comm, sendbuf, scounts, sdispls, stype, n) }.map(Sends::PerSlot),
         // SAFETY: one entry per receive slot (MPI contract).
         |n| unsafe { varied(comm, recvbuf, rcounts, rdispls, rtype, n) },
         req,
@@ -240,7 +235,7 @@ pub(crate) fn alltoallw(
         s,
         comm,
         // SAFETY: one entry per send slot (MPI contract).
-        |n| unsafe { typed_each(comm, sendbuf, scounts, sdispls, stypes, n) },
+        |n| unsafe { typed_each(comm, sendbuf, scounts, sdispls, stypes, n) }.map(Sends::PerSlot),
         // SAFETY: one entry per receive slot (MPI contract).
         |n| unsafe { typed_each(comm, recvbuf, rcounts, rdispls, rtypes, n) },
         req,

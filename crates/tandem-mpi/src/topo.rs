@@ -993,7 +993,16 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
                 format!("negative degree {d}"),
             ));
         }
-        let total: c_int = deg.iter().sum();
+        let total = deg
+            .iter()
+            .try_fold(0 as c_int, |a, &d| a.checked_add(d))
+            .ok_or_else(|| {
+                Fail::new(
+                    comm_old,
+                    ErrorClass::Arg,
+                    "the degrees add up to more edges than an int counts",
+                )
+            })?;
         // SAFETY: as above.
         let (dst, (w, weighted)) = unsafe {
             (

@@ -575,6 +575,39 @@ impl Runtime {
         self.finish(id).map(|_| ())
     }
 
+    /// A rooted collective whose root `r` is in the other group: this
+    /// group combines its data at its rank 0 with `call` (a collective on
+    /// the hidden local communicator `local` that writes `bytes` to the
+    /// buffer it is given there), and rank 0 sends the result to the root.
+    ///
+    /// # Safety
+    /// The buffers `call` names besides the one it is given must be valid
+    /// as that collective requires, for the call.
+    unsafe fn combine_for_remote_root(
+        &mut self,
+        c: &Comm,
+        local: CommId,
+        tag: i32,
+        r: u32,
+        bytes: usize,
+        call: impl FnOnce(*mut u8) -> CollCall,
+    ) -> Result<()> {
+        let mut combined = vec![0u8; if c.rank == 0 { bytes } else { 0 }];
+        let out = if c.rank == 0 {
+            combined.as_mut_ptr()
+        } else {
+            std::ptr::null_mut()
+        };
+        // SAFETY: the caller's promise for the other buffers; `combined`
+        // outlives the collective.
+        unsafe { self.coll(local, call(out))? };
+        if c.rank == 0 {
+            // SAFETY: `combined` holds `bytes` bytes.
+            unsafe { self.inter_send(c, tag, r, combined.as_ptr(), bytes)? };
+        }
+        Ok(())
+    }
+
     /// Receives exactly `len` bytes into `buf` from remote rank `from`.
     ///
     /// # Safety
@@ -648,33 +681,16 @@ impl Runtime {
             InterRoot::Idle => Ok(()),
             // SAFETY: the caller's promise.
             InterRoot::Me => unsafe { self.inter_recv(&c, tag, 0, recv, len) },
-            InterRoot::Remote(r) => {
-                let mut part = vec![0u8; if c.rank == 0 { len } else { 0 }];
-                let out = if c.rank == 0 {
-                    part.as_mut_ptr()
-                } else {
-                    std::ptr::null_mut()
-                };
-                // SAFETY: the caller's promise for `send`; `part` outlives
-                // the collective.
-                unsafe {
-                    self.coll(
-                        inter.local,
-                        CollCall::Reduce {
-                            send: Some(send),
-                            recv: out,
-                            len,
-                            op,
-                            root: 0,
-                        },
-                    )?
-                };
-                if c.rank == 0 {
-                    // SAFETY: `part` holds `len` bytes.
-                    unsafe { self.inter_send(&c, tag, r, part.as_ptr(), len)? };
-                }
-                Ok(())
-            }
+            // SAFETY: the caller's promise for `send`.
+            InterRoot::Remote(r) => unsafe {
+                self.combine_for_remote_root(&c, inter.local, tag, r, len, |out| CollCall::Reduce {
+                    send: Some(send),
+                    recv: out,
+                    len,
+                    op,
+                    root: 0,
+                })
+            },
         }
     }
 
@@ -829,24 +845,17 @@ impl Runtime {
             }
             InterRoot::Remote(r) => {
                 let whole = len * c.group.len();
-                let mut all = vec![0u8; if c.rank == 0 { whole } else { 0 }];
-                // SAFETY: the caller's promise for `send`; `all` outlives it.
+                // SAFETY: the caller's promise for `send`.
                 unsafe {
-                    self.coll(
-                        inter.local,
+                    self.combine_for_remote_root(&c, inter.local, tag, r, whole, |out| {
                         CollCall::Gather {
                             send: Some(send),
-                            recv: all.as_mut_ptr(),
+                            recv: out,
                             len,
                             root: 0,
-                        },
-                    )?
-                };
-                if c.rank == 0 {
-                    // SAFETY: `all` holds `whole` bytes.
-                    unsafe { self.inter_send(&c, tag, r, all.as_ptr(), whole)? };
+                        }
+                    })
                 }
-                Ok(())
             }
         }
     }
