@@ -145,3 +145,57 @@ fn receives_complete_during_malloc_heavy_computation_under_thread_and_signal() {
         "no sender ever wrote into a receive buffer"
     );
 }
+
+/// Large non-blocking receives posted before their message leaves: under
+/// `thread` and `signal` each is advertised to its sender on this host,
+/// which writes the message straight in, with no rendezvous. The scripted
+/// exchange makes every one of the 21 messages meet its receive posted and
+/// its sender's ring drained, so exactly 21 go that way; with
+/// `shm_direct_write=0` none may.
+#[test]
+fn advertised_receives_are_written_by_their_senders() {
+    let prog = compile("advert_recv");
+    let runs: &[(&[&str], u64)] = &[
+        (&["--set", "progress=signal"], 21),
+        (&["--set", "progress=thread"], 21),
+        (
+            &["--set", "progress=signal", "--set", "shm_direct_write=0"],
+            0,
+        ),
+        (&["--set", "progress=adaptive"], 0),
+    ];
+    for (config, prematched) in runs {
+        let options = [&["--set", "stats=json"][..], config].concat();
+        let outcome = run(2, &options, &prog, &["exact"], JOB_TIMEOUT);
+        assert_pass(&outcome, "advert_recv");
+        let rows = counters(&outcome.stdout);
+        assert_eq!(field(&rows[0], "rendezvous_msgs"), 21, "{}", rows[0]);
+        assert_eq!(
+            field(&rows[0], "prematched_writes"),
+            *prematched,
+            "[{}] {}",
+            config.join(" "),
+            rows[0]
+        );
+    }
+}
+
+/// Matching order against earlier and wildcard receives, cancellation
+/// before and after the message, and truncation, with receives advertised
+/// (or not, under `adaptive` and over TCP): the same answers.
+#[test]
+fn advertised_receives_keep_matching_order_cancel_and_truncation() {
+    let prog = compile("advert_recv");
+    let runs: &[(u32, &[&str])] = &[
+        (2, &["--set", "progress=signal"]),
+        (3, &["--set", "progress=signal"]),
+        (2, &["--set", "progress=thread"]),
+        (3, &["--set", "progress=thread"]),
+        (2, &["--set", "progress=adaptive"]),
+        (3, &["--set", "progress=thread", "--set", "transports=tcp"]),
+    ];
+    for (np, config) in runs {
+        let outcome = run(*np, config, &prog, &["rules"], JOB_TIMEOUT);
+        assert_pass(&outcome, "advert_recv");
+    }
+}

@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::stats::{Counters, Stopwatch};
-use crate::transport::shm::{ReadRemoteError, ShmTransport};
+use crate::transport::shm::{Advert, ReadRemoteError, ShmTransport};
 pub use crate::transport::shm::{WAKE_HELPER_ANY, WAKE_HELPER_RNDV};
 use crate::transport::tcp::TcpTransport;
 use crate::transport::{FrameSink, SendState};
@@ -344,6 +344,48 @@ impl Engine {
     pub fn consume_control(&mut self, local: u32) {
         if let Some(shm) = self.shm.as_mut() {
             shm.consume_control(local);
+        }
+    }
+
+    /// Advertises posted receive `ad` to `peer` (see
+    /// [`ShmTransport::publish_advert`]); false where it cannot be.
+    pub fn publish_advert(&mut self, peer: u32, ad: &Advert) -> bool {
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            (Route::Shm(local), Some(shm)) => shm.publish_advert(local, ad),
+            _ => false,
+        }
+    }
+
+    /// Takes back the advertisement to `peer`; the receive it names if the
+    /// peer claimed it first (see [`ShmTransport::withdraw_advert`]).
+    pub fn withdraw_advert(&mut self, peer: u32) -> Option<u64> {
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            (Route::Shm(local), Some(shm)) => shm.withdraw_advert(local),
+            _ => None,
+        }
+    }
+
+    /// For the signal handler: checks and clears the claim a CLAIMED frame
+    /// at the head of local rank `local`'s ring reports.
+    pub fn take_claim(&mut self, local: u32, rreq: u64) -> bool {
+        self.shm
+            .as_mut()
+            .is_some_and(|shm| shm.take_claim(local, rreq))
+    }
+
+    /// Claims the receive `peer` advertised to this rank, if a message with
+    /// this envelope meets it (see [`ShmTransport::claim_advert`]).
+    pub fn claim_advert(
+        &mut self,
+        peer: u32,
+        context: u32,
+        src: u32,
+        tag: i32,
+        len: u64,
+    ) -> Option<(u64, u64)> {
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            (Route::Shm(local), Some(shm)) => shm.claim_advert(local, context, src, tag, len),
+            _ => None,
         }
     }
 

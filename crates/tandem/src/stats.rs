@@ -47,6 +47,9 @@ pub struct Counters {
     /// Rendezvous messages the sender wrote straight into the receiver's
     /// buffer (clear to write), counted by the sender.
     pub direct_writes: u64,
+    /// Of those, messages written into a receive the receiver had
+    /// advertised before they left (no rendezvous at all).
+    pub prematched_writes: u64,
     /// RWAPI writes copied straight into a peer's mapped heap (peers on
     /// this host; the target takes no part).
     pub rwapi_direct: u64,
@@ -58,7 +61,7 @@ pub struct Counters {
 
 impl Counters {
     /// Names and values, in a stable order.
-    pub fn fields(&self) -> [(&'static str, u64); 22] {
+    pub fn fields(&self) -> [(&'static str, u64); 23] {
         [
             ("progress_calls", self.progress_calls),
             ("recv_ready", self.recv_ready),
@@ -80,6 +83,7 @@ impl Counters {
             ("signal_rndv_answered", self.signal_rndv_answered),
             ("signals_ignored", self.signals_ignored),
             ("direct_writes", self.direct_writes),
+            ("prematched_writes", self.prematched_writes),
             ("rwapi_direct", self.rwapi_direct),
             ("rwapi_engine", self.rwapi_engine),
         ]
@@ -107,6 +111,7 @@ impl Counters {
             "signal_rndv_answered" => &mut self.signal_rndv_answered,
             "signals_ignored" => &mut self.signals_ignored,
             "direct_writes" => &mut self.direct_writes,
+            "prematched_writes" => &mut self.prematched_writes,
             "rwapi_direct" => &mut self.rwapi_direct,
             "rwapi_engine" => &mut self.rwapi_engine,
             _ => return None,

@@ -93,6 +93,13 @@ pub enum FrameKind {
     /// The sender has written a clear-to-write message into the receiver's
     /// buffer; `rreq` names the receive. No payload.
     Wrote = 17,
+    /// The sender matched a receive the receiver had advertised before the
+    /// message left (same host; see p2p/direct.rs) and wrote the message
+    /// into it: `rreq` names the receive, `context`, `src`, `tag` and `len`
+    /// are the message's envelope. With `sreq` nonzero the write was refused
+    /// and a DATA frame for `rreq` follows (answering send `sreq`). No
+    /// payload.
+    Claimed = 18,
 }
 
 impl FrameKind {
@@ -115,6 +122,7 @@ impl FrameKind {
             15 => Some(FrameKind::Sync),
             16 => Some(FrameKind::Ctw),
             17 => Some(FrameKind::Wrote),
+            18 => Some(FrameKind::Claimed),
             _ => None,
         }
     }

@@ -12,8 +12,8 @@
 //! into a free cell of the ring back. The answer is CTW (the sender writes
 //! the data into the receive buffer) where the sender may write, CTS (the
 //! pipelined copy) elsewhere. It also takes a WROTE that completes a
-//! receive without an error to build (so that a finished transfer does not
-//! hide the next RTS behind it). Anything else (an eager frame, an RTS
+//! receive without an error to build, and a CLAIMED that does (so that a
+//! finished transfer does not hide the next RTS behind it). Anything else (an eager frame, an RTS
 //! nobody waits for yet, a full ring, a truncated or detached receive)
 //! stays where it is for the next MPI call, which is also what happens to
 //! frames arriving over TCP.
@@ -36,6 +36,7 @@ impl P2p {
             while let Some((peer, h)) = self.engine.peek_control(local) {
                 let taken = match h.kind {
                     FrameKind::Wrote => self.take_wrote(local, peer, &h),
+                    FrameKind::Claimed => self.take_claimed(local, peer, &h),
                     _ => self.answer_rendezvous_start(local, peer, &h),
                 };
                 if !taken {
@@ -109,6 +110,24 @@ impl P2p {
         }
         self.engine.consume_control(local);
         self.m.complete(id, granted as usize, None);
+        true
+    }
+
+    /// Completes the receive a CLAIMED at the head of local rank `local`'s
+    /// ring names, if the message was written and that needs nothing but
+    /// plain stores.
+    fn take_claimed(&mut self, local: u32, peer: u32, h: &Header) -> bool {
+        let Some(r) = self.m.reqs.get(super::ReqId(h.rreq)) else {
+            return false;
+        };
+        if h.sreq != 0 || r.detached || !self.m.claim_fits(peer, h) {
+            return false;
+        }
+        if !self.engine.take_claim(local, h.rreq) {
+            return false;
+        }
+        self.m.accept_claim(peer, h);
+        self.engine.consume_control(local);
         true
     }
 

@@ -16,9 +16,14 @@
 //!   host with CTW and its buffer address instead; the sender then writes
 //!   the data straight into the buffer and says WROTE, so the receiving
 //!   side never copies.
+//! * Advertised receives (advert.rs): such a receive that names a sender
+//!   on this host is advertised to it in shared memory before any RTS;
+//!   a sender whose message meets it writes the message in and says
+//!   CLAIMED, with no rendezvous at all.
 //! * Synchronous sends always use rendezvous, so completion implies a match.
 //! * Messages to self never touch a transport.
 
+mod advert;
 mod direct;
 mod handler;
 mod remote;
@@ -188,6 +193,8 @@ pub struct Matcher {
     matched: std::collections::HashMap<u64, (u32, Unexpected)>,
     /// The id of the next matched message (never reused, never 0).
     next_matched: u64,
+    /// Receives to advertise to their senders, by sender (advert.rs).
+    advert_wanted: Vec<(u32, ReqId)>,
 }
 
 impl Matcher {
@@ -658,6 +665,7 @@ impl FrameSink for Matcher {
             }
             (FrameKind::Ctw, Payload::Empty) => self.on_clear_to_write(peer, h)?,
             (FrameKind::Wrote, Payload::Empty) => self.on_wrote(peer, h)?,
+            (FrameKind::Claimed, Payload::Empty) => self.on_claimed(peer, h)?,
             (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
         }
         Ok(())
@@ -777,6 +785,7 @@ impl P2p {
                 posted_count: 0,
                 matched: Default::default(),
                 next_matched: 1,
+                advert_wanted: Vec::new(),
             },
             eager_limit: cfg.eager_limit,
             spin: cfg.spin,
@@ -924,6 +933,12 @@ impl P2p {
             self.m.counters.rendezvous_msgs += 1;
             self.m.counters.rendezvous_bytes += len as u64;
         }
+        // A receive this host's `dest` advertised for it: write it in.
+        if !eager {
+            if let Some((rreq, addr)) = self.engine.claim_advert(dest, ctx, src, tag, len as u64) {
+                return self.write_claimed(id, dest, env, buf, len, rreq, addr);
+            }
+        }
         // Large messages to a rank on this host: it reads them itself.
         let single_copy = !eager && self.engine.single_copy_to(dest, len);
         let kind = match (eager, single_copy) {
@@ -1060,6 +1075,10 @@ impl P2p {
         if !lost {
             c.posted.push_back(id);
             self.m.posted_count += 1;
+            self.m.consider_advert(id, self.rank, self.eager_limit);
+            if !self.m.advert_wanted.is_empty() {
+                self.publish_adverts();
+            }
             return id;
         }
         if let Some(why) = src.and_then(|s| self.m.lost[s.1 as usize].clone()) {
@@ -1271,6 +1290,11 @@ impl P2p {
             .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request"))?;
         if r.stage == Stage::RecvPosted {
             let ctx = r.context;
+            if let Some(peer) = r.peer {
+                if !self.withdraw_for_cancel(id, peer) {
+                    return Ok(());
+                }
+            }
             if let Some(c) = self.m.contexts.get_mut(&ctx) {
                 let before = c.posted.len();
                 c.posted.retain(|&x| x != id);
@@ -1360,7 +1384,11 @@ impl P2p {
     /// something happens. Returns whether anything happened.
     pub fn progress(&mut self, block: bool) -> bool {
         let did = self.engine.progress(&mut self.m, block);
-        self.flush_outbox() || did
+        let did = self.flush_outbox() || did;
+        if !self.m.advert_wanted.is_empty() {
+            self.publish_adverts();
+        }
+        did
     }
 
     /// Drives progress until `ready` holds. After the last activity it

@@ -84,6 +84,21 @@ fn starts_rendezvous(kind: u8) -> bool {
     kind == FrameKind::Rts as u8 || kind == FrameKind::Rget as u8
 }
 
+// Offsets inside an advertisement slot: one cache line per ordered pair
+// of local ranks, written by the receiver, claimed by the sender.
+/// Generation << 2 | one of the `ADVERT_*` states.
+const A_STATE: usize = 0;
+/// Context | source (communicator rank) << 32.
+const A_ENVELOPE: usize = 8;
+/// Tag as u32 | (1 << 32 for any tag).
+const A_TAG: usize = 16;
+const A_RREQ: usize = 24;
+const A_ADDR: usize = 32;
+const A_CAP: usize = 40;
+const ADVERT_NONE: u64 = 0;
+const ADVERT_OPEN: u64 = 1;
+const ADVERT_CLAIMED: u64 = 2;
+
 // Offsets inside a cell.
 const CELL_SEQ: usize = 0;
 const CELL_CHUNK: usize = 8;
@@ -148,8 +163,20 @@ impl Layout {
         PAGE + local as usize * CTRL_STRIDE
     }
 
+    fn adverts_start(&self) -> usize {
+        PAGE + self.local_size as usize * CTRL_STRIDE
+    }
+
+    /// Offset of the slot where `receiver` advertises a posted receive to
+    /// `sender` (see [`ShmTransport::publish_advert`]).
+    fn advert(&self, receiver: u32, sender: u32) -> usize {
+        self.adverts_start()
+            + (receiver as usize * self.local_size as usize + sender as usize) * LINE
+    }
+
     fn rings_start(&self) -> usize {
-        round_up(PAGE + self.local_size as usize * CTRL_STRIDE, PAGE)
+        let n = self.local_size as usize;
+        round_up(self.adverts_start() + n * n * LINE, PAGE)
     }
 
     fn ring_len(&self) -> usize {
@@ -320,6 +347,30 @@ pub enum ReadRemoteError {
     Failed(String),
 }
 
+/// A posted receive advertised to one sender on this host, who may match
+/// its message to it and write it in without a rendezvous (see
+/// p2p/direct.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Advert {
+    pub context: u32,
+    /// The sender's rank in the receive's communicator.
+    pub src: u32,
+    /// `None`: any tag.
+    pub tag: Option<i32>,
+    pub rreq: u64,
+    pub addr: u64,
+    pub cap: u64,
+}
+
+/// An advertisement this rank has out.
+#[derive(Clone, Copy)]
+struct Published {
+    generation: u64,
+    rreq: u64,
+    /// The sender claimed it: its CLAIMED frame is on the way.
+    claimed: bool,
+}
+
 /// Outcome of polling one peer's ring.
 enum Polled {
     Idle,
@@ -345,6 +396,10 @@ pub struct ShmTransport {
     /// The other local ranks not lost: what a progress call polls.
     live: Vec<u32>,
     cma: bool,
+    /// By local peer: the receive advertised to it, if any.
+    adverts: Vec<Option<Published>>,
+    /// The generation of the last advertisement published.
+    advert_generation: u64,
     /// Never read here: peers read it through `process_vm_readv` to probe
     /// whether single-copy reads are permitted; it must live as long as we do.
     _probe_word: Box<u64>,
@@ -469,6 +524,8 @@ impl ShmTransport {
             lost: vec![None; n],
             live: (0..local_size).filter(|&p| p != me).collect(),
             cma: false,
+            adverts: vec![None; n],
+            advert_generation: 0,
             _probe_word: probe_word,
         })
     }
@@ -858,6 +915,8 @@ impl ShmTransport {
 
     /// Delivers every ready cell from `peer`.
     fn poll_ring(&mut self, peer: u32, sink: &mut dyn FrameSink) -> Polled {
+        // Before any cell of the peer's is released (see `publish_advert`).
+        self.withdraw_advert(peer);
         let ring = self.inb[peer as usize].ring;
         let cap = self.layout.cell_capacity();
         let world = self.world[peer as usize];
@@ -911,6 +970,12 @@ impl ShmTransport {
                         );
                     }
                     if !h.carries_payload() {
+                        if h.kind == FrameKind::Claimed && !self.take_claim(peer, h.rreq) {
+                            return Polled::Malformed(format!(
+                                "claim of receive {:#x}, which was not advertised to it",
+                                h.rreq
+                            ));
+                        }
                         if let Err(e) = sink.on_frame(world, &h, Payload::Empty) {
                             return Polled::Malformed(e);
                         }
@@ -1148,6 +1213,7 @@ impl ShmTransport {
 
     /// Consumes the frame [`ShmTransport::peek_control`] returned.
     pub fn consume_control(&mut self, peer: u32) {
+        self.withdraw_advert(peer);
         let ring = self.layout.ring(peer, self.me);
         let (pos, slot) = (self.inb[peer as usize].pos, self.inb[peer as usize].slot);
         self.release(peer, ring, pos, slot);
@@ -1162,6 +1228,179 @@ impl ShmTransport {
             let head = self.map.u64_at(ring).load(Ordering::Acquire);
             self.out[peer as usize].pos - head < u64::from(self.layout.cells)
         }
+    }
+}
+
+/// Advertised receives: a sender on this host that finds its message's
+/// receive already posted writes the message straight into it, with no
+/// rendezvous and nothing asked of the receiving process (p2p/direct.rs
+/// says when the receiver advertises). The matching rule stays the
+/// receiver's: it advertises only a receive that every message from that
+/// sender not yet matched would meet first, and the sender claims it only
+/// when the receiver has consumed every frame it sent before. Two rules keep
+/// a claim from racing with the receiver's own matching:
+///
+/// * the receiver withdraws its advertisement (one compare-and-swap on the
+///   state word) before it releases any cell of the sender's ring, so a
+///   sender that sees its ring emptied sees the withdrawal too (the
+///   release store of the ring head orders them);
+/// * withdrawal and claim are compare-and-swaps of the same word from the
+///   same generation: exactly one succeeds.
+impl ShmTransport {
+    fn advert_word(&self, receiver: u32, sender: u32, field: usize) -> &AtomicU64 {
+        self.map
+            .u64_at(self.layout.advert(receiver, sender) + field)
+    }
+
+    /// Advertises posted receive `ad` to local rank `peer`; false if one is
+    /// out already (or claimed), the peer is gone, or the peer could not
+    /// write into this process (single copy refused here).
+    pub fn publish_advert(&mut self, peer: u32, ad: &Advert) -> bool {
+        if peer == self.me
+            || !self.cma
+            || self.lost[peer as usize].is_some()
+            || self.adverts[peer as usize].is_some()
+        {
+            return false;
+        }
+        self.advert_generation += 1;
+        let generation = self.advert_generation;
+        // Pairs with the fence in `claim_advert`: a sender that reads any of
+        // the new fields sees the earlier withdrawal and cannot claim the
+        // old generation.
+        fence(Ordering::Release);
+        let me = self.me;
+        let tag = match ad.tag {
+            Some(t) => u64::from(t as u32),
+            None => 1 << 32,
+        };
+        self.advert_word(me, peer, A_ENVELOPE).store(
+            u64::from(ad.context) | u64::from(ad.src) << 32,
+            Ordering::Relaxed,
+        );
+        self.advert_word(me, peer, A_TAG)
+            .store(tag, Ordering::Relaxed);
+        self.advert_word(me, peer, A_RREQ)
+            .store(ad.rreq, Ordering::Relaxed);
+        self.advert_word(me, peer, A_ADDR)
+            .store(ad.addr, Ordering::Relaxed);
+        self.advert_word(me, peer, A_CAP)
+            .store(ad.cap, Ordering::Relaxed);
+        self.advert_word(me, peer, A_STATE)
+            .store(generation << 2 | ADVERT_OPEN, Ordering::Release);
+        self.adverts[peer as usize] = Some(Published {
+            generation,
+            rreq: ad.rreq,
+            claimed: false,
+        });
+        true
+    }
+
+    /// Takes back the advertisement to local rank `peer`, unless it was
+    /// claimed: returns the claimed receive then (its CLAIMED frame is on
+    /// the way), else `None`.
+    pub fn withdraw_advert(&mut self, peer: u32) -> Option<u64> {
+        let p = self.adverts[peer as usize]?;
+        if p.claimed {
+            return Some(p.rreq);
+        }
+        let open = p.generation << 2 | ADVERT_OPEN;
+        let withdrawn = self
+            .advert_word(self.me, peer, A_STATE)
+            .compare_exchange(
+                open,
+                p.generation << 2 | ADVERT_NONE,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok();
+        if withdrawn {
+            self.adverts[peer as usize] = None;
+            None
+        } else {
+            // Only the sender changes an open advertisement: it claimed it.
+            self.adverts[peer as usize] = Some(Published { claimed: true, ..p });
+            Some(p.rreq)
+        }
+    }
+
+    /// A CLAIMED frame from local rank `peer` for receive `rreq`: whether
+    /// that receive was advertised to it and claimed; clears the slot.
+    pub fn take_claim(&mut self, peer: u32, rreq: u64) -> bool {
+        let Some(p) = self.adverts[peer as usize] else {
+            return false;
+        };
+        let claimed = p.generation << 2 | ADVERT_CLAIMED;
+        let word = self.advert_word(self.me, peer, A_STATE);
+        if p.rreq != rreq || word.load(Ordering::Acquire) != claimed {
+            return false;
+        }
+        word.store(p.generation << 2 | ADVERT_NONE, Ordering::Relaxed);
+        self.adverts[peer as usize] = None;
+        true
+    }
+
+    /// Claims the receive local rank `peer` advertised to this rank if a
+    /// message with this envelope and length meets it, every frame sent
+    /// to `peer` before has been consumed, and this rank may write into
+    /// `peer`: returns the receive and its buffer's address. The caller
+    /// must then write the message there (or send it) and send CLAIMED.
+    pub fn claim_advert(
+        &mut self,
+        peer: u32,
+        context: u32,
+        src: u32,
+        tag: i32,
+        len: u64,
+    ) -> Option<(u64, u64)> {
+        if peer == self.me
+            || !self.cma
+            || self.lost[peer as usize].is_some()
+            || !self.out[peer as usize].queue.is_empty()
+        {
+            return None;
+        }
+        let state = self
+            .advert_word(peer, self.me, A_STATE)
+            .load(Ordering::Acquire);
+        if state & 3 != ADVERT_OPEN {
+            return None;
+        }
+        let o = &self.out[peer as usize];
+        if self.map.u64_at(o.ring).load(Ordering::Acquire) != o.pos {
+            return None;
+        }
+        let envelope = self
+            .advert_word(peer, self.me, A_ENVELOPE)
+            .load(Ordering::Relaxed);
+        let want_tag = self
+            .advert_word(peer, self.me, A_TAG)
+            .load(Ordering::Relaxed);
+        let rreq = self
+            .advert_word(peer, self.me, A_RREQ)
+            .load(Ordering::Relaxed);
+        let addr = self
+            .advert_word(peer, self.me, A_ADDR)
+            .load(Ordering::Relaxed);
+        let cap = self
+            .advert_word(peer, self.me, A_CAP)
+            .load(Ordering::Relaxed);
+        // Pairs with the fence in `publish_advert`: fields read from a newer
+        // advertisement make the claim below fail.
+        fence(Ordering::Acquire);
+        let tag_ok = want_tag & 1 << 32 != 0 || want_tag as u32 == tag as u32;
+        if envelope != u64::from(context) | u64::from(src) << 32 || !tag_ok || len > cap {
+            return None;
+        }
+        self.advert_word(peer, self.me, A_STATE)
+            .compare_exchange(
+                state,
+                (state & !3) | ADVERT_CLAIMED,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .ok()?;
+        Some((rreq, addr))
     }
 }
 
@@ -1492,6 +1731,61 @@ mod tests {
                 .unwrap();
         }
         assert!(!a.can_send_now(1));
+    }
+
+    #[test]
+    fn advertised_receives_are_claimed_once_and_only_over_a_drained_ring() {
+        let (mut a, mut b) = pair(4, 256);
+        if !a.single_copy() {
+            eprintln!("single copy is not permitted here; nothing to advertise");
+            assert!(!b.publish_advert(0, &advert(1)));
+            return;
+        }
+        let mut rb = Recorder::default();
+        // b (receiver) advertises to a (sender); a frame of a's still in the
+        // ring keeps a from claiming.
+        a.send(1, &eager(4, 3), b"xyz".as_ptr(), 3, None).unwrap();
+        assert!(b.publish_advert(0, &advert(1)));
+        assert!(!b.publish_advert(0, &advert(2)), "one at a time");
+        assert_eq!(a.claim_advert(1, 7, 0, 5, 100), None, "ring not drained");
+        // Draining withdraws it before the frame is released.
+        b.progress(&mut rb);
+        assert_eq!(a.claim_advert(1, 7, 0, 5, 100), None, "withdrawn");
+        assert!(b.publish_advert(0, &advert(3)));
+        // Envelope and size must meet the receive.
+        assert_eq!(a.claim_advert(1, 8, 0, 5, 100), None, "other context");
+        assert_eq!(a.claim_advert(1, 7, 1, 5, 100), None, "other source");
+        assert_eq!(a.claim_advert(1, 7, 0, 6, 100), None, "other tag");
+        assert_eq!(a.claim_advert(1, 7, 0, 5, 4097), None, "too long");
+        assert_eq!(a.claim_advert(1, 7, 0, 5, 4096), Some((3, 0x1000)));
+        assert_eq!(a.claim_advert(1, 7, 0, 5, 100), None, "claimed once");
+        // The receiver cannot take it back; its claim checks out once.
+        assert_eq!(b.withdraw_advert(0), Some(3));
+        assert!(!b.take_claim(0, 4), "a claim of another receive");
+        assert!(b.take_claim(0, 3));
+        assert!(!b.take_claim(0, 3), "cleared");
+        assert_eq!(b.withdraw_advert(0), None);
+        // Any tag, and a withdrawal that wins.
+        let any = Advert {
+            tag: None,
+            ..advert(5)
+        };
+        assert!(b.publish_advert(0, &any));
+        assert_eq!(b.withdraw_advert(0), None);
+        assert_eq!(a.claim_advert(1, 7, 0, 99, 100), None);
+        assert!(b.publish_advert(0, &any));
+        assert_eq!(a.claim_advert(1, 7, 0, 99, 100), Some((5, 0x1000)));
+    }
+
+    fn advert(rreq: u64) -> Advert {
+        Advert {
+            context: 7,
+            src: 0,
+            tag: Some(5),
+            rreq,
+            addr: 0x1000,
+            cap: 4096,
+        }
     }
 
     #[test]
