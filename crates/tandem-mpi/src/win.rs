@@ -59,18 +59,21 @@ struct Target {
 struct Shared {
     /// `None` when every member asked for 0 bytes.
     map: Option<SharedMapping>,
-    /// Where each member's segment starts in the file.
-    offsets: Vec<usize>,
+    /// Each member's segment: where it starts in the file, and its size.
+    segments: Vec<(usize, usize)>,
 }
 
 impl Shared {
-    /// This process's address of `rank`'s segment (null without memory).
+    /// This process's address of `rank`'s segment; null for an empty one
+    /// (as MPICH does: a program may test for it).
     fn address(&self, rank: usize) -> *mut c_void {
-        match &self.map {
-            // SAFETY: offsets lie within the mapping (the last one may be
-            // its end, for an empty segment), computed when it was made.
-            Some(m) => unsafe { m.base().add(self.offsets[rank]) }.cast(),
-            None => std::ptr::null_mut(),
+        match (&self.map, self.segments[rank]) {
+            (Some(m), (offset, size)) if size > 0 => {
+                // SAFETY: non-empty segments lie within the mapping, laid
+                // out when it was made.
+                unsafe { m.base().add(offset) }.cast()
+            }
+            _ => std::ptr::null_mut(),
         }
     }
 }
@@ -2078,7 +2081,7 @@ fn share_memory(
         ));
     }
     let noncontig = members.iter().any(|m| m[2] != 0);
-    let mut offsets = Vec::with_capacity(n);
+    let mut segments = Vec::with_capacity(n);
     let mut end: usize = 0;
     for m in &members {
         let start = if noncontig {
@@ -2086,15 +2089,19 @@ fn share_memory(
         } else {
             Some(end)
         };
-        let next = start.and_then(|a| usize::try_from(m[1]).ok().and_then(|b| a.checked_add(b)));
-        let (Some(start), Some(next)) = (start, next) else {
+        let len = usize::try_from(m[1]).ok();
+        let next = start.zip(len).and_then(|(a, b)| a.checked_add(b));
+        let (Some(start), Some(len), Some(next)) = (start, len, next) else {
             return Err(win_fail(ErrorClass::Size, "shared window too large"));
         };
-        offsets.push(start);
+        segments.push((start, len));
         end = next;
     }
     if end == 0 {
-        return Ok(Shared { map: None, offsets });
+        return Ok(Shared {
+            map: None,
+            segments,
+        });
     }
     // The first member makes the file and says where it is; the others map
     // it through /proc. Whoever fails says so in the second exchange, so
@@ -2151,7 +2158,7 @@ fn share_memory(
             format!("MPI_Win_allocate_shared: rank {r} could not map the window's memory"),
         ));
     }
-    Ok(Shared { map, offsets })
+    Ok(Shared { map, segments })
 }
 
 unsafe fn win_allocate_shared(
@@ -2266,7 +2273,7 @@ fn shared_segment(s: &State, win: MPI_Win, rank: c_int) -> Result<(u64, u64, *mu
         Some(sh) => Ok((tg.size, tg.disp_unit, sh.address(t))),
         None => {
             let me = s.rt.comm(w.comm).map_err(engine_fail)?.rank as usize;
-            if t == me && w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
+            if t == me && w.flavor != MPI_WIN_FLAVOR_DYNAMIC && tg.size > 0 {
                 Ok((tg.size, tg.disp_unit, w.base as *mut c_void))
             } else {
                 Ok((0, tg.disp_unit, std::ptr::null_mut()))
