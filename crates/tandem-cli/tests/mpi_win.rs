@@ -1,7 +1,7 @@
 //! Shared-memory windows end to end: the self-checking C program
 //! `win_shared.c` built with `tandem cc` and run with `tandem run` on
-//! several job sizes, and over TCP (the window's memory is shared by the
-//! host's ranks whatever the transport).
+//! several job sizes, over TCP (the window's memory is shared by the
+//! host's ranks whatever the transport) and with the progress thread.
 
 mod common;
 
@@ -29,4 +29,7 @@ pass_tests! {
     win_shared_np3: "win_shared", 3;
     win_shared_np5: "win_shared", 5;
     win_shared_np4_tcp: "win_shared", 4, "--set", "transports=tcp";
+    // The helper thread applies the one-sided operations while ranks load
+    // and store.
+    win_shared_np3_thread: "win_shared", 3, "--set", "progress=thread";
 }
