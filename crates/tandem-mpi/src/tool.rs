@@ -469,14 +469,40 @@ fn continuous(i: usize) -> bool {
     pvar_class(i) == MPI_T_PVAR_CLASS_HIGHWATERMARK
 }
 
-/// Counter `i` now, read from the library when it is initialised.
-fn counter_now(t: &mut Tool, i: usize) -> u64 {
-    {
-        let mut owner = Owner::acquire("MPI_T_pvar_read");
-        if let Some(s) = owner.slot().as_ref() {
-            t.last = Some(s.rt.counters());
-        }
+/// The library's counters now; `None` before MPI_Init and after
+/// MPI_Finalize, and inside a callback the library runs (its state is in
+/// use further up this thread's stack). Never called with the interface's
+/// lock held: a thread holding the library may be waiting for that lock
+/// (a callback calling MPI_T) while this one would wait for the library.
+fn read_counters() -> Option<Counters> {
+    if Owner::held_here() {
+        return None;
     }
+    let mut owner = Owner::acquire("MPI_T_pvar_read");
+    owner.slot().as_ref().map(|s| s.rt.counters())
+}
+
+/// As [`tcall`], for calls that read the counters: they are read first,
+/// and the last reading stands where the library cannot be read.
+fn tcall_counting(func: &'static str, body: impl FnOnce(&mut Tool) -> TResult) -> c_int {
+    call_stateless(func, || {
+        let fresh = read_counters();
+        let mut t = lock();
+        if t.inits == 0 {
+            return MPI_T_ERR_NOT_INITIALIZED;
+        }
+        if fresh.is_some() {
+            t.last = fresh;
+        }
+        match body(&mut t) {
+            Ok(()) => MPI_SUCCESS,
+            Err(code) => code,
+        }
+    })
+}
+
+/// Counter `i` as last read (by [`tcall_counting`]).
+fn counter_now(t: &Tool, i: usize) -> u64 {
     t.last.unwrap_or_default().fields()[i].1
 }
 
@@ -599,7 +625,7 @@ pub unsafe extern "C" fn MPI_T_pvar_handle_alloc(
     handle: *mut MPI_T_pvar_handle,
     count: *mut c_int,
 ) -> c_int {
-    tcall("MPI_T_pvar_handle_alloc", |t| {
+    tcall_counting("MPI_T_pvar_handle_alloc", |t| {
         let s = session_of(t, session)?;
         let i = pvar_index(pvar_index_)?;
         nonnull(handle)?;
@@ -719,7 +745,7 @@ pub unsafe extern "C" fn MPI_T_pvar_start(
     session: MPI_T_pvar_session,
     handle: MPI_T_pvar_handle,
 ) -> c_int {
-    tcall("MPI_T_pvar_start", |t| start_stop(t, session, handle, true))
+    tcall_counting("MPI_T_pvar_start", |t| start_stop(t, session, handle, true))
 }
 
 #[no_mangle]
@@ -727,7 +753,7 @@ pub unsafe extern "C" fn MPI_T_pvar_stop(
     session: MPI_T_pvar_session,
     handle: MPI_T_pvar_handle,
 ) -> c_int {
-    tcall("MPI_T_pvar_stop", |t| start_stop(t, session, handle, false))
+    tcall_counting("MPI_T_pvar_stop", |t| start_stop(t, session, handle, false))
 }
 
 /// Sets the handles `h` names to `value` (reset: 0), counting on from now.
@@ -775,7 +801,7 @@ pub unsafe extern "C" fn MPI_T_pvar_read(
     handle: MPI_T_pvar_handle,
     buf: *mut c_void,
 ) -> c_int {
-    tcall("MPI_T_pvar_read", |t| {
+    tcall_counting("MPI_T_pvar_read", |t| {
         read_into(t, session, handle, buf).map(drop)
     })
 }
@@ -786,7 +812,7 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
     handle: MPI_T_pvar_handle,
     buf: *mut c_void,
 ) -> c_int {
-    tcall("MPI_T_pvar_readreset", |t| {
+    tcall_counting("MPI_T_pvar_readreset", |t| {
         let slot = handle_of(t, session, handle)?;
         let pvar = t.pvar_handles[slot].as_ref().expect("checked handle").pvar;
         if continuous(pvar) {
@@ -794,7 +820,7 @@ pub unsafe extern "C" fn MPI_T_pvar_readreset(
         }
         read_into(t, session, handle, buf)?;
         // The reading just taken is the new base: nothing counted between.
-        let now = t.last.unwrap_or_default().fields()[pvar].1;
+        let now = counter_now(t, pvar);
         let p = t.pvar_handles[slot].as_mut().expect("checked handle");
         p.value = 0;
         p.base = now;
@@ -807,7 +833,7 @@ pub unsafe extern "C" fn MPI_T_pvar_reset(
     session: MPI_T_pvar_session,
     handle: MPI_T_pvar_handle,
 ) -> c_int {
-    tcall("MPI_T_pvar_reset", |t| set_value(t, session, handle, 0))
+    tcall_counting("MPI_T_pvar_reset", |t| set_value(t, session, handle, 0))
 }
 
 #[no_mangle]
@@ -816,7 +842,7 @@ pub unsafe extern "C" fn MPI_T_pvar_write(
     handle: MPI_T_pvar_handle,
     buf: *const c_void,
 ) -> c_int {
-    tcall("MPI_T_pvar_write", |t| {
+    tcall_counting("MPI_T_pvar_write", |t| {
         if handle == MPI_T_PVAR_ALL_HANDLES {
             return Err(MPI_T_ERR_INVALID_HANDLE);
         }

@@ -2038,7 +2038,8 @@ fn info_true(s: &State, h: MPI_Info, key: &str) -> Result<bool, Fail> {
         .any(|(k, v)| k == key && v.trim().eq_ignore_ascii_case("true")))
 }
 
-/// Allgathers `mine` (`k` words from every member) on `comm`.
+/// Allgathers `mine` (as many words from every one of the `n` members)
+/// on `comm`.
 fn allgather_words(s: &mut State, comm: CommId, mine: &[u64], n: usize) -> Result<Vec<u64>, Fail> {
     let mut all = vec![0u64; mine.len() * n];
     // SAFETY: both buffers outlive the collective, which completes here.
