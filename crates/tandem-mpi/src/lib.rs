@@ -34,6 +34,7 @@ mod request;
 mod rwapi;
 mod rwheap;
 mod state;
+mod tool;
 mod topo;
 mod win;
 mod xfer;

@@ -45,13 +45,12 @@
 //! waiting for it), which is safe.
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use tandem::p2p::CALLER_KEY_BIT;
-use tandem::shared_mapping::SharedMapping;
+use tandem::shared_mapping::{memfd, SharedMapping};
 
 /// Slots of the region table: at most this many heap blocks live at once
 /// (more fall back to private memory written through the engine).
@@ -155,22 +154,9 @@ pub fn map_peer(info: &HeapInfo) -> Option<Mapping> {
     if len <= DATA_START {
         return None;
     }
-    let path = CString::new(format!("/proc/{}/fd/{}", info.pid, info.fd)).ok()?;
-    // SAFETY: a valid C string; the result is checked.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a fresh descriptor we own.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // The file must be what the peer said: its length.
-    // SAFETY: `stat` is plain integers, for which all zeroes is a value.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid descriptor and out-parameter.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 || st.st_size as u64 != info.len {
-        return None;
-    }
-    Mapping::of_fd(fd.as_raw_fd(), len)
+    SharedMapping::of_process(info.pid, info.fd, len)
+        .ok()
+        .map(Mapping)
 }
 
 /// Why a direct write was not performed.
@@ -287,18 +273,7 @@ impl Heap {
         if len <= DATA_START {
             return None;
         }
-        let name = c"tandem-rwapi";
-        // SAFETY: a valid C string; the result is checked.
-        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: plain syscall on our descriptor.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
-            return None;
-        }
+        let fd = memfd(c"tandem-rwapi", len).ok()?;
         let map = Mapping::of_fd(fd.as_raw_fd(), len)?;
         let mut free = BTreeMap::new();
         free.insert(DATA_START, len - DATA_START);

@@ -188,6 +188,12 @@ impl Owner {
         Owner
     }
 
+    /// Whether the calling thread holds the library (it runs a callback
+    /// from inside it): then the state cannot be reached from here.
+    pub(crate) fn held_here() -> bool {
+        HOLDING.with(|h| h.get())
+    }
+
     /// Whether nobody holds the library right now.
     pub(crate) fn is_free() -> bool {
         GLOBAL.busy.load(Ordering::Relaxed) == FREE

@@ -28,13 +28,14 @@ use tandem::coll::CollCall;
 use tandem::datatype::{Layout, Prim};
 use tandem::ops::PredefOp;
 use tandem::p2p::{OpId, OpState, P2p, Status, Strided};
+use tandem::shared_mapping::{memfd, SharedMapping};
 use tandem::{CommId, Error, ErrorClass};
 
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::datatype::{self, Typed};
 use crate::state::{call, call_with, Fail, Outcome, State};
-use crate::{errhandler, group, ops, request};
+use crate::{errhandler, group, info, ops, request};
 
 /// First handle value of windows.
 const WIN_BASE: usize = 0x30000;
@@ -51,6 +52,30 @@ struct Target {
     base: u64,
     size: u64,
     disp_unit: u64,
+}
+
+/// A shared-memory window's memory: one memory file holding every
+/// member's segment, mapped by every member (at its own address).
+struct Shared {
+    /// `None` when every member asked for 0 bytes.
+    map: Option<SharedMapping>,
+    /// Each member's segment: where it starts in the file, and its size.
+    segments: Vec<(usize, usize)>,
+}
+
+impl Shared {
+    /// This process's address of `rank`'s segment; null for an empty one
+    /// (as MPICH does: a program may test for it).
+    fn address(&self, rank: usize) -> *mut c_void {
+        match (&self.map, self.segments[rank]) {
+            (Some(m), (offset, size)) if size > 0 => {
+                // SAFETY: non-empty segments lie within the mapping, laid
+                // out when it was made.
+                unsafe { m.base().add(offset) }.cast()
+            }
+            _ => std::ptr::null_mut(),
+        }
+    }
 }
 
 /// A read whose data arrives packed and is unpacked once complete.
@@ -85,6 +110,8 @@ pub struct Win {
     flavor: c_int,
     /// Memory from MPI_Win_allocate: (address, layout).
     owned: Option<(usize, AllocLayout)>,
+    /// The memory of a window from MPI_Win_allocate_shared.
+    shared: Option<Shared>,
     targets: Vec<Target>,
     pending: Vec<Pending>,
     unpacks: Vec<Unpack>,
@@ -154,6 +181,23 @@ fn create(
 ) -> Result<MPI_Win, Fail> {
     let cid = args::intra_comm(s, comm)?;
     let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
+    create_on(s, wcomm, comm, base, size, disp_unit, flavor, owned, None)
+}
+
+/// Creates a window over `[base, base + size)` on `wcomm`, the window's
+/// private duplicate of `comm`.
+#[allow(clippy::too_many_arguments)]
+fn create_on(
+    s: &mut State,
+    wcomm: CommId,
+    comm: MPI_Comm,
+    base: *mut u8,
+    size: usize,
+    disp_unit: usize,
+    flavor: c_int,
+    owned: Option<(usize, AllocLayout)>,
+    shared: Option<Shared>,
+) -> Result<MPI_Win, Fail> {
     let c = s.rt.comm(wcomm).map_err(engine_fail)?;
     let (group, n) = (c.group.clone(), c.size() as usize);
     let key = if flavor == MPI_WIN_FLAVOR_DYNAMIC {
@@ -192,6 +236,7 @@ fn create(
         base: base as usize,
         flavor,
         owned,
+        shared,
         targets,
         pending: Vec::new(),
         unpacks: Vec::new(),
@@ -569,6 +614,8 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
                 .expect("validated");
             s.rt.p2p().unexpose(w.key);
             let _ = s.rt.comm_free(w.comm);
+            // A shared window's mapping goes with `w`: after the barrier
+            // no member reads or writes it any more.
             if let Some((mem, layout)) = w.owned {
                 // SAFETY: allocated by MPI_Win_allocate with this layout, and no
                 // longer exposed.
@@ -1952,36 +1999,332 @@ pub unsafe extern "C" fn MPI_Win_get_name(
     })
 }
 
+/// Info key asking for segments that need not be contiguous.
+const NONCONTIG_KEY: &str = "alloc_shared_noncontig";
+/// Where segments of a noncontiguous shared window start: page boundaries,
+/// so that no two members' segments share a page (nor a cache line).
+const NONCONTIG_ALIGN: usize = 4096;
+
+/// What names this process's host for shared memory: its kernel (the boot
+/// id, unique per boot of a machine) and its host name. Processes with the
+/// same key can map each other's memory files.
+fn host_key() -> u64 {
+    let boot = std::fs::read("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let mut host = [0u8; 256];
+    // SAFETY: `host` is valid for its length minus the final NUL kept.
+    let rc = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
+    let name: &[u8] = if rc == 0 {
+        let end = host.iter().position(|&b| b == 0).unwrap_or(host.len());
+        &host[..end]
+    } else {
+        b""
+    };
+    // FNV-1a over both, a separator between.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in boot.iter().chain(&[0u8]).chain(name) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Whether info `h` (or MPI_INFO_NULL) sets `key` to "true".
+fn info_true(s: &State, h: MPI_Info, key: &str) -> Result<bool, Fail> {
+    if h == MPI_INFO_NULL {
+        return Ok(false);
+    }
+    Ok(info::pairs(s, h)?
+        .iter()
+        .any(|(k, v)| k == key && v.trim().eq_ignore_ascii_case("true")))
+}
+
+/// Allgathers `mine` (as many words from every one of the `n` members)
+/// on `comm`.
+fn allgather_words(s: &mut State, comm: CommId, mine: &[u64], n: usize) -> Result<Vec<u64>, Fail> {
+    let mut all = vec![0u64; mine.len() * n];
+    // SAFETY: both buffers outlive the collective, which completes here.
+    unsafe {
+        s.rt.coll(
+            comm,
+            CollCall::Allgather {
+                send: Some(mine.as_ptr().cast()),
+                recv: all.as_mut_ptr().cast(),
+                len: 8 * mine.len(),
+            },
+        )
+    }
+    .map_err(engine_fail)?;
+    Ok(all)
+}
+
+/// Makes the memory of a shared window on `wcomm` (collective): checks that
+/// every member is on this host, lays the segments out (contiguous unless
+/// some member asked for `noncontig`), has the first member make one memory
+/// file for them all and every member map it. All members return the same
+/// outcome.
+fn share_memory(
+    s: &mut State,
+    wcomm: CommId,
+    size: usize,
+    noncontig: bool,
+) -> Result<Shared, Fail> {
+    let c = s.rt.comm(wcomm).map_err(engine_fail)?;
+    let (me, n) = (c.rank as usize, c.size() as usize);
+    let all = allgather_words(s, wcomm, &[host_key(), size as u64, noncontig as u64], n)?;
+    let members: Vec<&[u64]> = all.chunks_exact(3).collect();
+    if let Some(r) = members.iter().position(|m| m[0] != members[0][0]) {
+        return Err(win_fail(
+            ErrorClass::RmaShared,
+            format!(
+                "MPI_Win_allocate_shared: ranks 0 and {r} of the communicator are on different \
+                 hosts (use MPI_Comm_split_type with MPI_COMM_TYPE_SHARED)"
+            ),
+        ));
+    }
+    let noncontig = members.iter().any(|m| m[2] != 0);
+    let mut segments = Vec::with_capacity(n);
+    let mut end: usize = 0;
+    for m in &members {
+        let start = if noncontig {
+            end.checked_next_multiple_of(NONCONTIG_ALIGN)
+        } else {
+            Some(end)
+        };
+        let len = usize::try_from(m[1]).ok();
+        let next = start.zip(len).and_then(|(a, b)| a.checked_add(b));
+        let (Some(start), Some(len), Some(next)) = (start, len, next) else {
+            return Err(win_fail(ErrorClass::Size, "shared window too large"));
+        };
+        segments.push((start, len));
+        end = next;
+    }
+    if end == 0 {
+        return Ok(Shared {
+            map: None,
+            segments,
+        });
+    }
+    // The first member makes the file and says where it is; the others map
+    // it through /proc. Whoever fails says so in the second exchange, so
+    // that every member fails alike.
+    let mut error: Option<String> = None;
+    let mut map: Option<SharedMapping> = None;
+    let mut file = None;
+    if me == 0 {
+        match memfd(c"tandem-win-shared", end).and_then(|f| {
+            let m = SharedMapping::new(std::os::fd::AsRawFd::as_raw_fd(&f), end)?;
+            Ok((f, m))
+        }) {
+            Ok((f, m)) => {
+                file = Some(f);
+                map = Some(m);
+            }
+            Err(e) => error = Some(format!("cannot make a memory file of {end} bytes: {e}")),
+        }
+    }
+    let place = [
+        u64::from(std::process::id()),
+        file.as_ref()
+            .map_or(u64::MAX, |f| std::os::fd::AsRawFd::as_raw_fd(f) as u64),
+    ];
+    let places = allgather_words(s, wcomm, &place, n)?;
+    if me != 0 {
+        let (pid, fd) = (places[0], places[1]);
+        if fd == u64::MAX {
+            error = Some("rank 0 could not make the memory".into());
+        } else {
+            match SharedMapping::of_process(pid as u32, fd as i32, end) {
+                Ok(m) => map = Some(m),
+                Err(e) => {
+                    error = Some(format!(
+                        "cannot map rank 0's memory file (/proc/{pid}/fd/{fd}): {e}"
+                    ))
+                }
+            }
+        }
+    }
+    let oks = allgather_words(s, wcomm, &[u64::from(error.is_none())], n)?;
+    // Every member has mapped the file (or failed): its descriptor can go,
+    // the mappings keep the memory.
+    drop(file);
+    if let Some(e) = error {
+        return Err(win_fail(
+            ErrorClass::RmaShared,
+            format!("MPI_Win_allocate_shared: {e}"),
+        ));
+    }
+    if let Some(r) = oks.iter().position(|&ok| ok == 0) {
+        return Err(win_fail(
+            ErrorClass::RmaShared,
+            format!("MPI_Win_allocate_shared: rank {r} could not map the window's memory"),
+        ));
+    }
+    Ok(Shared { map, segments })
+}
+
+unsafe fn win_allocate_shared(
+    func: &'static str,
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    info_: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    call(func, |s| {
+        args::out_ptr(comm, win, "win")?;
+        args::out_ptr(comm, baseptr, "baseptr")?;
+        check_size_disp(size, disp_unit)?;
+        info::check_optional(s, info_)?;
+        let noncontig = info_true(s, info_, NONCONTIG_KEY)?;
+        let cid = args::intra_comm(s, comm)?;
+        let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
+        let shared = match share_memory(s, wcomm, size as usize, noncontig) {
+            Ok(m) => m,
+            Err(f) => {
+                let _ = s.rt.comm_free(wcomm);
+                return Err(f);
+            }
+        };
+        let me = s.rt.comm(wcomm).map_err(engine_fail)?.rank as usize;
+        let base = shared.address(me);
+        let h = create_on(
+            s,
+            wcomm,
+            comm,
+            base.cast(),
+            size as usize,
+            disp_unit as usize,
+            MPI_WIN_FLAVOR_SHARED,
+            None,
+            Some(shared),
+        )?;
+        // SAFETY: checked non-null; baseptr points to a `void *` (MPI).
+        unsafe {
+            put(baseptr.cast::<*mut c_void>(), base);
+            put(win, h);
+        }
+        Ok(())
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_allocate_shared(
-    _size: MPI_Aint,
-    _disp_unit: c_int,
-    _info: MPI_Info,
+    size: MPI_Aint,
+    disp_unit: c_int,
+    info: MPI_Info,
     comm: MPI_Comm,
-    _baseptr: *mut c_void,
-    _win: *mut MPI_Win,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
 ) -> c_int {
-    call("MPI_Win_allocate_shared", |_| {
-        Err(Fail::new(
+    // SAFETY: forwarded.
+    unsafe {
+        win_allocate_shared(
+            "MPI_Win_allocate_shared",
+            size,
+            disp_unit as MPI_Aint,
+            info,
             comm,
-            ErrorClass::RmaFlavor,
-            "shared-memory windows (MPI_Win_allocate_shared) are not supported yet",
-        ))
-    })
+            baseptr,
+            win,
+        )
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
+    size: MPI_Aint,
+    disp_unit: MPI_Aint,
+    info: MPI_Info,
+    comm: MPI_Comm,
+    baseptr: *mut c_void,
+    win: *mut MPI_Win,
+) -> c_int {
+    // SAFETY: forwarded.
+    unsafe {
+        win_allocate_shared(
+            "MPI_Win_allocate_shared_c",
+            size,
+            disp_unit,
+            info,
+            comm,
+            baseptr,
+            win,
+        )
+    }
+}
+
+/// `rank`'s segment as this process reaches it: (size, displacement unit,
+/// address). MPI_PROC_NULL: the first member's with a non-zero size.
+/// Windows of other flavors share no memory (MPI-4.1 allows the query on
+/// them): only this process's own segment is reachable, the others are
+/// reported empty at NULL.
+fn shared_segment(s: &State, win: MPI_Win, rank: c_int) -> Result<(u64, u64, *mut c_void), Fail> {
+    let w = get(s, win)?;
+    let t = if rank == MPI_PROC_NULL {
+        w.targets.iter().position(|t| t.size > 0).unwrap_or(0)
+    } else {
+        match target_rank(w, rank)? {
+            Some(t) => t as usize,
+            None => unreachable!("MPI_PROC_NULL handled above"),
+        }
+    };
+    let tg = w.targets[t];
+    match &w.shared {
+        Some(sh) => Ok((tg.size, tg.disp_unit, sh.address(t))),
+        None => {
+            let me = s.rt.comm(w.comm).map_err(engine_fail)?.rank as usize;
+            if t == me && w.flavor != MPI_WIN_FLAVOR_DYNAMIC && tg.size > 0 {
+                Ok((tg.size, tg.disp_unit, w.base as *mut c_void))
+            } else {
+                Ok((0, tg.disp_unit, std::ptr::null_mut()))
+            }
+        }
+    }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_shared_query(
     win: MPI_Win,
-    _rank: c_int,
-    _size: *mut MPI_Aint,
-    _disp_unit: *mut c_int,
-    _baseptr: *mut c_void,
+    rank: c_int,
+    size: *mut MPI_Aint,
+    disp_unit: *mut c_int,
+    baseptr: *mut c_void,
 ) -> c_int {
-    win_call("MPI_Win_shared_query", win, |_| {
-        Err(win_fail(
-            ErrorClass::RmaFlavor,
-            "MPI_Win_shared_query needs a shared-memory window, which Tandem does not make yet",
-        ))
+    win_call("MPI_Win_shared_query", win, |s| {
+        args::out_ptr(MPI_COMM_WORLD, size, "size")?;
+        args::out_ptr(MPI_COMM_WORLD, disp_unit, "disp_unit")?;
+        args::out_ptr(MPI_COMM_WORLD, baseptr, "baseptr")?;
+        let (n, unit, base) = shared_segment(s, win, rank)?;
+        // SAFETY: checked non-null; baseptr points to a `void *` (MPI).
+        unsafe {
+            put(size, n as MPI_Aint);
+            put(disp_unit, unit as c_int);
+            put(baseptr.cast::<*mut c_void>(), base);
+        }
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Win_shared_query_c(
+    win: MPI_Win,
+    rank: c_int,
+    size: *mut MPI_Aint,
+    disp_unit: *mut MPI_Aint,
+    baseptr: *mut c_void,
+) -> c_int {
+    win_call("MPI_Win_shared_query_c", win, |s| {
+        args::out_ptr(MPI_COMM_WORLD, size, "size")?;
+        args::out_ptr(MPI_COMM_WORLD, disp_unit, "disp_unit")?;
+        args::out_ptr(MPI_COMM_WORLD, baseptr, "baseptr")?;
+        let (n, unit, base) = shared_segment(s, win, rank)?;
+        // SAFETY: checked non-null; baseptr points to a `void *` (MPI).
+        unsafe {
+            put(size, n as MPI_Aint);
+            put(disp_unit, unit as MPI_Aint);
+            put(baseptr.cast::<*mut c_void>(), base);
+        }
+        Ok(())
     })
 }

@@ -39,6 +39,8 @@ pub enum ErrorClass {
     RmaAttach = 46,
     RmaConflict = 47,
     RmaRange = 48,
+    /// Memory cannot be shared between the processes (MPI_ERR_RMA_SHARED).
+    RmaShared = 49,
     RmaSync = 50,
     Size = 52,
     Unsupported = 55,

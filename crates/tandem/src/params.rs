@@ -284,6 +284,43 @@ pub fn lookup(name: &str) -> Option<&'static Param> {
     REGISTRY.iter().find(|p| p.name == lower)
 }
 
+/// Groups of parameters, by name prefix: (group, description). The MPI tool
+/// interface (MPI_T) shows each as a category.
+pub static GROUPS: &[(&str, &str)] = &[
+    (
+        "messages",
+        "point-to-point protocol, transports and connections",
+    ),
+    ("progress", "who drives communication, and how ranks wait"),
+    ("shm", "the shared-memory transport"),
+    ("tcp", "the TCP transport"),
+    ("coll", "collective algorithm selection"),
+    ("rwapi", "the Remote-Write API"),
+    ("stats", "progress-engine counters"),
+];
+
+impl Param {
+    /// The group (see [`GROUPS`]) the parameter belongs to.
+    pub fn group(&self) -> &'static str {
+        let n = self.name;
+        if n.starts_with("progress") || ["bind", "spin_us", "yield_us"].contains(&n) {
+            "progress"
+        } else if n.starts_with("shm_") {
+            "shm"
+        } else if n.starts_with("tcp_") {
+            "tcp"
+        } else if n.starts_with("coll_") {
+            "coll"
+        } else if n.starts_with("rwapi_") {
+            "rwapi"
+        } else if n.starts_with("stats") {
+            "stats"
+        } else {
+            "messages"
+        }
+    }
+}
+
 /// The environment variable that carries `name`.
 pub fn env_name(name: &str) -> String {
     format!("{ENV_PREFIX}{}", name.to_ascii_uppercase())
@@ -554,6 +591,19 @@ mod tests {
         assert!(p.parse("12q").is_err());
         assert!(p.parse("-1").is_err());
         assert_eq!(p.parse("4MiB").unwrap(), Value::UInt(4 << 20));
+    }
+
+    #[test]
+    fn every_group_has_parameters_and_every_parameter_a_group() {
+        for (g, _) in GROUPS {
+            assert!(
+                REGISTRY.iter().any(|p| p.group() == *g),
+                "group {g} is empty"
+            );
+        }
+        for p in REGISTRY {
+            assert!(GROUPS.iter().any(|(g, _)| *g == p.group()), "{}", p.name);
+        }
     }
 
     #[test]

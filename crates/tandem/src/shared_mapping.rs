@@ -1,9 +1,33 @@
 //! A read-write shared mapping of a file (a memfd), unmapped when dropped.
 //! Not a layer of its own: a system-call wrapper that the shared-memory
-//! transport (its segment) and RWAPI (the heaps peers write into) share.
+//! transport (its segment), RWAPI (the heaps peers write into) and MPI
+//! shared-memory windows share, with the two ways such files are made and
+//! reached: [`memfd`] makes one (nothing is left under /dev/shm, whatever
+//! happens to the process), [`SharedMapping::of_process`] maps one that
+//! another process of this host holds, through `/proc/<pid>/fd/<fd>`.
 
+use std::ffi::{CStr, CString};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// A new memory file of `len` bytes (sparse: it reads as zeroes and takes
+/// memory only where written), closed on exec.
+pub fn memfd(name: &CStr, len: usize) -> io::Result<OwnedFd> {
+    // SAFETY: a valid C string; the result is checked.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len =
+        libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: plain syscall on our descriptor.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
 
 /// `len` bytes of a file mapped `MAP_SHARED`, page-aligned.
 pub struct SharedMapping {
@@ -38,6 +62,42 @@ impl SharedMapping {
             base: p.cast(),
             len,
         })
+    }
+
+    /// Maps file `fd` of process `pid` (of this host), which must be `len`
+    /// bytes long, through `/proc/<pid>/fd/<fd>`. The kernel allows this
+    /// to a process that may inspect `pid` (same user, not made
+    /// undumpable); the descriptor opened here is closed again at once,
+    /// the mapping keeps the file alive.
+    pub fn of_process(pid: u32, fd: RawFd, len: usize) -> io::Result<SharedMapping> {
+        let path = CString::new(format!("/proc/{pid}/fd/{fd}"))
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: a valid C string; the result is checked.
+        let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor we own.
+        let file = unsafe { OwnedFd::from_raw_fd(raw) };
+        // The file must be what its owner said: its length (a descriptor
+        // number reused for another file would not be).
+        // SAFETY: `stat` is plain integers, for which all zeroes is a value.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid descriptor and out-parameter.
+        if unsafe { libc::fstat(file.as_raw_fd(), &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if u64::try_from(st.st_size).ok() != Some(len as u64) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} is {} bytes long, not {len}",
+                    path.to_string_lossy(),
+                    st.st_size
+                ),
+            ));
+        }
+        SharedMapping::new(file.as_raw_fd(), len)
     }
 
     /// The first byte (page-aligned).

@@ -89,6 +89,40 @@ impl Counters {
         ]
     }
 
+    /// What counter `name` counts (for the MPI tool interface); `None`
+    /// for a name that is not a counter.
+    pub fn describe(name: &str) -> Option<&'static str> {
+        Some(match name {
+            "progress_calls" => "calls into the progress engine",
+            "recv_ready" => "readiness events of sockets with data to read",
+            "send_ready" => "readiness events of sockets that could take data",
+            "send_ready_idle" => "send-ready events that found nothing to send",
+            "recv_handling_ns" => {
+                "nanoseconds spent handling receive readiness (timed only with stats=1)"
+            }
+            "send_handling_ns" => {
+                "nanoseconds spent handling send readiness (timed only with stats=1)"
+            }
+            "eager_msgs" => "messages sent eagerly",
+            "eager_bytes" => "bytes of messages sent eagerly",
+            "rendezvous_msgs" => "messages sent by rendezvous",
+            "rendezvous_bytes" => "bytes of messages sent by rendezvous",
+            "unexpected_msgs" => "messages that arrived before their receive was posted",
+            "max_unexpected_queue" => "the longest the unexpected queue of any context grew",
+            "blocks" => "times the rank blocked in the kernel waiting for a peer",
+            "blocked_ns" => "nanoseconds spent blocked (timed only with stats=1)",
+            "helper_wakeups" => "times the progress helper thread woke up",
+            "signals_sent" => "signals the helper thread sent the application thread",
+            "signals_handled" => "signals whose handler ran with the communication state",
+            "signal_rndv_answered" => "rendezvous starts the signal handler answered",
+            "signals_ignored" => "rendezvous starts and signals left to the next MPI call",
+            "direct_writes" => "rendezvous messages written straight into the receiver's buffer",
+            "rwapi_direct" => "RWAPI writes copied straight into a peer's mapped heap",
+            "rwapi_engine" => "RWAPI writes sent through the engine",
+            _ => return None,
+        })
+    }
+
     fn field_mut(&mut self, name: &str) -> Option<&mut u64> {
         Some(match name {
             "progress_calls" => &mut self.progress_calls,
@@ -227,6 +261,12 @@ mod tests {
         assert_eq!(m.max_unexpected_queue, 5);
         assert!(Counters::decode("eager_msgs=x").is_none());
         assert!(table(&[(0, a), (1, b)]).contains("eager_msgs"));
+        for (name, _) in a.fields() {
+            assert!(
+                Counters::describe(name).is_some(),
+                "{name} has no description"
+            );
+        }
         assert!(a
             .to_json(2)
             .starts_with("{\"type\":\"counters\",\"rank\":2,"));
