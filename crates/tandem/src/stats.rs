@@ -117,6 +117,9 @@ impl Counters {
             "signal_rndv_answered" => "rendezvous starts the signal handler answered",
             "signals_ignored" => "rendezvous starts and signals left to the next MPI call",
             "direct_writes" => "rendezvous messages written straight into the receiver's buffer",
+            "prematched_writes" => {
+                "of those, messages written into a receive advertised before they left"
+            }
             "rwapi_direct" => "RWAPI writes copied straight into a peer's mapped heap",
             "rwapi_engine" => "RWAPI writes sent through the engine",
             _ => return None,
