@@ -193,6 +193,7 @@ pub fn run_pending() {
 pub enum Kind {
     Comm,
     Win,
+    File,
 }
 
 /// An error handler the application created.

@@ -37,6 +37,8 @@ pub struct State {
     pub rwapi: Option<crate::rwapi::RwState>,
     /// One-sided windows, by handle index.
     pub wins: Vec<Option<crate::win::Win>>,
+    /// Open files and the error handler of `MPI_FILE_NULL`.
+    pub files: crate::file::Files,
 }
 
 impl State {
@@ -55,6 +57,7 @@ impl State {
             ext: Default::default(),
             rwapi: None,
             wins: Vec::new(),
+            files: Default::default(),
         }
     }
 
