@@ -29,4 +29,12 @@ pass_tests! {
     file_io_np1: "file_io", 1;
     file_io_np3: "file_io", 3;
     file_io_np4_tcp: "file_io", 4, "--set", "transports=tcp";
+    file_view_np1: "file_view", 1;
+    file_view_np2: "file_view", 2;
+    file_view_np4: "file_view", 4;
+    file_view_np3_tcp: "file_view", 3, "--set", "transports=tcp";
+    file_shared_np1: "file_shared", 1;
+    file_shared_np3: "file_shared", 3;
+    file_shared_np5: "file_shared", 5;
+    file_shared_np4_tcp: "file_shared", 4, "--set", "transports=tcp";
 }

@@ -51,7 +51,7 @@ enum Mode {
     Independent,
     /// A blocking collective.
     Collective,
-    /// Non-blocking, or the begin of a split collective: no barrier.
+    /// Non-blocking, or the begin of a split collective (whose end has the barrier).
     Deferred,
 }
 
@@ -365,9 +365,11 @@ unsafe fn begin(
     })
 }
 
-/// The end of a split collective.
+/// The end of a split collective: a barrier, as the blocking forms end.
 unsafe fn end(func: &'static str, fh: MPI_File, status: *mut MPI_Status) -> c_int {
     file_call(func, fh, |s| {
+        let comm = s.files.get(fh)?.comm;
+        barrier(s, comm)?;
         let st = s.files.get_mut(fh)?.split.take().ok_or_else(|| {
             file_fail(ErrorClass::Io, "no split collective was begun on this file")
         })?;
