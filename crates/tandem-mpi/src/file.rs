@@ -875,6 +875,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
         let f = s.files.get(fh)?;
         let comm = f.comm;
         let sequential = f.amode & MPI_MODE_SEQUENTIAL != 0;
+        let read_only = f.amode & MPI_MODE_RDONLY != 0;
         let current_disp = if disp == MPI_DISPLACEMENT_CURRENT && sequential {
             // The shared file pointer's byte in the file, read before the
             // agreement (nobody moves it during a collective call).
@@ -919,7 +920,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
             };
             let el = datatype::layout(MPI_COMM_WORLD, etype)?;
             let fl = datatype::layout(MPI_COMM_WORLD, filetype)?;
-            let view = View::new(disp, &el, &fl).map_err(|m| file_fail(ErrorClass::Type, m))?;
+            let view = View::new(disp, &el, &fl, read_only).map_err(|(c, m)| file_fail(c, m))?;
             Ok((view, rep, hints))
         })();
         let (view, rep, hints) = agree(s, comm, local)?;

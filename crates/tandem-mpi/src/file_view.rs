@@ -9,6 +9,28 @@
 use std::sync::Arc;
 
 use tandem::datatype::Layout;
+use tandem::ErrorClass;
+
+/// Checks that a view's type has its blocks at non-negative, increasing
+/// displacements, not overlapping unless `overlap_ok`.
+fn monotonic(t: &Layout, overlap_ok: bool) -> Result<(), &'static str> {
+    let mut prev: Option<(isize, isize)> = None;
+    for b in &t.blocks {
+        if b.off < 0 {
+            return Err("a block at a negative displacement");
+        }
+        if let Some((start, end)) = prev {
+            if b.off < start {
+                return Err("blocks at decreasing displacements");
+            }
+            if b.off < end && !overlap_ok {
+                return Err("overlapping blocks");
+            }
+        }
+        prev = Some((b.off, b.off + b.len as isize));
+    }
+    Ok(())
+}
 
 /// A view, as the data access functions use it.
 #[derive(Clone)]
@@ -26,28 +48,38 @@ pub struct View {
 }
 
 impl View {
-    /// A view over `etype` and `filetype` from `disp`; an error message if
-    /// the filetype cannot tile a file (no data, a block before its start or
-    /// not made of whole elementary types).
-    pub fn new(disp: u64, etype: &Layout, filetype: &Arc<Layout>) -> Result<View, String> {
+    /// A view over `etype` and `filetype` from `disp`; the error class and
+    /// a message if they cannot make one: no data, not whole elementary
+    /// types (`MPI_ERR_TYPE`), or, as ROMIO has it, blocks at negative or
+    /// decreasing displacements or overlapping (`MPI_ERR_IO`; overlaps are
+    /// allowed in a file opened read-only).
+    pub fn new(
+        disp: u64,
+        etype: &Layout,
+        filetype: &Arc<Layout>,
+        read_only: bool,
+    ) -> Result<View, (ErrorClass, String)> {
+        let type_err = |m: String| Err((ErrorClass::Type, m));
         if etype.size == 0 {
-            return Err("the elementary datatype holds no data".into());
+            return type_err("the elementary datatype holds no data".into());
         }
         if filetype.size == 0 || filetype.extent <= 0 {
-            return Err("the filetype holds no data or has no positive extent".into());
+            return type_err("the filetype holds no data or has no positive extent".into());
         }
         if !filetype.size.is_multiple_of(etype.size) {
-            return Err(format!(
+            return type_err(format!(
                 "the filetype ({} bytes) is not made of whole elementary types ({} bytes)",
                 filetype.size, etype.size
             ));
+        }
+        for (what, t) in [("elementary datatype", etype), ("filetype", &**filetype)] {
+            monotonic(t, read_only).map_err(|m| (ErrorClass::Io, format!("the {what} has {m}")))?;
         }
         let mut blocks = Vec::with_capacity(filetype.blocks.len());
         let mut before = Vec::with_capacity(filetype.blocks.len() + 1);
         let mut total = 0u64;
         for b in &filetype.blocks {
-            let off = u64::try_from(b.off)
-                .map_err(|_| "the filetype has a block at a negative displacement".to_string())?;
+            let off = b.off as u64;
             before.push(total);
             blocks.push((off, b.len as u64));
             total += b.len as u64;
@@ -171,7 +203,7 @@ mod tests {
 
     #[test]
     fn contiguous_view_is_one_range_from_the_displacement() {
-        let v = View::new(100, &int(), &Arc::new(int())).unwrap();
+        let v = View::new(100, &int(), &Arc::new(int()), false).unwrap();
         let mut r = Vec::new();
         v.ranges(8, 40, &mut r);
         assert_eq!(r, vec![(108, 40)]);
@@ -187,7 +219,7 @@ mod tests {
         // placed by an hindexed-like offset via the displacement.
         let block = Layout::contiguous(2, &int()).unwrap();
         let ft = Arc::new(Layout::resized(&block, 0, 24));
-        let v = View::new(8, &int(), &ft).unwrap();
+        let v = View::new(8, &int(), &ft, false).unwrap();
         let mut r = Vec::new();
         v.ranges(0, 20, &mut r);
         assert_eq!(r, vec![(8, 8), (32, 8), (56, 4)]);
@@ -207,7 +239,7 @@ mod tests {
     fn vector_filetype_blocks_merge_across_tiles_when_adjacent() {
         let ft = Arc::new(Layout::vector(2, 1, 2, &int()).unwrap());
         // Blocks at 0 and 8, extent 12: the second tile starts at 12.
-        let v = View::new(0, &int(), &ft).unwrap();
+        let v = View::new(0, &int(), &ft, false).unwrap();
         let mut r = Vec::new();
         v.ranges(0, 16, &mut r);
         assert_eq!(r, vec![(0, 4), (8, 8), (20, 4)]);
@@ -217,8 +249,23 @@ mod tests {
     fn bad_filetypes_are_refused() {
         let ch = Layout::prim(Prim::I8);
         let three = Arc::new(Layout::contiguous(3, &ch).unwrap());
-        assert!(View::new(0, &int(), &three).is_err());
+        assert_eq!(
+            View::new(0, &int(), &three, false).err().unwrap().0,
+            ErrorClass::Type
+        );
         let neg = Arc::new(Layout::hvector(2, 1, -8, &int()).unwrap());
-        assert!(View::new(0, &int(), &neg).is_err());
+        assert_eq!(
+            View::new(0, &int(), &neg, false).err().unwrap().0,
+            ErrorClass::Io
+        );
+        // Blocks of 3 ints at 0 and 1 int at 1: overlapping, fine read-only.
+        let overlap = Arc::new(Layout::indexed(&[3, 1], &[0, 1], &int()).unwrap());
+        assert_eq!(
+            View::new(0, &int(), &overlap, false).err().unwrap().0,
+            ErrorClass::Io
+        );
+        assert!(View::new(0, &int(), &overlap, true).is_ok());
+        let decreasing = Arc::new(Layout::indexed(&[1, 1], &[3, 0], &int()).unwrap());
+        assert!(View::new(0, &int(), &decreasing, true).is_err());
     }
 }
