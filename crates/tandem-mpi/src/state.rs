@@ -383,8 +383,11 @@ pub fn call_with(
         code
     }));
     // Outside the library now: a user's error handler may make MPI calls.
-    errhandler::run_pending();
+    let handled = errhandler::run_pending();
     match result {
+        // A failed call returns what its handler left in the code; the
+        // `call_errhandler` functions succeed whatever their handler does.
+        Ok(code) if code != MPI_SUCCESS => handled.unwrap_or(code),
         Ok(code) => code,
         Err(p) => {
             eprintln!("tandem: internal error in {func}: {}", panic_message(&*p));
