@@ -315,12 +315,42 @@ static void check_data(void)
     free(in);
 }
 
+/* Atomic mode: every rank writes a 256 KiB region of its own byte over the
+ * same bytes, then reads the region back, over and over: a read sees one
+ * write whole, never bytes of two. */
+static void check_atomic(void)
+{
+    enum { LEN = 256 * 1024, ROUNDS = 8 };
+    int rank = tc_rank(), size = tc_size(), r, i;
+    char p[512];
+    MPI_File fh;
+    MPI_Status st;
+    unsigned char *w = malloc(LEN), *rd = malloc(LEN);
+    path(p, "atomic");
+    CHECK_MPI(MPI_File_open(MPI_COMM_WORLD, p, MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_DELETE_ON_CLOSE,
+                            MPI_INFO_NULL, &fh));
+    CHECK_MPI(MPI_File_set_atomicity(fh, 1));
+    memset(w, 'A' + rank % 26, LEN);
+    for (r = 0; r < ROUNDS; r++) {
+        CHECK_MPI(MPI_File_write_at(fh, 0, w, LEN, MPI_BYTE, &st));
+        CHECK_MPI(MPI_File_read_at(fh, 0, rd, LEN, MPI_BYTE, &st));
+        for (i = 1; i < LEN; i++)
+            if (rd[i] != rd[0])
+                FAIL("atomic read round %d mixes writes: byte 0 is %c, byte %d is %c", r, rd[0], i, rd[i]);
+        CHECK(rd[0] >= 'A' && rd[0] < 'A' + (size < 26 ? size : 26), "atomic read round %d: byte %c", r, rd[0]);
+    }
+    CHECK_MPI(MPI_File_close(&fh));
+    free(w);
+    free(rd);
+}
+
 int main(int argc, char **argv)
 {
     CHECK_MPI(MPI_Init(&argc, &argv));
     make_dir();
     check_open_errors();
     check_data();
+    check_atomic();
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (tc_rank() == 0)
         CHECK_EQ(0, rmdir(dir), "temporary directory empty and removed");
