@@ -94,6 +94,23 @@ static void check_open_errors(void)
         tc_expect_class(rc, MPI_ERR_NOT_SAME, "different access modes");
     }
 
+    if (size > 1) {
+        /* An open that fails at one rank only (the last one's directory is
+         * missing, as on a node without the shared file system) fails at
+         * every rank, with that rank's class. */
+        char q[512];
+        if (rank == size - 1)
+            path(q, "no-such-dir/f");
+        else
+            path(q, "f");
+        rc = MPI_File_open(MPI_COMM_WORLD, q, MPI_MODE_RDWR | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
+        tc_expect_class(rc, MPI_ERR_NO_SUCH_FILE, "open failing at the last rank only");
+        CHECK(fh == MPI_FILE_NULL, "no file from an open failing elsewhere");
+        CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        if (rank == 0)
+            CHECK_MPI(MPI_File_delete(q, MPI_INFO_NULL));
+    }
+
     /* Create exclusively, then again: MPI_ERR_FILE_EXISTS everywhere. */
     path(p, "excl");
     CHECK_MPI(MPI_File_open(MPI_COMM_WORLD, p, MPI_MODE_WRONLY | MPI_MODE_CREATE | MPI_MODE_EXCL, MPI_INFO_NULL,
