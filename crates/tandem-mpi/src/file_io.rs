@@ -145,17 +145,8 @@ fn read_ranges(fd: &std::fs::File, ranges: &[(u64, u64)], data: &mut [u8]) -> io
     Ok(at)
 }
 
-/// Moves packed data between `data` and the file `ranges`; the bytes moved
-/// (fewer than asked for when a read meets the end of the file).
-fn transfer(
-    fd: &std::fs::File,
-    write: bool,
-    ranges: &[(u64, u64)],
-    data: &mut [u8],
-) -> io::Result<usize> {
-    if !write {
-        return read_ranges(fd, ranges, data);
-    }
+/// Writes packed `data` to the file `ranges`, one after the other.
+fn write_ranges(fd: &std::fs::File, ranges: &[(u64, u64)], data: &[u8]) -> io::Result<usize> {
     let mut at = 0usize;
     for &(off, len) in ranges {
         fd.write_all_at(&data[at..at + len as usize], off)?;
@@ -190,22 +181,26 @@ fn move_data(s: &mut State, fh: MPI_File, write: bool, pos: u64, t: &Typed) -> R
         "cannot read the file"
     };
     let fail = |e: io::Error| io_fail(&e, what);
-    match t.direct() {
-        Some(p) => {
+    match (t.direct(), write) {
+        (Some(p), true) => {
             // SAFETY: the buffer holds `count` contiguous elements of its
-            // datatype from `p` (MPI contract), valid for reads, and for
-            // writes in a read.
+            // datatype from `p`, valid for reads (MPI contract).
+            let mem = unsafe { std::slice::from_raw_parts(p.cast_const(), bytes) };
+            write_ranges(&f.fd, &ranges, mem).map_err(fail)
+        }
+        (Some(p), false) => {
+            // SAFETY: as above, and valid for writes: it receives a read.
             let mem = unsafe { std::slice::from_raw_parts_mut(p, bytes) };
-            transfer(&f.fd, write, &ranges, mem).map_err(fail)
+            read_ranges(&f.fd, &ranges, mem).map_err(fail)
         }
-        None if write => {
+        (None, true) => {
             // SAFETY: the buffer is valid for reads as its datatype describes.
-            let mut packed = unsafe { t.pack() };
-            transfer(&f.fd, true, &ranges, &mut packed).map_err(fail)
+            let packed = unsafe { t.pack() };
+            write_ranges(&f.fd, &ranges, &packed).map_err(fail)
         }
-        None => {
+        (None, false) => {
             let mut packed = vec![0u8; bytes];
-            let n = transfer(&f.fd, false, &ranges, &mut packed).map_err(fail)?;
+            let n = read_ranges(&f.fd, &ranges, &mut packed).map_err(fail)?;
             // SAFETY: the buffer is valid for writes as its datatype describes.
             unsafe { t.unpack(&packed[..n]) };
             Ok(n)
