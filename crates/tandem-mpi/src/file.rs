@@ -481,13 +481,13 @@ impl SharedPointer {
 }
 
 /// The side file of the shared file pointer of `path`, unique to one open.
-fn side_path(path: &Path, pid: i64, serial: i64) -> PathBuf {
+fn side_path(path: &Path, pid: i64, serial: i64, clock: i64) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let dir = path.parent().unwrap_or(Path::new(""));
-    dir.join(format!(".{name}.tandem-shfp.{pid}.{serial}"))
+    dir.join(format!(".{name}.tandem-shfp.{pid}.{serial}.{clock}"))
 }
 
 /// What MPI_File_open checks locally before the ranks agree.
@@ -524,22 +524,28 @@ fn open_on(
         .as_ref()
         .err()
         .map_or(0, |f| i64::from(f.error.class.code()));
+    // Rank 0's process id, open count and clock name the side file: unique
+    // on its host, and across hosts sharing a file system all but surely.
     let serial = OPENS.fetch_add(1, Ordering::Relaxed) as i64;
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
     let mine = [
         i64::from(amode),
         code,
         i64::from(std::process::id()),
         serial,
+        i64::from(clock),
     ];
     let all = allgather(s, comm, &mine)?;
     let (path, hints) = agree(s, comm, local)?;
-    if all.chunks_exact(4).any(|r| r[0] != i64::from(amode)) {
+    if all.chunks_exact(5).any(|r| r[0] != i64::from(amode)) {
         return Err(file_fail(
             ErrorClass::NotSame,
             "the ranks passed different access modes to MPI_File_open",
         ));
     }
-    let shared_path = side_path(&path, all[2], all[3]);
+    let shared_path = side_path(&path, all[2], all[3], all[4]);
     // 2. Rank 0 creates the file (alone with MPI_MODE_EXCL), then the others open it.
     let first = if rank == 0 {
         Some(open_path(&path, amode, true))
