@@ -97,11 +97,16 @@ fn read_full(fd: &std::fs::File, buf: &mut [u8], off: u64) -> io::Result<usize> 
 /// Largest stretch of file one `pread` covers when a read skips the holes
 /// between nearby ranges by reading them too.
 const SIEVE_SPAN: u64 = 4 << 20;
+/// Largest hole read along: copying a few KiB costs about what a system call does.
+const SIEVE_GAP: u64 = 4 << 10;
 
 /// Reads the file `ranges` into `data`, one after the other; the bytes
-/// read (fewer than asked for when the file ends). Nearby ranges (at least
-/// half of the stretch they span is wanted) are read in one `pread` of the
-/// stretch, so a view of many small blocks costs few system calls.
+/// read (fewer than asked for when the file ends). Nearby ranges (holes of
+/// at most `SIEVE_GAP` between them) are read in one `pread` of the
+/// stretch they span, up to `SIEVE_SPAN`, as ROMIO's data sieving does, so
+/// a view of many small blocks costs few system calls. (Writes go range by
+/// range: sieving them would write the holes back, which is only safe if
+/// every writer locks.)
 fn read_ranges(fd: &std::fs::File, ranges: &[(u64, u64)], data: &mut [u8]) -> io::Result<usize> {
     let mut at = 0usize;
     let mut stretch = Vec::new();
@@ -109,15 +114,13 @@ fn read_ranges(fd: &std::fs::File, ranges: &[(u64, u64)], data: &mut [u8]) -> io
     while i < ranges.len() {
         let start = ranges[i].0;
         let mut end = start + ranges[i].1;
-        let mut wanted = ranges[i].1;
         let mut j = i + 1;
         while let Some(&(off, len)) = ranges.get(j) {
             let new_end = end.max(off + len);
-            if off < start || new_end - start > SIEVE_SPAN || new_end - start > 2 * (wanted + len) {
+            if off < start || off > end + SIEVE_GAP || new_end - start > SIEVE_SPAN {
                 break;
             }
             end = new_end;
-            wanted += len;
             j += 1;
         }
         if j == i + 1 {
@@ -608,18 +611,20 @@ mod tests {
 
     #[test]
     fn sieved_reads_match_range_by_range_reads_and_stop_at_the_end() {
-        let f = file_of(1000);
-        // Dense small blocks (sieved), a far one (alone), one past the end.
-        let cases: [&[(u64, u64)]; 3] = [
-            &[(0, 4), (8, 4), (16, 4), (24, 4), (500, 10), (990, 20)],
+        let f = file_of(20000);
+        // Nearby blocks (one stretch), far ones (alone), past the end in a
+        // stretch and alone, overlapping ones.
+        let cases: [&[(u64, u64)]; 4] = [
+            &[(0, 4), (8, 4), (16, 4), (24, 4), (500, 10), (9000, 20)],
             &[(100, 50), (120, 4), (200, 3)],
-            &[(10, 1), (12, 1), (995, 3), (999, 8), (1005, 2)],
+            &[(10, 1), (12, 1), (19995, 3), (19999, 8), (20005, 2)],
+            &[(0, 4), (9000, 16), (19990, 20), (30000, 5)],
         ];
         for ranges in cases {
             let total: u64 = ranges.iter().map(|r| r.1).sum();
             let mut data = vec![0u8; total as usize];
             let n = read_ranges(&f, ranges, &mut data).unwrap();
-            let want = expect(ranges, 1000);
+            let want = expect(ranges, 20000);
             assert_eq!(n, want.len(), "{ranges:?}");
             assert_eq!(&data[..n], &want[..], "{ranges:?}");
         }
