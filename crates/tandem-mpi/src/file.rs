@@ -606,10 +606,11 @@ pub unsafe extern "C" fn MPI_File_open(
     fh: *mut MPI_File,
 ) -> c_int {
     file_call("MPI_File_open", MPI_FILE_NULL, |s| {
-        args::out_ptr(MPI_COMM_WORLD, fh, "fh")?;
         let cid =
             args::intra_comm(s, comm).map_err(|f| file_fail(f.error.class, f.error.message))?;
-        let local = open_args(s, filename, amode, info);
+        // A bad argument at one rank fails the open at all, not only there.
+        let local = args::out_ptr(MPI_COMM_WORLD, fh, "fh")
+            .and_then(|()| open_args(s, filename, amode, info));
         let private =
             s.rt.comm_dup(cid)
                 .map_err(|e| file_fail(e.class, e.message))?;
