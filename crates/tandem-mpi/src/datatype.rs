@@ -719,6 +719,38 @@ pub unsafe extern "C" fn MPI_Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_D
 }
 
 /// The registry entry of a derived datatype handle.
+/// A committed copy of datatype `dt` with the same layout and constructor
+/// (for MPI-IO views, which keep their types however the application frees
+/// its handles); predefined types are returned as they are.
+pub(crate) fn duplicate(comm: MPI_Comm, dt: MPI_Datatype) -> Result<MPI_Datatype, Fail> {
+    if is_predefined(dt) {
+        return Ok(dt);
+    }
+    let (layout, contents) = {
+        let t = types();
+        let e = t
+            .get(dt.wrapping_sub(USER_TYPE_BASE))
+            .and_then(Option::as_ref)
+            .ok_or_else(|| type_error(comm, dt))?;
+        ((*e.layout).clone(), e.contents.clone())
+    };
+    let h = register(layout, contents);
+    if let Some(Some(e)) = types().get_mut(h - USER_TYPE_BASE) {
+        e.committed = true;
+    }
+    Ok(h)
+}
+
+/// Frees a copy made by [`duplicate`] (predefined types stay).
+pub(crate) fn release(dt: MPI_Datatype) {
+    if is_predefined(dt) {
+        return;
+    }
+    if let Some(slot) = types().get_mut(dt.wrapping_sub(USER_TYPE_BASE)) {
+        *slot = None;
+    }
+}
+
 fn user_index(dt: MPI_Datatype) -> Result<usize, Fail> {
     let i = dt.wrapping_sub(USER_TYPE_BASE);
     if types().get(i).and_then(Option::as_ref).is_some() {

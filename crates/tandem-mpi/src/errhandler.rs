@@ -176,16 +176,18 @@ thread_local! {
 }
 
 /// Calls the user's error handler chosen inside the library, if any; the
-/// caller holds the library no longer.
-pub fn run_pending() {
-    if let Some((func, target, code)) = PENDING.with(Cell::take) {
-        let mut object = target;
-        let mut code = code;
-        // SAFETY: `func` is the handler the application registered, with
-        // the signature the standard gives it (MPI_Comm and MPI_Win are both
-        // handle-sized); its variadic part gets no arguments.
-        unsafe { func(&mut object, &mut code) };
-    }
+/// caller holds the library no longer. The code the handler leaves in its
+/// argument is what the call returns (as MPICH does: a handler may turn
+/// the error into MPI_SUCCESS).
+pub fn run_pending() -> Option<c_int> {
+    let (func, target, code) = PENDING.with(Cell::take)?;
+    let mut object = target;
+    let mut code = code;
+    // SAFETY: `func` is the handler the application registered, with
+    // the signature the standard gives it (MPI_Comm, MPI_Win and MPI_File
+    // are all handle-sized); its variadic part gets no arguments.
+    unsafe { func(&mut object, &mut code) };
+    Some(code)
 }
 
 /// What an error handler may be attached to.
@@ -193,6 +195,7 @@ pub fn run_pending() {
 pub enum Kind {
     Comm,
     Win,
+    File,
 }
 
 /// An error handler the application created.

@@ -37,6 +37,8 @@ pub struct State {
     pub rwapi: Option<crate::rwapi::RwState>,
     /// One-sided windows, by handle index.
     pub wins: Vec<Option<crate::win::Win>>,
+    /// Open files and the error handler of `MPI_FILE_NULL`.
+    pub files: crate::file::Files,
 }
 
 impl State {
@@ -55,6 +57,7 @@ impl State {
             ext: Default::default(),
             rwapi: None,
             wins: Vec::new(),
+            files: Default::default(),
         }
     }
 
@@ -386,8 +389,11 @@ pub fn call_with(
         code
     }));
     // Outside the library now: a user's error handler may make MPI calls.
-    errhandler::run_pending();
+    let handled = errhandler::run_pending();
     match result {
+        // A failed call returns what its handler left in the code; the
+        // `call_errhandler` functions succeed whatever their handler does.
+        Ok(code) if code != MPI_SUCCESS => handled.unwrap_or(code),
         Ok(code) => code,
         Err(p) => {
             eprintln!("tandem: internal error in {func}: {}", panic_message(&*p));
