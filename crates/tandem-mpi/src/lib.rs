@@ -7,18 +7,21 @@
 //! handler, and never lets a panic unwind into C.
 
 pub mod abi;
+mod abi_query;
 mod args;
 mod attr;
 mod bsend;
 mod coll;
 mod comm;
 mod datatype;
+mod dynamic;
 mod env;
 mod errcodes;
 mod errhandler;
 mod ext;
 mod grequest;
 mod group;
+mod handle_int;
 mod info;
 mod intercomm;
 mod misc;

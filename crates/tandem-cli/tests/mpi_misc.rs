@@ -1,0 +1,29 @@
+//! The MPI functions beyond the common core, end to end: the MPI-5.0 ABI
+//! queries and handle serialization, the dynamic-process calls Tandem
+//! refuses (`abi_misc.c`), built with `tandem cc` and run with
+//! `tandem run` on several job sizes.
+
+mod common;
+
+use common::{assert_pass, compile, run, JOB_TIMEOUT};
+
+fn run_pass(name: &str, np: u32, extra: &[&str]) {
+    let outcome = run(np, extra, &compile(name), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, name);
+}
+
+macro_rules! pass_tests {
+    ($($test:ident: $name:literal, $np:literal $(, $arg:literal)*;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                run_pass($name, $np, &[$($arg),*]);
+            }
+        )*
+    };
+}
+
+pass_tests! {
+    abi_misc_np1: "abi_misc", 1;
+    abi_misc_np3: "abi_misc", 3;
+}
