@@ -1,6 +1,7 @@
 //! The MPI functions beyond the common core, end to end: the MPI-5.0 ABI
 //! queries and handle serialization, the dynamic-process calls Tandem
-//! refuses (`abi_misc.c`), built with `tandem cc` and run with
+//! refuses (`abi_misc.c`), distributed-array datatypes, external32
+//! packing and the datatype queries (`datatype_misc.c`), built with `tandem cc` and run with
 //! `tandem run` on several job sizes.
 
 mod common;
@@ -26,4 +27,7 @@ macro_rules! pass_tests {
 pass_tests! {
     abi_misc_np1: "abi_misc", 1;
     abi_misc_np3: "abi_misc", 3;
+    datatype_misc_np1: "datatype_misc", 1;
+    datatype_misc_np4: "datatype_misc", 4;
+    datatype_misc_np6: "datatype_misc", 6;
 }
