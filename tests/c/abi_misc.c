@@ -13,7 +13,9 @@
  *   5. MPI_Comm_get_parent is MPI_COMM_NULL; spawn, ports, names and join
  *      fail with their classes through the communicator's error handler
  *      (outputs reset), bad arguments with theirs; MPI_Comm_disconnect frees
- *      a duplicate of MPI_COMM_WORLD after its messages arrived.
+ *      a duplicate of MPI_COMM_WORLD after its messages arrived;
+ *   6. MPI_INFO_ENV and MPI_Info_create_env: command, argv, maxprocs,
+ *      thread_level; MPI_Get_hw_resource_info.
  */
 #include "check.h"
 
@@ -325,6 +327,52 @@ static void dynamic(void)
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+static void get_key(MPI_Info info, const char *key, char *value, const char *what)
+{
+    int flag = 0;
+    CHECK_MPI(MPI_Info_get(info, key, MPI_MAX_INFO_VAL - 1, value, &flag));
+    CHECK(flag, "%s: key %s missing", what, key);
+}
+
+static void environment(int argc, char **argv)
+{
+    MPI_Info info;
+    char value[MPI_MAX_INFO_VAL], expect[64];
+    char *args[3] = {"./prog", "-x", "7"};
+    int flag = 1, rc;
+    get_key(MPI_INFO_ENV, "command", value, "MPI_INFO_ENV");
+    CHECK(strcmp(value, argv[0]) == 0, "MPI_INFO_ENV command %s, not %s", value, argv[0]);
+    get_key(MPI_INFO_ENV, "argv", value, "MPI_INFO_ENV");
+    CHECK(argc > 1 && strcmp(value, "one two") == 0, "MPI_INFO_ENV argv is \"%s\"", value);
+    get_key(MPI_INFO_ENV, "maxprocs", value, "MPI_INFO_ENV");
+    CHECK_EQ(size, atoi(value), "MPI_INFO_ENV maxprocs");
+    get_key(MPI_INFO_ENV, "thread_level", value, "MPI_INFO_ENV");
+    CHECK(strcmp(value, "MPI_THREAD_SINGLE") == 0, "thread_level %s after MPI_Init", value);
+    get_key(MPI_INFO_ENV, "wdir", value, "MPI_INFO_ENV");
+    /* Read-only */
+    rc = MPI_Info_set(MPI_INFO_ENV, "command", "x");
+    tc_expect_class(rc, MPI_ERR_INFO, "MPI_Info_set on MPI_INFO_ENV");
+
+    CHECK_MPI(MPI_Info_create_env(3, args, &info));
+    get_key(info, "command", value, "MPI_Info_create_env");
+    CHECK(strcmp(value, "./prog") == 0, "created env command %s", value);
+    get_key(info, "argv", value, "MPI_Info_create_env");
+    CHECK(strcmp(value, "-x 7") == 0, "created env argv %s", value);
+    snprintf(expect, sizeof expect, "%d", size);
+    get_key(info, "maxprocs", value, "MPI_Info_create_env");
+    CHECK(strcmp(value, expect) == 0, "created env maxprocs %s", value);
+    CHECK_MPI(MPI_Info_free(&info));
+    CHECK_MPI(MPI_Info_create_env(0, NULL, &info));
+    CHECK_MPI(MPI_Info_get(info, "command", MPI_MAX_INFO_VAL - 1, value, &flag));
+    CHECK(!flag, "a command without arguments");
+    CHECK_MPI(MPI_Info_free(&info));
+
+    CHECK_MPI(MPI_Get_hw_resource_info(&info));
+    get_key(info, "mpi_hw_resource_type", value, "MPI_Get_hw_resource_info");
+    CHECK(strcmp(value, "mpi_shared_memory") == 0, "hw resource type %s", value);
+    CHECK_MPI(MPI_Info_free(&info));
+}
+
 int main(int argc, char **argv)
 {
     int major = 0, minor = 0;
@@ -341,5 +389,7 @@ int main(int argc, char **argv)
     handles();
     status_fields();
     dynamic();
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    environment(argc, argv);
     return tc_finish(NAME);
 }

@@ -9,7 +9,8 @@ mod common;
 use common::{assert_pass, compile, run, JOB_TIMEOUT};
 
 fn run_pass(name: &str, np: u32, extra: &[&str]) {
-    let outcome = run(np, extra, &compile(name), &[], JOB_TIMEOUT);
+    // abi_misc checks that MPI_INFO_ENV holds these arguments.
+    let outcome = run(np, extra, &compile(name), &["one", "two"], JOB_TIMEOUT);
     assert_pass(&outcome, name);
 }
 

@@ -1,5 +1,6 @@
 //! `MPI_Info` objects: ordered key-value pairs. Handles are
-//! `INFO_BASE + index`; `MPI_INFO_ENV` is an empty, read-only info.
+//! `INFO_BASE + index`; `MPI_INFO_ENV` is a read-only info holding the
+//! environment the process started in (env_info.rs).
 #![allow(clippy::missing_safety_doc)]
 
 use std::os::raw::{c_char, c_int};
@@ -30,7 +31,7 @@ fn info_error(h: MPI_Info) -> Fail {
 /// The pairs of an info handle (`MPI_INFO_NULL` is not one).
 pub fn pairs(s: &State, h: MPI_Info) -> Result<Vec<(String, String)>, Fail> {
     if h == MPI_INFO_ENV {
-        return Ok(Vec::new());
+        return Ok(crate::env_info::process_env(s));
     }
     s.ext
         .infos

@@ -17,6 +17,7 @@ mod datatype;
 mod datatype_dist;
 mod dynamic;
 mod env;
+mod env_info;
 mod errcodes;
 mod errhandler;
 mod ext;
