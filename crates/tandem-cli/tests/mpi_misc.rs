@@ -1,7 +1,8 @@
 //! The MPI functions beyond the common core, end to end: the MPI-5.0 ABI
 //! queries and handle serialization, the dynamic-process calls Tandem
 //! refuses (`abi_misc.c`), distributed-array datatypes, external32
-//! packing and the datatype queries (`datatype_misc.c`), built with `tandem cc` and run with
+//! packing and the datatype queries (`datatype_misc.c`), MPI-4.1 buffers
+//! for buffered sends (`buffer_misc.c`), built with `tandem cc` and run with
 //! `tandem run` on several job sizes.
 
 mod common;
@@ -28,6 +29,9 @@ macro_rules! pass_tests {
 pass_tests! {
     abi_misc_np1: "abi_misc", 1;
     abi_misc_np3: "abi_misc", 3;
+    buffer_misc_np1: "buffer_misc", 1;
+    buffer_misc_np3: "buffer_misc", 3;
+    buffer_misc_np3_tcp: "buffer_misc", 3, "--set", "transports=tcp";
     datatype_misc_np1: "datatype_misc", 1;
     datatype_misc_np4: "datatype_misc", 4;
     datatype_misc_np6: "datatype_misc", 6;

@@ -48,6 +48,10 @@ pub enum Op {
     },
     /// A generalized request (grequest.rs).
     Greq(Box<crate::grequest::Greq>),
+    /// Complete once these point-to-point operations, owned elsewhere
+    /// (buffered sends, bsend.rs), are: `MPI_Buffer_iflush`. An id already
+    /// released counts as complete.
+    Watch(Vec<ReqId>),
 }
 
 impl Op {
@@ -58,6 +62,7 @@ impl Op {
             Op::Done(_) => true,
             Op::Pair { recv, send, .. } => recv.ready(p, c) && send.ready(p, c),
             Op::Greq(g) => g.complete,
+            Op::Watch(ids) => ids.iter().all(|&id| p.is_complete(id) != Some(false)),
         }
     }
 
@@ -88,6 +93,7 @@ impl Op {
                 }
             }
             Op::Done(st) => st,
+            Op::Watch(_) => Status::default(),
             Op::Pair { recv, send, keep } => {
                 let mut st = recv.finish(rt);
                 let sent = send.finish(rt);
@@ -130,6 +136,7 @@ impl Op {
                 ..Status::default()
             },
             Op::Done(st) => st.clone(),
+            Op::Watch(_) => Status::default(),
             Op::Pair { recv, send, .. } => {
                 let mut st = recv.peek(rt);
                 let sent = send.peek(rt);
@@ -150,7 +157,7 @@ impl Op {
             // Only its receive can be cancelled (sends cannot be).
             Op::Pair { recv, .. } => recv.cancel(rt),
             Op::Greq(g) => g.cancel(),
-            Op::Coll(_) | Op::Done(_) => {}
+            Op::Coll(_) | Op::Done(_) | Op::Watch(_) => {}
         }
     }
 
@@ -160,7 +167,7 @@ impl Op {
                 let _ = rt.p2p().detach(id);
             }
             Op::Coll(id) => rt.colls_mut().detach(id),
-            Op::Done(_) => {}
+            Op::Done(_) | Op::Watch(_) => {}
             // Buffers they own must live until they complete.
             // A generalized request's free callback runs once it completes.
             owning @ (Op::Staged { .. } | Op::Pair { .. } | Op::Greq(_)) => zombies.push(owning),
