@@ -2,7 +2,8 @@
 //! queries and handle serialization, the dynamic-process calls Tandem
 //! refuses (`abi_misc.c`), distributed-array datatypes, external32
 //! packing and the datatype queries (`datatype_misc.c`), MPI-4.1 buffers
-//! for buffered sends (`buffer_misc.c`), built with `tandem cc` and run with
+//! for buffered sends (`buffer_misc.c`), partitioned communication
+//! (`part_misc.c`), built with `tandem cc` and run with
 //! `tandem run` on several job sizes.
 
 mod common;
@@ -32,6 +33,10 @@ pass_tests! {
     buffer_misc_np1: "buffer_misc", 1;
     buffer_misc_np3: "buffer_misc", 3;
     buffer_misc_np3_tcp: "buffer_misc", 3, "--set", "transports=tcp";
+    part_misc_np1: "part_misc", 1;
+    part_misc_np2: "part_misc", 2;
+    part_misc_np5: "part_misc", 5;
+    part_misc_np3_tcp: "part_misc", 3, "--set", "transports=tcp";
     datatype_misc_np1: "datatype_misc", 1;
     datatype_misc_np4: "datatype_misc", 4;
     datatype_misc_np6: "datatype_misc", 6;

@@ -30,6 +30,7 @@ mod intercomm;
 mod misc;
 mod neighbor;
 mod ops;
+mod part;
 mod persistent;
 mod persistent_coll;
 mod pmpi;
