@@ -16,6 +16,8 @@
  *   3. a plain message with the same tag on the same communicator goes to
  *      the plain receive, the partitioned data to the partitioned one;
  *   4. MPI_PROC_NULL peers complete at once;
+ *   6. two requests with the same peer and tag match in the order of their
+ *      initialisations, though started and made ready in the other order;
  *   5. errors: MPI_Pready before MPI_Start, out of range, twice;
  *      MPI_ANY_SOURCE/MPI_ANY_TAG in MPI_Precv_init; MPI_Parrived on a send.
  */
@@ -214,6 +216,33 @@ static void proc_null_and_errors(void)
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+static void init_order(void)
+{
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int a[3] = {1, 1, 1}, b[3] = {2, 2, 2}, x[3] = {0, 0, 0}, y[3] = {0, 0, 0};
+    MPI_Request s[2], r[2];
+    CHECK_MPI(MPI_Psend_init(a, 1, 3, MPI_INT, right, 4, MPI_COMM_WORLD, MPI_INFO_NULL, &s[0]));
+    CHECK_MPI(MPI_Psend_init(b, 1, 3, MPI_INT, right, 4, MPI_COMM_WORLD, MPI_INFO_NULL, &s[1]));
+    CHECK_MPI(MPI_Precv_init(x, 3, 1, MPI_INT, left, 4, MPI_COMM_WORLD, MPI_INFO_NULL, &r[0]));
+    CHECK_MPI(MPI_Precv_init(y, 3, 1, MPI_INT, left, 4, MPI_COMM_WORLD, MPI_INFO_NULL, &r[1]));
+    /* Receives started in order, sends the other way round and b made ready
+     * (sent) first: matching by starts would give b to x. */
+    CHECK_MPI(MPI_Start(&r[0]));
+    CHECK_MPI(MPI_Start(&r[1]));
+    CHECK_MPI(MPI_Start(&s[1]));
+    CHECK_MPI(MPI_Start(&s[0]));
+    CHECK_MPI(MPI_Pready(0, s[1]));
+    CHECK_MPI(MPI_Pready(0, s[0]));
+    CHECK_MPI(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    CHECK_MPI(MPI_Waitall(2, s, MPI_STATUSES_IGNORE));
+    CHECK(x[0] == 1 && x[2] == 1, "first receive initialised got %d, not the first send's 1", x[0]);
+    CHECK(y[0] == 2 && y[2] == 2, "second receive initialised got %d, not the second send's 2", y[0]);
+    CHECK_MPI(MPI_Request_free(&s[0]));
+    CHECK_MPI(MPI_Request_free(&s[1]));
+    CHECK_MPI(MPI_Request_free(&r[0]));
+    CHECK_MPI(MPI_Request_free(&r[1]));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -223,5 +252,6 @@ int main(int argc, char **argv)
     derived();
     apart_from_plain();
     proc_null_and_errors();
+    init_order();
     return tc_finish(NAME);
 }

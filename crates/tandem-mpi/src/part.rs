@@ -18,14 +18,20 @@
 //! the application's point-to-point messages, in the tag range the core
 //! keeps for it (`tandem::group::partitioned_tag`, above the collectives'
 //! and `MPI_Comm_create_group`'s): a partitioned message can match only a
-//! partitioned receive with the same source and tag, where tags 2^29 apart
-//! count as the same.
-//! Successive rounds between two ranks with one tag match in the order
-//! they are sent, which is the order of the starts on each side.
+//! partitioned receive with the same source and tag. The standard matches
+//! partitioned requests in the order of their initialisations, whatever
+//! the order of the starts: the k-th `MPI_Psend_init` from a rank to
+//! another with a tag on a communicator matches the k-th `MPI_Precv_init`
+//! there, so each side numbers them (by context, peer and tag) and the
+//! message tag carries the number beside the tag: 20 bits of tag and 9 of
+//! number, so tags 2^20 apart, or requests 512 apart, could be confused if
+//! in flight together. Successive rounds of one request match in order.
 #![allow(clippy::missing_safety_doc)]
 #![allow(clippy::too_many_arguments)]
 
+use std::collections::BTreeMap;
 use std::os::raw::{c_int, c_void};
+use std::sync::Mutex;
 
 use tandem::p2p::{Envelope, SendMode, Status};
 use tandem::ErrorClass;
@@ -60,9 +66,35 @@ impl Round {
     }
 }
 
-/// The tag a partitioned message carries.
-fn wire_tag(tag: i32) -> i32 {
-    tandem::group::partitioned_tag(tag)
+/// The tag a partitioned message carries: the tag and the request's
+/// initialisation number (see the module comment).
+fn wire_tag(tag: i32, seq: u32) -> i32 {
+    tandem::group::partitioned_tag((tag & 0xf_ffff) | (((seq & 0x1ff) as i32) << 20))
+}
+
+/// Initialisations so far, by (context, sending side, peer, tag).
+static INITS: Mutex<BTreeMap<(u32, bool, u32, i32), u32>> = Mutex::new(BTreeMap::new());
+
+/// The number of this initialisation among those with the same context,
+/// direction, peer and tag; both sides count alike.
+fn next_seq(
+    s: &State,
+    comm: MPI_Comm,
+    send: bool,
+    peer: Option<u32>,
+    tag: i32,
+) -> Result<u32, Fail> {
+    let Some(peer) = peer else { return Ok(0) };
+    let id = args::comm(s, comm)?;
+    let ctx =
+        s.rt.comm(id)
+            .map_err(|error| Fail { comm, error })?
+            .coll_context();
+    let mut t = INITS.lock().unwrap_or_else(|p| p.into_inner());
+    let n = t.entry((ctx, send, peer, tag)).or_insert(0);
+    let seq = *n;
+    *n = n.wrapping_add(1);
+    Ok(seq)
 }
 
 fn part_error(msg: impl Into<String>) -> Fail {
@@ -119,6 +151,7 @@ fn psend_init(
         info::check_optional(s, info_)?;
         let (parts, n) = total(comm, partitions, count)?;
         let (t, dest, tag) = xfer::send_args(s, buf, n, dt, dest, tag, comm)?;
+        let seq = next_seq(s, comm, true, dest, tag)?;
         let h = s.ext.reqs.add_persistent(
             comm,
             Spec::Part {
@@ -126,6 +159,7 @@ fn psend_init(
                 partitions: parts,
                 peer: dest,
                 tag,
+                seq,
                 comm,
                 send: true,
             },
@@ -173,6 +207,7 @@ fn precv_init(
                 "MPI_ANY_TAG is not allowed in a partitioned receive",
             ));
         };
+        let seq = next_seq(s, comm, false, peer, tag)?;
         let h = s.ext.reqs.add_persistent(
             comm,
             Spec::Part {
@@ -180,6 +215,7 @@ fn precv_init(
                 partitions: parts,
                 peer,
                 tag,
+                seq,
                 comm,
                 send: false,
             },
@@ -197,7 +233,7 @@ pub fn start(
     t: &Typed,
     partitions: usize,
     peer: Option<u32>,
-    tag: i32,
+    (tag, seq): (i32, u32),
     comm: MPI_Comm,
     send: bool,
 ) -> Result<Op, Fail> {
@@ -212,7 +248,7 @@ pub fn start(
     } else {
         round.inner = Some(Box::new(match peer {
             None => Op::Done(null_status()),
-            Some(src) => post_recv(s, t, src, tag, comm)?,
+            Some(src) => post_recv(s, t, src, wire_tag(tag, seq), comm)?,
         }));
     }
     Ok(Op::Part(Box::new(round)))
@@ -227,7 +263,7 @@ fn null_status() -> Status {
     }
 }
 
-fn post_recv(s: &mut State, t: &Typed, src: u32, tag: i32, comm: MPI_Comm) -> Result<Op, Fail> {
+fn post_recv(s: &mut State, t: &Typed, src: u32, wire: i32, comm: MPI_Comm) -> Result<Op, Fail> {
     let id = args::comm(s, comm)?;
     let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
     let (ctx, world) = (c.coll_context(), c.peer_world_rank(src));
@@ -235,22 +271,14 @@ fn post_recv(s: &mut State, t: &Typed, src: u32, tag: i32, comm: MPI_Comm) -> Re
     Ok(match t.direct() {
         // SAFETY: the receive buffer is valid for `bytes` bytes until the
         // request completes (MPI contract).
-        Some(p) => Op::P2p(unsafe {
-            s.rt.p2p()
-                .irecv(ctx, filter, Some(wire_tag(tag)), p, t.bytes())
-        }),
+        Some(p) => Op::P2p(unsafe { s.rt.p2p().irecv(ctx, filter, Some(wire), p, t.bytes()) }),
         None => {
             let mut staging = vec![0u8; t.bytes()];
             // SAFETY: `staging` moves into the operation with its heap
             // memory unchanged and lives until it completes.
             let inner = unsafe {
-                s.rt.p2p().irecv(
-                    ctx,
-                    filter,
-                    Some(wire_tag(tag)),
-                    staging.as_mut_ptr(),
-                    staging.len(),
-                )
+                s.rt.p2p()
+                    .irecv(ctx, filter, Some(wire), staging.as_mut_ptr(), staging.len())
             };
             Op::Staged {
                 inner,
@@ -261,13 +289,13 @@ fn post_recv(s: &mut State, t: &Typed, src: u32, tag: i32, comm: MPI_Comm) -> Re
     })
 }
 
-fn send_now(s: &mut State, t: &Typed, dest: u32, tag: i32, comm: MPI_Comm) -> Result<Op, Fail> {
+fn send_now(s: &mut State, t: &Typed, dest: u32, wire: i32, comm: MPI_Comm) -> Result<Op, Fail> {
     let id = args::comm(s, comm)?;
     let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
     let env = Envelope {
         ctx: c.coll_context(),
         src: c.rank,
-        tag: wire_tag(tag),
+        tag: wire,
     };
     let world = c.peer_world_rank(dest);
     let (staging, ptr) = match t.direct() {
@@ -303,18 +331,19 @@ fn send_now(s: &mut State, t: &Typed, dest: u32, tag: i32, comm: MPI_Comm) -> Re
 fn mark_ready(s: &mut State, h: MPI_Request, parts: &[usize]) -> Result<(), Fail> {
     let r = request::classify(s, h)?;
     let comm = request::comm_of(s, r);
-    let (t, peer, tag, pcomm, partitions) = match s.ext.reqs.persistent(r) {
+    let (t, peer, wire, pcomm, partitions) = match s.ext.reqs.persistent(r) {
         Some((
             Spec::Part {
                 t,
                 partitions,
                 peer,
                 tag,
+                seq,
                 comm,
                 send: true,
             },
             true,
-        )) => (t.clone(), *peer, *tag, *comm, *partitions),
+        )) => (t.clone(), *peer, wire_tag(*tag, *seq), *comm, *partitions),
         Some((Spec::Part { send: true, .. }, false)) => {
             return Err(Fail::new(
                 comm,
@@ -363,7 +392,7 @@ fn mark_ready(s: &mut State, h: MPI_Request, parts: &[usize]) -> Result<(), Fail
     if all_ready {
         let inner = match peer {
             None => Op::Done(null_status()),
-            Some(dest) => send_now(s, &t, dest, tag, pcomm)?,
+            Some(dest) => send_now(s, &t, dest, wire, pcomm)?,
         };
         if let Some(Op::Part(round)) = s.ext.reqs.active_mut(r) {
             round.ready = None;
@@ -575,6 +604,11 @@ pub unsafe extern "C" fn MPI_Parrived(
             request::poll(s);
             request::is_ready(s, r)
         };
+        if arrived && active {
+            // Data received through a staging buffer is unpacked now, so
+            // that the partition holds it.
+            request::peek(s, r);
+        }
         // SAFETY: checked non-null.
         unsafe { put(flag, c_int::from(arrived)) };
         Ok(())

@@ -39,6 +39,8 @@ pub enum Spec {
         partitions: usize,
         peer: Option<u32>,
         tag: i32,
+        /// Which initialisation with this peer and tag (matching order).
+        seq: u32,
         comm: MPI_Comm,
         send: bool,
     },
@@ -229,13 +231,14 @@ fn start(s: &mut State, h: MPI_Request) -> Result<(), Fail> {
                 partitions,
                 peer,
                 tag,
+                seq,
                 comm,
                 send,
             },
             false,
         )) => {
             let (t, partitions, peer, tag, comm, send) =
-                (t.clone(), *partitions, *peer, *tag, *comm, *send);
+                (t.clone(), *partitions, *peer, (*tag, *seq), *comm, *send);
             crate::part::start(s, &t, partitions, peer, tag, comm, send)?
         }
         Some((Spec::Coll { start, private }, false)) => {
