@@ -14,8 +14,8 @@
  *      fail with their classes through the communicator's error handler
  *      (outputs reset), bad arguments with theirs; MPI_Comm_disconnect frees
  *      a duplicate of MPI_COMM_WORLD after its messages arrived;
- *   6. MPI_INFO_ENV and MPI_Info_create_env: command, argv, maxprocs,
- *      thread_level; MPI_Get_hw_resource_info.
+ *   6. MPI_INFO_ENV and MPI_Info_create_env: command, argv, maxprocs, wdir,
+ *      also before MPI_Init, with the same values; MPI_Get_hw_resource_info.
  */
 #include "check.h"
 
@@ -346,8 +346,6 @@ static void environment(int argc, char **argv)
     CHECK(argc > 1 && strcmp(value, "one two") == 0, "MPI_INFO_ENV argv is \"%s\"", value);
     get_key(MPI_INFO_ENV, "maxprocs", value, "MPI_INFO_ENV");
     CHECK_EQ(size, atoi(value), "MPI_INFO_ENV maxprocs");
-    get_key(MPI_INFO_ENV, "thread_level", value, "MPI_INFO_ENV");
-    CHECK(strcmp(value, "MPI_THREAD_SINGLE") == 0, "thread_level %s after MPI_Init", value);
     get_key(MPI_INFO_ENV, "wdir", value, "MPI_INFO_ENV");
     /* Read-only */
     rc = MPI_Info_set(MPI_INFO_ENV, "command", "x");
@@ -375,8 +373,15 @@ static void environment(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    int major = 0, minor = 0;
-    /* Callable before MPI_Init. */
+    int major = 0, minor = 0, flag = 0;
+    char before[MPI_MAX_INFO_VAL];
+    MPI_Info early;
+    /* Callable before MPI_Init: the ABI version and info objects. */
+    if (MPI_Info_create_env(argc, argv, &early) != MPI_SUCCESS ||
+        MPI_Info_get(early, "maxprocs", MPI_MAX_INFO_VAL - 1, before, &flag) != MPI_SUCCESS || !flag) {
+        fprintf(stderr, "FAIL MPI_Info_create_env before MPI_Init\n");
+        return 1;
+    }
     if (MPI_Abi_get_version(&major, &minor) != MPI_SUCCESS || major != MPI_ABI_VERSION) {
         fprintf(stderr, "FAIL MPI_Abi_get_version before MPI_Init\n");
         return 1;
@@ -384,6 +389,13 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    CHECK_EQ(size, atoi(before), "maxprocs of MPI_Info_create_env before MPI_Init");
+    {
+        char cmd[MPI_MAX_INFO_VAL];
+        get_key(early, "command", cmd, "MPI_Info_create_env before MPI_Init");
+        CHECK(strcmp(cmd, argv[0]) == 0, "command before MPI_Init %s", cmd);
+    }
+    CHECK_MPI(MPI_Info_free(&early));
     versions();
     fortran();
     handles();

@@ -4,9 +4,10 @@
 //!
 //! The keys are the standard's (MPI-5.0 11.2.3) for what Tandem knows:
 //! `command` and `argv` (the arguments), `maxprocs` (processes started
-//! together: the job's size), `host`, `wdir` (the working directory),
-//! `thread_level`. `soft`, `arch` and `file` describe spawn requests and
-//! have no meaning without spawning, so they are absent.
+//! together: the job's size), `host`, `wdir` (the working directory).
+//! `soft`, `arch` and `file` describe spawn requests, which Tandem has
+//! not, and `thread_level` a thread level asked for at launch, which
+//! `tandem run` has no option for, so they are absent.
 #![allow(clippy::missing_safety_doc)]
 
 use std::os::raw::{c_char, c_int};
@@ -16,7 +17,7 @@ use tandem::ErrorClass;
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::info;
-use crate::state::{call, Fail, State};
+use crate::state::{call, Fail};
 
 fn host_name() -> Option<String> {
     let mut host = [0u8; 256];
@@ -28,17 +29,18 @@ fn host_name() -> Option<String> {
     })
 }
 
-fn thread_level_name(level: c_int) -> &'static str {
-    match level {
-        MPI_THREAD_SINGLE => "MPI_THREAD_SINGLE",
-        MPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
-        MPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
-        _ => "MPI_THREAD_MULTIPLE",
-    }
+/// How many processes were started together: the launcher's job size
+/// (`tandem run`, or a PMI launcher), else 1 (a process started on its own).
+fn job_size() -> String {
+    [tandem::bootstrap::env::SIZE, "PMI_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|x| x.parse::<u32>().is_ok()))
+        .unwrap_or_else(|| "1".to_string())
 }
 
-/// The environment keys for a process started with `args`.
-pub fn env_pairs(s: &State, args: &[String]) -> Vec<(String, String)> {
+/// The environment keys for a process started with `args`. They describe
+/// the start, so they are the same before and after `MPI_Init`.
+pub fn env_pairs(args: &[String]) -> Vec<(String, String)> {
     let mut pairs = Vec::new();
     if let Some((command, rest)) = args.split_first() {
         pairs.push(("command".to_string(), command.clone()));
@@ -46,26 +48,22 @@ pub fn env_pairs(s: &State, args: &[String]) -> Vec<(String, String)> {
             pairs.push(("argv".to_string(), rest.join(" ")));
         }
     }
-    pairs.push(("maxprocs".to_string(), s.rt.size().to_string()));
+    pairs.push(("maxprocs".to_string(), job_size()));
     if let Some(h) = host_name() {
         pairs.push(("host".to_string(), h));
     }
     if let Ok(dir) = std::env::current_dir() {
         pairs.push(("wdir".to_string(), dir.to_string_lossy().into_owned()));
     }
-    pairs.push((
-        "thread_level".to_string(),
-        thread_level_name(s.thread_level).to_string(),
-    ));
     pairs
 }
 
 /// The keys of `MPI_INFO_ENV`: the arguments this process started with.
-pub fn process_env(s: &State) -> Vec<(String, String)> {
+pub fn process_env() -> Vec<(String, String)> {
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    env_pairs(s, &args)
+    env_pairs(&args)
 }
 
 #[no_mangle]
@@ -74,7 +72,8 @@ pub unsafe extern "C" fn MPI_Info_create_env(
     argv: *mut *mut c_char,
     info_: *mut MPI_Info,
 ) -> c_int {
-    call("MPI_Info_create_env", |s| {
+    // Callable before MPI_Init (and after MPI_Finalize), as the standard says.
+    info::info_call("MPI_Info_create_env", |s| {
         args::out_ptr(MPI_COMM_WORLD, info_, "info")?;
         let n = usize::try_from(argc).map_err(|_| {
             Fail::new(
@@ -97,7 +96,8 @@ pub unsafe extern "C" fn MPI_Info_create_env(
                 given.push(a.to_string_lossy().into_owned());
             }
         }
-        let h = info::add(s, env_pairs(s, &given));
+        let _ = s;
+        let h = info::add_any(env_pairs(&given));
         // SAFETY: checked non-null.
         unsafe { put(info_, h) };
         Ok(())
