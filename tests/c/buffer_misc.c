@@ -12,7 +12,9 @@
  *   3. MPI_Buffer_iflush and MPI_Comm_iflush_buffer do not block: every
  *      rank buffers a message to its right neighbour, starts the flush, and
  *      only then receives from its left; the flushes complete after;
- *   4. errors: attaching twice, detaching nothing, MPI_COMM_NULL.
+ *   4. errors: attaching twice, detaching nothing, MPI_COMM_NULL;
+ *   5. freeing a communicator detaches its buffer: the next communicator
+ *      (which may get the same handle) has none.
  */
 #include "check.h"
 
@@ -127,6 +129,24 @@ static void nonblocking_flush(void)
     free(cbuf);
 }
 
+static void freed_with_buffer(void)
+{
+    MPI_Comm a, b;
+    int right = (rank + 1) % size, left = (rank + size - 1) % size, x = rank, y = -1, rc;
+    char buf[MPI_BSEND_OVERHEAD + 64];
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &a));
+    CHECK_MPI(MPI_Comm_attach_buffer(a, buf, sizeof buf));
+    CHECK_MPI(MPI_Bsend(&x, 1, MPI_INT, right, 8, a));
+    CHECK_MPI(MPI_Recv(&y, 1, MPI_INT, left, 8, a, MPI_STATUS_IGNORE));
+    CHECK_EQ(left, y, "message before the free");
+    CHECK_MPI(MPI_Comm_free(&a));
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &b));
+    CHECK_MPI(MPI_Comm_set_errhandler(b, MPI_ERRORS_RETURN));
+    rc = MPI_Bsend(&x, 1, MPI_INT, right, 8, b);
+    tc_expect_class(rc, MPI_ERR_BUFFER, "MPI_Bsend on a new communicator after one with a buffer was freed");
+    CHECK_MPI(MPI_Comm_free(&b));
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -135,5 +155,6 @@ int main(int argc, char **argv)
     per_comm();
     automatic();
     nonblocking_flush();
+    freed_with_buffer();
     return tc_finish(NAME);
 }

@@ -67,6 +67,27 @@ impl Pool {
 pub struct Bsend {
     process: Pool,
     comms: HashMap<MPI_Comm, Pool>,
+    /// Sends through the buffer of a communicator freed meanwhile: their
+    /// data lives until they complete.
+    orphans: Vec<(ReqId, Vec<u8>)>,
+}
+
+/// A communicator is freed: its buffer is detached (a later communicator
+/// with the same handle starts without one), its messages in flight keep
+/// their data until done.
+pub fn forget_comm(s: &mut State, comm: MPI_Comm) {
+    let State { rt, ext, .. } = s;
+    let b = &mut ext.bsend;
+    if let Some(p) = b.comms.remove(&comm) {
+        b.orphans.extend(p.in_flight);
+    }
+    b.orphans.retain(|&(id, _)| {
+        let done = rt.p2p().is_complete(id) != Some(false);
+        if done {
+            let _ = rt.p2p().take_if_complete(id);
+        }
+        !done
+    });
 }
 
 /// Which buffer a call is about.
