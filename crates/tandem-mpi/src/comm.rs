@@ -219,6 +219,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
             let id = args::comm(s, h)?;
             s.rt.comm_free(id).map_err(fail(h))?;
             s.comms[id.0] = None;
+            crate::bsend::forget_comm(s, h);
             // SAFETY: checked non-null.
             unsafe { put(comm, MPI_COMM_NULL) };
             Ok(())

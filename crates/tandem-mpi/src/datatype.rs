@@ -292,7 +292,7 @@ pub fn packed_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
     Ok(layout(comm, dt)?.size)
 }
 
-fn register(layout: Layout, contents: Contents) -> MPI_Datatype {
+pub(crate) fn register(layout: Layout, contents: Contents) -> MPI_Datatype {
     let entry = Entry {
         layout: Arc::new(layout),
         committed: false,
@@ -313,7 +313,17 @@ fn register(layout: Layout, contents: Contents) -> MPI_Datatype {
     USER_TYPE_BASE + i
 }
 
-fn count_arg(n: c_int, what: &str) -> Result<usize, Fail> {
+/// [`register`] for datatypes that need no `MPI_Type_commit` (the
+/// `MPI_Type_create_f90_*` types, predefined by the standard).
+pub(crate) fn register_committed(layout: Layout, contents: Contents) -> MPI_Datatype {
+    let h = register(layout, contents);
+    if let Some(Some(e)) = types().get_mut(h - USER_TYPE_BASE) {
+        e.committed = true;
+    }
+    h
+}
+
+pub(crate) fn count_arg(n: c_int, what: &str) -> Result<usize, Fail> {
     usize::try_from(n).map_err(|_| {
         Fail::new(
             MPI_COMM_WORLD,
@@ -327,7 +337,7 @@ fn count_arg(n: c_int, what: &str) -> Result<usize, Fail> {
 ///
 /// # Safety
 /// `p` must be valid for `n` reads when `n > 0`.
-unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T], Fail> {
+pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T], Fail> {
     if n == 0 {
         return Ok(&[]);
     }
@@ -342,16 +352,16 @@ unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T], Fai
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
-fn counts(v: &[c_int], what: &str) -> Result<Vec<usize>, Fail> {
+pub(crate) fn counts(v: &[c_int], what: &str) -> Result<Vec<usize>, Fail> {
     v.iter().map(|&x| count_arg(x, what)).collect()
 }
 
-fn build_error(e: String) -> Fail {
+pub(crate) fn build_error(e: String) -> Fail {
     Fail::new(MPI_COMM_WORLD, ErrorClass::Arg, e)
 }
 
 /// Stores a new datatype in `*newtype`.
-fn create(
+pub(crate) fn create(
     newtype: *mut MPI_Datatype,
     build: impl FnOnce() -> Result<(Layout, Contents), Fail>,
 ) -> Result<(), Fail> {
@@ -363,7 +373,7 @@ fn create(
     Ok(())
 }
 
-fn contents(
+pub(crate) fn contents(
     combiner: c_int,
     ints: &[c_int],
     aints: &[MPI_Aint],

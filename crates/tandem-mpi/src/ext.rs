@@ -1,5 +1,5 @@
 //! State the MPI layer keeps beside the runtime's: tables of requests,
-//! operations, groups, attributes and info objects, the buffered-send
+//! operations, groups and attributes (info objects live in info.rs), the buffered-send
 //! buffer, and per-communicator extras (name, topology).
 
 /// Process-wide tables (one per `MPI_Init`).
@@ -9,7 +9,6 @@ pub struct Ext {
     pub ops: crate::ops::OpTable,
     pub groups: crate::group::GroupTable,
     pub attrs: crate::attr::Attributes,
-    pub infos: crate::info::InfoTable,
     pub bsend: crate::bsend::Bsend,
     /// Messages taken by a matched probe and not yet received: the
     /// communicator each came on, by the core's message id.

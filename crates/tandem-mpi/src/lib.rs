@@ -7,26 +7,33 @@
 //! handler, and never lets a panic unwind into C.
 
 pub mod abi;
+mod abi_query;
 mod args;
 mod attr;
 mod bsend;
 mod coll;
 mod comm;
 mod datatype;
+mod datatype_dist;
+mod dynamic;
 mod env;
+mod env_info;
 mod errcodes;
 mod errhandler;
 mod ext;
+mod external;
 mod file;
 mod file_io;
 mod file_view;
 mod grequest;
 mod group;
+mod handle_int;
 mod info;
 mod intercomm;
 mod misc;
 mod neighbor;
 mod ops;
+mod part;
 mod persistent;
 mod persistent_coll;
 mod pmpi;

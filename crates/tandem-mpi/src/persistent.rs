@@ -33,6 +33,17 @@ pub enum Spec {
         tag: Option<i32>,
         comm: MPI_Comm,
     },
+    /// A partitioned send or receive (part.rs): `t` is the whole buffer.
+    Part {
+        t: Typed,
+        partitions: usize,
+        peer: Option<u32>,
+        tag: i32,
+        /// Which initialisation with this peer and tag (matching order).
+        seq: u32,
+        comm: MPI_Comm,
+        send: bool,
+    },
     /// A persistent collective on its private communicator
     /// (persistent_coll.rs).
     Coll {
@@ -213,6 +224,22 @@ fn start(s: &mut State, h: MPI_Request) -> Result<(), Fail> {
         Some((Spec::Recv { t, src, tag, comm }, false)) => {
             let (t, src, tag, comm) = (t.clone(), *src, *tag, *comm);
             xfer::recv_typed(s, &t, src, tag, comm)?
+        }
+        Some((
+            Spec::Part {
+                t,
+                partitions,
+                peer,
+                tag,
+                seq,
+                comm,
+                send,
+            },
+            false,
+        )) => {
+            let (t, partitions, peer, tag, comm, send) =
+                (t.clone(), *partitions, *peer, (*tag, *seq), *comm, *send);
+            crate::part::start(s, &t, partitions, peer, tag, comm, send)?
         }
         Some((Spec::Coll { start, private }, false)) => {
             // The non-blocking collective registers a request of its own;

@@ -48,6 +48,13 @@ pub enum Op {
     },
     /// A generalized request (grequest.rs).
     Greq(Box<crate::grequest::Greq>),
+    /// Complete once these point-to-point operations, owned elsewhere
+    /// (buffered sends, bsend.rs), are: `MPI_Buffer_iflush`. An id already
+    /// released counts as complete.
+    Watch(Vec<ReqId>),
+    /// A round of a partitioned request (part.rs): not done before its
+    /// transfer has started and completed.
+    Part(Box<crate::part::Round>),
 }
 
 impl Op {
@@ -58,6 +65,8 @@ impl Op {
             Op::Done(_) => true,
             Op::Pair { recv, send, .. } => recv.ready(p, c) && send.ready(p, c),
             Op::Greq(g) => g.complete,
+            Op::Watch(ids) => ids.iter().all(|&id| p.is_complete(id) != Some(false)),
+            Op::Part(r) => r.inner.as_ref().is_some_and(|op| op.ready(p, c)),
         }
     }
 
@@ -88,6 +97,14 @@ impl Op {
                 }
             }
             Op::Done(st) => st,
+            Op::Watch(_) => Status::default(),
+            Op::Part(mut r) => match r.inner.take() {
+                Some(op) => {
+                    let st = op.finish(rt);
+                    r.outer_status(st)
+                }
+                None => Status::default(),
+            },
             Op::Pair { recv, send, keep } => {
                 let mut st = recv.finish(rt);
                 let sent = send.finish(rt);
@@ -130,6 +147,14 @@ impl Op {
                 ..Status::default()
             },
             Op::Done(st) => st.clone(),
+            Op::Watch(_) => Status::default(),
+            Op::Part(r) => match r.inner.as_mut() {
+                Some(op) => {
+                    let st = op.peek(rt);
+                    r.outer_status(st)
+                }
+                None => Status::default(),
+            },
             Op::Pair { recv, send, .. } => {
                 let mut st = recv.peek(rt);
                 let sent = send.peek(rt);
@@ -150,7 +175,12 @@ impl Op {
             // Only its receive can be cancelled (sends cannot be).
             Op::Pair { recv, .. } => recv.cancel(rt),
             Op::Greq(g) => g.cancel(),
-            Op::Coll(_) | Op::Done(_) => {}
+            Op::Part(r) => {
+                if let Some(op) = &r.inner {
+                    op.cancel(rt);
+                }
+            }
+            Op::Coll(_) | Op::Done(_) | Op::Watch(_) => {}
         }
     }
 
@@ -160,7 +190,13 @@ impl Op {
                 let _ = rt.p2p().detach(id);
             }
             Op::Coll(id) => rt.colls_mut().detach(id),
-            Op::Done(_) => {}
+            Op::Done(_) | Op::Watch(_) => {}
+            // A round not sent yet has nothing in flight.
+            Op::Part(r) => {
+                if let Some(op) = r.inner {
+                    op.detach(rt, zombies);
+                }
+            }
             // Buffers they own must live until they complete.
             // A generalized request's free callback runs once it completes.
             owning @ (Op::Staged { .. } | Op::Pair { .. } | Op::Greq(_)) => zombies.push(owning),
@@ -262,6 +298,15 @@ impl ReqTable {
         match self.remove(i)?.slot {
             Slot::Active(op) => Some(op),
             Slot::Persistent { .. } => None,
+        }
+    }
+
+    /// The operation in flight of the persistent request `r`, if started.
+    pub fn active_mut(&mut self, r: Req) -> Option<&mut Op> {
+        let Req::Ext(i) = r else { return None };
+        match &mut self.entries[i].1.as_mut()?.slot {
+            Slot::Persistent { active, .. } => active.as_mut(),
+            Slot::Active(_) => None,
         }
     }
 

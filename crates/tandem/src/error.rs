@@ -69,6 +69,14 @@ pub enum ErrorClass {
     RmaFlavor = 57,
     /// A peer process went away (MPI_ERR_PROC_ABORTED).
     ProcAborted = 58,
+    /// Dynamic processes, which Tandem does not have (MPI_ERR_NAME,
+    /// MPI_ERR_PORT, MPI_ERR_SPAWN).
+    Name = 38,
+    Port = 43,
+    Service = 51,
+    Spawn = 53,
+    /// A second attempt to register the Fortran ABI (MPI_ERR_ABI).
+    Abi = 62,
 }
 
 impl ErrorClass {

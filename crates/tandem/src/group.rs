@@ -13,12 +13,27 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Envelope, SendMode};
 use crate::runtime::{CommId, Runtime};
 
-/// Tags from 2^30 up on a communicator's collective context carry
-/// `MPI_Comm_create_group`'s messages: collectives number theirs below
-/// (`Colls::next_tag`), and frames carry no negative tags. The user's tag
-/// is kept modulo 2^30, which only concurrent calls on one parent with
-/// overlapping groups and tags 2^30 apart could confuse.
+/// Tags from 2^30 up on a communicator's collective context carry what is
+/// not a collective: collectives number theirs below (`Colls::next_tag`),
+/// and frames carry no negative tags. [2^30, 2^30 + 2^29) carry
+/// `MPI_Comm_create_group`'s (and `MPI_Intercomm_create`'s leader)
+/// messages, [2^30 + 2^29, 2^31) partitioned communication's. The user's
+/// tag is kept modulo 2^29, which only concurrent operations of one kind
+/// between the same ranks with tags 2^29 apart could confuse.
 pub(crate) const CREATE_GROUP_TAGS: i32 = 1 << 30;
+const PARTITIONED_TAGS: i32 = (1 << 30) | (1 << 29);
+const USER_TAG_BITS: i32 = (1 << 29) - 1;
+
+/// The tag of `MPI_Comm_create_group`'s messages for the user's `tag`.
+pub(crate) fn create_group_tag(tag: i32) -> i32 {
+    CREATE_GROUP_TAGS | (tag.max(0) & USER_TAG_BITS)
+}
+
+/// The tag a partitioned message with the user's `tag` carries on the
+/// collective context.
+pub fn partitioned_tag(tag: i32) -> i32 {
+    PARTITIONED_TAGS | (tag.max(0) & USER_TAG_BITS)
+}
 
 impl Runtime {
     /// Registers a communicator this rank belongs to.
@@ -86,7 +101,7 @@ impl Runtime {
         let env = Envelope {
             ctx: c.coll_context(),
             src: c.rank,
-            tag: CREATE_GROUP_TAGS | (tag.max(0) & !CREATE_GROUP_TAGS),
+            tag: create_group_tag(tag),
         };
         let (token, offer) = self.cids.lock().unwrap_or_else(|p| p.into_inner()).offer();
         let agreed = self.create_group_max(env, &members, index, offer, parent_rank);

@@ -23,7 +23,7 @@ use crate::coll::ops::ReducerRef;
 use crate::coll::CollCall;
 use crate::comm::{Comm, Inter};
 use crate::error::{Error, ErrorClass, Result};
-use crate::group::CREATE_GROUP_TAGS;
+use crate::group::create_group_tag;
 use crate::p2p::{Envelope, ReqId, SendMode};
 use crate::runtime::{CommId, Runtime};
 
@@ -349,9 +349,9 @@ impl Runtime {
                                 ctx: p.coll_context(),
                                 src: p.rank,
                                 // The user's tag tells concurrent creations on one
-                                // peer communicator apart; kept modulo 2^30 in the
+                                // peer communicator apart; kept modulo 2^29 in the
                                 // tag range of MPI_Comm_create_group's messages.
-                                tag: CREATE_GROUP_TAGS | (tag.max(0) & !CREATE_GROUP_TAGS),
+                                tag: create_group_tag(tag),
                             },
                             to: (remote_leader, world),
                         })
