@@ -130,7 +130,7 @@ pub static REGISTRY: &[Param] = &[
         name: "shm_direct_write",
         kind: Kind::Bool,
         default: "1",
-        help: "a rendezvous receive matched while its application computes (by the progress helper or the signal handler, or posted non-blocking) asks a sender on this host to write the data straight into it (process_vm_writev), so the receiving side never copies; needs the same permission as shm_single_copy",
+        help: "under progress=thread|signal, a large non-blocking receive from a sender on this host is advertised to it before the message leaves, or answers its RTS with clear to write: the sender writes the data straight into it (process_vm_writev), so the receiving side never copies and is not interrupted; needs the same permission as shm_single_copy",
     },
     Param {
         name: "shm_single_copy_min",
