@@ -91,7 +91,7 @@ pub fn forget_comm(s: &mut State, comm: MPI_Comm) {
 }
 
 /// Which buffer a call is about.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Owner {
     Process,
     Comm(MPI_Comm),
@@ -215,6 +215,10 @@ fn detach(s: &mut State, owner: Owner) -> Result<(*mut c_void, i64), Fail> {
     Ok(match attached {
         Some(Attached::Given(p, n)) => (p, n as i64),
         Some(Attached::Automatic) => (MPI_BUFFER_AUTOMATIC as *mut c_void, 0),
+        // Detaching the process's buffer when there is none gives NULL and
+        // 0, as it always did here (and as MPICH does): libraries detach to
+        // save a caller's buffer without knowing whether one is attached.
+        None if owner == Owner::Process => (std::ptr::null_mut(), 0),
         None => return Err(buffer_error(error_comm(owner), "no buffer is attached")),
     })
 }

@@ -217,9 +217,11 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
         |s| {
             let h = freeable(comm)?;
             let id = args::comm(s, h)?;
+            let ctx = s.rt.comm(id).map_err(fail(h))?.coll_context();
             s.rt.comm_free(id).map_err(fail(h))?;
             s.comms[id.0] = None;
             crate::bsend::forget_comm(s, h);
+            crate::part::forget_context(ctx);
             // SAFETY: checked non-null.
             unsafe { put(comm, MPI_COMM_NULL) };
             Ok(())

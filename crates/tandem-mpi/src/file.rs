@@ -928,11 +928,21 @@ pub unsafe extern "C" fn MPI_File_set_view(
             let el = datatype::layout(MPI_COMM_WORLD, etype)?;
             let fl = datatype::layout(MPI_COMM_WORLD, filetype)?;
             let view = View::new(disp, &el, &fl, read_only).map_err(|(c, m)| file_fail(c, m))?;
-            Ok((view, rep, hints))
+            // Copied before the agreement, so that a rank whose copy fails
+            // says so there instead of leaving the others waiting.
+            let etype_copy = datatype::duplicate(MPI_COMM_WORLD, etype)?;
+            let filetype_copy = datatype::duplicate(MPI_COMM_WORLD, filetype)
+                .inspect_err(|_| datatype::release(etype_copy))?;
+            Ok((view, rep, hints, etype_copy, filetype_copy))
         })();
-        let (view, rep, hints) = agree(s, comm, local)?;
-        let etype_copy = datatype::duplicate(MPI_COMM_WORLD, etype)?;
-        let filetype_copy = datatype::duplicate(MPI_COMM_WORLD, filetype)?;
+        let copies = local.as_ref().ok().map(|l| (l.3, l.4));
+        let (view, rep, hints, etype_copy, filetype_copy) =
+            agree(s, comm, local).inspect_err(|_| {
+                if let Some((e, f)) = copies {
+                    datatype::release(e);
+                    datatype::release(f);
+                }
+            })?;
         let f = s.files.get_mut(fh)?;
         datatype::release(f.etype);
         datatype::release(f.filetype);

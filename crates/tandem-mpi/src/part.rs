@@ -72,6 +72,15 @@ fn wire_tag(tag: i32, seq: u32) -> i32 {
     tandem::group::partitioned_tag((tag & 0xf_ffff) | (((seq & 0x1ff) as i32) << 20))
 }
 
+/// Forgets the initialisation counts of a context being freed: a later
+/// communicator may reuse its id with other members, whose counts start at 0.
+pub fn forget_context(ctx: u32) {
+    INITS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|&(c, ..), _| c != ctx);
+}
+
 /// Initialisations so far, by (context, sending side, peer, tag).
 static INITS: Mutex<BTreeMap<(u32, bool, u32, i32), u32>> = Mutex::new(BTreeMap::new());
 
@@ -327,8 +336,17 @@ fn send_now(s: &mut State, t: &Typed, dest: u32, wire: i32, comm: MPI_Comm) -> R
     })
 }
 
-/// Marks partitions ready; sends once all are.
-fn mark_ready(s: &mut State, h: MPI_Request, parts: &[usize]) -> Result<(), Fail> {
+/// The partitions an `MPI_Pready*` call names.
+enum Parts<'a> {
+    List(&'a [usize]),
+    /// `low..=high`, built into a list only once `high` is known to be a
+    /// partition (a huge range must not allocate before it is refused).
+    Range(usize, usize),
+}
+
+/// Marks partitions ready (all or none: a refused call changes nothing);
+/// sends once all are.
+fn mark_ready(s: &mut State, h: MPI_Request, parts: Parts) -> Result<(), Fail> {
     let r = request::classify(s, h)?;
     let comm = request::comm_of(s, r);
     let (t, peer, wire, pcomm, partitions) = match s.ext.reqs.persistent(r) {
@@ -359,13 +377,25 @@ fn mark_ready(s: &mut State, h: MPI_Request, parts: &[usize]) -> Result<(), Fail
             ))
         }
     };
-    if let Some(&bad) = parts.iter().find(|&&p| p >= partitions) {
+    let beyond = match parts {
+        Parts::List(l) => l.iter().copied().find(|&p| p >= partitions),
+        Parts::Range(_, high) => (high >= partitions).then_some(high),
+    };
+    if let Some(bad) = beyond {
         return Err(Fail::new(
             comm,
             ErrorClass::Arg,
             format!("partition {bad} is not in 0..{partitions}"),
         ));
     }
+    let range: Vec<usize>;
+    let parts = match parts {
+        Parts::List(l) => l,
+        Parts::Range(low, high) => {
+            range = (low..=high).collect();
+            &range
+        }
+    };
     let all_ready = {
         let Some(Op::Part(round)) = s.ext.reqs.active_mut(r) else {
             return Err(part_error("partitioned request without a round"));
@@ -377,16 +407,18 @@ fn mark_ready(s: &mut State, h: MPI_Request, parts: &[usize]) -> Result<(), Fail
                 "every partition of this round is already ready",
             ));
         };
+        let mut marked = ready.clone();
         for &p in parts {
-            if ready[p] {
+            if marked[p] {
                 return Err(Fail::new(
                     comm,
                     ErrorClass::Arg,
                     format!("partition {p} is already ready in this round"),
                 ));
             }
-            ready[p] = true;
+            marked[p] = true;
         }
+        *ready = marked;
         ready.iter().all(|&x| x)
     };
     if all_ready {
@@ -514,7 +546,7 @@ pub unsafe extern "C" fn MPI_Precv_init_c(
 pub unsafe extern "C" fn MPI_Pready(partition: c_int, request: MPI_Request) -> c_int {
     call("MPI_Pready", |s| {
         let p = partition_arg(partition)?;
-        mark_ready(s, request, &[p])
+        mark_ready(s, request, Parts::List(&[p]))
     })
 }
 
@@ -530,8 +562,7 @@ pub unsafe extern "C" fn MPI_Pready_range(
         if hi < lo {
             return Err(part_error(format!("partition range {lo}..={hi} is empty")));
         }
-        let parts: Vec<usize> = (lo..=hi).collect();
-        mark_ready(s, request, &parts)
+        mark_ready(s, request, Parts::Range(lo, hi))
     })
 }
 
@@ -546,7 +577,7 @@ pub unsafe extern "C" fn MPI_Pready_list(
             usize::try_from(length).map_err(|_| part_error(format!("negative length {length}")))?;
         if n == 0 {
             // Nothing to mark; the request must still be a started send.
-            return mark_ready(s, request, &[]);
+            return mark_ready(s, request, Parts::List(&[]));
         }
         args::out_ptr(
             MPI_COMM_WORLD,
@@ -559,7 +590,7 @@ pub unsafe extern "C" fn MPI_Pready_list(
             .iter()
             .map(|&p| partition_arg(p))
             .collect::<Result<Vec<_>, _>>()?;
-        mark_ready(s, request, &parts)
+        mark_ready(s, request, Parts::List(&parts))
     })
 }
 

@@ -51,11 +51,20 @@ impl Matcher {
                 .get(peer as usize)
                 .copied()
                 .unwrap_or(false)
-            || self.advert_wanted.iter().any(|&(p, _)| p == peer)
         {
             return;
         }
-        let Some(c) = self.contexts.get(&r.context) else {
+        let ctx = r.context;
+        // One per sender: the earlier receive, unless it has matched since
+        // (the signal handler completes receives without a progress call,
+        // which is where the list is otherwise tidied).
+        let reqs = &self.reqs;
+        self.advert_wanted
+            .retain(|&(_, x)| reqs.get(x).is_some_and(|e| e.stage == Stage::RecvPosted));
+        if self.advert_wanted.iter().any(|&(p, _)| p == peer) {
+            return;
+        }
+        let Some(c) = self.contexts.get(&ctx) else {
             return;
         };
         if c.posted.len() > LOOK_BACK {
