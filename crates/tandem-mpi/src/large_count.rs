@@ -11,8 +11,9 @@
 //! `MPI_Type_size_c`, extents, `MPI_Pack_size_c`) live with their int
 //! forms and report full 64-bit values.
 //!
-//! Generated mechanically from the declarations in `include/mpi.h`: one
-//! wrapper per call, all alike.
+//! The wrappers were written mechanically from the declarations in
+//! `include/mpi.h` (one per call, all alike): a new `_c` form follows the
+//! same pattern.
 #![allow(clippy::missing_safety_doc)]
 #![allow(clippy::too_many_arguments)]
 
@@ -370,16 +371,8 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
     let cx = Cx::comm("MPI_Allgatherv_c", comm);
     cx.run(|| {
         let sendcount = cx.scalar(sendcount, "sendcount", || Ok(!is_in_place(sendbuf)))?;
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.peers()?, "recvcounts")?
-        } else {
-            None
-        };
-        let displs_narrow = if true {
-            cx.displs(displs, cx.peers()?, "displs")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.peers()?, "recvcounts")?;
+        let displs_narrow = cx.displs(displs, cx.peers()?, "displs")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -413,16 +406,8 @@ pub unsafe extern "C" fn MPI_Allgatherv_init_c(
     let cx = Cx::comm("MPI_Allgatherv_init_c", comm);
     cx.run(|| {
         let sendcount = cx.scalar(sendcount, "sendcount", || Ok(!is_in_place(sendbuf)))?;
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.peers()?, "recvcounts")?
-        } else {
-            None
-        };
-        let displs_narrow = if true {
-            cx.displs(displs, cx.peers()?, "displs")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.peers()?, "recvcounts")?;
+        let displs_narrow = cx.displs(displs, cx.peers()?, "displs")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -556,16 +541,8 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
         } else {
             None
         };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.peers()?, "recvcounts")?
-        } else {
-            None
-        };
-        let rdispls_narrow = if true {
-            cx.displs(rdispls, cx.peers()?, "rdispls")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.peers()?, "recvcounts")?;
+        let rdispls_narrow = cx.displs(rdispls, cx.peers()?, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -610,16 +587,8 @@ pub unsafe extern "C" fn MPI_Alltoallv_init_c(
         } else {
             None
         };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.peers()?, "recvcounts")?
-        } else {
-            None
-        };
-        let rdispls_narrow = if true {
-            cx.displs(rdispls, cx.peers()?, "rdispls")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.peers()?, "recvcounts")?;
+        let rdispls_narrow = cx.displs(rdispls, cx.peers()?, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -664,16 +633,8 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
         } else {
             None
         };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.peers()?, "recvcounts")?
-        } else {
-            None
-        };
-        let rdispls_narrow = if true {
-            cx.displs(rdispls, cx.peers()?, "rdispls")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.peers()?, "recvcounts")?;
+        let rdispls_narrow = cx.displs(rdispls, cx.peers()?, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -718,16 +679,8 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
         } else {
             None
         };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.peers()?, "recvcounts")?
-        } else {
-            None
-        };
-        let rdispls_narrow = if true {
-            cx.displs(rdispls, cx.peers()?, "rdispls")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.peers()?, "recvcounts")?;
+        let rdispls_narrow = cx.displs(rdispls, cx.peers()?, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -1115,16 +1068,8 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
     let cx = Cx::comm("MPI_Iallgatherv_c", comm);
     cx.run(|| {
         let sendcount = cx.scalar(sendcount, "sendcount", || Ok(!is_in_place(sendbuf)))?;
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.peers()?, "recvcounts")?
-        } else {
-            None
-        };
-        let displs_narrow = if true {
-            cx.displs(displs, cx.peers()?, "displs")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.peers()?, "recvcounts")?;
+        let displs_narrow = cx.displs(displs, cx.peers()?, "displs")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -1212,16 +1157,8 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
         } else {
             None
         };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.peers()?, "recvcounts")?
-        } else {
-            None
-        };
-        let rdispls_narrow = if true {
-            cx.displs(rdispls, cx.peers()?, "rdispls")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.peers()?, "recvcounts")?;
+        let rdispls_narrow = cx.displs(rdispls, cx.peers()?, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -1266,16 +1203,8 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
         } else {
             None
         };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.peers()?, "recvcounts")?
-        } else {
-            None
-        };
-        let rdispls_narrow = if true {
-            cx.displs(rdispls, cx.peers()?, "rdispls")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.peers()?, "recvcounts")?;
+        let rdispls_narrow = cx.displs(rdispls, cx.peers()?, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -1479,16 +1408,8 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv_c(
     let cx = Cx::comm("MPI_Ineighbor_allgatherv_c", comm);
     cx.run(|| {
         let sendcount = cx.scalar(sendcount, "sendcount", || Ok(!is_in_place(sendbuf)))?;
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?
-        } else {
-            None
-        };
-        let displs_narrow = if true {
-            cx.displs(displs, cx.degrees()?.0, "displs")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
+        let displs_narrow = cx.displs(displs, cx.degrees()?.0, "displs")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -1547,26 +1468,10 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv_c(
 ) -> c_int {
     let cx = Cx::comm("MPI_Ineighbor_alltoallv_c", comm);
     cx.run(|| {
-        let sendcounts_narrow = if true {
-            cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?
-        } else {
-            None
-        };
-        let sdispls_narrow = if true {
-            cx.displs(sdispls, cx.degrees()?.1, "sdispls")?
-        } else {
-            None
-        };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?
-        } else {
-            None
-        };
-        let rdispls_narrow = if true {
-            cx.displs(rdispls, cx.degrees()?.0, "rdispls")?
-        } else {
-            None
-        };
+        let sendcounts_narrow = cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?;
+        let sdispls_narrow = cx.displs(sdispls, cx.degrees()?.1, "sdispls")?;
+        let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
+        let rdispls_narrow = cx.displs(rdispls, cx.degrees()?.0, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -1601,16 +1506,8 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
 ) -> c_int {
     let cx = Cx::comm("MPI_Ineighbor_alltoallw_c", comm);
     cx.run(|| {
-        let sendcounts_narrow = if true {
-            cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?
-        } else {
-            None
-        };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?
-        } else {
-            None
-        };
+        let sendcounts_narrow = cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?;
+        let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -1702,11 +1599,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
 ) -> c_int {
     let cx = Cx::comm("MPI_Ireduce_scatter_c", comm);
     cx.run(|| {
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.local_size()?, "recvcounts")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.local_size()?, "recvcounts")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -2006,16 +1899,8 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_c(
     let cx = Cx::comm("MPI_Neighbor_allgatherv_c", comm);
     cx.run(|| {
         let sendcount = cx.scalar(sendcount, "sendcount", || Ok(!is_in_place(sendbuf)))?;
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?
-        } else {
-            None
-        };
-        let displs_narrow = if true {
-            cx.displs(displs, cx.degrees()?.0, "displs")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
+        let displs_narrow = cx.displs(displs, cx.degrees()?.0, "displs")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -2049,16 +1934,8 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init_c(
     let cx = Cx::comm("MPI_Neighbor_allgatherv_init_c", comm);
     cx.run(|| {
         let sendcount = cx.scalar(sendcount, "sendcount", || Ok(!is_in_place(sendbuf)))?;
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?
-        } else {
-            None
-        };
-        let displs_narrow = if true {
-            cx.displs(displs, cx.degrees()?.0, "displs")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
+        let displs_narrow = cx.displs(displs, cx.degrees()?.0, "displs")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -2142,26 +2019,10 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_c(
 ) -> c_int {
     let cx = Cx::comm("MPI_Neighbor_alltoallv_c", comm);
     cx.run(|| {
-        let sendcounts_narrow = if true {
-            cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?
-        } else {
-            None
-        };
-        let sdispls_narrow = if true {
-            cx.displs(sdispls, cx.degrees()?.1, "sdispls")?
-        } else {
-            None
-        };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?
-        } else {
-            None
-        };
-        let rdispls_narrow = if true {
-            cx.displs(rdispls, cx.degrees()?.0, "rdispls")?
-        } else {
-            None
-        };
+        let sendcounts_narrow = cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?;
+        let sdispls_narrow = cx.displs(sdispls, cx.degrees()?.1, "sdispls")?;
+        let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
+        let rdispls_narrow = cx.displs(rdispls, cx.degrees()?.0, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -2196,26 +2057,10 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init_c(
 ) -> c_int {
     let cx = Cx::comm("MPI_Neighbor_alltoallv_init_c", comm);
     cx.run(|| {
-        let sendcounts_narrow = if true {
-            cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?
-        } else {
-            None
-        };
-        let sdispls_narrow = if true {
-            cx.displs(sdispls, cx.degrees()?.1, "sdispls")?
-        } else {
-            None
-        };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?
-        } else {
-            None
-        };
-        let rdispls_narrow = if true {
-            cx.displs(rdispls, cx.degrees()?.0, "rdispls")?
-        } else {
-            None
-        };
+        let sendcounts_narrow = cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?;
+        let sdispls_narrow = cx.displs(sdispls, cx.degrees()?.1, "sdispls")?;
+        let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
+        let rdispls_narrow = cx.displs(rdispls, cx.degrees()?.0, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -2250,16 +2095,8 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
 ) -> c_int {
     let cx = Cx::comm("MPI_Neighbor_alltoallw_c", comm);
     cx.run(|| {
-        let sendcounts_narrow = if true {
-            cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?
-        } else {
-            None
-        };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?
-        } else {
-            None
-        };
+        let sendcounts_narrow = cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?;
+        let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -2294,16 +2131,8 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
 ) -> c_int {
     let cx = Cx::comm("MPI_Neighbor_alltoallw_init_c", comm);
     cx.run(|| {
-        let sendcounts_narrow = if true {
-            cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?
-        } else {
-            None
-        };
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?
-        } else {
-            None
-        };
+        let sendcounts_narrow = cx.counts(sendcounts, cx.degrees()?.1, "sendcounts")?;
+        let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -2544,11 +2373,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
 ) -> c_int {
     let cx = Cx::comm("MPI_Reduce_scatter_c", comm);
     cx.run(|| {
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.local_size()?, "recvcounts")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.local_size()?, "recvcounts")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -2577,11 +2402,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
 ) -> c_int {
     let cx = Cx::comm("MPI_Reduce_scatter_init_c", comm);
     cx.run(|| {
-        let recvcounts_narrow = if true {
-            cx.counts(recvcounts, cx.local_size()?, "recvcounts")?
-        } else {
-            None
-        };
+        let recvcounts_narrow = cx.counts(recvcounts, cx.local_size()?, "recvcounts")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -3109,15 +2930,11 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
     let cx = Cx::local("MPI_Type_create_hindexed_c");
     cx.run(|| {
         let count = cx.scalar(count, "count", || Ok(true))?;
-        let array_of_blocklengths_narrow = if true {
-            cx.counts(
-                array_of_blocklengths,
-                count.max(0) as usize,
-                "array_of_blocklengths",
-            )?
-        } else {
-            None
-        };
+        let array_of_blocklengths_narrow = cx.counts(
+            array_of_blocklengths,
+            count.max(0) as usize,
+            "array_of_blocklengths",
+        )?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -3168,15 +2985,11 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
     cx.run(|| {
         let count = cx.scalar(count, "count", || Ok(true))?;
         let blocklength = cx.scalar(blocklength, "blocklength", || Ok(true))?;
-        let array_of_displacements_narrow = if true {
-            cx.counts(
-                array_of_displacements,
-                count.max(0) as usize,
-                "array_of_displacements",
-            )?
-        } else {
-            None
-        };
+        let array_of_displacements_narrow = cx.counts(
+            array_of_displacements,
+            count.max(0) as usize,
+            "array_of_displacements",
+        )?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -3206,15 +3019,11 @@ pub unsafe extern "C" fn MPI_Type_create_struct_c(
     let cx = Cx::local("MPI_Type_create_struct_c");
     cx.run(|| {
         let count = cx.scalar(count, "count", || Ok(true))?;
-        let array_of_blocklengths_narrow = if true {
-            cx.counts(
-                array_of_blocklengths,
-                count.max(0) as usize,
-                "array_of_blocklengths",
-            )?
-        } else {
-            None
-        };
+        let array_of_blocklengths_narrow = cx.counts(
+            array_of_blocklengths,
+            count.max(0) as usize,
+            "array_of_blocklengths",
+        )?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -3245,25 +3054,15 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
 ) -> c_int {
     let cx = Cx::local("MPI_Type_create_subarray_c");
     cx.run(|| {
-        let array_of_sizes_narrow = if true {
-            cx.counts(array_of_sizes, ndims.max(0) as usize, "array_of_sizes")?
-        } else {
-            None
-        };
-        let array_of_subsizes_narrow = if true {
-            cx.counts(
-                array_of_subsizes,
-                ndims.max(0) as usize,
-                "array_of_subsizes",
-            )?
-        } else {
-            None
-        };
-        let array_of_starts_narrow = if true {
-            cx.counts(array_of_starts, ndims.max(0) as usize, "array_of_starts")?
-        } else {
-            None
-        };
+        let array_of_sizes_narrow =
+            cx.counts(array_of_sizes, ndims.max(0) as usize, "array_of_sizes")?;
+        let array_of_subsizes_narrow = cx.counts(
+            array_of_subsizes,
+            ndims.max(0) as usize,
+            "array_of_subsizes",
+        )?;
+        let array_of_starts_narrow =
+            cx.counts(array_of_starts, ndims.max(0) as usize, "array_of_starts")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
@@ -3291,24 +3090,16 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
     let cx = Cx::local("MPI_Type_indexed_c");
     cx.run(|| {
         let count = cx.scalar(count, "count", || Ok(true))?;
-        let array_of_blocklengths_narrow = if true {
-            cx.counts(
-                array_of_blocklengths,
-                count.max(0) as usize,
-                "array_of_blocklengths",
-            )?
-        } else {
-            None
-        };
-        let array_of_displacements_narrow = if true {
-            cx.counts(
-                array_of_displacements,
-                count.max(0) as usize,
-                "array_of_displacements",
-            )?
-        } else {
-            None
-        };
+        let array_of_blocklengths_narrow = cx.counts(
+            array_of_blocklengths,
+            count.max(0) as usize,
+            "array_of_blocklengths",
+        )?;
+        let array_of_displacements_narrow = cx.counts(
+            array_of_displacements,
+            count.max(0) as usize,
+            "array_of_displacements",
+        )?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
         Ok(unsafe {
