@@ -878,6 +878,32 @@ fn put_counts(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_extent_c(
+    datatype: MPI_Datatype,
+    lb: *mut MPI_Count,
+    extent: *mut MPI_Count,
+) -> c_int {
+    put_counts("MPI_Type_get_extent_c", datatype, lb, extent, |l| {
+        (l.lb, l.extent)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Type_get_true_extent_c(
+    datatype: MPI_Datatype,
+    true_lb: *mut MPI_Count,
+    true_extent: *mut MPI_Count,
+) -> c_int {
+    put_counts(
+        "MPI_Type_get_true_extent_c",
+        datatype,
+        true_lb,
+        true_extent,
+        |l| (l.true_lb, l.true_extent),
+    )
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Type_get_extent_x(
     datatype: MPI_Datatype,
     lb: *mut MPI_Count,
@@ -1135,13 +1161,14 @@ pub unsafe extern "C" fn MPI_Get_elements(
     })
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Get_elements_x(
+/// `MPI_Get_elements_x` and `MPI_Get_elements_c`: the 64-bit element count.
+fn elements_wide(
+    func: &'static str,
     status: *const MPI_Status,
     datatype: MPI_Datatype,
     count: *mut MPI_Count,
 ) -> c_int {
-    call_local("MPI_Get_elements_x", || {
+    call_local(func, || {
         args::out_ptr(MPI_COMM_WORLD, count, "count")?;
         let n = elements(status, datatype)?;
         // SAFETY: checked non-null.
@@ -1156,6 +1183,42 @@ pub unsafe extern "C" fn MPI_Get_elements_x(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_x(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> c_int {
+    elements_wide("MPI_Get_elements_x", status, datatype, count)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_elements_c(
+    status: *const MPI_Status,
+    datatype: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> c_int {
+    elements_wide("MPI_Get_elements_c", status, datatype, count)
+}
+
+/// The bytes `incount` elements of `datatype` pack into.
+fn pack_bytes(
+    s: &mut crate::state::State,
+    incount: MPI_Count,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> Result<usize, Fail> {
+    args::comm(s, comm)?;
+    let n = usize::try_from(incount).map_err(|_| {
+        Fail::new(
+            comm,
+            ErrorClass::Count,
+            format!("negative incount {incount}"),
+        )
+    })?;
+    Ok(layout(comm, datatype)?.size.saturating_mul(n))
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Pack_size(
     incount: c_int,
     datatype: MPI_Datatype,
@@ -1163,12 +1226,26 @@ pub unsafe extern "C" fn MPI_Pack_size(
     size: *mut c_int,
 ) -> c_int {
     call("MPI_Pack_size", |s| {
-        args::comm(s, comm)?;
+        let bytes = pack_bytes(s, incount.into(), datatype, comm)?;
         args::out_ptr(comm, size, "size")?;
-        let n = count_arg(incount, "incount")?;
-        let bytes = layout(comm, datatype)?.size.saturating_mul(n);
         // SAFETY: checked non-null.
         unsafe { put(size, c_int::try_from(bytes).unwrap_or(MPI_UNDEFINED)) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Pack_size_c(
+    incount: MPI_Count,
+    datatype: MPI_Datatype,
+    comm: MPI_Comm,
+    size: *mut MPI_Count,
+) -> c_int {
+    call("MPI_Pack_size_c", |s| {
+        let bytes = pack_bytes(s, incount, datatype, comm)?;
+        args::out_ptr(comm, size, "size")?;
+        // SAFETY: checked non-null.
+        unsafe { put(size, MPI_Count::try_from(bytes).unwrap_or(MPI_Count::MAX)) };
         Ok(())
     })
 }

@@ -30,6 +30,7 @@ mod group;
 mod handle_int;
 mod info;
 mod intercomm;
+mod large_count;
 mod misc;
 mod neighbor;
 mod ops;

@@ -165,6 +165,17 @@ pub unsafe extern "C" fn MPI_Status_set_elements_x(
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn MPI_Status_set_elements_c(
+    status: *mut MPI_Status,
+    datatype: MPI_Datatype,
+    count: MPI_Count,
+) -> c_int {
+    call_stateless("MPI_Status_set_elements_c", || {
+        set_elements(status, datatype, count)
+    })
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn MPI_Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
     call_stateless("MPI_Status_set_cancelled", || {
         if status.is_null() {

@@ -1624,6 +1624,21 @@ pub unsafe extern "C" fn MPI_Imrecv(
     })
 }
 
+/// The whole elements of `dt` in a status (`None`: not a whole number).
+fn whole_count(status: *const MPI_Status, dt: MPI_Datatype) -> Result<Option<u64>, Fail> {
+    args::out_ptr(MPI_COMM_WORLD, status as *mut MPI_Status, "status")?;
+    let size = args::type_size(MPI_COMM_WORLD, dt)? as u64;
+    // SAFETY: checked non-null; valid by the MPI contract.
+    let bytes = args::status_bytes(unsafe { &*status });
+    Ok(if size == 0 {
+        Some(0)
+    } else if !bytes.is_multiple_of(size) {
+        None
+    } else {
+        Some(bytes / size)
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Get_count(
     status: *const MPI_Status,
@@ -1631,18 +1646,27 @@ pub unsafe extern "C" fn MPI_Get_count(
     count: *mut c_int,
 ) -> c_int {
     call_local("MPI_Get_count", || {
-        args::out_ptr(MPI_COMM_WORLD, status as *mut MPI_Status, "status")?;
         args::out_ptr(MPI_COMM_WORLD, count, "count")?;
-        let size = args::type_size(MPI_COMM_WORLD, dt)? as u64;
-        // SAFETY: checked non-null; valid by the MPI contract.
-        let bytes = args::status_bytes(unsafe { &*status });
-        let n = if size == 0 {
-            0
-        } else if !bytes.is_multiple_of(size) || bytes / size > c_int::MAX as u64 {
-            MPI_UNDEFINED
-        } else {
-            (bytes / size) as c_int
-        };
+        let n = whole_count(status, dt)?
+            .and_then(|n| c_int::try_from(n).ok())
+            .unwrap_or(MPI_UNDEFINED);
+        // SAFETY: checked non-null.
+        unsafe { put(count, n) };
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Get_count_c(
+    status: *const MPI_Status,
+    dt: MPI_Datatype,
+    count: *mut MPI_Count,
+) -> c_int {
+    call_local("MPI_Get_count_c", || {
+        args::out_ptr(MPI_COMM_WORLD, count, "count")?;
+        let n = whole_count(status, dt)?
+            .and_then(|n| MPI_Count::try_from(n).ok())
+            .unwrap_or(MPI_UNDEFINED as MPI_Count);
         // SAFETY: checked non-null.
         unsafe { put(count, n) };
         Ok(())
