@@ -13,7 +13,10 @@
  *   2. the even ranks and the odd ranks make communicators of themselves
  *      with different tags at the same time; then ranks 0..k (k = size/2)
  *      make one of themselves while the others exchange in the world one
- *      among themselves;
+ *      among themselves; an intercommunicator between the even and the odd
+ *      ranks (MPI_Intercomm_create_from_groups, the last rank of each group
+ *      its leader): remote size, local rank,
+ *      an allreduce across it;
  *   3. session error handlers: an unknown process set and a process set
  *      number out of range fail with MPI_ERR_ARG through the session's
  *      MPI_ERRORS_RETURN; a user handler (MPI_Session_create_errhandler)
@@ -187,6 +190,38 @@ int main(int argc, char **argv)
             CHECK_EQ(left, in, "ring among the others while the low ranks create");
         }
         OK(MPI_Barrier(wcomm));
+
+        /* An intercommunicator between the even and the odd ranks. */
+        if (wsize >= 2) {
+            int *other = malloc(sizeof(int) * (size_t)wsize);
+            int m = 0;
+            for (int i = 1 - wrank % 2; i < wsize; i += 2)
+                other[m++] = i;
+            MPI_Group world, mine, theirs;
+            MPI_Comm inter;
+            OK(MPI_Group_from_session_pset(s1, "mpi://WORLD", &world));
+            OK(MPI_Group_incl(world, n, half, &mine));
+            OK(MPI_Group_incl(world, m, other, &theirs));
+            OK(MPI_Intercomm_create_from_groups(mine, n - 1, theirs, m - 1, "even-odd", MPI_INFO_NULL,
+                                                MPI_ERRORS_RETURN, &inter));
+            int is_inter = 0, rsize = 0, lrank = -1;
+            OK(MPI_Comm_test_inter(inter, &is_inter));
+            CHECK_EQ(1, is_inter, "an intercommunicator");
+            OK(MPI_Comm_remote_size(inter, &rsize));
+            CHECK_EQ(m, rsize, "remote size");
+            OK(MPI_Comm_rank(inter, &lrank));
+            CHECK_EQ(wrank / 2, lrank, "local rank");
+            long mine_v = 1000 + wrank, sum = 0, expect = 0;
+            for (int i = 0; i < m; i++)
+                expect += 1000 + other[i];
+            OK(MPI_Allreduce(&mine_v, &sum, 1, MPI_LONG, MPI_SUM, inter));
+            CHECK_EQ(expect, sum, "intercommunicator allreduce (the remote group's sum)");
+            OK(MPI_Comm_free(&inter));
+            OK(MPI_Group_free(&mine));
+            OK(MPI_Group_free(&theirs));
+            OK(MPI_Group_free(&world));
+            free(other);
+        }
         free(half);
     }
 

@@ -418,3 +418,59 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
         raise_to_given(errhandler),
     )
 }
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
+    local_group: MPI_Group,
+    local_leader: c_int,
+    remote_group: MPI_Group,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    info_: MPI_Info,
+    errhandler: MPI_Errhandler,
+    newintercomm: *mut MPI_Comm,
+) -> c_int {
+    call_with(
+        "MPI_Intercomm_create_from_groups",
+        |s| {
+            out(newintercomm, "newintercomm")?;
+            let tag = c_string(stringtag, "stringtag")?;
+            info::check_optional(s, info_)?;
+            check_errhandler(s, errhandler, Kind::Comm)?;
+            let local = group::members(s, local_group)?;
+            let remote = group::members(s, remote_group)?;
+            if !local.contains(&s.rt.rank()) {
+                return Err(Fail::new(
+                    MPI_COMM_SELF,
+                    ErrorClass::Group,
+                    "the calling process is not in the local group",
+                ));
+            }
+            let rank_in = |g: &[u32], r: c_int, what: &str| {
+                usize::try_from(r)
+                    .ok()
+                    .and_then(|i| g.get(i).map(|&w| (i as u32, w)))
+                    .ok_or_else(|| {
+                        Fail::new(
+                            MPI_COMM_SELF,
+                            ErrorClass::Rank,
+                            format!("{what} {r} is not in 0..{}", g.len()),
+                        )
+                    })
+            };
+            let (leader, _) = rank_in(&local, local_leader, "local leader")?;
+            let (_, remote_world) = rank_in(&remote, remote_leader, "remote leader")?;
+            let id =
+                s.rt.intercomm_create_from_groups(local, leader, remote_world, tag)
+                    .map_err(|error| Fail {
+                        comm: MPI_COMM_SELF,
+                        error,
+                    })?;
+            let h = s.add_comm(id, errhandler);
+            // SAFETY: checked non-null.
+            unsafe { put(newintercomm, h) };
+            Ok(())
+        },
+        raise_to_given(errhandler),
+    )
+}
