@@ -397,6 +397,12 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
             info::check_optional(s, info_)?;
             check_errhandler(s, errhandler, Kind::Comm)?;
             let members = group::members(s, group_)?;
+            if members.is_empty() {
+                // MPI_GROUP_EMPTY: no communicator, nothing to agree.
+                // SAFETY: checked non-null.
+                unsafe { put(newcomm, MPI_COMM_NULL) };
+                return Ok(());
+            }
             if !members.contains(&s.rt.rank()) {
                 return Err(Fail::new(
                     MPI_COMM_SELF,
