@@ -30,7 +30,8 @@
  *      (MPI_COMM_SELF returns errors): MPI_SESSION_NULL -> MPI_ERR_SESSION,
  *      MPI_GROUP_NULL -> MPI_ERR_GROUP, NULL stringtag -> MPI_ERR_ARG, a
  *      group without the caller -> MPI_ERR_GROUP (MPI_GROUP_EMPTY gives
- *      MPI_COMM_NULL and success), a communicator error
+ *      MPI_COMM_NULL and success), thread_level NOT_A_LEVEL ->
+ *      MPI_ERR_INFO_VALUE, a communicator error
  *      handler given to MPI_Session_init -> MPI_ERR_ERRHANDLER;
  *   5. MPI_Finalize with the first session still open: MPI_Finalized says
  *      1, the session's communicator still works; MPI_Session_finalize sets
@@ -322,6 +323,11 @@ int main(int argc, char **argv)
         OK(MPI_Comm_create_errhandler((MPI_Comm_errhandler_function *)session_handler, &ceh));
         CHECK_EQ(MPI_ERR_ERRHANDLER, MPI_Session_init(MPI_INFO_NULL, ceh, &s3), "communicator handler for a session");
         OK(MPI_Errhandler_free(&ceh));
+        MPI_Info bad;
+        OK(MPI_Info_create(&bad));
+        OK(MPI_Info_set(bad, "thread_level", "NOT_A_LEVEL"));
+        CHECK_EQ(MPI_ERR_INFO_VALUE, MPI_Session_init(bad, MPI_ERRORS_RETURN, &s3), "unknown thread_level");
+        OK(MPI_Info_free(&bad));
     }
     OK(MPI_Session_finalize(&s2));
     CHECK(s2 == MPI_SESSION_NULL, "finalize clears the handle");

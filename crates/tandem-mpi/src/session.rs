@@ -141,6 +141,21 @@ pub unsafe extern "C" fn MPI_Session_init(
                     .find(|(k, _)| k == "thread_level")
                     .map(|(_, v)| v)
             };
+            if let Some(v) = &thread_level {
+                const LEVELS: [&str; 4] = [
+                    "MPI_THREAD_SINGLE",
+                    "MPI_THREAD_FUNNELED",
+                    "MPI_THREAD_SERIALIZED",
+                    "MPI_THREAD_MULTIPLE",
+                ];
+                if !LEVELS.iter().any(|l| l.eq_ignore_ascii_case(v.trim())) {
+                    return Err(Fail::new(
+                        MPI_COMM_SELF,
+                        ErrorClass::InfoValue,
+                        format!("thread_level {v:?} is not a thread level"),
+                    ));
+                }
+            }
             let entry = Session {
                 errhandler,
                 thread_level,
@@ -308,6 +323,15 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     session_errhandler_fn: Option<MPI_Session_errhandler_function>,
     errhandler: *mut MPI_Errhandler,
 ) -> c_int {
+    // Allowed before any MPI_Session_init (to hand the handler to it): the
+    // runtime, which keeps the handlers, starts here then.
+    if errhandler.is_null() {
+        return MPI_ERR_ARG;
+    }
+    let rc = state::start_for_session("MPI_Session_create_errhandler", crate::env::THREAD_LEVEL);
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
     state::call("MPI_Session_create_errhandler", |s| {
         out(errhandler, "errhandler")?;
         let Some(func) = session_errhandler_fn else {
