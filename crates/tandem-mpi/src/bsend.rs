@@ -7,9 +7,10 @@
 //! bytes of accounting) into space taken from the buffer in force and
 //! completes at once; the space is given back when the transfer completes.
 //! The buffer in force is the communicator's if it has one, else the
-//! process's (sessions, which could hold one in between, do not exist in
-//! Tandem). A message that does not fit is an `MPI_ERR_BUFFER` error, as
-//! the standard requires; an `MPI_BUFFER_AUTOMATIC` buffer has no limit.
+//! process's (a session's buffer, which would come in between, is not
+//! built: `MPI_Session_attach_buffer` and the rest are missing). A message
+//! that does not fit is an `MPI_ERR_BUFFER` error, as the standard
+//! requires; an `MPI_BUFFER_AUTOMATIC` buffer has no limit.
 //! (The copy lives in memory Tandem allocates; the attached buffer sets
 //! the limit.)
 #![allow(clippy::missing_safety_doc)]

@@ -17,7 +17,7 @@ use crate::state::{self, call, call_local, call_stateless, Fail, State};
 use crate::{errcodes, errhandler};
 
 /// Thread support Tandem provides: one thread in the library at a time.
-const THREAD_LEVEL: c_int = MPI_THREAD_SERIALIZED;
+pub(crate) const THREAD_LEVEL: c_int = MPI_THREAD_SERIALIZED;
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {

@@ -196,6 +196,7 @@ pub enum Kind {
     Comm,
     Win,
     File,
+    Session,
 }
 
 /// An error handler the application created.

@@ -44,6 +44,7 @@ mod pt2pt;
 mod request;
 mod rwapi;
 mod rwheap;
+mod session;
 mod state;
 mod tool;
 mod topo;

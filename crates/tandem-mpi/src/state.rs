@@ -39,6 +39,8 @@ pub struct State {
     pub wins: Vec<Option<crate::win::Win>>,
     /// Open files and the error handler of `MPI_FILE_NULL`.
     pub files: crate::file::Files,
+    /// Open sessions, by handle index (see session.rs).
+    pub sessions: Vec<Option<crate::session::Session>>,
 }
 
 impl State {
@@ -58,6 +60,7 @@ impl State {
             rwapi: None,
             wins: Vec::new(),
             files: Default::default(),
+            sessions: Vec::new(),
         }
     }
 
@@ -139,7 +142,12 @@ const POLICY_THREAD: u8 = 1;
 const POLICY_SIGNAL: u8 = 2;
 
 struct Global {
+    /// The world model's phase (MPI_Init .. MPI_Finalize).
     phase: AtomicU8,
+    /// The runtime's phase: started by the first of MPI_Init and
+    /// MPI_Session_init, torn down when the last of MPI_Finalize and the
+    /// open sessions' MPI_Session_finalize has run; it cannot start again.
+    runtime: AtomicU8,
     /// Who holds the library: one atomic operation to enter and one to
     /// leave (see [`Owner`]).
     busy: AtomicU8,
@@ -154,6 +162,7 @@ unsafe impl Sync for Global {}
 
 static GLOBAL: Global = Global {
     phase: AtomicU8::new(UNINIT),
+    runtime: AtomicU8::new(UNINIT),
     busy: AtomicU8::new(FREE),
     policy: AtomicU8::new(POLICY_PLAIN),
     state: UnsafeCell::new(None),
@@ -433,55 +442,62 @@ pub fn call_local(func: &'static str, body: impl FnOnce() -> Outcome) -> c_int {
 /// The thread that initialised MPI (`MPI_Is_thread_main`).
 pub static MAIN_THREAD: std::sync::OnceLock<std::thread::ThreadId> = std::sync::OnceLock::new();
 
-/// Creates the state (MPI_Init).
+/// Starts the runtime and the state for the holder of `owner`.
+fn start_runtime(owner: &mut Owner, thread_level: c_int) -> Result<(), Error> {
+    if GLOBAL.runtime.load(Ordering::Acquire) == FINALIZED {
+        return Err(Error::new(
+            ErrorClass::Other,
+            "the runtime was torn down (after the last MPI_Finalize or MPI_Session_finalize) \
+             and cannot start again",
+        ));
+    }
+    let rt = Runtime::init()?;
+    let policy = match rt.settings().text("progress") {
+        "thread" => POLICY_THREAD,
+        "signal" => POLICY_SIGNAL,
+        _ => POLICY_PLAIN,
+    };
+    let state = owner.slot().insert(State::new(rt, thread_level));
+    let _ = MAIN_THREAD.set(std::thread::current().id());
+    GLOBAL.runtime.store(ACTIVE, Ordering::Release);
+    let started = match policy {
+        POLICY_THREAD => progress_thread::start(state),
+        POLICY_SIGNAL => progress_signal::start(state),
+        _ => false,
+    };
+    if started {
+        GLOBAL.policy.store(policy, Ordering::Release);
+    }
+    Ok(())
+}
+
+/// Creates the state (MPI_Init), or joins the one open sessions started.
 pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
     call_stateless(func, || {
         let mut owner = Owner::acquire(func);
         if GLOBAL.phase.load(Ordering::Acquire) != UNINIT {
             errhandler::fatal_without_state(func, "MPI is already initialized (or finalized)");
         }
-        match Runtime::init() {
-            Ok(rt) => {
-                let policy = match rt.settings().text("progress") {
-                    "thread" => POLICY_THREAD,
-                    "signal" => POLICY_SIGNAL,
-                    _ => POLICY_PLAIN,
-                };
-                let state = owner.slot().insert(State::new(rt, thread_level));
-                let _ = MAIN_THREAD.set(std::thread::current().id());
-                GLOBAL.phase.store(ACTIVE, Ordering::Release);
-                let started = match policy {
-                    POLICY_THREAD => progress_thread::start(state),
-                    POLICY_SIGNAL => progress_signal::start(state),
-                    _ => false,
-                };
-                if started {
-                    GLOBAL.policy.store(policy, Ordering::Release);
-                }
-                MPI_SUCCESS
-            }
-            Err(e) => errhandler::fatal_without_state(func, &e.message),
+        if let Some(state) = owner.slot().as_mut() {
+            state.thread_level = thread_level;
+            let _ = MAIN_THREAD.set(std::thread::current().id());
+        } else if let Err(e) = start_runtime(&mut owner, thread_level) {
+            errhandler::fatal_without_state(func, &e.message);
         }
+        GLOBAL.phase.store(ACTIVE, Ordering::Release);
+        MPI_SUCCESS
     })
 }
 
-/// Tears the state down (MPI_Finalize).
-pub fn finalize(func: &'static str) -> c_int {
+/// Makes sure the runtime runs, for MPI_Session_init: the error class if
+/// it cannot start.
+pub fn start_for_session(func: &'static str, thread_level: c_int) -> c_int {
     call_stateless(func, || {
-        // The helper thread (and signals) must be gone before the state is.
-        GLOBAL.policy.store(POLICY_PLAIN, Ordering::Release);
-        let mut helped = progress_signal::stop();
-        helped.merge(&progress_thread::stop());
         let mut owner = Owner::acquire(func);
-        let Some(mut state) = owner.slot().take() else {
-            errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");
-        };
-        state.rt.p2p().engine().add_counters(&helped);
-        GLOBAL.phase.store(FINALIZED, Ordering::Release);
-        let rwapi = state.rwapi.take();
-        let done = state.rt.finalize();
-        crate::rwapi::release(rwapi);
-        match done {
+        if owner.slot().is_some() {
+            return MPI_SUCCESS;
+        }
+        match start_runtime(&mut owner, thread_level) {
             Ok(()) => MPI_SUCCESS,
             Err(e) => {
                 eprintln!("tandem: {func}: {}", e.message);
@@ -489,4 +505,68 @@ pub fn finalize(func: &'static str) -> c_int {
             }
         }
     })
+}
+
+/// Ends the world model (MPI_Finalize); tears the runtime down unless
+/// sessions remain open (then the last MPI_Session_finalize does).
+pub fn finalize(func: &'static str) -> c_int {
+    call_stateless(func, || {
+        let mut owner = Owner::acquire(func);
+        if GLOBAL.phase.load(Ordering::Acquire) != ACTIVE || owner.slot().is_none() {
+            errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");
+        }
+        GLOBAL.phase.store(FINALIZED, Ordering::Release);
+        let sessions_open = owner
+            .slot()
+            .as_ref()
+            .is_some_and(|s| s.sessions.iter().any(Option::is_some));
+        drop(owner);
+        if sessions_open {
+            MPI_SUCCESS
+        } else {
+            teardown(func)
+        }
+    })
+}
+
+/// After MPI_Session_finalize: tears the runtime down if that was the last
+/// session and the world model is not active.
+pub fn after_session_finalize(func: &'static str) -> c_int {
+    call_stateless(func, || {
+        let mut owner = Owner::acquire(func);
+        let last = owner
+            .slot()
+            .as_ref()
+            .is_some_and(|s| s.sessions.iter().all(Option::is_none));
+        drop(owner);
+        if last && GLOBAL.phase.load(Ordering::Acquire) != ACTIVE {
+            teardown(func)
+        } else {
+            MPI_SUCCESS
+        }
+    })
+}
+
+/// Tears the state and the runtime down.
+fn teardown(func: &'static str) -> c_int {
+    // The helper thread (and signals) must be gone before the state is.
+    GLOBAL.policy.store(POLICY_PLAIN, Ordering::Release);
+    let mut helped = progress_signal::stop();
+    helped.merge(&progress_thread::stop());
+    let mut owner = Owner::acquire(func);
+    let Some(mut state) = owner.slot().take() else {
+        errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");
+    };
+    GLOBAL.runtime.store(FINALIZED, Ordering::Release);
+    state.rt.p2p().engine().add_counters(&helped);
+    let rwapi = state.rwapi.take();
+    let done = state.rt.finalize();
+    crate::rwapi::release(rwapi);
+    match done {
+        Ok(()) => MPI_SUCCESS,
+        Err(e) => {
+            eprintln!("tandem: {func}: {}", e.message);
+            e.class.code()
+        }
+    }
 }

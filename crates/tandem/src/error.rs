@@ -75,6 +75,10 @@ pub enum ErrorClass {
     Port = 43,
     Service = 51,
     Spawn = 53,
+    /// An invalid session handle (MPI_ERR_SESSION).
+    Session = 60,
+    /// An invalid error handler (MPI_ERR_ERRHANDLER).
+    Errhandler = 61,
     /// A second attempt to register the Fortran ABI (MPI_ERR_ABI).
     Abi = 62,
 }

@@ -15,18 +15,33 @@ use crate::runtime::{CommId, Runtime};
 
 /// Tags from 2^30 up on a communicator's collective context carry what is
 /// not a collective: collectives number theirs below (`Colls::next_tag`),
-/// and frames carry no negative tags. [2^30, 2^30 + 2^29) carry
+/// and frames carry no negative tags. [2^30, 2^30 + 2^28) carry
 /// `MPI_Comm_create_group`'s (and `MPI_Intercomm_create`'s leader)
-/// messages, [2^30 + 2^29, 2^31) partitioned communication's. The user's
-/// tag is kept modulo 2^29, which only concurrent operations of one kind
-/// between the same ranks with tags 2^29 apart could confuse.
+/// messages, [2^30 + 2^28, 2^30 + 2^29) those of `MPI_Comm_create_from_group`
+/// and `MPI_Intercomm_create_from_groups` (on the world's context, by a hash
+/// of their string tag), [2^30 + 2^29, 2^31) partitioned communication's.
+/// The user's tag is kept modulo 2^28 (2^29 for partitioned communication),
+/// which only concurrent operations of one kind between the same ranks with
+/// tags that far apart could confuse.
 pub(crate) const CREATE_GROUP_TAGS: i32 = 1 << 30;
+const FROM_GROUP_TAGS: i32 = (1 << 30) | (1 << 28);
 const PARTITIONED_TAGS: i32 = (1 << 30) | (1 << 29);
+const CREATE_GROUP_TAG_BITS: i32 = (1 << 28) - 1;
 const USER_TAG_BITS: i32 = (1 << 29) - 1;
 
 /// The tag of `MPI_Comm_create_group`'s messages for the user's `tag`.
 pub(crate) fn create_group_tag(tag: i32) -> i32 {
-    CREATE_GROUP_TAGS | (tag.max(0) & USER_TAG_BITS)
+    CREATE_GROUP_TAGS | (tag.max(0) & CREATE_GROUP_TAG_BITS)
+}
+
+/// The tag of `MPI_Comm_create_from_group`'s messages for a string tag:
+/// FNV-1a of its bytes, folded into the range.
+pub fn from_group_tag(stringtag: &[u8]) -> i32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in stringtag {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    FROM_GROUP_TAGS | ((h ^ (h >> 28)) as i32 & CREATE_GROUP_TAG_BITS)
 }
 
 /// The tag a partitioned message with the user's `tag` carries on the
@@ -80,6 +95,30 @@ impl Runtime {
         members: Arc<[u32]>,
         tag: i32,
     ) -> Result<CommId> {
+        self.create_group_on(parent, members, create_group_tag(tag))
+    }
+
+    /// `MPI_Comm_create_from_group`: as [`Runtime::comm_create_group`] with
+    /// no parent: the agreement runs among the world ranks `members` on the
+    /// world's collective context, under the tag [`from_group_tag`] gives
+    /// the string tag.
+    pub fn comm_create_from_group(
+        &mut self,
+        members: Arc<[u32]>,
+        stringtag: &[u8],
+    ) -> Result<CommId> {
+        self.create_group_on(crate::WORLD, members, from_group_tag(stringtag))
+    }
+
+    /// The agreement of a new communicator among `members` (all in
+    /// `parent`), in messages with tag `wire_tag` on the parent's
+    /// collective context.
+    fn create_group_on(
+        &mut self,
+        parent: CommId,
+        members: Arc<[u32]>,
+        wire_tag: i32,
+    ) -> Result<CommId> {
         let c = self.comm(parent)?.clone();
         let me = self.rank();
         let index = members
@@ -101,7 +140,7 @@ impl Runtime {
         let env = Envelope {
             ctx: c.coll_context(),
             src: c.rank,
-            tag: create_group_tag(tag),
+            tag: wire_tag,
         };
         let (token, offer) = self.cids.lock().unwrap_or_else(|p| p.into_inner()).offer();
         let agreed = self.create_group_max(env, &members, index, offer, parent_rank);

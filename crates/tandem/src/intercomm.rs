@@ -23,7 +23,7 @@ use crate::coll::ops::ReducerRef;
 use crate::coll::CollCall;
 use crate::comm::{Comm, Inter};
 use crate::error::{Error, ErrorClass, Result};
-use crate::group::create_group_tag;
+use crate::group::{create_group_tag, from_group_tag};
 use crate::p2p::{Envelope, ReqId, SendMode};
 use crate::runtime::{CommId, Runtime};
 
@@ -293,6 +293,47 @@ impl Runtime {
         leader: u32,
         peer: Option<PeerArgs>,
     ) -> Result<CommId> {
+        // The user's tag tells concurrent creations on one peer
+        // communicator apart; kept modulo 2^28 in the tag range of
+        // MPI_Comm_create_group's messages.
+        let peer = peer.map(|p| p.map(|(pc, rl, tag)| (pc, rl, create_group_tag(tag))));
+        self.intercomm_create_tagged(local, leader, peer)
+    }
+
+    /// `MPI_Intercomm_create_from_groups`: collective over the world ranks
+    /// `local` and `remote` (disjoint, this rank in `local`), whose leaders
+    /// are world ranks `local[local_leader]` and `remote_leader`. The local
+    /// group first makes an intracommunicator of itself as
+    /// `MPI_Comm_create_from_group` does; its leader then talks to the
+    /// remote one on the world's collective context, under the tag of the
+    /// string tag (see [`from_group_tag`]).
+    pub fn intercomm_create_from_groups(
+        &mut self,
+        local: Arc<[u32]>,
+        local_leader: u32,
+        remote_leader: u32,
+        stringtag: &[u8],
+    ) -> Result<CommId> {
+        let tag = from_group_tag(stringtag);
+        let intra = self.comm_create_from_group(local, stringtag)?;
+        let made = self.intercomm_create_tagged(
+            intra,
+            local_leader,
+            Some(Ok((crate::WORLD, remote_leader, tag))),
+        );
+        let freed = self.comm_free(intra);
+        let id = made?;
+        freed.map(|()| id)
+    }
+
+    /// [`Runtime::intercomm_create`] with the leaders' message tag (on the
+    /// peer's collective context) given as it goes on the wire.
+    fn intercomm_create_tagged(
+        &mut self,
+        local: CommId,
+        leader: u32,
+        peer: Option<PeerArgs>,
+    ) -> Result<CommId> {
         let c = self.comm(local)?.clone();
         if c.is_inter() {
             return Err(Error::new(
@@ -348,10 +389,7 @@ impl Runtime {
                             env: Envelope {
                                 ctx: p.coll_context(),
                                 src: p.rank,
-                                // The user's tag tells concurrent creations on one
-                                // peer communicator apart; kept modulo 2^29 in the
-                                // tag range of MPI_Comm_create_group's messages.
-                                tag: create_group_tag(tag),
+                                tag,
                             },
                             to: (remote_leader, world),
                         })
