@@ -262,14 +262,21 @@ impl Cx {
 
 /// The array the int form gets: the narrowed copy, or the caller's
 /// pointer when nothing was narrowed (null, or not read at this rank). A
-/// persistent request keeps reading its arrays at each start, so for those
-/// the copy is leaked (a few bytes per initialisation, for as long as the
-/// program runs) rather than freed when the call returns.
-fn keep(narrowed: &Option<Vec<c_int>>, caller: *const c_int, persistent: bool) -> *const c_int {
+/// persistent request keeps reading its arrays at each start: its narrowed
+/// copies are handed to the request ([`hold`]), which frees them with it.
+fn keep(narrowed: &Option<Vec<c_int>>, caller: *const c_int) -> *const c_int {
     match narrowed {
-        Some(v) if persistent => Box::leak(v.clone().into_boxed_slice()).as_ptr(),
         Some(v) => v.as_ptr(),
         None => caller,
+    }
+}
+
+/// Gives persistent request `request` the narrowed arrays its starts read
+/// (moved, so the pointers the int form kept stay valid).
+fn hold(request: MPI_Request, arrays: Vec<Option<Vec<c_int>>>) {
+    let kept: Vec<Vec<c_int>> = arrays.into_iter().flatten().collect();
+    if !kept.is_empty() {
+        crate::persistent_coll::keep_arrays(request, kept);
     }
 }
 
@@ -381,8 +388,8 @@ pub unsafe extern "C" fn MPI_Allgatherv_c(
                 sendcount,
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&displs_narrow, displs.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 recvtype,
                 comm,
             )
@@ -410,20 +417,25 @@ pub unsafe extern "C" fn MPI_Allgatherv_init_c(
         let displs_narrow = cx.displs(displs, cx.peers()?, "displs")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe {
+        let rc = unsafe {
             MPI_Allgatherv_init(
                 sendbuf,
                 sendcount,
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), true),
-                keep(&displs_narrow, displs.cast(), true),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 recvtype,
                 comm,
                 info,
                 request,
             )
-        })
+        };
+        if rc == MPI_SUCCESS {
+            // SAFETY: the successful initialisation wrote the handle.
+            hold(unsafe { *request }, vec![recvcounts_narrow, displs_narrow]);
+        }
+        Ok(rc)
     })
 }
 
@@ -548,12 +560,12 @@ pub unsafe extern "C" fn MPI_Alltoallv_c(
         Ok(unsafe {
             MPI_Alltoallv(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
-                keep(&sdispls_narrow, sdispls.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&sdispls_narrow, sdispls.cast()),
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&rdispls_narrow, rdispls.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&rdispls_narrow, rdispls.cast()),
                 recvtype,
                 comm,
             )
@@ -591,21 +603,34 @@ pub unsafe extern "C" fn MPI_Alltoallv_init_c(
         let rdispls_narrow = cx.displs(rdispls, cx.peers()?, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe {
+        let rc = unsafe {
             MPI_Alltoallv_init(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), true),
-                keep(&sdispls_narrow, sdispls.cast(), true),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&sdispls_narrow, sdispls.cast()),
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), true),
-                keep(&rdispls_narrow, rdispls.cast(), true),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&rdispls_narrow, rdispls.cast()),
                 recvtype,
                 comm,
                 info,
                 request,
             )
-        })
+        };
+        if rc == MPI_SUCCESS {
+            // SAFETY: the successful initialisation wrote the handle.
+            hold(
+                unsafe { *request },
+                vec![
+                    sendcounts_narrow,
+                    sdispls_narrow,
+                    recvcounts_narrow,
+                    rdispls_narrow,
+                ],
+            );
+        }
+        Ok(rc)
     })
 }
 
@@ -640,12 +665,12 @@ pub unsafe extern "C" fn MPI_Alltoallw_c(
         Ok(unsafe {
             MPI_Alltoallw(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
-                keep(&sdispls_narrow, sdispls.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&sdispls_narrow, sdispls.cast()),
                 sendtypes,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&rdispls_narrow, rdispls.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&rdispls_narrow, rdispls.cast()),
                 recvtypes,
                 comm,
             )
@@ -683,21 +708,34 @@ pub unsafe extern "C" fn MPI_Alltoallw_init_c(
         let rdispls_narrow = cx.displs(rdispls, cx.peers()?, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe {
+        let rc = unsafe {
             MPI_Alltoallw_init(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), true),
-                keep(&sdispls_narrow, sdispls.cast(), true),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&sdispls_narrow, sdispls.cast()),
                 sendtypes,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), true),
-                keep(&rdispls_narrow, rdispls.cast(), true),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&rdispls_narrow, rdispls.cast()),
                 recvtypes,
                 comm,
                 info,
                 request,
             )
-        })
+        };
+        if rc == MPI_SUCCESS {
+            // SAFETY: the successful initialisation wrote the handle.
+            hold(
+                unsafe { *request },
+                vec![
+                    sendcounts_narrow,
+                    sdispls_narrow,
+                    recvcounts_narrow,
+                    rdispls_narrow,
+                ],
+            );
+        }
+        Ok(rc)
     })
 }
 
@@ -898,8 +936,8 @@ pub unsafe extern "C" fn MPI_Gatherv_c(
                 sendcount,
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&displs_narrow, displs.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 recvtype,
                 root,
                 comm,
@@ -937,21 +975,26 @@ pub unsafe extern "C" fn MPI_Gatherv_init_c(
         };
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe {
+        let rc = unsafe {
             MPI_Gatherv_init(
                 sendbuf,
                 sendcount,
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), true),
-                keep(&displs_narrow, displs.cast(), true),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 recvtype,
                 root,
                 comm,
                 info,
                 request,
             )
-        })
+        };
+        if rc == MPI_SUCCESS {
+            // SAFETY: the successful initialisation wrote the handle.
+            hold(unsafe { *request }, vec![recvcounts_narrow, displs_narrow]);
+        }
+        Ok(rc)
     })
 }
 
@@ -1078,8 +1121,8 @@ pub unsafe extern "C" fn MPI_Iallgatherv_c(
                 sendcount,
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&displs_narrow, displs.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 recvtype,
                 comm,
                 request,
@@ -1164,12 +1207,12 @@ pub unsafe extern "C" fn MPI_Ialltoallv_c(
         Ok(unsafe {
             MPI_Ialltoallv(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
-                keep(&sdispls_narrow, sdispls.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&sdispls_narrow, sdispls.cast()),
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&rdispls_narrow, rdispls.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&rdispls_narrow, rdispls.cast()),
                 recvtype,
                 comm,
                 request,
@@ -1210,12 +1253,12 @@ pub unsafe extern "C" fn MPI_Ialltoallw_c(
         Ok(unsafe {
             MPI_Ialltoallw(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
-                keep(&sdispls_narrow, sdispls.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&sdispls_narrow, sdispls.cast()),
                 sendtypes,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&rdispls_narrow, rdispls.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&rdispls_narrow, rdispls.cast()),
                 recvtypes,
                 comm,
                 request,
@@ -1340,8 +1383,8 @@ pub unsafe extern "C" fn MPI_Igatherv_c(
                 sendcount,
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&displs_narrow, displs.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 recvtype,
                 root,
                 comm,
@@ -1418,8 +1461,8 @@ pub unsafe extern "C" fn MPI_Ineighbor_allgatherv_c(
                 sendcount,
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&displs_narrow, displs.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 recvtype,
                 comm,
                 request,
@@ -1477,12 +1520,12 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallv_c(
         Ok(unsafe {
             MPI_Ineighbor_alltoallv(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
-                keep(&sdispls_narrow, sdispls.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&sdispls_narrow, sdispls.cast()),
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&rdispls_narrow, rdispls.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&rdispls_narrow, rdispls.cast()),
                 recvtype,
                 comm,
                 request,
@@ -1513,11 +1556,11 @@ pub unsafe extern "C" fn MPI_Ineighbor_alltoallw_c(
         Ok(unsafe {
             MPI_Ineighbor_alltoallw(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
                 sdispls,
                 sendtypes,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
                 rdispls,
                 recvtypes,
                 comm,
@@ -1606,7 +1649,7 @@ pub unsafe extern "C" fn MPI_Ireduce_scatter_c(
             MPI_Ireduce_scatter(
                 sendbuf,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
                 datatype,
                 op,
                 comm,
@@ -1711,8 +1754,8 @@ pub unsafe extern "C" fn MPI_Iscatterv_c(
         Ok(unsafe {
             MPI_Iscatterv(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
-                keep(&displs_narrow, displs.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 sendtype,
                 recvbuf,
                 recvcount,
@@ -1909,8 +1952,8 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_c(
                 sendcount,
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&displs_narrow, displs.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 recvtype,
                 comm,
             )
@@ -1938,20 +1981,25 @@ pub unsafe extern "C" fn MPI_Neighbor_allgatherv_init_c(
         let displs_narrow = cx.displs(displs, cx.degrees()?.0, "displs")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe {
+        let rc = unsafe {
             MPI_Neighbor_allgatherv_init(
                 sendbuf,
                 sendcount,
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), true),
-                keep(&displs_narrow, displs.cast(), true),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 recvtype,
                 comm,
                 info,
                 request,
             )
-        })
+        };
+        if rc == MPI_SUCCESS {
+            // SAFETY: the successful initialisation wrote the handle.
+            hold(unsafe { *request }, vec![recvcounts_narrow, displs_narrow]);
+        }
+        Ok(rc)
     })
 }
 
@@ -2028,12 +2076,12 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_c(
         Ok(unsafe {
             MPI_Neighbor_alltoallv(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
-                keep(&sdispls_narrow, sdispls.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&sdispls_narrow, sdispls.cast()),
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
-                keep(&rdispls_narrow, rdispls.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&rdispls_narrow, rdispls.cast()),
                 recvtype,
                 comm,
             )
@@ -2063,21 +2111,34 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallv_init_c(
         let rdispls_narrow = cx.displs(rdispls, cx.degrees()?.0, "rdispls")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe {
+        let rc = unsafe {
             MPI_Neighbor_alltoallv_init(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), true),
-                keep(&sdispls_narrow, sdispls.cast(), true),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&sdispls_narrow, sdispls.cast()),
                 sendtype,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), true),
-                keep(&rdispls_narrow, rdispls.cast(), true),
+                keep(&recvcounts_narrow, recvcounts.cast()),
+                keep(&rdispls_narrow, rdispls.cast()),
                 recvtype,
                 comm,
                 info,
                 request,
             )
-        })
+        };
+        if rc == MPI_SUCCESS {
+            // SAFETY: the successful initialisation wrote the handle.
+            hold(
+                unsafe { *request },
+                vec![
+                    sendcounts_narrow,
+                    sdispls_narrow,
+                    recvcounts_narrow,
+                    rdispls_narrow,
+                ],
+            );
+        }
+        Ok(rc)
     })
 }
 
@@ -2102,11 +2163,11 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_c(
         Ok(unsafe {
             MPI_Neighbor_alltoallw(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
                 sdispls,
                 sendtypes,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
                 rdispls,
                 recvtypes,
                 comm,
@@ -2135,21 +2196,29 @@ pub unsafe extern "C" fn MPI_Neighbor_alltoallw_init_c(
         let recvcounts_narrow = cx.counts(recvcounts, cx.degrees()?.0, "recvcounts")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe {
+        let rc = unsafe {
             MPI_Neighbor_alltoallw_init(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), true),
+                keep(&sendcounts_narrow, sendcounts.cast()),
                 sdispls,
                 sendtypes,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), true),
+                keep(&recvcounts_narrow, recvcounts.cast()),
                 rdispls,
                 recvtypes,
                 comm,
                 info,
                 request,
             )
-        })
+        };
+        if rc == MPI_SUCCESS {
+            // SAFETY: the successful initialisation wrote the handle.
+            hold(
+                unsafe { *request },
+                vec![sendcounts_narrow, recvcounts_narrow],
+            );
+        }
+        Ok(rc)
     })
 }
 
@@ -2380,7 +2449,7 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_c(
             MPI_Reduce_scatter(
                 sendbuf,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), false),
+                keep(&recvcounts_narrow, recvcounts.cast()),
                 datatype,
                 op,
                 comm,
@@ -2405,18 +2474,23 @@ pub unsafe extern "C" fn MPI_Reduce_scatter_init_c(
         let recvcounts_narrow = cx.counts(recvcounts, cx.local_size()?, "recvcounts")?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe {
+        let rc = unsafe {
             MPI_Reduce_scatter_init(
                 sendbuf,
                 recvbuf,
-                keep(&recvcounts_narrow, recvcounts.cast(), true),
+                keep(&recvcounts_narrow, recvcounts.cast()),
                 datatype,
                 op,
                 comm,
                 info,
                 request,
             )
-        })
+        };
+        if rc == MPI_SUCCESS {
+            // SAFETY: the successful initialisation wrote the handle.
+            hold(unsafe { *request }, vec![recvcounts_narrow]);
+        }
+        Ok(rc)
     })
 }
 
@@ -2689,8 +2763,8 @@ pub unsafe extern "C" fn MPI_Scatterv_c(
         Ok(unsafe {
             MPI_Scatterv(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), false),
-                keep(&displs_narrow, displs.cast(), false),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 sendtype,
                 recvbuf,
                 recvcount,
@@ -2731,11 +2805,11 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
         let recvcount = cx.scalar(recvcount, "recvcount", || Ok(!is_in_place(recvbuf)))?;
         // SAFETY: the arguments are the caller's, with the counts narrowed to
         // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe {
+        let rc = unsafe {
             MPI_Scatterv_init(
                 sendbuf,
-                keep(&sendcounts_narrow, sendcounts.cast(), true),
-                keep(&displs_narrow, displs.cast(), true),
+                keep(&sendcounts_narrow, sendcounts.cast()),
+                keep(&displs_narrow, displs.cast()),
                 sendtype,
                 recvbuf,
                 recvcount,
@@ -2745,7 +2819,12 @@ pub unsafe extern "C" fn MPI_Scatterv_init_c(
                 info,
                 request,
             )
-        })
+        };
+        if rc == MPI_SUCCESS {
+            // SAFETY: the successful initialisation wrote the handle.
+            hold(unsafe { *request }, vec![sendcounts_narrow, displs_narrow]);
+        }
+        Ok(rc)
     })
 }
 
@@ -2940,11 +3019,7 @@ pub unsafe extern "C" fn MPI_Type_create_hindexed_c(
         Ok(unsafe {
             MPI_Type_create_hindexed(
                 count,
-                keep(
-                    &array_of_blocklengths_narrow,
-                    array_of_blocklengths.cast(),
-                    false,
-                ),
+                keep(&array_of_blocklengths_narrow, array_of_blocklengths.cast()),
                 array_of_displacements.cast::<MPI_Aint>(),
                 oldtype,
                 newtype,
@@ -2999,7 +3074,6 @@ pub unsafe extern "C" fn MPI_Type_create_indexed_block_c(
                 keep(
                     &array_of_displacements_narrow,
                     array_of_displacements.cast(),
-                    false,
                 ),
                 oldtype,
                 newtype,
@@ -3029,11 +3103,7 @@ pub unsafe extern "C" fn MPI_Type_create_struct_c(
         Ok(unsafe {
             MPI_Type_create_struct(
                 count,
-                keep(
-                    &array_of_blocklengths_narrow,
-                    array_of_blocklengths.cast(),
-                    false,
-                ),
+                keep(&array_of_blocklengths_narrow, array_of_blocklengths.cast()),
                 array_of_displacements.cast::<MPI_Aint>(),
                 array_of_types,
                 newtype,
@@ -3068,9 +3138,9 @@ pub unsafe extern "C" fn MPI_Type_create_subarray_c(
         Ok(unsafe {
             MPI_Type_create_subarray(
                 ndims,
-                keep(&array_of_sizes_narrow, array_of_sizes.cast(), false),
-                keep(&array_of_subsizes_narrow, array_of_subsizes.cast(), false),
-                keep(&array_of_starts_narrow, array_of_starts.cast(), false),
+                keep(&array_of_sizes_narrow, array_of_sizes.cast()),
+                keep(&array_of_subsizes_narrow, array_of_subsizes.cast()),
+                keep(&array_of_starts_narrow, array_of_starts.cast()),
                 order,
                 oldtype,
                 newtype,
@@ -3105,15 +3175,10 @@ pub unsafe extern "C" fn MPI_Type_indexed_c(
         Ok(unsafe {
             MPI_Type_indexed(
                 count,
-                keep(
-                    &array_of_blocklengths_narrow,
-                    array_of_blocklengths.cast(),
-                    false,
-                ),
+                keep(&array_of_blocklengths_narrow, array_of_blocklengths.cast()),
                 keep(
                     &array_of_displacements_narrow,
                     array_of_displacements.cast(),
-                    false,
                 ),
                 oldtype,
                 newtype,

@@ -49,6 +49,9 @@ pub enum Spec {
     Coll {
         start: crate::persistent_coll::Starter,
         private: MPI_Comm,
+        /// Count and displacement arrays a large-count init narrowed to
+        /// `int`, which `start` reads; freed with the request.
+        kept: Vec<Vec<c_int>>,
     },
 }
 
@@ -241,7 +244,7 @@ fn start(s: &mut State, h: MPI_Request) -> Result<(), Fail> {
                 (t.clone(), *partitions, *peer, (*tag, *seq), *comm, *send);
             crate::part::start(s, &t, partitions, peer, tag, comm, send)?
         }
-        Some((Spec::Coll { start, private }, false)) => {
+        Some((Spec::Coll { start, private, .. }, false)) => {
             // The non-blocking collective registers a request of its own;
             // its operation moves into the persistent one.
             let (start, private) = (start.clone(), *private);

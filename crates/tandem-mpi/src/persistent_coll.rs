@@ -44,12 +44,31 @@ pub(crate) fn init(
             Spec::Coll {
                 start: Rc::new(start),
                 private,
+                kept: Vec::new(),
             },
         );
         // SAFETY: checked non-null.
         unsafe { put(request, h) };
         Ok(())
     })
+}
+
+/// Gives persistent collective `request` the arrays its starts read (see
+/// large_count.rs), to be freed with it.
+pub(crate) fn keep_arrays(request: MPI_Request, arrays: Vec<Vec<c_int>>) {
+    let mut arrays = Some(arrays);
+    let _ = call("MPI_Request (large-count arrays)", |s| {
+        let r = crate::request::classify(s, request)?;
+        if let Some(Spec::Coll { kept, .. }) = s.ext.reqs.persistent_spec_mut(r) {
+            kept.extend(arrays.take().unwrap_or_default());
+        }
+        Ok(())
+    });
+    // Not attached (no path leads here after a successful initialisation):
+    // the request's starts still read them, so they must outlive it.
+    if let Some(a) = arrays {
+        std::mem::forget(a);
+    }
 }
 
 /// Defines `MPI_X_init(args..., comm, info, request)`: the arguments of

@@ -280,6 +280,15 @@ impl ReqTable {
     }
 
     /// The persistent request behind `r`, if it is one: its spec and whether it is active.
+    /// The specification of persistent request `r`, to amend.
+    pub fn persistent_spec_mut(&mut self, r: Req) -> Option<&mut Spec> {
+        let Req::Ext(i) = r else { return None };
+        match &mut self.entries[i].1.as_mut()?.slot {
+            Slot::Persistent { spec, .. } => Some(spec),
+            Slot::Active(_) => None,
+        }
+    }
+
     pub fn persistent(&self, r: Req) -> Option<(&Spec, bool)> {
         let Req::Ext(i) = r else { return None };
         match &self.entries[i].1.as_ref()?.slot {
