@@ -132,7 +132,8 @@ impl Matcher {
 
 impl P2p {
     /// Publishes the advertisements wanted whose slots are free, and forgets
-    /// receives that matched meanwhile.
+    /// receives that matched meanwhile. Allocates nothing and takes no lock
+    /// (the signal handler calls it).
     pub(super) fn publish_adverts(&mut self) {
         let mut i = 0;
         while let Some(&(peer, id)) = self.m.advert_wanted.get(i) {

@@ -45,6 +45,12 @@ impl P2p {
                 answered += 1;
             }
         }
+        // Consuming a sender's frames withdrew the receive advertised to it
+        // (advert.rs); one still posted goes back up now rather than at the
+        // next MPI call. Stores into shared memory only: no allocation.
+        if answered > 0 && !self.m.advert_wanted.is_empty() {
+            self.publish_adverts();
+        }
         answered
     }
 
