@@ -207,24 +207,11 @@ fn class_of_code(code: i64) -> ErrorClass {
 
 /// Gathers `mine` (the same length at every rank) from every rank of `comm`.
 pub(crate) fn allgather(s: &mut State, comm: CommId, mine: &[i64]) -> Result<Vec<i64>, Fail> {
-    let n =
-        s.rt.comm(comm)
-            .map_err(|e| file_fail(e.class, e.message))?
-            .size() as usize;
-    let mut all = vec![0i64; n * mine.len()];
-    // SAFETY: both buffers outlive the collective, which completes here.
-    unsafe {
-        s.rt.coll(
-            comm,
-            CollCall::Allgather {
-                send: Some(mine.as_ptr().cast()),
-                recv: all.as_mut_ptr().cast(),
-                len: std::mem::size_of_val(mine),
-            },
-        )
-    }
-    .map_err(|e| file_fail(e.class, e.message))?;
-    Ok(all)
+    let words: Vec<u64> = mine.iter().map(|&v| v as u64).collect();
+    let all =
+        s.rt.allgather_u64(comm, &words)
+            .map_err(|e| file_fail(e.class, e.message))?;
+    Ok(all.into_iter().map(|v| v as i64).collect())
 }
 
 /// Agrees on the outcome of a collective step: every rank returns an error

@@ -2038,25 +2038,6 @@ fn info_true(s: &State, h: MPI_Info, key: &str) -> Result<bool, Fail> {
         .any(|(k, v)| k == key && v.trim().eq_ignore_ascii_case("true")))
 }
 
-/// Allgathers `mine` (as many words from every one of the `n` members)
-/// on `comm`.
-fn allgather_words(s: &mut State, comm: CommId, mine: &[u64], n: usize) -> Result<Vec<u64>, Fail> {
-    let mut all = vec![0u64; mine.len() * n];
-    // SAFETY: both buffers outlive the collective, which completes here.
-    unsafe {
-        s.rt.coll(
-            comm,
-            CollCall::Allgather {
-                send: Some(mine.as_ptr().cast()),
-                recv: all.as_mut_ptr().cast(),
-                len: 8 * mine.len(),
-            },
-        )
-    }
-    .map_err(engine_fail)?;
-    Ok(all)
-}
-
 /// Makes the memory of a shared window on `wcomm` (collective): checks that
 /// every member is on this host, lays the segments out (contiguous unless
 /// some member asked for `noncontig`), has the first member make one memory
@@ -2070,7 +2051,9 @@ fn share_memory(
 ) -> Result<Shared, Fail> {
     let c = s.rt.comm(wcomm).map_err(engine_fail)?;
     let (me, n) = (c.rank as usize, c.size() as usize);
-    let all = allgather_words(s, wcomm, &[host_key(), size as u64, noncontig as u64], n)?;
+    let all =
+        s.rt.allgather_u64(wcomm, &[host_key(), size as u64, noncontig as u64])
+            .map_err(engine_fail)?;
     let members: Vec<&[u64]> = all.chunks_exact(3).collect();
     if let Some(r) = members.iter().position(|m| m[0] != members[0][0]) {
         return Err(win_fail(
@@ -2127,7 +2110,7 @@ fn share_memory(
         file.as_ref()
             .map_or(u64::MAX, |f| std::os::fd::AsRawFd::as_raw_fd(f) as u64),
     ];
-    let places = allgather_words(s, wcomm, &place, n)?;
+    let places = s.rt.allgather_u64(wcomm, &place).map_err(engine_fail)?;
     if me != 0 {
         let (pid, fd) = (places[0], places[1]);
         if fd == u64::MAX {
@@ -2143,7 +2126,9 @@ fn share_memory(
             }
         }
     }
-    let oks = allgather_words(s, wcomm, &[u64::from(error.is_none())], n)?;
+    let oks =
+        s.rt.allgather_u64(wcomm, &[u64::from(error.is_none())])
+            .map_err(engine_fail)?;
     // Every member has mapped the file (or failed): its descriptor can go,
     // the mappings keep the memory.
     drop(file);

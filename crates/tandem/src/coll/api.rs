@@ -136,4 +136,24 @@ impl Runtime {
         };
         Ok(u32::from_ne_bytes(out))
     }
+
+    /// Every member's `mine` (the same length at every member), in rank
+    /// order, known to every member.
+    pub fn allgather_u64(&mut self, comm: CommId, mine: &[u64]) -> Result<Vec<u64>> {
+        let n = self.comm(comm)?.size() as usize;
+        let mut all = vec![0u64; n * mine.len()];
+        // SAFETY: both buffers outlive the collective, which completes here;
+        // `all` holds `n` blocks of `mine`'s size.
+        unsafe {
+            self.coll(
+                comm,
+                CollCall::Allgather {
+                    send: Some(mine.as_ptr().cast()),
+                    recv: all.as_mut_ptr().cast(),
+                    len: std::mem::size_of_val(mine),
+                },
+            )?
+        };
+        Ok(all)
+    }
 }
