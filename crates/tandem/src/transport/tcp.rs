@@ -22,7 +22,7 @@ use super::{FrameSink, Payload, PayloadDest, SendState};
 use crate::bootstrap::secrets_equal;
 use crate::error::{Error, ErrorClass};
 use crate::stats::{Counters, Stopwatch};
-use crate::wire::{self, Header, Hello, HEADER_LEN, HELLO_LEN, HELLO_REPLY_LEN};
+use crate::wire::{self, FrameKind, Header, Hello, HEADER_LEN, HELLO_LEN, HELLO_REPLY_LEN};
 
 /// Looks up the listening address of a peer (its "business card").
 pub type Resolver = Box<dyn FnMut(u32) -> Result<String, Error>>;
@@ -1288,6 +1288,17 @@ impl TcpTransport {
                         .unwrap();
                     conn.rstart += HEADER_LEN;
                     let h = Header::decode(&bytes).map_err(|e| format!("malformed frame: {e}"))?;
+                    // A CLAIMED frame reports a write into an advertised
+                    // receive, which only a peer on this host's shared memory
+                    // can make; over TCP it would complete a receive that
+                    // holds no data.
+                    if h.kind == FrameKind::Claimed {
+                        return Err(
+                            "malformed frame: CLAIMED, which only shared memory carries, \
+                                    arrived over TCP"
+                                .into(),
+                        );
+                    }
                     if !h.carries_payload() {
                         sink.on_frame(peer, &h, Payload::Empty)
                             .map_err(|e| format!("bad frame: {e}"))?;
@@ -1578,7 +1589,6 @@ mod tests {
         );
     }
     use super::*;
-    use crate::wire::FrameKind;
     use std::io::{Read, Write};
     use std::sync::{Arc, Mutex};
 
@@ -1829,6 +1839,26 @@ mod tests {
         });
         assert!(r0.frames.is_empty());
         assert_eq!(r1.lost[0].0, 0);
+    }
+
+    #[test]
+    fn a_claimed_frame_over_tcp_is_refused_and_the_peer_dropped() {
+        let (mut t0, mut t1) = pair([7; 32]);
+        let (mut r0, mut r1) = (Recorder::default(), Recorder::default());
+        let claimed = Header {
+            kind: FrameKind::Claimed,
+            sreq: 0,
+            rreq: 0x10,
+            ..eager(3, 4096)
+        };
+        t1.send(0, &eager(1, 1), b"x".as_ptr(), 1, None).unwrap();
+        t1.send(0, &claimed, std::ptr::null(), 0, None).unwrap();
+        drive(&mut t0, &mut r0, &mut t1, &mut r1, |a, _| {
+            !a.lost.is_empty()
+        });
+        assert_eq!(r0.frames.len(), 1, "only the frame before the claim");
+        assert_eq!(r0.lost[0].0, 1);
+        assert!(r0.lost[0].1.contains("CLAIMED"), "{}", r0.lost[0].1);
     }
 
     #[test]
