@@ -136,11 +136,13 @@ pub struct ModelArgs {
     /// Ranks for the collective measurements (0: skip them)
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub coll_np: u32,
-    /// Seconds per timed batch of ping-pong and burst
-    #[arg(long, value_name = "S", default_value_t = 0.05)]
+    /// Seconds per timed batch of ping-pong and burst (many short batches
+    /// sample a virtual machine's changing speed better than a few long
+    /// ones, so the fastest of each size comes from the same state)
+    #[arg(long, value_name = "S", default_value_t = 0.015)]
     pub duration: f64,
     /// Repetitions per point
-    #[arg(long, value_name = "R", default_value_t = 7)]
+    #[arg(long, value_name = "R", default_value_t = 20)]
     pub repeat: u32,
     /// Library parameters, as for the kernels
     #[arg(long = "set", value_name = "NAME=VALUE")]

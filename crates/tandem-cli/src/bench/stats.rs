@@ -196,49 +196,6 @@ pub fn fit_line_relative(points: &[(f64, f64)]) -> Option<LineFit> {
     fit_line(points, &w)
 }
 
-/// [`fit_line_relative`] with the intercept held at zero or above: the
-/// line through the origin of least relative squares where the free fit's
-/// intercept is negative (a latency, a start-up cost, cannot be).
-pub fn fit_line_relative_nonneg(points: &[(f64, f64)]) -> Option<LineFit> {
-    let free = fit_line_relative(points)?;
-    if free.a >= 0.0 {
-        return Some(free);
-    }
-    // Minimise sum((b x / y - 1)^2): b = sum(x/y) / sum((x/y)^2).
-    let ratios: Vec<(f64, f64)> = points
-        .iter()
-        .filter(|p| p.1 != 0.0)
-        .map(|p| (p.0 / p.1, p.1))
-        .collect();
-    let sq: f64 = ratios.iter().map(|r| r.0 * r.0).sum();
-    if sq <= 0.0 || !sq.is_finite() {
-        return None;
-    }
-    let b = ratios.iter().map(|r| r.0).sum::<f64>() / sq;
-    let w: Vec<f64> = points
-        .iter()
-        .map(|p| if p.1 != 0.0 { 1.0 / (p.1 * p.1) } else { 0.0 })
-        .collect();
-    let sw: f64 = w.iter().sum();
-    let my = points.iter().zip(&w).map(|(p, w)| w * p.1).sum::<f64>() / sw;
-    let ss_tot: f64 = points
-        .iter()
-        .zip(&w)
-        .map(|(p, w)| w * (p.1 - my).powi(2))
-        .sum();
-    let ss_res: f64 = points
-        .iter()
-        .zip(&w)
-        .map(|(p, w)| w * (p.1 - b * p.0).powi(2))
-        .sum();
-    let r2 = if ss_tot > 0.0 {
-        1.0 - ss_res / ss_tot
-    } else {
-        1.0
-    };
-    Some(LineFit { a: 0.0, b, r2 })
-}
-
 /// The median of |predicted - measured| / measured (0 with no pairs).
 pub fn median_relative_error(pairs: impl IntoIterator<Item = (f64, f64)>) -> f64 {
     let mut e: Vec<f64> = pairs
@@ -263,29 +220,6 @@ pub fn max_relative_error(pairs: impl IntoIterator<Item = (f64, f64)>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nonneg_intercept_fit() {
-        // A line with a positive intercept is the free fit.
-        let pts: Vec<(f64, f64)> = (1..8).map(|k| (k as f64, 2.0 + 3.0 * k as f64)).collect();
-        let f = fit_line_relative_nonneg(&pts).unwrap();
-        assert!((f.a - 2.0).abs() < 1e-9 && (f.b - 3.0).abs() < 1e-9);
-        // y = 3x - 2 would need a negative intercept: the line through the
-        // origin whose slope no nearby slope beats in relative squares.
-        let pts: Vec<(f64, f64)> = (1..8).map(|k| (k as f64, 3.0 * k as f64 - 2.0)).collect();
-        let f = fit_line_relative_nonneg(&pts).unwrap();
-        assert_eq!(f.a, 0.0);
-        let cost = |b: f64| {
-            pts.iter()
-                .map(|p| (b * p.0 / p.1 - 1.0).powi(2))
-                .sum::<f64>()
-        };
-        assert!(cost(f.b) <= cost(f.b * 1.001) && cost(f.b) <= cost(f.b * 0.999));
-        // Through the origin exactly: y = 5x.
-        let pts: Vec<(f64, f64)> = (1..8).map(|k| (k as f64, 5.0 * k as f64)).collect();
-        let f = fit_line_relative_nonneg(&pts).unwrap();
-        assert!(f.a.abs() < 1e-9 && (f.b - 5.0).abs() < 1e-9, "{f:?}");
-    }
 
     fn median(values: &[f64]) -> f64 {
         let mut v = values.to_vec();
