@@ -299,6 +299,7 @@ impl Builder {
             on_done: Vec::new(),
             spliced: Vec::new(),
             remote: None,
+            truncated: None,
         }
     }
 }
@@ -323,6 +324,8 @@ pub struct Schedule {
     spliced: Vec<Vec<Act>>,
     /// What `SendRemote` and `RecvRemote` address, if the schedule has any.
     remote: Option<RemoteGroup>,
+    /// The first receive that was truncated, reported once every phase ran.
+    truncated: Option<Error>,
 }
 
 impl Schedule {
@@ -384,8 +387,18 @@ impl Schedule {
                 return false;
             }
             for id in std::mem::take(&mut self.pending) {
-                if let Some(e) = net.take(id) {
-                    self.error.get_or_insert(e);
+                match net.take(id) {
+                    // A message longer than this rank's part (the members
+                    // disagree on the counts): the buffer holds its start,
+                    // and the schedule goes on, so that the ranks this one
+                    // forwards to are not left waiting; reported at the end.
+                    Some(e) if e.class == ErrorClass::Truncate => {
+                        self.truncated.get_or_insert(e);
+                    }
+                    Some(e) => {
+                        self.error.get_or_insert(e);
+                    }
+                    None => {}
                 }
             }
             if self.error.is_some() {
@@ -393,6 +406,11 @@ impl Schedule {
                 return true;
             }
             let Some(phase) = self.phases.pop_front() else {
+                if let Some(e) = self.truncated.take() {
+                    self.error = Some(e);
+                    self.finished = true;
+                    return true;
+                }
                 for f in std::mem::take(&mut self.on_done) {
                     if let Err(e) = f(&mut self.temps) {
                         self.error.get_or_insert(e);
