@@ -12,7 +12,10 @@
  *      operation on a derived (non-contiguous) datatype;
  *   3. with MPI_ERRORS_RETURN: MPI_ERR_OP (a bitwise op on double, MINLOC on
  *      int, MPI_OP_NULL, freeing a predefined op), MPI_ERR_ROOT, MPI_ERR_COUNT,
- *      MPI_ERR_TYPE, MPI_ERR_COMM, MPI_ERR_BUFFER (MPI_IN_PLACE at a non-root).
+ *      MPI_ERR_TYPE, MPI_ERR_COMM, MPI_ERR_BUFFER (MPI_IN_PLACE at a non-root,
+ *      MPI_IN_PLACE or one buffer twice in MPI_Reduce_local), MPI_ERR_TRUNCATE
+ *      from a broadcast whose root sends more than the others take (at the
+ *      ranks the root sends to; none is left waiting for one that failed).
  */
 #include "check.h"
 
@@ -392,12 +395,54 @@ static void errors(void)
         /* Tandem says MPI_ERR_BUFFER; Open MPI says MPI_ERR_ARG. */
         tc_expect_class(rc, tc_is_tandem() ? MPI_ERR_BUFFER : MPI_ERR_ARG, "MPI_IN_PLACE at a non-root");
     }
+    if (tc_is_tandem()) {
+        /* MPI_IN_PLACE (the address 1 in Tandem) was read as a buffer. */
+        int a[2] = {1, 2};
+        rc = MPI_Reduce_local(MPI_IN_PLACE, a, 2, MPI_INT, MPI_SUM);
+        tc_expect_class(rc, MPI_ERR_BUFFER, "MPI_Reduce_local with MPI_IN_PLACE as inbuf");
+        rc = MPI_Reduce_local(a, MPI_IN_PLACE, 2, MPI_INT, MPI_SUM);
+        tc_expect_class(rc, MPI_ERR_BUFFER, "MPI_Reduce_local with MPI_IN_PLACE as inoutbuf");
+        rc = MPI_Reduce_local(a, a, 2, MPI_INT, MPI_SUM);
+        tc_expect_class(rc, MPI_ERR_BUFFER, "MPI_Reduce_local of a buffer with itself");
+        CHECK(a[0] == 1 && a[1] == 2, "a refused MPI_Reduce_local leaves the buffer alone");
+    }
     {
         MPI_Datatype t;
         CHECK_MPI(MPI_Type_contiguous(2, MPI_INT, &t));
         rc = MPI_Bcast(&x, 1, t, 0, MPI_COMM_WORLD);
         tc_expect_class(rc, MPI_ERR_TYPE, "an uncommitted datatype");
         CHECK_MPI(MPI_Type_free(&t));
+    }
+    if (size > 1) {
+        /* The root sends more than the others take: each of them gets
+         * MPI_ERR_TRUNCATE, and none is left waiting for a rank that failed
+         * before forwarding (a broadcast tree). */
+        int big[8] = {0}, j, k;
+        MPI_Request req;
+        for (k = 0; k < 2; k++) {
+            for (j = 0; j < 8; j++)
+                big[j] = rank == 0 ? 40 + j : -1;
+            if (k == 0) {
+                rc = MPI_Bcast(big, rank == 0 ? 8 : 1, MPI_INT, 0, MPI_COMM_WORLD);
+            } else {
+                rc = MPI_Ibcast(big, rank == 0 ? 8 : 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+                if (rc == MPI_SUCCESS)
+                    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+            }
+            /* A rank fed by another non-root may get just what it asked for. */
+            if (rank != 0) {
+                if (rc != MPI_SUCCESS)
+                    tc_expect_class(rc, MPI_ERR_TRUNCATE,
+                                    k ? "MPI_Ibcast into a smaller buffer" : "MPI_Bcast into a smaller buffer");
+                CHECK_EQ(40, big[0], "the start of a truncated broadcast arrives");
+                CHECK_EQ(-1, big[1], "nothing past the receive count is written");
+            } else {
+                CHECK_MPI(rc);
+            }
+            j = rc != MPI_SUCCESS;
+            CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &j, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+            CHECK(j >= 1, "some rank saw the truncated broadcast");
+        }
     }
     /* everything still works */
     CHECK_MPI(MPI_Allreduce(&x, &xo, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));

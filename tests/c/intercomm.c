@@ -24,7 +24,12 @@
  *   5. MPI_Comm_dup (congruent, its own context), MPI_Comm_compare,
  *      MPI_Comm_create (the even local ranks of each group; an empty part),
  *      MPI_Comm_split (reversed keys, one rank left out);
- *   6. errors (MPI_ERRORS_RETURN): bad local leader -> MPI_ERR_RANK; remote
+ *   6. MPI_Comm_idup (twice at once, each a working intercommunicator of
+ *      its own context): every leader first waits for messages the remote
+ *      ranks send after starting theirs (so it must not block), and the odd
+ *      group has one more communicator than the even one (their next free
+ *      context ids differ);
+ *   7. errors (MPI_ERRORS_RETURN): bad local leader -> MPI_ERR_RANK; remote
  *      leader out of range or in the local group -> MPI_ERR_RANK (on every
  *      rank of the group); bad tag -> MPI_ERR_TAG; an intercommunicator or
  *      MPI_COMM_NULL as local communicator -> MPI_ERR_COMM; remote size and
@@ -606,6 +611,60 @@ static void dup_compare_split(void)
     CHECK_MPI(MPI_Comm_free(&sp));
 }
 
+static void idup(void)
+{
+    MPI_Comm d[2], stagger = MPI_COMM_NULL;
+    MPI_Request req[2];
+    int flag = -1, n = -1, result = -1, i, j, got, sum, want;
+
+    if (color == 1)
+        CHECK_MPI(MPI_Comm_dup(local, &stagger));
+    if (lrank == 0) {
+        for (i = 1; i < rsize; i++) {
+            got = -1;
+            CHECK_MPI(MPI_Recv(&got, 1, MPI_INT, i, 80, ic, MPI_STATUS_IGNORE));
+            CHECK_EQ(world_of(1 - color, i), got, "idup: message from remote rank %d", i);
+        }
+        for (j = 0; j < 2; j++)
+            CHECK_MPI(MPI_Comm_idup(ic, &d[j], &req[j]));
+    } else {
+        for (j = 0; j < 2; j++)
+            CHECK_MPI(MPI_Comm_idup(ic, &d[j], &req[j]));
+        CHECK_MPI(MPI_Ssend(&rank, 1, MPI_INT, 0, 80, ic));
+    }
+    CHECK_MPI(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+    for (j = 0; j < 2; j++) {
+        CHECK_MPI(MPI_Comm_test_inter(d[j], &flag));
+        CHECK_EQ(1, flag, "idup %d of an intercommunicator is one", j);
+        CHECK_MPI(MPI_Comm_remote_size(d[j], &n));
+        CHECK_EQ(rsize, n, "idup %d: remote size", j);
+        CHECK_MPI(MPI_Comm_compare(ic, d[j], &result));
+        CHECK_EQ(MPI_CONGRUENT, result, "compare(intercomm, idup %d)", j);
+        /* The sum of the remote group's world ranks. */
+        CHECK_MPI(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, d[j]));
+        for (want = 0, i = 0; i < rsize; i++)
+            want += world_of(1 - color, i);
+        CHECK_EQ(want, sum, "allreduce on idup %d", j);
+    }
+    /* Each has its own context: a message on the second is not seen on the
+     * first nor on the original. */
+    if (lrank == 0) {
+        CHECK_MPI(MPI_Send(&rank, 1, MPI_INT, 0, 81, d[1]));
+        CHECK_MPI(MPI_Probe(0, 81, d[1], MPI_STATUS_IGNORE));
+        CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, 81, d[0], &flag, MPI_STATUS_IGNORE));
+        CHECK_EQ(0, flag, "a message on idup 1 is not on idup 0");
+        CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, 81, ic, &flag, MPI_STATUS_IGNORE));
+        CHECK_EQ(0, flag, "a message on idup 1 is not on the original");
+        CHECK_MPI(MPI_Recv(&got, 1, MPI_INT, 0, 81, d[1], MPI_STATUS_IGNORE));
+        CHECK_EQ(world_of(1 - color, 0), got, "message on idup 1");
+    }
+    CHECK_MPI(MPI_Barrier(d[0]));
+    for (j = 0; j < 2; j++)
+        CHECK_MPI(MPI_Comm_free(&d[j]));
+    if (stagger != MPI_COMM_NULL)
+        CHECK_MPI(MPI_Comm_free(&stagger));
+}
+
 /* The error classes are Tandem's; another MPI must fail, maybe otherwise. */
 #define expect_error(rc, cls, what)                                                                                   \
     do {                                                                                                               \
@@ -698,6 +757,7 @@ int main(int argc, char **argv)
     collectives();
     merge();
     dup_compare_split();
+    idup();
     errors();
     CHECK_MPI(MPI_Comm_free(&ic));
     CHECK_MPI(MPI_Comm_free(&local));

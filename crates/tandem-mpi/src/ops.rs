@@ -326,6 +326,17 @@ pub unsafe extern "C" fn MPI_Reduce_local(
 ) -> c_int {
     call("MPI_Reduce_local", |s| {
         let comm = MPI_COMM_WORLD;
+        // MPI_IN_PLACE is the address 1: reading it would crash.
+        if crate::coll::is_in_place(inbuf) || crate::coll::is_in_place(inoutbuf) {
+            return Err(crate::coll::in_place_misuse(comm, "MPI_Reduce_local"));
+        }
+        if count > 0 && std::ptr::eq(inbuf, inoutbuf) {
+            return Err(Fail::new(
+                comm,
+                ErrorClass::Buffer,
+                "MPI_Reduce_local: inbuf and inoutbuf are the same buffer",
+            ));
+        }
         let tin = datatype::typed(comm, inbuf, count, datatype)?;
         let tio = datatype::typed(comm, inoutbuf, count, datatype)?;
         let r = reducer(s, comm, op, datatype, &tio.layout)?;

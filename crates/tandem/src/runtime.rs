@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use crate::bootstrap::{JobInfo, MasterLink};
 use crate::coll::agree::{self, Agreement, CidAlloc};
+use crate::coll::sched::RemoteGroup;
 use crate::coll::SchedId;
-use crate::comm::Comm;
+use crate::comm::{Comm, Inter};
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Envelope, MsgId, P2p, P2pConfig, ReqId, SendMode, Status};
 use crate::params::Settings;
@@ -375,7 +376,7 @@ impl Runtime {
         let c = self.comm(comm)?;
         let (cid, ctx, rank, group) = (c.cid, c.coll_context(), c.rank, c.group.clone());
         let tag = self.colls.next_tag(cid);
-        let (s, ag) = agree::schedule(&self.cids, group.len() as u32, rank, ctx, tag, group);
+        let (s, ag) = agree::schedule(&self.cids, group.len() as u32, rank, ctx, tag, group, None);
         Ok((self.colls.start(s, &mut self.p2p), ag))
     }
 
@@ -426,6 +427,9 @@ impl Runtime {
     /// context, which is ordered with the parent's other collectives.
     pub fn comm_idup(&mut self, comm: CommId) -> Result<(CommId, SchedId)> {
         let parent = self.comm(comm)?.clone();
+        if let Some(inter) = &parent.inter {
+            return self.intercomm_idup(&parent, inter);
+        }
         let (sched, agreement) = self.agreement_start(comm)?;
         let new = self.add_comm_slot(Comm::new(PENDING_CID, parent.rank, parent.group));
         self.pending_dups.push(PendingDup {
@@ -435,6 +439,57 @@ impl Runtime {
         });
         self.settle_dups();
         Ok((new, sched))
+    }
+
+    /// [`Runtime::comm_idup`] of the intercommunicator `parent`: the
+    /// agreement runs over its hidden local intracommunicator, its leaders
+    /// swapping their groups' maxima on the intercommunicator's context, and
+    /// takes two ids (the new one's and its hidden local one's).
+    fn intercomm_idup(&mut self, parent: &Comm, inter: &Inter) -> Result<(CommId, SchedId)> {
+        let local = self.comm(inter.local)?;
+        let (local_cid, ctx) = (local.cid, local.coll_context());
+        let tag = self.colls.next_tag(local_cid);
+        let remote = RemoteGroup {
+            ctx: parent.coll_context(),
+            tag: self.colls.next_tag(parent.cid),
+            group: inter.remote.clone(),
+        };
+        let (s, agreement) = agree::schedule(
+            &self.cids,
+            parent.size(),
+            parent.rank,
+            ctx,
+            tag,
+            parent.group.clone(),
+            Some(remote),
+        );
+        let sched = self.colls.start(s, &mut self.p2p);
+        let hidden = self.add_comm_slot(Comm::new(PENDING_CID, parent.rank, parent.group.clone()));
+        let mut c = Comm::new(PENDING_CID, parent.rank, parent.group.clone());
+        c.inter = Some(Inter {
+            remote: inter.remote.clone(),
+            local: hidden,
+        });
+        let new = self.add_comm_slot(c);
+        self.pending_dups.push(PendingDup {
+            comm: new,
+            agreement,
+            sched,
+        });
+        self.settle_dups();
+        Ok((new, sched))
+    }
+
+    /// Gives communicator slot `id` context id `cid` and registers its
+    /// contexts (frames on them come from its peers: the remote group of an
+    /// intercommunicator).
+    fn settle_cid(&mut self, id: CommId, cid: u32) {
+        if let Some(Some(c)) = self.comms.get_mut(id.0) {
+            c.cid = cid;
+            let (pc, cc, peers) = (c.p2p_context(), c.coll_context(), c.peers().clone());
+            self.p2p.register_context(pc, peers.clone());
+            self.p2p.register_context(cc, peers);
+        }
     }
 
     /// Gives the communicators of completed `MPI_Comm_idup`s their context
@@ -453,12 +508,17 @@ impl Runtime {
                 continue;
             }
             let p = self.pending_dups.swap_remove(i);
-            if let (Some(cid), Some(Some(c))) = (p.agreement.result(), self.comms.get_mut(p.comm.0))
-            {
-                c.cid = cid;
-                let (pc, cc, g) = (c.p2p_context(), c.coll_context(), c.group.clone());
-                self.p2p.register_context(pc, g.clone());
-                self.p2p.register_context(cc, g);
+            if let Some(cid) = p.agreement.result() {
+                let hidden = self
+                    .comms
+                    .get(p.comm.0)
+                    .and_then(Option::as_ref)
+                    .and_then(|c| c.inter.as_ref())
+                    .map(|inter| inter.local);
+                self.settle_cid(p.comm, cid);
+                if let Some(h) = hidden {
+                    self.settle_cid(h, cid + 1);
+                }
             }
         }
     }
@@ -480,6 +540,9 @@ impl Runtime {
             // Freed before its MPI_Comm_idup completed: the agreement runs
             // on (the other members take part in it) and is forgotten.
             self.pending_dups.retain(|p| p.comm != comm);
+            if let Some(inter) = c.inter {
+                self.comms[inter.local.0] = None;
+            }
             return Ok(());
         }
         self.p2p.release_context(c.p2p_context());

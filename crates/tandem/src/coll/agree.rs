@@ -18,7 +18,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::sched::{Act, Buf, Builder, Schedule};
+use super::sched::{Act, Buf, Builder, RemoteGroup, Schedule};
 use crate::error::{Error, ErrorClass};
 
 /// Context ids are below this (a communicator uses contexts `2 cid` and
@@ -121,6 +121,9 @@ fn lock(a: &Mutex<CidAlloc>) -> MutexGuard<'_, CidAlloc> {
 pub struct Agreement {
     alloc: Arc<Mutex<CidAlloc>>,
     id: u64,
+    /// How many consecutive ids from the agreed one it takes (an
+    /// intercommunicator's own and its hidden local one's: two).
+    width: u32,
     inner: Mutex<AgreeState>,
 }
 
@@ -148,7 +151,9 @@ impl Agreement {
     /// Gives back this rank's claim of the round, if any.
     fn release(&self, st: &mut AgreeState, a: &mut CidAlloc) {
         if st.claimed {
-            a.claimed.remove(&st.candidate);
+            for c in st.candidate..st.candidate + self.width {
+                a.claimed.remove(&c);
+            }
             st.claimed = false;
         }
     }
@@ -158,9 +163,8 @@ impl Drop for Agreement {
     fn drop(&mut self) {
         let mut a = lock(&self.alloc);
         let mut st = self.state();
-        if st.result.is_none() && st.claimed {
-            a.claimed.remove(&st.candidate);
-            st.claimed = false;
+        if st.result.is_none() {
+            self.release(&mut st, &mut a);
         }
         a.active.remove(&self.id);
         a.prune();
@@ -186,8 +190,10 @@ const CHILD: Buf = Buf::Tmp(1);
 
 /// Phases of an element-wise maximum of the two `u32` in `ACC` over the
 /// `n` ranks, known to all: a binomial reduce to rank 0, then a binomial
-/// broadcast back.
-fn allreduce_max(n: u32, me: u32) -> Vec<Vec<Act>> {
+/// broadcast back. With `remote`, over both groups of an intercommunicator:
+/// between the two, the leaders (rank 0 of each group) swap their groups'
+/// maxima and take the larger.
+fn allreduce_max(n: u32, me: u32, remote: bool) -> Vec<Vec<Act>> {
     let mut phases = Vec::new();
     let mut mask = 1;
     while mask < n {
@@ -215,6 +221,28 @@ fn allreduce_max(n: u32, me: u32) -> Vec<Vec<Act>> {
             }))]);
         }
         mask <<= 1;
+    }
+    if remote && me == 0 {
+        phases.push(vec![
+            Act::SendRemote {
+                to: 0,
+                buf: ACC,
+                off: 0,
+                len: 8,
+            },
+            Act::RecvRemote {
+                from: 0,
+                buf: CHILD,
+                off: 0,
+                len: 8,
+            },
+        ]);
+        phases.push(vec![Act::Call(Box::new(|t| {
+            let c = pair(t.get(1));
+            let acc = pair(t.get(0));
+            set_pair(t.get(0), [acc[0].max(c[0]), acc[1].max(c[1])]);
+            Ok(())
+        }))]);
     }
     // Broadcast: receive from the parent (the rank without this rank's
     // lowest set bit), then send down to ranks me + 2^k for 2^k below it.
@@ -252,7 +280,7 @@ fn allreduce_max(n: u32, me: u32) -> Vec<Vec<Act>> {
 
 /// The phases of one round, the last of which decides whether another
 /// round follows.
-fn round(ag: &Arc<Agreement>, n: u32, me: u32) -> Vec<Vec<Act>> {
+fn round(ag: &Arc<Agreement>, n: u32, me: u32, remote: bool) -> Vec<Vec<Act>> {
     let mut phases = Vec::new();
     let offer = Arc::clone(ag);
     phases.push(vec![Act::Call(Box::new(move |t| {
@@ -271,27 +299,29 @@ fn round(ag: &Arc<Agreement>, n: u32, me: u32) -> Vec<Vec<Act>> {
         set_pair(t.get(0), [candidate, 0]);
         Ok(())
     }))]);
-    phases.extend(allreduce_max(n, me));
+    phases.extend(allreduce_max(n, me, remote));
     let check = Arc::clone(ag);
     phases.push(vec![Act::Call(Box::new(move |t| {
         let c = pair(t.get(0))[0];
-        if c >= CID_LIMIT {
+        let end = c.checked_add(check.width).filter(|&e| e <= CID_LIMIT);
+        let Some(end) = end else {
             return Err(Error::new(
                 ErrorClass::Intern,
                 "out of communicator context ids",
             ));
-        }
+        };
         let mut a = lock(&check.alloc);
         let mut st = check.state();
         st.candidate = c;
-        st.claimed = a.claimed.insert(c);
+        st.claimed = !(c..end).any(|i| a.claimed.contains(&i));
         if st.claimed {
-            a.next = a.next.max(c + 1);
+            a.claimed.extend(c..end);
+            a.next = a.next.max(end);
         }
         set_pair(t.get(0), [u32::from(!st.claimed), 0]);
         Ok(())
     }))]);
-    phases.extend(allreduce_max(n, me));
+    phases.extend(allreduce_max(n, me, remote));
     let decide = Arc::clone(ag);
     phases.push(vec![Act::Extend(Box::new(move |t| {
         let refused = pair(t.get(0))[0] != 0;
@@ -315,7 +345,7 @@ fn round(ag: &Arc<Agreement>, n: u32, me: u32) -> Vec<Vec<Act>> {
             }
         };
         Ok(if more {
-            round(&decide, n, me)
+            round(&decide, n, me, remote)
         } else {
             Vec::new()
         })
@@ -324,14 +354,17 @@ fn round(ag: &Arc<Agreement>, n: u32, me: u32) -> Vec<Vec<Act>> {
 }
 
 /// Builds this rank's schedule of a context id agreement among `n` ranks
-/// (this one is `me`), and the handle to read its result from.
-pub fn schedule(
+/// (this one is `me`), and the handle to read its result from. With
+/// `remote`, the agreement spans both groups of an intercommunicator (`n`
+/// and `group` are the local one) and takes two consecutive ids.
+pub(crate) fn schedule(
     alloc: &Arc<Mutex<CidAlloc>>,
     n: u32,
     me: u32,
     ctx: u32,
     tag: i32,
     group: Arc<[u32]>,
+    remote: Option<RemoteGroup>,
 ) -> (Schedule, Arc<Agreement>) {
     let id = {
         let mut a = lock(alloc);
@@ -341,15 +374,21 @@ pub fn schedule(
     let ag = Arc::new(Agreement {
         alloc: Arc::clone(alloc),
         id,
+        width: if remote.is_some() { 2 } else { 1 },
         inner: Mutex::new(AgreeState::default()),
     });
     let mut b = Builder::new(n, me);
     b.tmp(8);
     b.tmp(8);
-    for p in round(&ag, n, me) {
+    for p in round(&ag, n, me, remote.is_some()) {
         b.phase(p);
     }
-    (b.finish(ctx, tag, group), ag)
+    let s = b.finish(ctx, tag, group);
+    let s = match remote {
+        Some(r) => s.with_remote(r),
+        None => s,
+    };
+    (s, ag)
 }
 
 #[cfg(test)]
@@ -382,6 +421,7 @@ mod tests {
                     100 + a as u32,
                     7,
                     group.clone(),
+                    None,
                 ));
             }
             scheds.push(mine);

@@ -142,9 +142,34 @@ pub(crate) enum Act {
         doff: usize,
         len: usize,
     },
+    /// A send to rank `to` of the remote group (see [`RemoteGroup`]).
+    SendRemote {
+        to: u32,
+        buf: Buf,
+        off: usize,
+        len: usize,
+    },
+    /// A receive from rank `from` of the remote group.
+    RecvRemote {
+        from: u32,
+        buf: Buf,
+        off: usize,
+        len: usize,
+    },
     Call(LocalFn),
     /// Must be the last step of its phase.
     Extend(ExtendFn),
+}
+
+/// The other group of an intercommunicator, which the `SendRemote` and
+/// `RecvRemote` steps of a schedule over the local group address: on the
+/// intercommunicator's own context (whose frames come from that group) and
+/// a tag of its sequence.
+pub(crate) struct RemoteGroup {
+    pub ctx: u32,
+    pub tag: i32,
+    /// World rank of each member of the remote group, by remote rank.
+    pub group: Arc<[u32]>,
 }
 
 /// The staging buffers of a schedule; their heap memory never moves while
@@ -273,6 +298,8 @@ impl Builder {
             keep: Vec::new(),
             on_done: Vec::new(),
             spliced: Vec::new(),
+            remote: None,
+            truncated: None,
         }
     }
 }
@@ -295,9 +322,19 @@ pub struct Schedule {
     on_done: Vec<LocalFn>,
     /// Phases an `Act::Extend` of the current phase returned.
     spliced: Vec<Vec<Act>>,
+    /// What `SendRemote` and `RecvRemote` address, if the schedule has any.
+    remote: Option<RemoteGroup>,
+    /// The first receive that was truncated, reported once every phase ran.
+    truncated: Option<Error>,
 }
 
 impl Schedule {
+    /// Lets the schedule's `SendRemote` and `RecvRemote` steps address `remote`.
+    pub(crate) fn with_remote(mut self, remote: RemoteGroup) -> Schedule {
+        self.remote = Some(remote);
+        self
+    }
+
     /// Keeps `thing` alive until the schedule is dropped.
     pub fn keep(&mut self, thing: Box<dyn std::any::Any>) {
         self.keep.push(thing);
@@ -350,8 +387,18 @@ impl Schedule {
                 return false;
             }
             for id in std::mem::take(&mut self.pending) {
-                if let Some(e) = net.take(id) {
-                    self.error.get_or_insert(e);
+                match net.take(id) {
+                    // A message longer than this rank's part (the members
+                    // disagree on the counts): the buffer holds its start,
+                    // and the schedule goes on, so that the ranks this one
+                    // forwards to are not left waiting; reported at the end.
+                    Some(e) if e.class == ErrorClass::Truncate => {
+                        self.truncated.get_or_insert(e);
+                    }
+                    Some(e) => {
+                        self.error.get_or_insert(e);
+                    }
+                    None => {}
                 }
             }
             if self.error.is_some() {
@@ -359,6 +406,11 @@ impl Schedule {
                 return true;
             }
             let Some(phase) = self.phases.pop_front() else {
+                if let Some(e) = self.truncated.take() {
+                    self.error = Some(e);
+                    self.finished = true;
+                    return true;
+                }
                 for f in std::mem::take(&mut self.on_done) {
                     if let Err(e) = f(&mut self.temps) {
                         self.error.get_or_insert(e);
@@ -377,6 +429,15 @@ impl Schedule {
                 self.phases.push_front(p);
             }
         }
+    }
+
+    fn remote(&self) -> Result<&RemoteGroup> {
+        self.remote.as_ref().ok_or_else(|| {
+            Error::new(
+                ErrorClass::Intern,
+                "a step addresses a remote group the schedule does not have",
+            )
+        })
     }
 
     fn run(&mut self, net: &mut dyn Net, act: Act) -> Result<()> {
@@ -402,6 +463,27 @@ impl Schedule {
                 let id = unsafe {
                     net.recv(self.ctx, from, self.group[from as usize], self.tag, p, len)
                 };
+                self.pending.push(id);
+            }
+            Act::SendRemote { to, buf, off, len } => {
+                let r = self.remote()?;
+                let (ctx, tag, to_world) = (r.ctx, r.tag, r.group[to as usize]);
+                let p = self.temps.ptr(buf, off);
+                // SAFETY: as for sends.
+                let id = unsafe { net.send(ctx, self.me, tag, to_world, p, len)? };
+                self.pending.push(id);
+            }
+            Act::RecvRemote {
+                from,
+                buf,
+                off,
+                len,
+            } => {
+                let r = self.remote()?;
+                let (ctx, tag, from_world) = (r.ctx, r.tag, r.group[from as usize]);
+                let p = self.temps.ptr(buf, off);
+                // SAFETY: as for sends.
+                let id = unsafe { net.recv(ctx, from, from_world, tag, p, len) };
                 self.pending.push(id);
             }
             Act::Copy {
