@@ -6,7 +6,8 @@
  *   2. a graph of fewer nodes than ranks: the others get MPI_COMM_NULL;
  *      MPI_Graph_map and MPI_Cart_map say the same;
  *   3. errors: a node out of range (MPI_ERR_RANK), a graph query on a
- *      Cartesian communicator (MPI_ERR_TOPOLOGY);
+ *      Cartesian communicator (MPI_ERR_TOPOLOGY); a failed MPI_Graph_create,
+ *      MPI_Cart_create or MPI_Dist_graph_create leaves MPI_COMM_NULL;
  *   4. MPI_Dist_graph_create, where rank 0 declares some of everyone's
  *      edges: each rank's in- and out-neighbours and weights, and an
  *      MPI_Neighbor_allgather that follows them.
@@ -103,6 +104,19 @@ static void errors(void)
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     tc_expect_class(MPI_Graph_create(MPI_COMM_WORLD, 1, index, &bad, 0, &g), MPI_ERR_RANK,
                     "an edge to a node that does not exist");
+    CHECK(g == MPI_COMM_NULL, "a failed MPI_Graph_create leaves MPI_COMM_NULL");
+    /* A grid of more nodes than ranks: an error, and no communicator. */
+    int big[2] = {size, size + 1}, per2[2] = {0, 0};
+    cart = MPI_COMM_WORLD;
+    CHECK(MPI_Cart_create(MPI_COMM_WORLD, 2, big, per2, 0, &cart) != MPI_SUCCESS,
+          "MPI_Cart_create of more nodes than ranks fails");
+    CHECK(cart == MPI_COMM_NULL, "a failed MPI_Cart_create leaves MPI_COMM_NULL");
+    int nodes[1] = {size + 1}, deg[1] = {0};
+    g = MPI_COMM_WORLD;
+    CHECK(MPI_Dist_graph_create(MPI_COMM_WORLD, 1, nodes, deg, NULL, MPI_UNWEIGHTED, MPI_INFO_NULL,
+                                0, &g) != MPI_SUCCESS,
+          "MPI_Dist_graph_create naming a node past the ranks fails");
+    CHECK(g == MPI_COMM_NULL, "a failed MPI_Dist_graph_create leaves MPI_COMM_NULL");
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 

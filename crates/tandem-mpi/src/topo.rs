@@ -129,6 +129,9 @@ pub unsafe extern "C" fn MPI_Cart_create(
 ) -> c_int {
     call("MPI_Cart_create", |s| {
         args::out_ptr(comm_old, comm_cart, "comm_cart")?;
+        // A failure below leaves no communicator behind.
+        // SAFETY: checked non-null.
+        unsafe { put(comm_cart, MPI_COMM_NULL) };
         args::intra_comm(s, comm_old)?;
         // SAFETY: `ndims` entries each by the MPI contract.
         let (d, p) = unsafe {
@@ -427,6 +430,9 @@ pub unsafe extern "C" fn MPI_Cart_sub(
 ) -> c_int {
     call("MPI_Cart_sub", |s| {
         args::out_ptr(comm, newcomm, "newcomm")?;
+        // A failure below leaves no communicator behind.
+        // SAFETY: checked non-null.
+        unsafe { put(newcomm, MPI_COMM_NULL) };
         let (id, d, p) = cart(s, comm)?;
         // SAFETY: `ndims` entries by the MPI contract.
         let keep = unsafe { ints(comm, remain_dims, d.len() as c_int, "remain_dims")? };
@@ -510,6 +516,9 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
 ) -> c_int {
     call("MPI_Dist_graph_create_adjacent", |s| {
         args::out_ptr(comm_old, comm_dist_graph, "comm_dist_graph")?;
+        // A failure below leaves no communicator behind.
+        // SAFETY: checked non-null.
+        unsafe { put(comm_dist_graph, MPI_COMM_NULL) };
         info::check_optional(s, info_)?;
         let id = args::intra_comm(s, comm_old)?;
         let n =
@@ -758,6 +767,9 @@ pub unsafe extern "C" fn MPI_Graph_create(
 ) -> c_int {
     call("MPI_Graph_create", |s| {
         args::out_ptr(comm_old, comm_graph, "comm_graph")?;
+        // A failure below leaves no communicator behind.
+        // SAFETY: checked non-null.
+        unsafe { put(comm_graph, MPI_COMM_NULL) };
         // SAFETY: `nnodes` entries of index, index[nnodes-1] of edges (MPI contract).
         let idx = unsafe { ints(comm_old, index, nnodes, "index")? };
         let nedges = idx.last().copied().unwrap_or(0);
@@ -969,6 +981,9 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
 ) -> c_int {
     call("MPI_Dist_graph_create", |s| {
         args::out_ptr(comm_old, comm_dist_graph, "comm_dist_graph")?;
+        // A failure below leaves no communicator behind.
+        // SAFETY: checked non-null.
+        unsafe { put(comm_dist_graph, MPI_COMM_NULL) };
         info::check_optional(s, info_)?;
         let id = args::intra_comm(s, comm_old)?;
         let size =
