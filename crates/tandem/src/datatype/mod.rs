@@ -193,9 +193,16 @@ fn n_copies_done(
     n: usize,
     t: &Layout,
 ) -> std::result::Result<(), String> {
-    let first = disp + t.lb;
-    let last = disp + (n as isize - 1) * t.extent + t.ub();
-    let (lo, hi) = (first.min(last - t.extent), last.max(first + t.extent));
+    const OVERFLOW: &str = "datatype extent overflows";
+    let first = disp.checked_add(t.lb).ok_or(OVERFLOW)?;
+    let last = isize::try_from(n - 1)
+        .ok()
+        .and_then(|k| k.checked_mul(t.extent))
+        .and_then(|x| x.checked_add(disp))
+        .and_then(|x| x.checked_add(t.ub()))
+        .ok_or(OVERFLOW)?;
+    let lo = first.min(last.checked_sub(t.extent).ok_or(OVERFLOW)?);
+    let hi = last.max(first.checked_add(t.extent).ok_or(OVERFLOW)?);
     *lb = Some(lb.map_or(lo, |x| x.min(lo)));
     *ub = Some(ub.map_or(hi, |x| x.max(hi)));
     *size = size
@@ -679,6 +686,17 @@ mod tests {
         assert_eq!(mixed.blocks, vec![Block { off: 0, len: 8 }]);
         assert_eq!(mixed.extent, 8);
         assert!(Layout::contiguous(i32::MAX as usize, &mixed).is_err());
+    }
+
+    #[test]
+    fn an_extent_beyond_isize_fails() {
+        // 8 GiB, 2^31 times: more than isize::MAX bytes (was a wrapped,
+        // negative extent).
+        let big = Layout::contiguous(i32::MAX as usize, &int()).unwrap();
+        assert_eq!(
+            Layout::contiguous(i32::MAX as usize, &big).unwrap_err(),
+            "datatype extent overflows"
+        );
     }
 
     #[test]
