@@ -20,7 +20,10 @@
  *   errors (MPI_ERRORS_RETURN on the window): out of range ->
  *               MPI_ERR_RMA_RANGE, outside an epoch -> MPI_ERR_RMA_SYNC,
  *               bad lock type -> MPI_ERR_LOCKTYPE, bad rank -> MPI_ERR_RANK,
- *               negative displacement -> MPI_ERR_DISP.
+ *               negative displacement -> MPI_ERR_DISP; compare-and-swap
+ *               of MPI_DOUBLE / MPI_FLOAT and fetch-and-op of a derived
+ *               datatype -> MPI_ERR_TYPE; a lock inside an MPI_Win_start
+ *               epoch, or a start inside a lock epoch -> MPI_ERR_RMA_SYNC.
  */
 #include "check.h"
 
@@ -153,6 +156,34 @@ int main(int argc, char **argv)
     tc_expect_class(rc, MPI_ERR_LOCKTYPE, "bad lock type");
     rc = MPI_Win_unlock(0, win);
     tc_expect_class(rc, MPI_ERR_RMA_SYNC, "unlock without lock");
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win));
+    double dv = 1.0, dc = 0.0, dr = -1.0;
+    rc = MPI_Compare_and_swap(&dv, &dc, &dr, MPI_DOUBLE, right, 0, win);
+    tc_expect_class(rc, MPI_ERR_TYPE, "compare-and-swap of MPI_DOUBLE");
+    float fv = 1.0f, fc = 0.0f, fr = -1.0f;
+    rc = MPI_Compare_and_swap(&fv, &fc, &fr, MPI_FLOAT, right, 0, win);
+    tc_expect_class(rc, MPI_ERR_TYPE, "compare-and-swap of MPI_FLOAT");
+    MPI_Datatype two_apart;
+    CHECK_MPI(MPI_Type_vector(2, 1, 2, MPI_INT, &two_apart));
+    CHECK_MPI(MPI_Type_commit(&two_apart));
+    int fop_in[3] = {1, 1, 1}, fop_out[3] = {0, 0, 0};
+    rc = MPI_Fetch_and_op(fop_in, fop_out, two_apart, right, 0, MPI_SUM, win);
+    tc_expect_class(rc, MPI_ERR_TYPE, "fetch-and-op of a derived datatype");
+    rc = MPI_Win_start(MPI_GROUP_EMPTY, 0, win);
+    tc_expect_class(rc, MPI_ERR_RMA_SYNC, "MPI_Win_start inside a lock epoch");
+    CHECK_MPI(MPI_Win_unlock(right, win));
+    CHECK_MPI(MPI_Type_free(&two_apart));
+    MPI_Group world_group;
+    CHECK_MPI(MPI_Win_get_group(win, &world_group));
+    CHECK_MPI(MPI_Win_post(world_group, 0, win));
+    CHECK_MPI(MPI_Win_start(world_group, 0, win));
+    rc = MPI_Win_lock(MPI_LOCK_SHARED, right, MPI_MODE_NOCHECK, win);
+    tc_expect_class(rc, MPI_ERR_RMA_SYNC, "MPI_Win_lock inside an MPI_Win_start epoch");
+    rc = MPI_Win_lock_all(0, win);
+    tc_expect_class(rc, MPI_ERR_RMA_SYNC, "MPI_Win_lock_all inside an MPI_Win_start epoch");
+    CHECK_MPI(MPI_Win_complete(win));
+    CHECK_MPI(MPI_Win_wait(win));
+    CHECK_MPI(MPI_Group_free(&world_group));
 
     /* ---- attributes */
     void *attr;

@@ -12,7 +12,10 @@
  *      buffer all the way round: after step s the buffer holds the message
  *      of rank (rank - s); after N steps it is back home (eager and 200 KiB);
  *   6. MPI_Sendrecv in a ring, sizes differing per rank (a receive buffer
- *      larger than the message).
+ *      larger than the message);
+ *   7. no data described as 0 x MPI_DATATYPE_NULL (as MPICH allows and
+ *      programs written for it do): a ring of empty messages, a receive
+ *      from MPI_PROC_NULL; one element of MPI_DATATYPE_NULL stays an error.
  */
 #include "check.h"
 
@@ -110,6 +113,28 @@ static void sendrecv_ring(int key)
     tc_guard_check(rbuf, leftsize, 50000 + TC_GUARD, "MPI_Sendrecv ring");
 }
 
+static void null_type_no_data(int key)
+{
+    int to = (rank + 1) % nranks, from = (rank + nranks - 1) % nranks;
+    MPI_Request r;
+    MPI_Status st;
+    CHECK_MPI(MPI_Irecv(NULL, 0, MPI_DATATYPE_NULL, from, key, MPI_COMM_WORLD, &r));
+    CHECK_MPI(MPI_Send(NULL, 0, MPI_DATATYPE_NULL, to, key, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Wait(&r, &st));
+    tc_check_status(&st, from, key, 0, "empty message of MPI_DATATYPE_NULL");
+    CHECK_MPI(MPI_Sendrecv(NULL, 0, MPI_DATATYPE_NULL, to, key + 1, NULL, 0, MPI_DATATYPE_NULL, from, key + 1,
+                           MPI_COMM_WORLD, &st));
+    tc_check_status(&st, from, key + 1, 0, "MPI_Sendrecv of MPI_DATATYPE_NULL");
+    CHECK_MPI(MPI_Recv(NULL, 0, MPI_DATATYPE_NULL, MPI_PROC_NULL, key, MPI_COMM_WORLD, &st));
+    CHECK_EQ(MPI_PROC_NULL, st.MPI_SOURCE, "source of a receive from MPI_PROC_NULL");
+    CHECK_EQ(MPI_ANY_TAG, st.MPI_TAG, "tag of a receive from MPI_PROC_NULL");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int x = 0;
+    tc_expect_class(MPI_Send(&x, 1, MPI_DATATYPE_NULL, to, key, MPI_COMM_WORLD), MPI_ERR_TYPE,
+                    "one element of MPI_DATATYPE_NULL");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+}
+
 int main(int argc, char **argv)
 {
     CHECK_MPI(MPI_Init(&argc, &argv));
@@ -135,6 +160,7 @@ int main(int argc, char **argv)
     replace_ring(1000, 100);
     replace_ring(200 * 1024, 200);
     sendrecv_ring(300);
+    null_type_no_data(400);
 
     if (rank == 0)
         printf("self messages and Sendrecv(_replace) rings verified on %d ranks\n", nranks);

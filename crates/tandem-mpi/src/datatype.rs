@@ -263,7 +263,14 @@ pub fn typed(
             format!("negative count {count}"),
         ));
     }
-    let layout = layout(comm, dt)?;
+    // No data described with MPI_DATATYPE_NULL: the standard leaves it
+    // undefined, MPICH accepts it and programs written against MPICH use it
+    // (`MPI_Send(NULL, 0, MPI_DATATYPE_NULL, ...)` as a bare signal).
+    let layout = if count == 0 && dt == MPI_DATATYPE_NULL {
+        no_data_layout()
+    } else {
+        layout(comm, dt)?
+    };
     let t = Typed {
         ptr: buf as *mut u8,
         count: count as usize,
@@ -285,6 +292,19 @@ pub fn typed(
         ));
     }
     Ok(t)
+}
+
+/// The layout of zero elements of nothing: size and extent 0, no blocks.
+fn no_data_layout() -> Arc<Layout> {
+    static EMPTY: OnceLock<Arc<Layout>> = OnceLock::new();
+    EMPTY
+        .get_or_init(|| {
+            Arc::new(
+                Layout::contiguous(0, &Layout::prim(Prim::I8))
+                    .expect("zero copies of a byte are a valid layout"),
+            )
+        })
+        .clone()
 }
 
 /// Bytes of packed data per element.

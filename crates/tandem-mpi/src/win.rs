@@ -1283,6 +1283,12 @@ pub unsafe extern "C" fn MPI_Fetch_and_op(
     win: MPI_Win,
 ) -> c_int {
     win_call("MPI_Fetch_and_op", win, |s| {
+        if !datatype::is_predefined(datatype) {
+            return Err(win_fail(
+                ErrorClass::Type,
+                "MPI_Fetch_and_op takes a predefined datatype",
+            ));
+        }
         // SAFETY: forwarded from the caller (MPI contract on the buffers).
         unsafe {
             accumulate(
@@ -1314,13 +1320,28 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         let Some((a, tl)) = access(s, win, target_rank, target_disp, 1, datatype)? else {
             return Ok(());
         };
+        // The standard allows integer, logical, byte and multi-language
+        // (address, offset, count) types: comparing floating-point values
+        // bitwise would not be an equality test (0.0 and -0.0, NaNs).
         let prim = tl
             .single_prim()
             .filter(|_| tl.prim_count() == 1 && datatype::is_predefined(datatype))
+            .filter(|p| {
+                !matches!(
+                    p,
+                    Prim::F32
+                        | Prim::F64
+                        | Prim::LongDouble
+                        | Prim::C32
+                        | Prim::C64
+                        | Prim::CLongDouble
+                        | Prim::Pair(_)
+                )
+            })
             .ok_or_else(|| {
                 win_fail(
                     ErrorClass::Type,
-                    "compare-and-swap takes one predefined element",
+                    "compare-and-swap takes one predefined integer, logical or byte element",
                 )
             })?;
         if origin_addr.is_null() || compare_addr.is_null() || result_addr.is_null() {
@@ -1617,6 +1638,12 @@ pub unsafe extern "C" fn MPI_Win_lock(
                 "MPI_Win_lock inside MPI_Win_lock_all",
             ));
         }
+        if w.start_group.is_some() {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_lock inside an MPI_Win_start access epoch",
+            ));
+        }
         lock_one(s, win, t, exclusive, assert)
     })
 }
@@ -1646,6 +1673,12 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_lock_all inside a lock epoch",
+            ));
+        }
+        if w.start_group.is_some() {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_lock_all inside an MPI_Win_start access epoch",
             ));
         }
         for t in 0..w.targets.len() as u32 {
@@ -1782,6 +1815,12 @@ pub unsafe extern "C" fn MPI_Win_start(g: MPI_Group, _assert: c_int, win: MPI_Wi
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_start twice without MPI_Win_complete",
+            ));
+        }
+        if w.lock_all || w.locks.iter().any(|&l| l != LockHeld::No) {
+            return Err(win_fail(
+                ErrorClass::RmaSync,
+                "MPI_Win_start inside a lock epoch (unlock first)",
             ));
         }
         let comm = w.comm;

@@ -183,6 +183,34 @@ fn push_block(blocks: &mut Vec<Block>, b: Block) {
     blocks.push(b);
 }
 
+/// Widens the bounds `lb`..`ub` and adds to `size` for `n` copies of `t`
+/// placed at `disp`, one extent apart.
+fn n_copies_done(
+    lb: &mut Option<isize>,
+    ub: &mut Option<isize>,
+    size: &mut usize,
+    disp: isize,
+    n: usize,
+    t: &Layout,
+) -> std::result::Result<(), String> {
+    const OVERFLOW: &str = "datatype extent overflows";
+    let first = disp.checked_add(t.lb).ok_or(OVERFLOW)?;
+    let last = isize::try_from(n - 1)
+        .ok()
+        .and_then(|k| k.checked_mul(t.extent))
+        .and_then(|x| x.checked_add(disp))
+        .and_then(|x| x.checked_add(t.ub()))
+        .ok_or(OVERFLOW)?;
+    let lo = first.min(last.checked_sub(t.extent).ok_or(OVERFLOW)?);
+    let hi = last.max(first.checked_add(t.extent).ok_or(OVERFLOW)?);
+    *lb = Some(lb.map_or(lo, |x| x.min(lo)));
+    *ub = Some(ub.map_or(hi, |x| x.max(hi)));
+    *size = size
+        .checked_add(t.size.checked_mul(n).ok_or("datatype size overflows")?)
+        .ok_or("datatype size overflows")?;
+    Ok(())
+}
+
 fn push_prims(prims: &mut Vec<(Prim, usize)>, p: Prim, n: usize) {
     if n == 0 {
         return;
@@ -262,6 +290,25 @@ impl Layout {
             }
             align = align.max(t.align);
             explicit |= t.explicit_bounds;
+            // Copies of an element that is one run as wide as its extent
+            // join into one run: no per-copy blocks, so `MPI_Type_contiguous(INT_MAX,
+            // MPI_CHAR)` is one block, not two billion.
+            if let [b] = t.blocks.as_slice() {
+                // (A signature of several kinds of values would still grow
+                // by `n` entries: left to the block count check below.)
+                if b.len as isize == t.extent && t.prims.len() == 1 {
+                    let len = b.len.checked_mul(n).ok_or("datatype size overflows")?;
+                    push_block(
+                        &mut blocks,
+                        Block {
+                            off: disp + b.off,
+                            len,
+                        },
+                    );
+                    n_copies_done(&mut lb, &mut ub, &mut size, disp, n, t)?;
+                    continue;
+                }
+            }
             let total = t
                 .blocks
                 .len()
@@ -282,14 +329,7 @@ impl Layout {
                     );
                 }
             }
-            let first = disp + t.lb;
-            let last = disp + (n as isize - 1) * t.extent + t.ub();
-            let (lo, hi) = (first.min(last - t.extent), last.max(first + t.extent));
-            lb = Some(lb.map_or(lo, |x| x.min(lo)));
-            ub = Some(ub.map_or(hi, |x| x.max(hi)));
-            size = size
-                .checked_add(t.size.checked_mul(n).ok_or("datatype size overflows")?)
-                .ok_or("datatype size overflows")?;
+            n_copies_done(&mut lb, &mut ub, &mut size, disp, n, t)?;
         }
         let mut prims = Vec::new();
         for &(_, n, t) in parts {
@@ -341,6 +381,20 @@ impl Layout {
 
     /// `MPI_Type_create_hvector` (`stride` in bytes).
     pub fn hvector(count: usize, blocklen: usize, stride: isize, old: &Layout) -> BuildResult {
+        // Blocks that touch one another make one run: the same type map as
+        // `count * blocklen` contiguous elements.
+        let one_run = matches!(old.blocks.as_slice(), [b] if b.len as isize == old.extent);
+        if one_run && blocklen > 0 && Some(stride) == (blocklen as isize).checked_mul(old.extent) {
+            let n = count
+                .checked_mul(blocklen)
+                .ok_or("datatype size overflows")?;
+            return Self::contiguous(n, old);
+        }
+        // Refused before the list of blocks is built: two billion of them
+        // would exhaust memory (the process aborts), not fail the call.
+        if count > MAX_BLOCKS {
+            return Err("the datatype has too many separate blocks".into());
+        }
         let parts: Vec<(isize, usize, &Layout)> = (0..count)
             .map(|i| (i as isize * stride, blocklen, old))
             .collect();
@@ -585,6 +639,64 @@ mod tests {
         assert_eq!(c.contiguous_at(), Some(0));
         assert_eq!(c.elements_in(8), Some(2));
         assert_eq!(c.elements_in(6), None);
+    }
+
+    #[test]
+    fn two_billion_bytes_in_a_row_are_one_block() {
+        // The BigMPI idiom: chunks of INT_MAX bytes, then a few of those.
+        let ch = Layout::prim(Prim::I8);
+        let chunk = Layout::contiguous(i32::MAX as usize, &ch).unwrap();
+        assert_eq!(
+            chunk.blocks,
+            vec![Block {
+                off: 0,
+                len: i32::MAX as usize
+            }]
+        );
+        let chunks = Layout::contiguous(3, &chunk).unwrap();
+        assert_eq!(chunks.size, 3 * i32::MAX as usize);
+        assert_eq!(chunks.extent, 3 * i32::MAX as isize);
+        assert_eq!(chunks.blocks.len(), 1);
+        // Runs that are not as wide as their extent stay separate blocks.
+        let gap = Layout::vector(2, 1, 2, &int()).unwrap();
+        assert_eq!(Layout::contiguous(3, &gap).unwrap().blocks.len(), 4);
+        // A vector whose blocks touch is one run too.
+        let v = Layout::vector(3 << 30, 2, 2, &ch).unwrap();
+        assert_eq!(
+            v.blocks,
+            vec![Block {
+                off: 0,
+                len: 6 << 30
+            }]
+        );
+        assert_eq!(v.extent, 6 << 30);
+    }
+
+    #[test]
+    fn a_billion_separate_blocks_fail_without_exhausting_memory() {
+        let four_ints = Layout::contiguous(4, &int()).unwrap();
+        let gaps = Layout::vector(i32::MAX as usize / 2, 1, 3, &four_ints);
+        assert_eq!(
+            gaps.unwrap_err(),
+            "the datatype has too many separate blocks"
+        );
+        // Nor contiguous copies of a run holding two kinds of values.
+        let f = Layout::prim(Prim::F32);
+        let mixed = Layout::create_struct(&[1, 1], &[0, 4], &[&int(), &f]).unwrap();
+        assert_eq!(mixed.blocks, vec![Block { off: 0, len: 8 }]);
+        assert_eq!(mixed.extent, 8);
+        assert!(Layout::contiguous(i32::MAX as usize, &mixed).is_err());
+    }
+
+    #[test]
+    fn an_extent_beyond_isize_fails() {
+        // 8 GiB, 2^31 times: more than isize::MAX bytes (was a wrapped,
+        // negative extent).
+        let big = Layout::contiguous(i32::MAX as usize, &int()).unwrap();
+        assert_eq!(
+            Layout::contiguous(i32::MAX as usize, &big).unwrap_err(),
+            "datatype extent overflows"
+        );
     }
 
     #[test]
