@@ -23,7 +23,9 @@
  *               negative displacement -> MPI_ERR_DISP; compare-and-swap
  *               of MPI_DOUBLE / MPI_FLOAT and fetch-and-op of a derived
  *               datatype -> MPI_ERR_TYPE; a lock inside an MPI_Win_start
- *               epoch, or a start inside a lock epoch -> MPI_ERR_RMA_SYNC.
+ *               epoch, or a start inside a lock epoch -> MPI_ERR_RMA_SYNC;
+ *               a call on MPI_WIN_NULL -> MPI_ERR_WIN through
+ *               MPI_COMM_SELF's handler.
  */
 #include "check.h"
 
@@ -198,6 +200,13 @@ int main(int argc, char **argv)
     CHECK(flag && *(int *)attr == MPI_WIN_FLAVOR_CREATE, "MPI_WIN_CREATE_FLAVOR");
     CHECK_MPI(MPI_Win_free(&win));
     CHECK(win == MPI_WIN_NULL, "freed window handle");
+    /* An invalid window has no handler of its own: the error goes to
+     * MPI_COMM_SELF's, as for an invalid communicator. */
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    tc_expect_class(MPI_Put(&rank, 1, MPI_INT, 0, 0, 1, MPI_INT, win), MPI_ERR_WIN,
+                    "MPI_Put on MPI_WIN_NULL");
+    tc_expect_class(MPI_Win_fence(0, win), MPI_ERR_WIN, "MPI_Win_fence on MPI_WIN_NULL");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
 
     /* ---- PSCW on an allocated window */
     int *abase = NULL;

@@ -160,8 +160,15 @@ pub(crate) fn win_call(
     body: impl FnOnce(&mut State) -> Outcome,
 ) -> c_int {
     call_with(func, body, |s, func, f| {
-        let handler = get(s, win).map_or(MPI_ERRORS_ARE_FATAL, |w| w.errhandler);
-        errhandler::raise_to(s, func, handler, win, f)
+        match get(s, win).map(|w| w.errhandler) {
+            Ok(handler) => errhandler::raise_to(s, func, handler, win, f),
+            // An invalid window has no handler: its errors go to
+            // MPI_COMM_SELF's, as those on an invalid communicator do.
+            Err(_) => {
+                let handler = s.entry(tandem::SELF).errhandler;
+                errhandler::raise_to(s, func, handler, MPI_COMM_SELF, f)
+            }
+        }
     })
 }
 
