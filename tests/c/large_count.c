@@ -155,12 +155,23 @@ static void pt2pt(void)
     CHECK_MPI(MPI_Waitall(2, rq, MPI_STATUSES_IGNORE));
     expect(rb, N, prev, 35, "Imrecv_c");
 
-    /* Counts that do not fit fail, before anything is sent. */
+    /* Counts that do not fit fail, before anything is sent: negative ones,
+     * more elements of a predefined type than memory holds, and past INT_MAX
+     * of a derived datatype (only predefined ones move more; see
+     * big_message.c). */
+    MPI_Datatype pair;
+    CHECK_MPI(MPI_Type_contiguous(2, MPI_INT, &pair));
+    CHECK_MPI(MPI_Type_commit(&pair));
     tc_expect_class(MPI_Send_c(sb, -1, MPI_INT, next, 36, MPI_COMM_WORLD), MPI_ERR_COUNT, "Send_c count -1");
-    tc_expect_class(MPI_Send_c(sb, (MPI_Count)INT_MAX + 1, MPI_INT, next, 36, MPI_COMM_WORLD), MPI_ERR_COUNT,
-                    "Send_c count INT_MAX+1");
+    tc_expect_class(MPI_Send_c(sb, (MPI_Count)INT_MAX + 1, pair, next, 36, MPI_COMM_WORLD), MPI_ERR_COUNT,
+                    "Send_c count INT_MAX+1 of a derived datatype");
+    tc_expect_class(MPI_Send_c(sb, (MPI_Count)1 << 62, MPI_INT, next, 36, MPI_COMM_WORLD), MPI_ERR_COUNT,
+                    "Send_c count 2^62 of MPI_INT");
     tc_expect_class(MPI_Irecv_c(rb, -(MPI_Count)1 << 40, MPI_INT, prev, 36, MPI_COMM_WORLD, &rq[0]), MPI_ERR_COUNT,
                     "Irecv_c count -2^40");
+    tc_expect_class(MPI_Irecv_c(rb, (MPI_Count)INT_MAX + 1, pair, prev, 36, MPI_COMM_WORLD, &rq[0]), MPI_ERR_COUNT,
+                    "Irecv_c count INT_MAX+1 of a derived datatype");
+    CHECK_MPI(MPI_Type_free(&pair));
 }
 
 /* ------------------------------------------------------------- collectives */

@@ -9,7 +9,11 @@
 //! root-only count elsewhere) are not checked. The forms whose results
 //! can exceed `int` (`MPI_Get_count_c`, `MPI_Get_elements_c`,
 //! `MPI_Type_size_c`, extents, `MPI_Pack_size_c`) live with their int
-//! forms and report full 64-bit values.
+//! forms and report full 64-bit values. Point-to-point sends and receives
+//! (`MPI_Send_c`, `_Ssend_c`, `_Rsend_c`, the `I` forms, `MPI_Recv_c`,
+//! `MPI_Irecv_c`) call the 64-bit implementation in `pt2pt` instead: a
+//! message of a predefined datatype may have any count there; one of a
+//! derived datatype stops at `int` as here.
 //!
 //! The wrappers were written mechanically from the declarations in
 //! `include/mpi.h` (one per call, all alike): a new `_c` form follows the
@@ -31,6 +35,7 @@ use crate::topo::{
     MPI_Cartdim_get, MPI_Dist_graph_neighbors_count, MPI_Graph_neighbors_count, MPI_Topo_test,
 };
 use crate::win::win_call;
+use tandem::p2p::SendMode;
 use tandem::ErrorClass;
 
 use crate::coll::*;
@@ -39,7 +44,7 @@ use crate::neighbor::*;
 use crate::ops::*;
 use crate::persistent::*;
 use crate::persistent_coll::*;
-use crate::pt2pt::*;
+use crate::pt2pt::{self, *};
 use crate::win::*;
 
 /// Where a failed narrowing is reported: the handler of the call's
@@ -1580,13 +1585,18 @@ pub unsafe extern "C" fn MPI_Irecv_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let cx = Cx::comm("MPI_Irecv_c", comm);
-    cx.run(|| {
-        let count = cx.scalar(count, "count", || Ok(true))?;
-        // SAFETY: the arguments are the caller's, with the counts narrowed to
-        // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe { MPI_Irecv(buf, count, datatype, source, tag, comm, request) })
-    })
+    // A packed predefined datatype moves any count; a derived one at
+    // most `int` (see pt2pt::general_count).
+    pt2pt::nonblocking_recv(
+        "MPI_Irecv_c",
+        buf,
+        count,
+        datatype,
+        source,
+        tag,
+        comm,
+        request,
+    )
 }
 
 #[no_mangle]
@@ -1669,13 +1679,19 @@ pub unsafe extern "C" fn MPI_Irsend_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let cx = Cx::comm("MPI_Irsend_c", comm);
-    cx.run(|| {
-        let count = cx.scalar(count, "count", || Ok(true))?;
-        // SAFETY: the arguments are the caller's, with the counts narrowed to
-        // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe { MPI_Irsend(buf, count, datatype, dest, tag, comm, request) })
-    })
+    // A packed predefined datatype moves any count; a derived one at
+    // most `int` (see pt2pt::general_count).
+    pt2pt::nonblocking_send(
+        "MPI_Irsend_c",
+        buf,
+        count,
+        datatype,
+        dest,
+        tag,
+        comm,
+        request,
+        SendMode::Standard,
+    )
 }
 
 #[no_mangle]
@@ -1778,13 +1794,19 @@ pub unsafe extern "C" fn MPI_Isend_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let cx = Cx::comm("MPI_Isend_c", comm);
-    cx.run(|| {
-        let count = cx.scalar(count, "count", || Ok(true))?;
-        // SAFETY: the arguments are the caller's, with the counts narrowed to
-        // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe { MPI_Isend(buf, count, datatype, dest, tag, comm, request) })
-    })
+    // A packed predefined datatype moves any count; a derived one at
+    // most `int` (see pt2pt::general_count).
+    pt2pt::nonblocking_send(
+        "MPI_Isend_c",
+        buf,
+        count,
+        datatype,
+        dest,
+        tag,
+        comm,
+        request,
+        SendMode::Standard,
+    )
 }
 
 #[no_mangle]
@@ -1852,13 +1874,19 @@ pub unsafe extern "C" fn MPI_Issend_c(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    let cx = Cx::comm("MPI_Issend_c", comm);
-    cx.run(|| {
-        let count = cx.scalar(count, "count", || Ok(true))?;
-        // SAFETY: the arguments are the caller's, with the counts narrowed to
-        // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe { MPI_Issend(buf, count, datatype, dest, tag, comm, request) })
-    })
+    // A packed predefined datatype moves any count; a derived one at
+    // most `int` (see pt2pt::general_count).
+    pt2pt::nonblocking_send(
+        "MPI_Issend_c",
+        buf,
+        count,
+        datatype,
+        dest,
+        tag,
+        comm,
+        request,
+        SendMode::Synchronous,
+    )
 }
 
 #[no_mangle]
@@ -2300,13 +2328,18 @@ pub unsafe extern "C" fn MPI_Recv_c(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let cx = Cx::comm("MPI_Recv_c", comm);
-    cx.run(|| {
-        let count = cx.scalar(count, "count", || Ok(true))?;
-        // SAFETY: the arguments are the caller's, with the counts narrowed to
-        // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe { MPI_Recv(buf, count, datatype, source, tag, comm, status) })
-    })
+    // A packed predefined datatype moves any count; a derived one at
+    // most `int` (see pt2pt::general_count).
+    pt2pt::blocking_recv(
+        "MPI_Recv_c",
+        buf,
+        count,
+        datatype,
+        source,
+        tag,
+        comm,
+        status,
+    )
 }
 
 #[no_mangle]
@@ -2614,13 +2647,18 @@ pub unsafe extern "C" fn MPI_Rsend_c(
     tag: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    let cx = Cx::comm("MPI_Rsend_c", comm);
-    cx.run(|| {
-        let count = cx.scalar(count, "count", || Ok(true))?;
-        // SAFETY: the arguments are the caller's, with the counts narrowed to
-        // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe { MPI_Rsend(buf, count, datatype, dest, tag, comm) })
-    })
+    // A packed predefined datatype moves any count; a derived one at
+    // most `int` (see pt2pt::general_count).
+    pt2pt::blocking_send(
+        "MPI_Rsend_c",
+        buf,
+        count,
+        datatype,
+        dest,
+        tag,
+        comm,
+        SendMode::Standard,
+    )
 }
 
 #[no_mangle]
@@ -2837,13 +2875,18 @@ pub unsafe extern "C" fn MPI_Send_c(
     tag: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    let cx = Cx::comm("MPI_Send_c", comm);
-    cx.run(|| {
-        let count = cx.scalar(count, "count", || Ok(true))?;
-        // SAFETY: the arguments are the caller's, with the counts narrowed to
-        // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe { MPI_Send(buf, count, datatype, dest, tag, comm) })
-    })
+    // A packed predefined datatype moves any count; a derived one at
+    // most `int` (see pt2pt::general_count).
+    pt2pt::blocking_send(
+        "MPI_Send_c",
+        buf,
+        count,
+        datatype,
+        dest,
+        tag,
+        comm,
+        SendMode::Standard,
+    )
 }
 
 #[no_mangle]
@@ -2929,13 +2972,18 @@ pub unsafe extern "C" fn MPI_Ssend_c(
     tag: c_int,
     comm: MPI_Comm,
 ) -> c_int {
-    let cx = Cx::comm("MPI_Ssend_c", comm);
-    cx.run(|| {
-        let count = cx.scalar(count, "count", || Ok(true))?;
-        // SAFETY: the arguments are the caller's, with the counts narrowed to
-        // what the int form takes; narrowed arrays outlive the call.
-        Ok(unsafe { MPI_Ssend(buf, count, datatype, dest, tag, comm) })
-    })
+    // A packed predefined datatype moves any count; a derived one at
+    // most `int` (see pt2pt::general_count).
+    pt2pt::blocking_send(
+        "MPI_Ssend_c",
+        buf,
+        count,
+        datatype,
+        dest,
+        tag,
+        comm,
+        SendMode::Synchronous,
+    )
 }
 
 #[no_mangle]

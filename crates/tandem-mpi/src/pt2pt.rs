@@ -46,18 +46,24 @@ struct PackedRecv {
 fn packed_len(
     comm: MPI_Comm,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     elem: usize,
 ) -> Result<usize, Fail> {
-    if count < 0 {
+    let Some(len) = usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(elem))
+        .filter(|&len| len <= isize::MAX as usize)
+    else {
         return Err(Fail::new(
             comm,
             ErrorClass::Count,
-            format!("negative count {count}"),
+            if count < 0 {
+                format!("negative count {count}")
+            } else {
+                format!("count {count} of {elem}-byte elements is more than memory holds")
+            },
         ));
-    }
-    // At most 2^31 elements of at most 255 bytes: no overflow.
-    let len = count as usize * elem;
+    };
     if len > 0 && buf.is_null() {
         return Err(Fail::new(
             comm,
@@ -75,7 +81,7 @@ fn packed_len(
 fn packed_send_args(
     s: &State,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -111,7 +117,7 @@ fn packed_send_args(
 fn packed_recv_args(
     s: &State,
     buf: *mut c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     src: c_int,
     tag: c_int,
@@ -172,6 +178,26 @@ fn packed_irecv(s: &mut State, buf: *mut c_void, a: &PackedRecv) -> ReqId {
 struct Started {
     op: Op,
     comm: MPI_Comm,
+}
+
+/// A count for the general (derived datatype) path, which counts in
+/// `int`; only packed predefined datatypes move more elements in one call.
+fn general_count(comm: MPI_Comm, count: MPI_Count) -> Result<c_int, Fail> {
+    c_int::try_from(count).map_err(|_| {
+        Fail::new(
+            comm,
+            ErrorClass::Count,
+            if count < 0 {
+                format!("negative count {count}")
+            } else {
+                format!(
+                    "count {count} exceeds {}, the most a derived datatype's count may be here \
+                     (a predefined datatype may have more)",
+                    c_int::MAX
+                )
+            },
+        )
+    })
 }
 
 /// Starts a send (already complete for `MPI_PROC_NULL`); any datatype.
@@ -238,10 +264,11 @@ fn handle_of(s: &mut State, started: Started) -> MPI_Request {
     request::handle(s, started.comm, started.op)
 }
 
-fn blocking_send(
+/// A blocking send of any kind (`count` as the `_c` forms take it).
+pub(crate) fn blocking_send(
     func: &'static str,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -266,15 +293,17 @@ fn blocking_send(
             let id = packed_isend(s, buf, &a, comm, mode)?;
             return finish_p2p(s, id, comm, std::ptr::null_mut());
         }
+        let count = general_count(comm, count)?;
         let started = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
         finish(s, started, std::ptr::null_mut())
     })
 }
 
-fn nonblocking_send(
+/// A non-blocking send of any kind (`count` as the `_c` forms take it).
+pub(crate) fn nonblocking_send(
     func: &'static str,
     buf: *const c_void,
-    count: c_int,
+    count: MPI_Count,
     dt: MPI_Datatype,
     dest: c_int,
     tag: c_int,
@@ -291,6 +320,7 @@ fn nonblocking_send(
             unsafe { put(request, id.0 as MPI_Request) };
             return Ok(());
         }
+        let count = general_count(comm, count)?;
         let started = start_send(s, buf, count, dt, dest, tag, comm, mode)?;
         let h = handle_of(s, started);
         // SAFETY: checked non-null; writable by the MPI contract.
@@ -311,7 +341,7 @@ pub unsafe extern "C" fn MPI_Send(
     blocking_send(
         "MPI_Send",
         buf,
-        count,
+        count.into(),
         dt,
         dest,
         tag,
@@ -332,7 +362,7 @@ pub unsafe extern "C" fn MPI_Rsend(
     blocking_send(
         "MPI_Rsend",
         buf,
-        count,
+        count.into(),
         dt,
         dest,
         tag,
@@ -353,7 +383,7 @@ pub unsafe extern "C" fn MPI_Ssend(
     blocking_send(
         "MPI_Ssend",
         buf,
-        count,
+        count.into(),
         dt,
         dest,
         tag,
@@ -375,7 +405,7 @@ pub unsafe extern "C" fn MPI_Isend(
     nonblocking_send(
         "MPI_Isend",
         buf,
-        count,
+        count.into(),
         dt,
         dest,
         tag,
@@ -398,7 +428,7 @@ pub unsafe extern "C" fn MPI_Irsend(
     nonblocking_send(
         "MPI_Irsend",
         buf,
-        count,
+        count.into(),
         dt,
         dest,
         tag,
@@ -421,7 +451,7 @@ pub unsafe extern "C" fn MPI_Issend(
     nonblocking_send(
         "MPI_Issend",
         buf,
-        count,
+        count.into(),
         dt,
         dest,
         tag,
@@ -441,11 +471,26 @@ pub unsafe extern "C" fn MPI_Recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    call("MPI_Recv", |s| {
+    blocking_recv("MPI_Recv", buf, count.into(), dt, src, tag, comm, status)
+}
+
+/// A blocking receive (`count` as `MPI_Recv_c` takes it).
+pub(crate) fn blocking_recv(
+    func: &'static str,
+    buf: *mut c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    call(func, |s| {
         if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
             let id = packed_irecv(s, buf, &a?);
             return finish_p2p(s, id, comm, status);
         }
+        let count = general_count(comm, count)?;
         let started = start_recv(s, buf, count, dt, src, tag, comm)?;
         finish(s, started, status)
     })
@@ -461,7 +506,21 @@ pub unsafe extern "C" fn MPI_Irecv(
     comm: MPI_Comm,
     request: *mut MPI_Request,
 ) -> c_int {
-    call("MPI_Irecv", |s| {
+    nonblocking_recv("MPI_Irecv", buf, count.into(), dt, src, tag, comm, request)
+}
+
+/// A non-blocking receive (`count` as `MPI_Irecv_c` takes it).
+pub(crate) fn nonblocking_recv(
+    func: &'static str,
+    buf: *mut c_void,
+    count: MPI_Count,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    call(func, |s| {
         args::out_ptr(comm, request, "request")?;
         // The application computes beside a non-blocking receive: one that
         // matches at once may ask its sender to write into it. Under the
@@ -469,7 +528,9 @@ pub unsafe extern "C" fn MPI_Irecv(
         // while the application was inside the library with nothing posted
         // (ignored then) is handled now, at this next MPI call. Otherwise a
         // packed predefined datatype takes the fast path.
-        let overlap = state::async_policy();
+        // (A count past `int`, which only the fast path moves, takes it
+        // under every policy.)
+        let overlap = state::async_policy() && c_int::try_from(count).is_ok();
         if !overlap {
             if let Some(a) = packed_recv_args(s, buf, count, dt, src, tag, comm) {
                 let id = packed_irecv(s, buf, &a?);
@@ -479,6 +540,7 @@ pub unsafe extern "C" fn MPI_Irecv(
                 return Ok(());
             }
         }
+        let count = general_count(comm, count)?;
         s.rt.p2p().set_async_matching(overlap);
         let started = start_recv(s, buf, count, dt, src, tag, comm);
         if overlap && started.is_ok() {
