@@ -34,7 +34,8 @@ pub(crate) fn init(
 ) -> c_int {
     call(func, |s| {
         args::out_ptr(comm, request, "request")?;
-        // Not on intercommunicators (their non-blocking collectives are not built).
+        // Not on intercommunicators (not built: the private duplicate and
+        // the starts would need the intercommunicator forms).
         let id = args::intra_comm(s, comm)?;
         info::check_optional(s, info_)?;
         let new = s.rt.comm_dup(id).map_err(|error| Fail { comm, error })?;
