@@ -20,7 +20,10 @@
  *      other group has entered (the late group sleeps first; by the clock);
  *   3. several at once: Iallreduce, Ibcast of a strided datatype (unpacked
  *      at completion), Ibarrier on the intercommunicator and an Iallreduce
- *      on the local intracommunicator, completed by one MPI_Waitall.
+ *      on the local intracommunicator, completed by one MPI_Waitall;
+ *   4. persistent forms (MPI_Bcast_init with the root in group 1,
+ *      MPI_Allreduce_init, MPI_Barrier_init), each started twice with new
+ *      data, results checked.
  */
 #include "check.h"
 
@@ -412,6 +415,38 @@ static void overlap(void)
     CHECK_MPI(MPI_Type_free(&strided));
 }
 
+/* Persistent forms: started twice, with new data between. */
+static void persistent(void)
+{
+    MPI_Request reqs[3];
+    int b[4], s1[2], r1[2], round, i, j, want, root = group_size(1) - 1, arg = root_arg(1, root);
+
+    CHECK_MPI(MPI_Bcast_init(b, 4, MPI_INT, arg, ic, MPI_INFO_NULL, &reqs[0]));
+    CHECK_MPI(MPI_Allreduce_init(s1, r1, 2, MPI_INT, MPI_SUM, ic, MPI_INFO_NULL, &reqs[1]));
+    CHECK_MPI(MPI_Barrier_init(ic, MPI_INFO_NULL, &reqs[2]));
+    for (round = 0; round < 2; round++) {
+        for (i = 0; i < 4; i++)
+            b[i] = arg == MPI_ROOT ? 100 * round + 10 * rank + i : -1;
+        for (i = 0; i < 2; i++) {
+            s1[i] = 1000 * round + rank + i;
+            r1[i] = -1;
+        }
+        CHECK_MPI(MPI_Startall(3, reqs));
+        CHECK_MPI(MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE));
+        for (i = 0; i < 4; i++) {
+            want = color == 1 && arg != MPI_ROOT ? -1 : 100 * round + 10 * world_of(1, root) + i;
+            CHECK_EQ(want, b[i], "persistent Ibcast round %d [%d]", round, i);
+        }
+        for (i = 0; i < 2; i++) {
+            for (want = 0, j = 0; j < rsize; j++)
+                want += 1000 * round + world_of(1 - color, j) + i;
+            CHECK_EQ(want, r1[i], "persistent Iallreduce round %d [%d]", round, i);
+        }
+    }
+    for (i = 0; i < 3; i++)
+        CHECK_MPI(MPI_Request_free(&reqs[i]));
+}
+
 int main(int argc, char **argv)
 {
     int k, rg, late;
@@ -437,6 +472,7 @@ int main(int argc, char **argv)
                 run_case(k, rg, late);
     }
     overlap();
+    persistent();
 
     CHECK_MPI(MPI_Comm_free(&ic));
     CHECK_MPI(MPI_Comm_free(&local));
