@@ -1,9 +1,9 @@
 //! Communicators, groups, attributes, topologies, persistent requests,
 //! buffered sends and info objects, intercommunicators, end to end: the
 //! self-checking C programs `comm_topo.c`, `graph_topo.c`, `neighbor_coll.c`,
-//! `finalize_attrs.c`, `attr_callbacks.c`, `grequest.c`, `persist_misc.c`
-//! and `intercomm.c` built with `tandem cc` and run with `tandem run` on
-//! several job sizes.
+//! `finalize_attrs.c`, `attr_callbacks.c`, `grequest.c`, `persist_misc.c`,
+//! `intercomm.c` and `intercomm_nbc.c` built with `tandem cc` and run with
+//! `tandem run` on several job sizes.
 
 mod common;
 
@@ -55,4 +55,10 @@ pass_tests! {
     intercomm_np4: "intercomm", 4;
     intercomm_np5: "intercomm", 5;
     intercomm_np4_tcp: "intercomm", 4, "--set", "transports=tcp";
+    // Non-blocking collectives on an intercommunicator, each group in
+    // turn posting late (after messages the other sends once it posted).
+    intercomm_nbc_np2: "intercomm_nbc", 2;
+    intercomm_nbc_np4: "intercomm_nbc", 4;
+    intercomm_nbc_np5: "intercomm_nbc", 5;
+    intercomm_nbc_np4_tcp: "intercomm_nbc", 4, "--set", "transports=tcp";
 }

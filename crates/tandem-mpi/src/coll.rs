@@ -210,6 +210,19 @@ pub fn run(
     // SAFETY: user buffers stay valid until the request completes (MPI
     // contract); the staging buffers move into the schedule.
     let sid = unsafe { s.rt.coll_start(id, c) }.map_err(fail)?;
+    started(s, comm, sid, st, req);
+    Ok(())
+}
+
+/// Gives the started collective `sid` the staging `st` to unpack when it
+/// completes, and writes its request handle to `req` (non-null).
+pub(crate) fn started(
+    s: &mut State,
+    comm: MPI_Comm,
+    sid: tandem::coll::SchedId,
+    st: Stage,
+    req: *mut MPI_Request,
+) {
     if !st.is_empty() {
         match s.rt.colls_mut().schedule_mut(sid) {
             Some(sched) if !sched.is_finished() => sched.on_done(Box::new(move |_| {
@@ -223,7 +236,6 @@ pub fn run(
     let h = request::handle(s, comm, Op::Coll(sid));
     // SAFETY: checked non-null by the caller.
     unsafe { put(req, h) };
-    Ok(())
 }
 
 pub(crate) fn is_in_place(p: *const c_void) -> bool {
@@ -333,7 +345,10 @@ fn out_req(comm: MPI_Comm, req: *mut MPI_Request, nonblocking: bool) -> Result<(
 // ----------------------------------------------------------------- barrier
 
 pub(crate) fn barrier(s: &mut State, comm: MPI_Comm, req: *mut MPI_Request) -> Result<(), Fail> {
-    let id = args::intra_comm(s, comm)?;
+    let id = args::comm(s, comm)?;
+    if intercomm::is_inter(s, id) {
+        return intercomm::barrier(s, comm, id, req);
+    }
     run(s, comm, id, CollCall::Barrier, Stage::default(), req)
 }
 
@@ -717,11 +732,8 @@ pub(crate) fn reduce_scatter(
     // On an intercommunicator: the counts are the local group's, the
     // result the reduction of the other group's vectors.
     let inter = intercomm::is_inter(s, id);
-    if inter {
-        intercomm::blocking_only(comm, req)?;
-        if is_in_place(sendbuf) {
-            return Err(in_place_misuse(comm, "sendbuf on an intercommunicator"));
-        }
+    if inter && is_in_place(sendbuf) {
+        return Err(in_place_misuse(comm, "sendbuf on an intercommunicator"));
     }
     let (n, me) = size_of(s, comm, id)?;
     let elems = match rcounts {
@@ -756,6 +768,15 @@ pub(crate) fn reduce_scatter(
     let counts = elems.iter().map(|&e| e * layout.size).collect();
     if inter {
         let send = send.unwrap_or(std::ptr::null());
+        if !req.is_null() {
+            let call = tandem::coll::inter::InterCall::ReduceScatter {
+                send,
+                recv,
+                counts,
+                op: r,
+            };
+            return intercomm::start(s, comm, id, call, st, req);
+        }
         // SAFETY: user buffers are valid for the call (MPI contract);
         // staging buffers live in `st` until after.
         unsafe { s.rt.inter_reduce_scatter(id, send, recv, counts, r) }

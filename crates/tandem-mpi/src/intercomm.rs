@@ -1,8 +1,9 @@
 //! Intercommunicators at the C boundary: `MPI_Intercomm_create`,
 //! `MPI_Intercomm_merge`, `MPI_Comm_remote_size`, `MPI_Comm_remote_group`,
-//! and the collectives Tandem runs on them (blocking barrier, bcast,
-//! reduce, allreduce, gather(v), scatter(v), allgather(v), alltoall(v, w);
-//! coll.rs sends them here and runs reduce_scatter(_block) itself). Root
+//! and the collectives Tandem runs on them (barrier, bcast, reduce,
+//! allreduce, gather(v), scatter(v), allgather(v), alltoall(v, w), blocking
+//! and non-blocking; coll.rs sends them here and runs
+//! reduce_scatter(_block) itself). Root
 //! arguments follow the standard: `MPI_ROOT` at the root,
 //! `MPI_PROC_NULL` at the other ranks of its group, the root's rank in the
 //! remote group at the ranks of the other group. `MPI_IN_PLACE` has no
@@ -12,6 +13,7 @@
 
 use std::os::raw::{c_int, c_void};
 
+use tandem::coll::inter::InterCall;
 use tandem::intercomm::InterRoot;
 use tandem::{CommId, Error, ErrorClass};
 
@@ -134,16 +136,29 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group_: *mut MPI_
 
 // ------------------------------------------------------------ collectives
 
-/// Only the blocking forms run on intercommunicators.
-pub fn blocking_only(comm: MPI_Comm, req: *mut MPI_Request) -> Outcome {
+/// Starts `call`, the non-blocking form of a collective (`req` non-null),
+/// with the staging `st` unpacked when it completes.
+pub(crate) fn start(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    call: InterCall,
+    st: Stage,
+    req: *mut MPI_Request,
+) -> Outcome {
+    // SAFETY: user buffers stay valid until the request completes (MPI
+    // contract); the staging buffers move into the schedule.
+    let sid = unsafe { s.rt.inter_coll_start(id, call) }.map_err(fail(comm))?;
+    crate::coll::started(s, comm, sid, st, req);
+    Ok(())
+}
+
+/// `MPI_Barrier` (blocking when `req` is null) on an intercommunicator.
+pub fn barrier(s: &mut State, comm: MPI_Comm, id: CommId, req: *mut MPI_Request) -> Outcome {
     if req.is_null() {
-        Ok(())
-    } else {
-        Err(Fail {
-            comm,
-            error: tandem::intercomm::unsupported(),
-        })
+        return s.rt.inter_barrier(id).map_err(fail(comm));
     }
+    start(s, comm, id, InterCall::Barrier, Stage::default(), req)
 }
 
 /// The size of the remote group of intercommunicator `id`.
@@ -186,7 +201,6 @@ pub fn bcast(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let root = root_arg(comm, root, remote_size(s, comm, id)?)?;
     let mut st = Stage::default();
     let (p, len) = match root {
@@ -200,6 +214,10 @@ pub fn bcast(
             (st.output(&t), t.bytes())
         }
     };
+    if !req.is_null() {
+        let call = InterCall::Bcast { buf: p, len, root };
+        return start(s, comm, id, call, st, req);
+    }
     // SAFETY: user buffers are valid for the call (MPI contract); staging
     // buffers live in `st` until after.
     unsafe { s.rt.inter_bcast(id, p, len, root) }.map_err(fail(comm))?;
@@ -220,11 +238,18 @@ pub fn reduction(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let root = match root {
         Some(r) => Some(root_arg(comm, r, remote_size(s, comm, id)?)?),
         None => None,
     };
+    if root == Some(InterRoot::Idle) && !req.is_null() {
+        let call = InterCall::Bcast {
+            buf: std::ptr::null_mut(),
+            len: 0,
+            root: InterRoot::Idle,
+        };
+        return start(s, comm, id, call, Stage::default(), req);
+    }
     if root == Some(InterRoot::Idle) {
         // Nothing moves here, but the collective counts on every member
         // (its messages' tags follow the count).
@@ -252,6 +277,31 @@ pub fn reduction(
     } else {
         (std::ptr::null_mut(), 0)
     };
+    if !req.is_null() {
+        let call = match root {
+            None => InterCall::Allreduce {
+                send,
+                recv,
+                len,
+                op: r,
+            },
+            Some(InterRoot::Me) => InterCall::Reduce {
+                send,
+                recv,
+                len: rlen,
+                op: r,
+                root: InterRoot::Me,
+            },
+            Some(root) => InterCall::Reduce {
+                send,
+                recv,
+                len,
+                op: r,
+                root,
+            },
+        };
+        return start(s, comm, id, call, st, req);
+    }
     // SAFETY: user buffers are valid for the call (MPI contract); staging
     // buffers live in `st` until after.
     unsafe {
@@ -279,7 +329,6 @@ pub fn gather(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let n = remote_size(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -297,6 +346,15 @@ pub fn gather(
             (st.input(&t), std::ptr::null_mut(), t.bytes())
         }
     };
+    if !req.is_null() {
+        let call = InterCall::Gather {
+            send,
+            recv,
+            len,
+            root,
+        };
+        return start(s, comm, id, call, st, req);
+    }
     // SAFETY: user buffers are valid for the call (MPI contract); staging
     // buffers live in `st` until after.
     unsafe { s.rt.inter_gather(id, send, recv, len, root) }.map_err(fail(comm))?;
@@ -317,7 +375,6 @@ pub fn scatter(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let n = remote_size(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -335,6 +392,15 @@ pub fn scatter(
             (std::ptr::null(), st.output(&t), t.bytes())
         }
     };
+    if !req.is_null() {
+        let call = InterCall::Scatter {
+            send,
+            recv,
+            len,
+            root,
+        };
+        return start(s, comm, id, call, st, req);
+    }
     // SAFETY: user buffers are valid for the call (MPI contract); staging
     // buffers live in `st` until after.
     unsafe { s.rt.inter_scatter(id, send, recv, len, root) }.map_err(fail(comm))?;
@@ -354,7 +420,6 @@ pub fn allgather(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let n = remote_size(s, comm, id)?;
     no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
     let mut st = Stage::default();
@@ -363,6 +428,15 @@ pub fn allgather(
     let rlen = whole.layout.size * rcount.max(0) as usize;
     let send = st.input(&t);
     let recv = st.output(&whole);
+    if !req.is_null() {
+        let call = InterCall::Allgather {
+            send,
+            send_len: t.bytes(),
+            recv,
+            recv_len: rlen,
+        };
+        return start(s, comm, id, call, st, req);
+    }
     // SAFETY: user buffers are valid for the call (MPI contract); staging
     // buffers live in `st` until after.
     unsafe { s.rt.inter_allgather(id, send, t.bytes(), recv, rlen) }.map_err(fail(comm))?;
@@ -382,7 +456,6 @@ pub fn alltoall(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let n = remote_size(s, comm, id)?;
     no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
     let mut st = Stage::default();
@@ -392,6 +465,15 @@ pub fn alltoall(
     let rlen = rwhole.layout.size * rcount.max(0) as usize;
     let send = st.input(&swhole);
     let recv = st.output(&rwhole);
+    if !req.is_null() {
+        let call = InterCall::Alltoall {
+            send,
+            send_len: slen,
+            recv,
+            recv_len: rlen,
+        };
+        return start(s, comm, id, call, st, req);
+    }
     // SAFETY: user buffers are valid for the call (MPI contract); staging
     // buffers live in `st` until after.
     unsafe { s.rt.inter_alltoall(id, send, slen, recv, rlen) }.map_err(fail(comm))?;
@@ -437,7 +519,8 @@ fn sends_of(b: Blocks<*mut u8>) -> Blocks<*const u8> {
         .collect()
 }
 
-/// Runs the messages of a v-variant and unpacks what was staged.
+/// Runs the messages of a v-variant (blocking when `req` is null) and
+/// unpacks what was staged.
 fn pairwise(
     s: &mut State,
     comm: MPI_Comm,
@@ -445,7 +528,15 @@ fn pairwise(
     st: Stage,
     sends: &[(u32, *const u8, usize)],
     recvs: &[(u32, *mut u8, usize)],
+    req: *mut MPI_Request,
 ) -> Outcome {
+    if !req.is_null() {
+        let call = InterCall::Pairwise {
+            sends: sends.to_vec(),
+            recvs: recvs.to_vec(),
+        };
+        return start(s, comm, id, call, st, req);
+    }
     // SAFETY: user buffers are valid for the call (MPI contract); staging
     // buffers live in `st` until after.
     unsafe { s.rt.inter_pairwise(id, sends, recvs) }.map_err(fail(comm))?;
@@ -467,7 +558,6 @@ pub fn gatherv(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let n = remote_size(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -485,7 +575,7 @@ pub fn gatherv(
             (vec![(r, st.input(&t), t.bytes())], vec![])
         }
     };
-    pairwise(s, comm, id, st, &sends, &recvs)
+    pairwise(s, comm, id, st, &sends, &recvs, req)
 }
 
 pub fn scatterv(
@@ -502,7 +592,6 @@ pub fn scatterv(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let n = remote_size(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
@@ -520,7 +609,7 @@ pub fn scatterv(
             (vec![], vec![(r, st.output(&t), t.bytes())])
         }
     };
-    pairwise(s, comm, id, st, &sends, &recvs)
+    pairwise(s, comm, id, st, &sends, &recvs, req)
 }
 
 pub fn allgatherv(
@@ -536,7 +625,6 @@ pub fn allgatherv(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let n = remote_size(s, comm, id)?;
     no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
     let mut st = Stage::default();
@@ -545,7 +633,7 @@ pub fn allgatherv(
     let sends: Vec<_> = (0..n).map(|j| (j, p, t.bytes())).collect();
     // SAFETY: `n` entries each by the MPI contract.
     let recvs = unsafe { v_blocks(&mut st, comm, recvbuf, rcounts, rdispls, rtype, n, true)? };
-    pairwise(s, comm, id, st, &sends, &recvs)
+    pairwise(s, comm, id, st, &sends, &recvs, req)
 }
 
 pub fn alltoallv(
@@ -562,7 +650,6 @@ pub fn alltoallv(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let n = remote_size(s, comm, id)?;
     no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
     let mut st = Stage::default();
@@ -570,7 +657,7 @@ pub fn alltoallv(
     let sends = unsafe { v_blocks(&mut st, comm, sendbuf, scounts, sdispls, stype, n, false)? };
     // SAFETY: as above.
     let recvs = unsafe { v_blocks(&mut st, comm, recvbuf, rcounts, rdispls, rtype, n, true)? };
-    pairwise(s, comm, id, st, &sends_of(sends), &recvs)
+    pairwise(s, comm, id, st, &sends_of(sends), &recvs, req)
 }
 
 pub fn alltoallw(
@@ -587,7 +674,6 @@ pub fn alltoallw(
     id: CommId,
     req: *mut MPI_Request,
 ) -> Outcome {
-    blocking_only(comm, req)?;
     let n = remote_size(s, comm, id)?;
     no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
     let mut st = Stage::default();
@@ -603,5 +689,5 @@ pub fn alltoallw(
     let recvs: Vec<_> = (0..n as usize)
         .map(|j| (j as u32, recv.wrapping_add(rd[j]), rc[j]))
         .collect();
-    pairwise(s, comm, id, st, &sends, &recvs)
+    pairwise(s, comm, id, st, &sends, &recvs, req)
 }

@@ -24,6 +24,9 @@ use crate::state::{call, Fail, Outcome, State};
 /// non-blocking form, whose request handle it writes to its last argument.
 pub type Starter = Rc<dyn Fn(&mut State, MPI_Comm, *mut MPI_Request) -> Outcome>;
 
+/// The persistent collectives that have no intercommunicator form.
+const INTRA_ONLY: [&str; 2] = ["MPI_Scan_init", "MPI_Exscan_init"];
+
 /// Creates the inactive persistent request of `func` on `comm`.
 pub(crate) fn init(
     func: &'static str,
@@ -34,8 +37,15 @@ pub(crate) fn init(
 ) -> c_int {
     call(func, |s| {
         args::out_ptr(comm, request, "request")?;
-        // Not on intercommunicators (their non-blocking collectives are not built).
-        let id = args::intra_comm(s, comm)?;
+        // On intercommunicators the starts run the non-blocking
+        // intercommunicator forms (on a private duplicate, itself an
+        // intercommunicator); scans and neighbourhood collectives have
+        // none, refused here rather than at every start.
+        let id = if func.starts_with("MPI_Neighbor") || INTRA_ONLY.contains(&func) {
+            args::intra_comm(s, comm)?
+        } else {
+            args::comm(s, comm)?
+        };
         info::check_optional(s, info_)?;
         let new = s.rt.comm_dup(id).map_err(|error| Fail { comm, error })?;
         let private = register_duplicate(s, id, new);

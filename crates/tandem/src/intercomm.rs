@@ -14,8 +14,9 @@
 //!
 //! Collectives follow the standard's definitions, built from
 //! point-to-point between the groups and intracommunicator collectives on
-//! the local group, blocking only; the v-variants are direct messages
-//! between the ranks concerned.
+//! the local group; the v-variants are direct messages between the ranks
+//! concerned. The non-blocking forms run the same steps as one schedule
+//! (coll/inter.rs).
 
 use std::sync::Arc;
 
@@ -32,9 +33,9 @@ use crate::runtime::{CommId, Runtime};
 pub fn unsupported() -> Error {
     Error::new(
         ErrorClass::Comm,
-        "not supported on an intercommunicator (Tandem has the blocking barrier, bcast, reduce, \
-         allreduce, reduce_scatter(_block), gather(v), scatter(v), allgather(v) and alltoall(v, w) on \
-         intercommunicators)",
+        "not supported on an intercommunicator (Tandem has the blocking and non-blocking barrier, \
+         bcast, reduce, allreduce, reduce_scatter(_block), gather(v), scatter(v), allgather(v) and \
+         alltoall(v, w) on intercommunicators)",
     )
 }
 
@@ -117,7 +118,7 @@ impl Runtime {
     }
 
     /// The communicator `id` and its intercommunicator part.
-    fn inter_of(&self, id: CommId) -> Result<(Comm, Inter)> {
+    pub(crate) fn inter_of(&self, id: CommId) -> Result<(Comm, Inter)> {
         let c = self.comm(id)?.clone();
         let inter = c.inter.clone().ok_or_else(not_inter)?;
         Ok((c, inter))

@@ -16,6 +16,7 @@
 pub mod agree;
 pub mod algos;
 mod api;
+pub mod inter;
 pub use crate::ops;
 pub mod sched;
 pub mod select;

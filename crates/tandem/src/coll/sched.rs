@@ -262,6 +262,122 @@ impl Builder {
         }
     }
 
+    /// A new zeroed staging buffer of `len` bytes and its address, for
+    /// sub-collectives planned on raw pointers (see [`Builder::append`]):
+    /// its heap memory stays where it is when the builder becomes a
+    /// schedule.
+    pub(crate) fn tmp_at(&mut self, len: usize) -> (Buf, *mut u8) {
+        let b = self.tmp(len);
+        let Buf::Tmp(i) = b else {
+            unreachable!("tmp gives a staging buffer")
+        };
+        (b, self.temps[i].as_mut_ptr())
+    }
+
+    /// A send to rank `to` of the remote group.
+    pub(crate) fn send_remote(&mut self, to: u32, buf: Buf, off: usize, len: usize) {
+        self.cur.push(Act::SendRemote { to, buf, off, len });
+    }
+
+    /// A receive from rank `from` of the remote group.
+    pub(crate) fn recv_remote(&mut self, from: u32, buf: Buf, off: usize, len: usize) {
+        self.cur.push(Act::RecvRemote {
+            from,
+            buf,
+            off,
+            len,
+        });
+    }
+
+    /// Appends `other`'s phases after this builder's (a fence between), its
+    /// staging buffers renumbered after this one's; its reducer is taken
+    /// if this builder has none. For composing collectives from the
+    /// algorithms, whose steps name buffers only through [`Buf`] (a `Call`
+    /// or `Extend` step indexing staging buffers by number would not be
+    /// renumbered).
+    pub(crate) fn append(&mut self, mut other: Builder) {
+        self.fence();
+        other.fence();
+        let base = self.temps.len();
+        let shift = |b: Buf| match b {
+            Buf::Tmp(i) => Buf::Tmp(i + base),
+            u => u,
+        };
+        for phase in other.phases {
+            let acts = phase
+                .into_iter()
+                .map(|act| match act {
+                    Act::Send { to, buf, off, len } => Act::Send {
+                        to,
+                        buf: shift(buf),
+                        off,
+                        len,
+                    },
+                    Act::Recv {
+                        from,
+                        buf,
+                        off,
+                        len,
+                    } => Act::Recv {
+                        from,
+                        buf: shift(buf),
+                        off,
+                        len,
+                    },
+                    Act::SendRemote { to, buf, off, len } => Act::SendRemote {
+                        to,
+                        buf: shift(buf),
+                        off,
+                        len,
+                    },
+                    Act::RecvRemote {
+                        from,
+                        buf,
+                        off,
+                        len,
+                    } => Act::RecvRemote {
+                        from,
+                        buf: shift(buf),
+                        off,
+                        len,
+                    },
+                    Act::Copy {
+                        src,
+                        soff,
+                        dst,
+                        doff,
+                        len,
+                    } => Act::Copy {
+                        src: shift(src),
+                        soff,
+                        dst: shift(dst),
+                        doff,
+                        len,
+                    },
+                    Act::Reduce {
+                        src,
+                        soff,
+                        dst,
+                        doff,
+                        len,
+                    } => Act::Reduce {
+                        src: shift(src),
+                        soff,
+                        dst: shift(dst),
+                        doff,
+                        len,
+                    },
+                    other @ (Act::Call(_) | Act::Extend(_)) => other,
+                })
+                .collect();
+            self.phases.push(acts);
+        }
+        self.temps.extend(other.temps);
+        if self.reducer.is_none() {
+            self.reducer = other.reducer;
+        }
+    }
+
     /// A local step with arbitrary code.
     pub fn call(&mut self, f: LocalFn) {
         self.cur.push(Act::Call(f));
