@@ -33,9 +33,10 @@ use crate::runtime::{CommId, Runtime};
 pub fn unsupported() -> Error {
     Error::new(
         ErrorClass::Comm,
-        "not supported on an intercommunicator (Tandem has the blocking and non-blocking barrier, \
-         bcast, reduce, allreduce, reduce_scatter(_block), gather(v), scatter(v), allgather(v) and \
-         alltoall(v, w) on intercommunicators)",
+        "not supported on an intercommunicator (Tandem has the blocking, non-blocking and \
+         persistent barrier, bcast, reduce, allreduce, reduce_scatter(_block), gather(v), \
+         scatter(v), allgather(v) and alltoall(v, w) on intercommunicators; the standard \
+         defines no scans there)",
     )
 }
 
