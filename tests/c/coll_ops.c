@@ -13,7 +13,9 @@
  *   3. with MPI_ERRORS_RETURN: MPI_ERR_OP (a bitwise op on double, MINLOC on
  *      int, MPI_OP_NULL, freeing a predefined op), MPI_ERR_ROOT, MPI_ERR_COUNT,
  *      MPI_ERR_TYPE, MPI_ERR_COMM, MPI_ERR_BUFFER (MPI_IN_PLACE at a non-root,
- *      MPI_IN_PLACE or one buffer twice in MPI_Reduce_local), MPI_ERR_TRUNCATE
+ *      MPI_IN_PLACE or one buffer twice in MPI_Reduce_local, one buffer as
+ *      both send and receive buffer of MPI_Allreduce, MPI_Allgather or
+ *      MPI_Alltoall), MPI_ERR_TRUNCATE
  *      from a broadcast whose root sends more than the others take (at the
  *      ranks the root sends to; none is left waiting for one that failed).
  */
@@ -405,6 +407,24 @@ static void errors(void)
         rc = MPI_Reduce_local(a, a, 2, MPI_INT, MPI_SUM);
         tc_expect_class(rc, MPI_ERR_BUFFER, "MPI_Reduce_local of a buffer with itself");
         CHECK(a[0] == 1 && a[1] == 2, "a refused MPI_Reduce_local leaves the buffer alone");
+    }
+    if (tc_is_tandem()) {
+        /* One buffer as both send and receive buffer (erroneous; MPI_IN_PLACE
+         * is the way): every rank is refused at once, none waits, and the
+         * buffer is left alone. Zero elements alias nothing. */
+        int *b = malloc((size_t)size * 2 * sizeof(int));
+        for (int i = 0; i < 2 * size; i++)
+            b[i] = 100 + i;
+        tc_expect_class(MPI_Allreduce(b, b, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+                        "MPI_Allreduce with sendbuf == recvbuf");
+        tc_expect_class(MPI_Allgather(b, 2, MPI_INT, b, 2, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+                        "MPI_Allgather with sendbuf == recvbuf");
+        tc_expect_class(MPI_Alltoall(b, 1, MPI_INT, b, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+                        "MPI_Alltoall with sendbuf == recvbuf");
+        for (int i = 0; i < 2 * size; i++)
+            CHECK(b[i] == 100 + i, "a refused aliased collective leaves the buffer alone (int %d)", i);
+        CHECK_MPI(MPI_Allreduce(b, b, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        free(b);
     }
     {
         MPI_Datatype t;

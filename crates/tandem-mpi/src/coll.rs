@@ -257,6 +257,27 @@ fn root_arg(comm: MPI_Comm, root: c_int, n: u32) -> Result<u32, Fail> {
     })
 }
 
+/// Refuses one buffer given as both the send and the receive buffer of a
+/// collective that moves data through both (the standard forbids an output
+/// argument aliasing another; `MPI_IN_PLACE` is how the receive buffer is
+/// reused), before anything is sent, so every rank that does it fails
+/// alike rather than some waiting for the others.
+fn not_aliased(
+    comm: MPI_Comm,
+    send: *const c_void,
+    recv: *const c_void,
+    moves: bool,
+) -> Result<(), Fail> {
+    if moves && !send.is_null() && send == recv {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Buffer,
+            "sendbuf and recvbuf are the same buffer (MPI_IN_PLACE reuses the receive buffer)",
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn in_place_misuse(comm: MPI_Comm, what: &str) -> Fail {
     Fail::new(
         comm,
@@ -474,6 +495,7 @@ pub(crate) fn reduction(
     let r = ops::reducer(s, comm, op, dt, &layout)?;
     let mut st = Stage::default();
     let (send, recv, len) = if receives {
+        not_aliased(comm, sendbuf, recvbuf, count > 0)?;
         let trecv = datatype::typed(comm, recvbuf, count, dt)?;
         let send = if in_place {
             st.in_place(&trecv)
@@ -907,6 +929,7 @@ pub(crate) fn gather(
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
     let c = if me == root {
+        not_aliased(comm, sendbuf, recvbuf, scount > 0)?;
         let whole = region(comm, recvbuf, rcount, n, rtype)?;
         let len = whole.layout.size * rcount.max(0) as usize;
         let send = if is_in_place(sendbuf) {
@@ -1121,6 +1144,7 @@ pub(crate) fn scatter(
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
     let c = if me == root {
+        not_aliased(comm, sendbuf, recvbuf, rcount > 0)?;
         let whole = region(comm, sendbuf, scount, n, stype)?;
         let len = whole.layout.size * scount.max(0) as usize;
         let send = st.input(&whole);
@@ -1331,6 +1355,7 @@ pub(crate) fn allgather(
         );
     }
     let (n, me) = size_of(s, comm, id)?;
+    not_aliased(comm, sendbuf, recvbuf, scount > 0)?;
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
     let len = whole.layout.size * rcount.max(0) as usize;
@@ -1511,6 +1536,7 @@ pub(crate) fn alltoall(
         );
     }
     let (n, _) = size_of(s, comm, id)?;
+    not_aliased(comm, sendbuf, recvbuf, scount > 0)?;
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
     let len = whole.layout.size * rcount.max(0) as usize;
