@@ -65,6 +65,20 @@ fn of_type<'a>(records: &'a [Value], t: &'a str) -> impl Iterator<Item = &'a Val
         .filter(move |r| r.get("type").and_then(Value::as_str) == Some(t))
 }
 
+/// Adds the records of another run of the same measurement to `records`,
+/// its repetition numbers following the largest there, so that pooled
+/// repetitions stay distinct.
+pub fn pool(records: &mut Vec<Value>, more: Vec<Value>) {
+    let rep = |r: &Value| r.get("rep").and_then(Value::as_u64);
+    let offset = records.iter().filter_map(rep).max().map_or(0, |m| m + 1);
+    records.extend(more.into_iter().map(|mut r| {
+        if let Some(n) = rep(&r) {
+            r["rep"] = Value::from(n + offset);
+        }
+        r
+    }));
+}
+
 /// Builds the table of `kernel` from its records. `params` are the kernel
 /// parameters the run used (for the overhead thresholds).
 pub fn analyse(kernel: &str, records: &[Value], params: &BTreeMap<String, String>) -> Table {

@@ -410,7 +410,6 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
     let rounds = spec.rounds.min(repeat).max(1);
     let mut runs = Vec::new();
     let mut pooled: Vec<Vec<Value>> = vec![Vec::new(); spec.libs.len()];
-    let mut done = 0;
     for round in 0..rounds {
         // Spread the repetitions: the first rounds take the remainder.
         let share = repeat / rounds + u32::from(round < repeat % rounds);
@@ -453,18 +452,11 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                     progress: spec.progress,
                     placement: spec.placement.as_ref(),
                 })?;
-                for r in &out.records {
-                    let mut r = r.clone();
-                    // Repetition numbers stay distinct across rounds.
-                    if let Some(rep) = r.get("rep").and_then(Value::as_u64) {
-                        r["rep"] = Value::from(rep + u64::from(done));
-                    }
-                    pooled[i].push(r);
-                }
+                // Repetition numbers stay distinct across rounds.
+                analyze::pool(&mut pooled[i], out.records.clone());
                 runs.push(out);
             }
         }
-        done += share;
     }
     let tables = spec
         .libs

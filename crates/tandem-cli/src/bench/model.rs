@@ -1487,14 +1487,7 @@ fn load(paths: &[std::path::PathBuf], mpi: &str, transport: &str) -> Result<Vec<
             .find(|p| p.kernel == doc.kernel && p.params == doc.params)
         {
             Some(p) => {
-                // Repetition numbers stay distinct across documents.
-                let offset = 1_000_000 * p.records.len() as u64;
-                p.records.extend(doc.records.into_iter().map(|mut rec| {
-                    if let Some(rep) = rec.get("rep").and_then(Value::as_u64) {
-                        rec["rep"] = Value::from(rep + offset);
-                    }
-                    rec
-                }));
+                analyze::pool(&mut p.records, doc.records);
                 p.core_probes.extend(doc.core_probes);
             }
             None => pooled.push(doc),
@@ -1570,7 +1563,7 @@ fn load_document(doc: &Value, mpi: &str) -> Result<LoadedRecords, String> {
     };
     let mut records = Vec::new();
     let mut core_probes = Vec::new();
-    for (i, r) in runs.iter().enumerate() {
+    for r in &runs {
         if r.get("mpi").and_then(Value::as_str) != Some(lib) {
             continue;
         }
@@ -1581,18 +1574,8 @@ fn load_document(doc: &Value, mpi: &str) -> Result<LoadedRecords, String> {
                 .flatten()
                 .filter_map(Value::as_f64),
         );
-        for rec in r
-            .get("records")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-        {
-            let mut rec = rec;
-            if let Some(rep) = rec.get("rep").and_then(Value::as_u64) {
-                rec["rep"] = Value::from(rep + 100_000 * i as u64);
-            }
-            records.push(rec);
-        }
+        let run_records = r.get("records").and_then(Value::as_array).cloned();
+        analyze::pool(&mut records, run_records.unwrap_or_default());
     }
     let params: BTreeMap<String, String> = doc
         .get("params")

@@ -589,7 +589,7 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                     Ok(res) => {
                         pingpong_probes.extend(res.core_probes());
                         let mut records = first;
-                        records.extend(records_of(&res, &libs[0].name));
+                        analyze::pool(&mut records, records_of(&res, &libs[0].name));
                         let pooled = analyze::analyse("pingpong", &records, &spec.params);
                         m = fit(Some(&pooled));
                         m.notes.push(format!(
