@@ -24,7 +24,6 @@ use std::alloc::Layout as AllocLayout;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::Arc;
 
-use tandem::coll::CollCall;
 use tandem::datatype::{Layout, Prim};
 use tandem::ops::PredefOp;
 use tandem::p2p::{OpId, OpState, P2p, Status, Strided};
@@ -213,19 +212,18 @@ fn create_on(
         s.rt.p2p().expose(base, size)
     };
     let mine = [key as u64, base as u64, size as u64, disp_unit as u64];
-    let mut all = vec![0u64; 4 * n];
-    // SAFETY: both buffers outlive the collective, which completes here.
-    unsafe {
-        s.rt.coll(
-            wcomm,
-            CollCall::Allgather {
-                send: Some(mine.as_ptr().cast()),
-                recv: all.as_mut_ptr().cast(),
-                len: 32,
-            },
-        )
-    }
-    .map_err(engine_fail)?;
+    let all = match s.rt.allgather_u64(wcomm, &mine) {
+        Ok(all) if all.len() == 4 * n => all,
+        // Nothing of the window is left behind.
+        other => {
+            s.rt.p2p().unexpose(key);
+            let _ = s.rt.comm_free(wcomm);
+            return Err(match other {
+                Err(e) => engine_fail(e),
+                Ok(_) => win_fail(ErrorClass::Intern, "short window address exchange"),
+            });
+        }
+    };
     let targets = all
         .chunks_exact(4)
         .map(|t| Target {
