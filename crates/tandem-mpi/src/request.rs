@@ -279,7 +279,6 @@ impl ReqTable {
         self.insert(comm, Slot::Persistent { spec, active: None })
     }
 
-    /// The persistent request behind `r`, if it is one: its spec and whether it is active.
     /// The specification of persistent request `r`, to amend.
     pub fn persistent_spec_mut(&mut self, r: Req) -> Option<&mut Spec> {
         let Req::Ext(i) = r else { return None };
@@ -289,6 +288,7 @@ impl ReqTable {
         }
     }
 
+    /// The persistent request behind `r`, if it is one: its spec and whether it is active.
     pub fn persistent(&self, r: Req) -> Option<(&Spec, bool)> {
         let Req::Ext(i) = r else { return None };
         match &self.entries[i].1.as_ref()?.slot {

@@ -94,7 +94,7 @@ pub enum FrameKind {
     /// buffer; `rreq` names the receive. No payload.
     Wrote = 17,
     /// The sender matched a receive the receiver had advertised before the
-    /// message left (same host; see p2p/direct.rs) and wrote the message
+    /// message left (same host; see p2p/advert.rs) and wrote the message
     /// into it: `rreq` names the receive, `context`, `src`, `tag` and `len`
     /// are the message's envelope. With `sreq` nonzero the write was refused
     /// and a DATA frame for `rreq` follows (answering send `sreq`). No

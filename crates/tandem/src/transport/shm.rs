@@ -349,7 +349,7 @@ pub enum ReadRemoteError {
 
 /// A posted receive advertised to one sender on this host, who may match
 /// its message to it and write it in without a rendezvous (see
-/// p2p/direct.rs).
+/// p2p/advert.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Advert {
     pub context: u32,
@@ -1233,7 +1233,7 @@ impl ShmTransport {
 
 /// Advertised receives: a sender on this host that finds its message's
 /// receive already posted writes the message straight into it, with no
-/// rendezvous and nothing asked of the receiving process (p2p/direct.rs
+/// rendezvous and nothing asked of the receiving process (p2p/advert.rs
 /// says when the receiver advertises). The matching rule stays the
 /// receiver's: it advertises only a receive that every message from that
 /// sender not yet matched would meet first, and the sender claims it only
