@@ -15,9 +15,11 @@
  *      MPI_ERR_TYPE, MPI_ERR_COMM, MPI_ERR_BUFFER (MPI_IN_PLACE at a non-root,
  *      MPI_IN_PLACE or one buffer twice in MPI_Reduce_local, one buffer as
  *      both send and receive buffer of MPI_Allreduce, MPI_Allgather or
- *      MPI_Alltoall), MPI_ERR_TRUNCATE
+ *      MPI_Alltoall, a send buffer inside the receive buffer, aliased v-forms
+ *      and rooted calls refused at the root alone), MPI_ERR_TRUNCATE
  *      from a broadcast whose root sends more than the others take (at the
- *      ranks the root sends to; none is left waiting for one that failed).
+ *      ranks the root sends to; none is left waiting for one that failed),
+ *      MPI_ERR_OTHER from one whose root sends less.
  */
 #include "check.h"
 
@@ -424,6 +426,36 @@ static void errors(void)
         for (int i = 0; i < 2 * size; i++)
             CHECK(b[i] == 100 + i, "a refused aliased collective leaves the buffer alone (int %d)", i);
         CHECK_MPI(MPI_Allreduce(b, b, 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+        /* Overlapping, not equal: &b[2 * rank] inside b is refused on every
+         * rank, not only where the addresses coincide (rank 0), so no rank
+         * starts a collective the others refused. */
+        tc_expect_class(MPI_Allgather(&b[2 * rank], 2, MPI_INT, b, 2, MPI_INT, MPI_COMM_WORLD),
+                        MPI_ERR_BUFFER, "MPI_Allgather with sendbuf inside recvbuf");
+        int *counts = malloc((size_t)size * sizeof(int)), *displs = malloc((size_t)size * sizeof(int));
+        for (int i = 0; i < size; i++) {
+            counts[i] = 2;
+            displs[i] = 2 * i;
+        }
+        tc_expect_class(MPI_Allgatherv(&b[2 * rank], 2, MPI_INT, b, counts, displs, MPI_INT, MPI_COMM_WORLD),
+                        MPI_ERR_BUFFER, "MPI_Allgatherv with sendbuf inside recvbuf");
+        tc_expect_class(MPI_Alltoallv(b, counts, displs, MPI_INT, b, counts, displs, MPI_INT, MPI_COMM_WORLD),
+                        MPI_ERR_BUFFER, "MPI_Alltoallv with sendbuf == recvbuf");
+        tc_expect_class(MPI_Reduce_scatter_block(b, b, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+                        "MPI_Reduce_scatter_block with sendbuf == recvbuf");
+        /* Rooted ones are refused at the root before anything is sent, so the
+         * root alone can make the call and return. */
+        if (rank == 0) {
+            tc_expect_class(MPI_Gatherv(b, 2, MPI_INT, b, counts, displs, MPI_INT, 0, MPI_COMM_WORLD),
+                            MPI_ERR_BUFFER, "MPI_Gatherv with sendbuf == recvbuf at the root");
+            tc_expect_class(MPI_Scatterv(b, counts, displs, MPI_INT, b, 2, MPI_INT, 0, MPI_COMM_WORLD),
+                            MPI_ERR_BUFFER, "MPI_Scatterv with sendbuf == recvbuf at the root");
+            tc_expect_class(MPI_Gather(&b[1], 2, MPI_INT, b, 2, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER,
+                            "MPI_Gather with sendbuf inside recvbuf at the root");
+        }
+        for (int i = 0; i < 2 * size; i++)
+            CHECK(b[i] == 100 + i, "a refused overlapping collective leaves the buffer alone (int %d)", i);
+        free(counts);
+        free(displs);
         free(b);
     }
     {
@@ -462,6 +494,46 @@ static void errors(void)
             j = rc != MPI_SUCCESS;
             CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &j, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
             CHECK(j >= 1, "some rank saw the truncated broadcast");
+        }
+    }
+    if (size > 1) {
+        /* The root sends less than the others expect (counts that disagree):
+         * a rank the root sends to directly says so, with MPI_ERR_OTHER
+         * naming both sizes, rather than returning a half-filled buffer as
+         * if all were well. */
+        int big[8], j, k;
+        MPI_Request req;
+        for (k = 0; k < 2; k++) {
+            for (j = 0; j < 8; j++)
+                big[j] = rank == 0 ? 60 + j : -1;
+            if (k == 0) {
+                rc = MPI_Bcast(big, rank == 0 ? 1 : 8, MPI_INT, 0, MPI_COMM_WORLD);
+            } else {
+                rc = MPI_Ibcast(big, rank == 0 ? 1 : 8, MPI_INT, 0, MPI_COMM_WORLD, &req);
+                if (rc == MPI_SUCCESS)
+                    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+            }
+            if (rank == 0)
+                CHECK_MPI(rc);
+            else if (rc != MPI_SUCCESS)
+                tc_expect_class(rc, MPI_ERR_OTHER, k ? "MPI_Ibcast of fewer elements than expected"
+                                                     : "MPI_Bcast of fewer elements than expected");
+            if (rank != 0)
+                CHECK_EQ(60, big[0], "the elements the root sent arrive");
+            j = rank != 0 && rc != MPI_SUCCESS;
+            CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &j, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+            if (tc_is_tandem())
+                CHECK(j >= 1, "some rank saw the short broadcast");
+        }
+        /* A two-rank allreduce whose counts disagree (more ranks could pick
+         * different algorithms for the two sizes, and wait for each other). */
+        if (size == 2) {
+            int in[8] = {1, 1, 1, 1, 1, 1, 1, 1}, out[8];
+            rc = MPI_Allreduce(in, out, rank == 0 ? 1 : 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            j = rc != MPI_SUCCESS;
+            CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &j, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+            if (tc_is_tandem())
+                CHECK(j >= 1, "some rank saw the allreduce whose counts disagree");
         }
     }
     /* everything still works */

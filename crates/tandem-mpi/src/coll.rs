@@ -278,6 +278,25 @@ fn not_aliased(
     Ok(())
 }
 
+/// Refuses a send buffer that shares bytes with the receive buffer of the
+/// same call where both are contiguous (so the bytes each covers are
+/// known). Equal addresses alone miss the common slip of passing
+/// `&buf[rank]` as the send buffer of an allgather into `buf`: every rank
+/// but rank 0 would start a collective that rank 0 refused.
+fn disjoint(comm: MPI_Comm, send: &Typed, recv: &Typed) -> Result<(), Fail> {
+    let span = |t: &Typed| t.direct().map(|p| (p as usize, p as usize + t.bytes()));
+    if let (Some((s0, s1)), Some((r0, r1))) = (span(send), span(recv)) {
+        if s0 < s1 && r0 < r1 && s0 < r1 && r0 < s1 {
+            return Err(Fail::new(
+                comm,
+                ErrorClass::Buffer,
+                "sendbuf overlaps recvbuf (MPI_IN_PLACE reuses the receive buffer)",
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn in_place_misuse(comm: MPI_Comm, what: &str) -> Fail {
     Fail::new(
         comm,
@@ -500,7 +519,9 @@ pub(crate) fn reduction(
         let send = if in_place {
             st.in_place(&trecv)
         } else {
-            Some(st.input(&datatype::typed(comm, sendbuf, count, dt)?))
+            let tsend = datatype::typed(comm, sendbuf, count, dt)?;
+            disjoint(comm, &tsend, &trecv)?;
+            Some(st.input(&tsend))
         };
         (send, st.output(&trecv), trecv.bytes())
     } else {
@@ -773,6 +794,9 @@ pub(crate) fn reduce_scatter(
         }
     };
     let total: usize = elems.iter().sum();
+    if !inter {
+        not_aliased(comm, sendbuf, recvbuf, total > 0)?;
+    }
     let total_c = c_int::try_from(total)
         .map_err(|_| Fail::new(comm, ErrorClass::Count, "total count overflows"))?;
     let layout = datatype::layout(comm, dt)?;
@@ -786,6 +810,9 @@ pub(crate) fn reduce_scatter(
         Some(st.input(&datatype::typed(comm, sendbuf, total_c, dt)?))
     };
     let trecv = datatype::typed(comm, recvbuf, mine, dt)?;
+    if !inter && !is_in_place(sendbuf) {
+        disjoint(comm, &datatype::typed(comm, sendbuf, total_c, dt)?, &trecv)?;
+    }
     let recv = st.output(&trecv);
     let counts = elems.iter().map(|&e| e * layout.size).collect();
     if inter {
@@ -936,7 +963,9 @@ pub(crate) fn gather(
             let own = whole.block(me as usize, rcount as usize);
             st.in_place(&own)
         } else {
-            Some(st.input(&datatype::typed(comm, sendbuf, scount, stype)?))
+            let t = datatype::typed(comm, sendbuf, scount, stype)?;
+            disjoint(comm, &t, &whole)?;
+            Some(st.input(&t))
         };
         CollCall::Gather {
             send,
@@ -1036,6 +1065,7 @@ pub(crate) fn gatherv(
                 displs(comm, rdispls, n, "displs")?,
             )
         };
+        not_aliased(comm, sendbuf, recvbuf, rc.iter().any(|&c| c > 0))?;
         let base = datatype::typed(comm, recvbuf, 0, rtype)?;
         let m = me as usize;
         let own = base.at(rd[m], rc[m]);
@@ -1043,6 +1073,9 @@ pub(crate) fn gatherv(
             (Some(st.copy(&own)), own.bytes())
         } else {
             let t = datatype::typed(comm, sendbuf, scount, stype)?;
+            for (&d, &c) in rd.iter().zip(&rc) {
+                disjoint(comm, &t, &base.at(d, c))?;
+            }
             (Some(st.input(&t)), t.bytes())
         };
         let (recv, counts, displs) = st.blocks(&base, &rc, &rd, true);
@@ -1151,7 +1184,9 @@ pub(crate) fn scatter(
         let recv = if is_in_place(recvbuf) {
             None
         } else {
-            Some(st.output(&datatype::typed(comm, recvbuf, rcount, rtype)?))
+            let t = datatype::typed(comm, recvbuf, rcount, rtype)?;
+            disjoint(comm, &whole, &t)?;
+            Some(st.output(&t))
         };
         CollCall::Scatter {
             send,
@@ -1251,12 +1286,16 @@ pub(crate) fn scatterv(
                 displs(comm, sdispls, n, "displs")?,
             )
         };
+        not_aliased(comm, sendbuf, recvbuf, rcount > 0)?;
         let base = datatype::typed(comm, sendbuf, 0, stype)?;
         let (send, counts, displs) = st.blocks(&base, &sc, &sd, false);
         let (recv, recvlen) = if is_in_place(recvbuf) {
             (None, 0)
         } else {
             let t = datatype::typed(comm, recvbuf, rcount, rtype)?;
+            for (&d, &c) in sd.iter().zip(&sc) {
+                disjoint(comm, &base.at(d, c), &t)?;
+            }
             (Some(st.output(&t)), t.bytes())
         };
         CollCall::Scatterv {
@@ -1362,7 +1401,9 @@ pub(crate) fn allgather(
     let send = if is_in_place(sendbuf) {
         st.in_place(&whole.block(me as usize, rcount as usize))
     } else {
-        Some(st.input(&datatype::typed(comm, sendbuf, scount, stype)?))
+        let t = datatype::typed(comm, sendbuf, scount, stype)?;
+        disjoint(comm, &t, &whole)?;
+        Some(st.input(&t))
     };
     let recv = st.output(&whole);
     run(
@@ -1445,13 +1486,18 @@ pub(crate) fn allgatherv(
             displs(comm, rdispls, n, "displs")?,
         )
     };
+    not_aliased(comm, sendbuf, recvbuf, rc.iter().any(|&c| c > 0))?;
     let base = datatype::typed(comm, recvbuf, 0, rtype)?;
     let mut st = Stage::default();
     let m = me as usize;
     let send = if is_in_place(sendbuf) {
         Some(st.copy(&base.at(rd[m], rc[m])))
     } else {
-        Some(st.input(&datatype::typed(comm, sendbuf, scount, stype)?))
+        let t = datatype::typed(comm, sendbuf, scount, stype)?;
+        for (&d, &c) in rd.iter().zip(&rc) {
+            disjoint(comm, &t, &base.at(d, c))?;
+        }
+        Some(st.input(&t))
     };
     let (recv, counts, displs) = st.blocks(&base, &rc, &rd, true);
     run(
@@ -1543,7 +1589,9 @@ pub(crate) fn alltoall(
     let send = if is_in_place(sendbuf) {
         st.in_place(&whole)
     } else {
-        Some(st.input(&region(comm, sendbuf, scount, n, stype)?))
+        let t = region(comm, sendbuf, scount, n, stype)?;
+        disjoint(comm, &t, &whole)?;
+        Some(st.input(&t))
     };
     let recv = st.output(&whole);
     run(s, comm, id, CollCall::Alltoall { send, recv, len }, st, req)
@@ -1620,6 +1668,7 @@ pub(crate) fn alltoallv(
             displs(comm, rdispls, n, "rdispls")?,
         )
     };
+    not_aliased(comm, sendbuf, recvbuf, rc.iter().any(|&c| c > 0))?;
     let rbase = datatype::typed(comm, recvbuf, 0, rtype)?;
     let mut st = Stage::default();
     let (send, sc, sd) = if is_in_place(sendbuf) {
@@ -1754,6 +1803,9 @@ pub(crate) fn alltoallw(
         );
     }
     let (n, _) = size_of(s, comm, id)?;
+    // SAFETY: `n` entries by the MPI contract.
+    let rc = unsafe { counts(comm, rcounts, n, "recvcounts")? };
+    not_aliased(comm, sendbuf, recvbuf, rc.iter().any(|&c| c > 0))?;
     let mut st = Stage::default();
     // SAFETY: the MPI contract for both sides' arrays and buffers.
     let (send, sc, sd) = unsafe {

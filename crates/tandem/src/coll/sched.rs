@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::{Envelope, P2p, ReqId, SendMode};
+use crate::p2p::{Envelope, P2p, ReqId, SendMode, Status};
 
 use super::ops::ReducerRef;
 
@@ -50,8 +50,9 @@ pub trait Net {
     ) -> ReqId;
     /// `Some(true)` once complete, `None` for an unknown id.
     fn is_complete(&self, id: ReqId) -> Option<bool>;
-    /// Releases a completed request; its error, if any.
-    fn take(&mut self, id: ReqId) -> Option<Error>;
+    /// Releases a completed request: the bytes it moved (`None` for an
+    /// unknown id), or its error.
+    fn take(&mut self, id: ReqId) -> Result<Option<usize>>;
     /// Cancels a receive that has not matched yet.
     fn cancel(&mut self, id: ReqId);
 }
@@ -88,8 +89,11 @@ impl Net for P2p {
         P2p::is_complete(self, id)
     }
 
-    fn take(&mut self, id: ReqId) -> Option<Error> {
-        self.take_if_complete(id).and_then(|st| st.error)
+    fn take(&mut self, id: ReqId) -> Result<Option<usize>> {
+        match self.take_if_complete(id) {
+            Some(Status { error: Some(e), .. }) => Err(e),
+            st => Ok(st.map(|st| st.count)),
+        }
     }
 
     fn cancel(&mut self, id: ReqId) {
@@ -409,6 +413,7 @@ impl Builder {
             temps: Temps { bufs: self.temps },
             reducer: self.reducer,
             pending: Vec::new(),
+            expected: Vec::new(),
             error: None,
             finished: false,
             keep: Vec::new(),
@@ -430,6 +435,9 @@ pub struct Schedule {
     temps: Temps,
     reducer: Option<ReducerRef>,
     pending: Vec<ReqId>,
+    /// The receives among `pending`: their sender's rank and the bytes the
+    /// members' counts say it sends.
+    expected: Vec<(ReqId, u32, usize)>,
     error: Option<Error>,
     finished: bool,
     /// Memory the schedule's messages use that someone else allocated.
@@ -486,6 +494,7 @@ impl Schedule {
         for &id in &self.pending {
             net.cancel(id);
         }
+        self.expected.clear();
     }
 
     /// Moves the schedule as far as it can go without waiting; returns
@@ -502,19 +511,35 @@ impl Schedule {
             {
                 return false;
             }
+            let expected = std::mem::take(&mut self.expected);
             for id in std::mem::take(&mut self.pending) {
                 match net.take(id) {
-                    // A message longer than this rank's part (the members
-                    // disagree on the counts): the buffer holds its start,
-                    // and the schedule goes on, so that the ranks this one
-                    // forwards to are not left waiting; reported at the end.
-                    Some(e) if e.class == ErrorClass::Truncate => {
+                    // A message longer than this rank's part, or shorter
+                    // (the members disagree on the counts): the buffer holds
+                    // what fitted, and the schedule goes on, so that the
+                    // ranks this one forwards to are not left waiting;
+                    // reported at the end.
+                    Err(e) if e.class == ErrorClass::Truncate => {
                         self.truncated.get_or_insert(e);
                     }
-                    Some(e) => {
+                    Err(e) => {
                         self.error.get_or_insert(e);
                     }
-                    None => {}
+                    Ok(None) => {}
+                    Ok(Some(got)) => {
+                        if let Some(&(_, from, want)) = expected.iter().find(|&&(r, _, _)| r == id)
+                        {
+                            if got < want {
+                                self.truncated.get_or_insert(Error::new(
+                                    ErrorClass::Other,
+                                    format!(
+                                        "rank {from} sent {got} bytes where this rank's count and \
+                                         datatype expect {want} (the members' counts disagree)"
+                                    ),
+                                ));
+                            }
+                        }
+                    }
                 }
             }
             if self.error.is_some() {
@@ -580,6 +605,7 @@ impl Schedule {
                     net.recv(self.ctx, from, self.group[from as usize], self.tag, p, len)
                 };
                 self.pending.push(id);
+                self.expected.push((id, from, len));
             }
             Act::SendRemote { to, buf, off, len } => {
                 let r = self.remote()?;
@@ -601,6 +627,7 @@ impl Schedule {
                 // SAFETY: as for sends.
                 let id = unsafe { net.recv(ctx, from, from_world, tag, p, len) };
                 self.pending.push(id);
+                self.expected.push((id, from, len));
             }
             Act::Copy {
                 src,
@@ -666,6 +693,7 @@ pub(crate) mod sim {
     struct PostedRecv {
         buf: *mut u8,
         cap: usize,
+        got: usize,
         done: bool,
         error: Option<Error>,
     }
@@ -705,6 +733,7 @@ pub(crate) mod sim {
                     // SAFETY: the schedule keeps the buffer valid for `cap` bytes.
                     unsafe { std::ptr::copy_nonoverlapping(m.data.as_ptr(), r.buf, m.data.len()) };
                 }
+                r.got = m.data.len().min(r.cap);
                 r.done = true;
             }
         }
@@ -744,6 +773,7 @@ pub(crate) mod sim {
                 PostedRecv {
                     buf: std::ptr::null_mut(),
                     cap: 0,
+                    got: 0,
                     done: true,
                     error: None,
                 },
@@ -767,6 +797,7 @@ pub(crate) mod sim {
                 PostedRecv {
                     buf,
                     cap,
+                    got: 0,
                     done: false,
                     error: None,
                 },
@@ -781,8 +812,11 @@ pub(crate) mod sim {
             self.world.recvs.get(&id.0).map(|r| r.done)
         }
 
-        fn take(&mut self, id: ReqId) -> Option<Error> {
-            self.world.recvs.remove(&id.0).and_then(|r| r.error)
+        fn take(&mut self, id: ReqId) -> Result<Option<usize>> {
+            match self.world.recvs.remove(&id.0) {
+                Some(PostedRecv { error: Some(e), .. }) => Err(e),
+                r => Ok(r.map(|r| r.got)),
+            }
         }
 
         fn cancel(&mut self, _id: ReqId) {}

@@ -563,3 +563,42 @@ fn catalogue_matches_the_parameters() {
         assert_eq!(got, want, "{p}");
     }
 }
+
+/// A root that sends fewer bytes than the other rank's count asks for: that
+/// rank's collective fails, under every broadcast algorithm, rather than
+/// returning a half-filled buffer as a success; where the root's message
+/// is what arrives short, the error names both sizes. (Algorithms that
+/// split the data also send the root a mismatched piece back.)
+#[test]
+fn a_short_broadcast_is_reported_by_its_receiver() {
+    let all = algos(OpKind::Bcast);
+    assert!(all.contains(&"binomial"));
+    for algo in all {
+        let mut root = data(0, 4);
+        let mut other = vec![0u8; 8];
+        let calls = [(&mut root, 4), (&mut other, 8)].map(|(b, len)| CollCall::Bcast {
+            buf: b.as_mut_ptr(),
+            len,
+            root: 0,
+        });
+        let group: Arc<[u32]> = (0..2).collect();
+        let scheds = calls
+            .iter()
+            .enumerate()
+            .map(|(me, c)| c.build(algo, 2, me as u32).finish(3, 9, group.clone()))
+            .collect();
+        let errors = run_all(scheds);
+        let e = errors[1].as_ref().expect("the receiver sees the mismatch");
+        if algo == "binomial" {
+            assert!(errors[0].is_none(), "{algo}: the root: {:?}", errors[0]);
+            assert_eq!(e.class, crate::ErrorClass::Other, "{algo}: {e}");
+            assert!(e.to_string().contains("sent 4 bytes"), "{algo}: {e}");
+            assert!(e.to_string().contains("expect 8"), "{algo}: {e}");
+            assert_eq!(
+                &other[..4],
+                &data(0, 4)[..],
+                "{algo}: what was sent arrives"
+            );
+        }
+    }
+}
