@@ -10,6 +10,10 @@
  *      a truncated copy, and their mpi_size); the world group; a
  *      communicator from it with a string tag: size, rank, an allreduce and
  *      a ring exchange; mpi://SELF gives a communicator of size 1;
+ *      buffered sends through a session buffer (MPI_Session_attach_buffer,
+ *      _c with MPI_BUFFER_AUTOMATIC, flush, iflush, detach) on that
+ *      communicator and a duplicate of it; MPI_ERR_BUFFER for a message
+ *      larger than the buffer, a second attach, a detach with none;
  *   2. the even ranks and the odd ranks make communicators of themselves
  *      with different tags at the same time; then ranks 0..k (k = size/2)
  *      make one of themselves while the others exchange in the world one
@@ -167,6 +171,61 @@ int main(int argc, char **argv)
     OK(MPI_Group_free(&sgroup));
     exercise(scomm, &wrank, 1, "self communicator");
     OK(MPI_Comm_free(&scomm));
+
+    /* 1b. Buffered sends through the session's buffer (MPI-4.1): with no
+     * other buffer attached, a communicator made from the session, and one
+     * derived from it, send through it; a message larger than it is
+     * refused. */
+    {
+        enum { N = 4 };
+        int room = 2 * (N * (int)sizeof(int) + MPI_BSEND_OVERHEAD);
+        char *buf = malloc((size_t)room);
+        int right = (wrank + 1) % wsize, left = (wrank + wsize - 1) % wsize;
+        MPI_Comm dup;
+        OK(MPI_Comm_dup(wcomm, &dup));
+        OK(MPI_Session_attach_buffer(s1, buf, room));
+        tc_expect_class(MPI_Session_attach_buffer(s1, buf, room), MPI_ERR_BUFFER,
+                 "a second session buffer");
+        for (int round = 0; round < 2; round++) {
+            MPI_Comm c = round ? dup : wcomm;
+            int out[N], in[N];
+            for (int i = 0; i < N; i++)
+                out[i] = 1000 * round + 10 * wrank + i;
+            OK(MPI_Bsend(out, N, MPI_INT, right, 21, c));
+            out[0] = -1; /* the message was copied out at the call */
+            OK(MPI_Recv(in, N, MPI_INT, left, 21, c, MPI_STATUS_IGNORE));
+            for (int i = 0; i < N; i++)
+                CHECK_EQ(1000 * round + 10 * left + i, in[i], "buffered send through the session buffer");
+            if (round)
+                OK(MPI_Session_flush_buffer(s1));
+            else {
+                MPI_Request r;
+                OK(MPI_Session_iflush_buffer(s1, &r));
+                OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+            }
+        }
+        int *big = calloc((size_t)room, 1);
+        tc_expect_class(MPI_Bsend(big, room, MPI_BYTE, right, 22, wcomm), MPI_ERR_BUFFER,
+                 "a buffered send larger than the session buffer");
+        free(big);
+        void *got = NULL;
+        int got_size = -1;
+        OK(MPI_Session_detach_buffer(s1, &got, &got_size));
+        CHECK(got == buf && got_size == room, "the session buffer comes back on detach");
+        tc_expect_class(MPI_Session_detach_buffer(s1, &got, &got_size), MPI_ERR_BUFFER,
+                 "detaching a session buffer that is not attached");
+        MPI_Count got_c = -1;
+        OK(MPI_Session_attach_buffer_c(s1, MPI_BUFFER_AUTOMATIC, 0));
+        OK(MPI_Bsend(all, wsize, MPI_INT, right, 23, dup));
+        int *back = malloc(sizeof(int) * (size_t)wsize);
+        OK(MPI_Recv(back, wsize, MPI_INT, left, 23, dup, MPI_STATUS_IGNORE));
+        CHECK_EQ(wsize - 1, back[wsize - 1], "buffered send through an automatic session buffer");
+        OK(MPI_Session_detach_buffer_c(s1, &got, &got_c));
+        CHECK(got == MPI_BUFFER_AUTOMATIC && got_c == 0, "the automatic buffer comes back on detach");
+        free(back);
+        OK(MPI_Comm_free(&dup));
+        free(buf);
+    }
 
     /* 2. Subgroups made by their members only. */
     {

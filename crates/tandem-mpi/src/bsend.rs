@@ -1,15 +1,16 @@
 //! Buffered sends: `MPI_Buffer_attach`/`detach`, `MPI_Bsend`, `MPI_Ibsend`,
-//! and MPI-4.1's buffers per communicator (`MPI_Comm_attach_buffer` ...),
-//! flushes (`MPI_Buffer_flush`, `_iflush`, `MPI_Comm_flush_buffer`,
-//! `_iflush_buffer`) and `MPI_BUFFER_AUTOMATIC`.
+//! and MPI-4.1's buffers per communicator and per session
+//! (`MPI_Comm_attach_buffer`, `MPI_Session_attach_buffer` ...), flushes
+//! (`MPI_Buffer_flush`, `_iflush`, `MPI_Comm_flush_buffer`,
+//! `MPI_Session_flush_buffer`, their `i` forms) and `MPI_BUFFER_AUTOMATIC`.
 //!
 //! A buffered send copies the packed message (plus `MPI_BSEND_OVERHEAD`
 //! bytes of accounting) into space taken from the buffer in force and
 //! completes at once; the space is given back when the transfer completes.
-//! The buffer in force is the communicator's if it has one, else the
-//! process's (a session's buffer, which would come in between, is not
-//! built: `MPI_Session_attach_buffer` and the rest are missing). A message
-//! that does not fit is an `MPI_ERR_BUFFER` error, as the standard
+//! The buffer in force is the communicator's if it has one, else its
+//! session's (a communicator made from a session's process-set group, or
+//! derived from one, belongs to that session), else the process's. A
+//! message that does not fit is an `MPI_ERR_BUFFER` error, as the standard
 //! requires; an `MPI_BUFFER_AUTOMATIC` buffer has no limit.
 //! (The copy lives in memory Tandem allocates; the attached buffer sets
 //! the limit.)
@@ -25,6 +26,7 @@ use crate::abi::*;
 use crate::args::put;
 use crate::datatype::Typed;
 use crate::request::Op;
+use crate::session::session_call;
 use crate::state::{call, Fail, Outcome, State};
 use crate::xfer::{self, SendKind};
 
@@ -63,10 +65,11 @@ impl Pool {
     }
 }
 
-/// The process's buffer and the communicators' buffers.
+/// The process's buffer, the sessions' and the communicators'.
 #[derive(Default)]
 pub struct Bsend {
     process: Pool,
+    sessions: HashMap<MPI_Session, Pool>,
     comms: HashMap<MPI_Comm, Pool>,
     /// Sends through the buffer of a communicator freed meanwhile: their
     /// data lives until they complete.
@@ -91,17 +94,35 @@ pub fn forget_comm(s: &mut State, comm: MPI_Comm) {
     });
 }
 
+/// A session is finalized: the messages sent through its buffer are
+/// delivered first, and the buffer is detached.
+pub fn forget_session(s: &mut State, session: MPI_Session) {
+    flush(s, Owner::Session(session));
+    s.ext.bsend.sessions.remove(&session);
+}
+
 /// Which buffer a call is about.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Owner {
     Process,
+    Session(MPI_Session),
     Comm(MPI_Comm),
 }
 
 fn pool(s: &mut State, owner: Owner) -> Option<&mut Pool> {
     match owner {
         Owner::Process => Some(&mut s.ext.bsend.process),
+        Owner::Session(h) => s.ext.bsend.sessions.get_mut(&h),
         Owner::Comm(c) => s.ext.bsend.comms.get_mut(&c),
+    }
+}
+
+/// Checks the communicator or session a call names.
+fn check_owner(s: &mut State, owner: Owner) -> Outcome {
+    match owner {
+        Owner::Process => Ok(()),
+        Owner::Session(h) => crate::session::check(s, h),
+        Owner::Comm(c) => crate::args::comm(s, c).map(|_| ()),
     }
 }
 
@@ -114,11 +135,19 @@ pub fn start(
     tag: i32,
     comm: MPI_Comm,
 ) -> Result<Op, Fail> {
+    let session = s.entry(id).session;
     let State { rt, ext, .. } = s;
     let b = &mut ext.bsend;
-    let pool = match b.comms.get_mut(&comm) {
-        Some(p) if p.buffer.is_some() => p,
-        _ => &mut b.process,
+    let attached = |p: &&mut Pool| p.buffer.is_some();
+    let pool = match b.comms.get_mut(&comm).filter(attached) {
+        Some(p) => p,
+        None => match session
+            .and_then(|h| b.sessions.get_mut(&h))
+            .filter(attached)
+        {
+            Some(p) => p,
+            None => &mut b.process,
+        },
     };
     pool.reclaim(rt);
     let need = t.bytes() + MPI_BSEND_OVERHEAD as usize;
@@ -156,15 +185,14 @@ fn buffer_error(comm: MPI_Comm, msg: impl Into<String>) -> Fail {
 fn error_comm(owner: Owner) -> MPI_Comm {
     match owner {
         Owner::Process => MPI_COMM_WORLD,
+        Owner::Session(_) => MPI_COMM_SELF,
         Owner::Comm(c) => c,
     }
 }
 
 fn attach(s: &mut State, owner: Owner, buffer: *mut c_void, size: i64) -> Outcome {
     let comm = error_comm(owner);
-    if let Owner::Comm(c) = owner {
-        crate::args::comm(s, c)?;
-    }
+    check_owner(s, owner)?;
     let attached = if buffer as usize == MPI_BUFFER_AUTOMATIC {
         Attached::Automatic
     } else {
@@ -180,6 +208,7 @@ fn attach(s: &mut State, owner: Owner, buffer: *mut c_void, size: i64) -> Outcom
     };
     let p = match owner {
         Owner::Process => &mut s.ext.bsend.process,
+        Owner::Session(h) => s.ext.bsend.sessions.entry(h).or_default(),
         Owner::Comm(c) => s.ext.bsend.comms.entry(c).or_default(),
     };
     if p.buffer.is_some() {
@@ -196,6 +225,7 @@ fn flush(s: &mut State, owner: Owner) {
     let State { rt, ext, .. } = s;
     let p = match owner {
         Owner::Process => Some(&mut ext.bsend.process),
+        Owner::Session(h) => ext.bsend.sessions.get_mut(&h),
         Owner::Comm(c) => ext.bsend.comms.get_mut(&c),
     };
     if let Some(p) = p {
@@ -205,12 +235,11 @@ fn flush(s: &mut State, owner: Owner) {
 
 /// Detaches (after a flush); the buffer's address and size.
 fn detach(s: &mut State, owner: Owner) -> Result<(*mut c_void, i64), Fail> {
-    if let Owner::Comm(c) = owner {
-        crate::args::comm(s, c)?;
-    }
+    check_owner(s, owner)?;
     flush(s, owner);
     let attached = match owner {
         Owner::Process => s.ext.bsend.process.buffer.take(),
+        Owner::Session(h) => s.ext.bsend.sessions.remove(&h).and_then(|p| p.buffer),
         Owner::Comm(c) => s.ext.bsend.comms.remove(&c).and_then(|p| p.buffer),
     };
     Ok(match attached {
@@ -258,9 +287,7 @@ unsafe fn put_detached<T: TryFrom<i64>>(
 fn iflush(s: &mut State, owner: Owner, request: *mut MPI_Request) -> Outcome {
     let comm = error_comm(owner);
     crate::args::out_ptr(comm, request, "request")?;
-    if let Owner::Comm(c) = owner {
-        crate::args::comm(s, c)?;
-    }
+    check_owner(s, owner)?;
     let ids = pool(s, owner).map(|p| p.pending()).unwrap_or_default();
     let h = crate::request::handle(s, comm, Op::Watch(ids));
     // SAFETY: checked non-null.
@@ -380,6 +407,73 @@ pub unsafe extern "C" fn MPI_Comm_iflush_buffer(
 ) -> c_int {
     call("MPI_Comm_iflush_buffer", |s| {
         iflush(s, Owner::Comm(comm), request)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_attach_buffer(
+    session: MPI_Session,
+    buffer: *mut c_void,
+    size: c_int,
+) -> c_int {
+    session_call("MPI_Session_attach_buffer", session, |s| {
+        attach(s, Owner::Session(session), buffer, size.into())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_attach_buffer_c(
+    session: MPI_Session,
+    buffer: *mut c_void,
+    size: MPI_Count,
+) -> c_int {
+    session_call("MPI_Session_attach_buffer_c", session, |s| {
+        attach(s, Owner::Session(session), buffer, size)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_detach_buffer(
+    session: MPI_Session,
+    buffer_addr: *mut c_void,
+    size: *mut c_int,
+) -> c_int {
+    session_call("MPI_Session_detach_buffer", session, |s| {
+        let d = detach(s, Owner::Session(session))?;
+        // SAFETY: the MPI contract on the outputs.
+        unsafe { put_detached(Owner::Session(session), d, buffer_addr, size) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_detach_buffer_c(
+    session: MPI_Session,
+    buffer_addr: *mut c_void,
+    size: *mut MPI_Count,
+) -> c_int {
+    session_call("MPI_Session_detach_buffer_c", session, |s| {
+        let d = detach(s, Owner::Session(session))?;
+        // SAFETY: the MPI contract on the outputs.
+        unsafe { put_detached(Owner::Session(session), d, buffer_addr, size) }
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_flush_buffer(session: MPI_Session) -> c_int {
+    session_call("MPI_Session_flush_buffer", session, |s| {
+        check_owner(s, Owner::Session(session))?;
+        flush(s, Owner::Session(session));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Session_iflush_buffer(
+    session: MPI_Session,
+    request: *mut MPI_Request,
+) -> c_int {
+    session_call("MPI_Session_iflush_buffer", session, |s| {
+        iflush(s, Owner::Session(session), request)
     })
 }
 

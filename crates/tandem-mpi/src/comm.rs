@@ -25,9 +25,14 @@ pub fn register(s: &mut State, parent: CommId, new: Option<CommId>, ext: CommExt
     match new {
         None => MPI_COMM_NULL,
         Some(id) => {
-            let errh = s.entry(parent).errhandler;
+            let (errh, session) = {
+                let p = s.entry(parent);
+                (p.errhandler, p.session)
+            };
             let h = s.add_comm(id, errh);
-            s.entry(id).ext = ext;
+            let e = s.entry(id);
+            e.ext = ext;
+            e.session = session;
             h
         }
     }

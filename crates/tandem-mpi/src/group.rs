@@ -19,6 +19,29 @@ pub const GROUP_BASE: usize = 0x0300_0000;
 #[derive(Default)]
 pub struct GroupTable {
     groups: Vec<Option<Arc<[u32]>>>,
+    /// The session each process-set group came from, by table index
+    /// (`MPI_Group_from_session_pset`); communicators made from such a
+    /// group belong to that session (for its buffered-send buffer).
+    sessions: std::collections::HashMap<usize, MPI_Session>,
+}
+
+/// Records that group `g` came from `session`.
+pub fn set_session(s: &mut State, g: MPI_Group, session: MPI_Session) {
+    if g != MPI_GROUP_EMPTY {
+        s.ext
+            .groups
+            .sessions
+            .insert(g.wrapping_sub(GROUP_BASE), session);
+    }
+}
+
+/// The session group `g` came from, if it is a process-set group.
+pub fn session_of(s: &State, g: MPI_Group) -> Option<MPI_Session> {
+    s.ext
+        .groups
+        .sessions
+        .get(&g.wrapping_sub(GROUP_BASE))
+        .copied()
 }
 
 fn group_error(g: MPI_Group) -> Fail {
@@ -415,6 +438,7 @@ pub unsafe extern "C" fn MPI_Group_free(group: *mut MPI_Group) -> c_int {
         if g != MPI_GROUP_EMPTY {
             members(s, g)?;
             s.ext.groups.groups[g - GROUP_BASE] = None;
+            s.ext.groups.sessions.remove(&(g - GROUP_BASE));
         }
         // SAFETY: checked non-null.
         unsafe { put(group, MPI_GROUP_NULL) };

@@ -49,6 +49,11 @@ fn index(s: &State, h: MPI_Session) -> Option<usize> {
     matches!(s.sessions.get(i), Some(Some(_))).then_some(i)
 }
 
+/// Checks that `h` is an open session.
+pub(crate) fn check(s: &State, h: MPI_Session) -> Result<(), Fail> {
+    index(s, h).map(|_| ()).ok_or_else(|| session_error(h))
+}
+
 fn live_session(s: &mut State, h: MPI_Session) -> Result<&mut Session, Fail> {
     let i = index(s, h).ok_or_else(|| session_error(h))?;
     Ok(s.sessions[i].as_mut().expect("checked live"))
@@ -56,7 +61,7 @@ fn live_session(s: &mut State, h: MPI_Session) -> Result<&mut Session, Fail> {
 
 /// Runs a session call: its errors go to the session's handler (to
 /// `MPI_COMM_SELF`'s if the handle is not a session).
-fn session_call(
+pub(crate) fn session_call(
     func: &'static str,
     h: MPI_Session,
     body: impl FnOnce(&mut State) -> Outcome,
@@ -194,6 +199,8 @@ pub unsafe extern "C" fn MPI_Session_finalize(session: *mut MPI_Session) -> c_in
     let h = unsafe { *session };
     let rc = session_call("MPI_Session_finalize", h, |s| {
         let i = index(s, h).ok_or_else(|| session_error(h))?;
+        // Its buffered sends are delivered before it goes.
+        crate::bsend::forget_session(s, h);
         s.sessions[i] = None;
         // SAFETY: checked non-null.
         unsafe { put(session, MPI_SESSION_NULL) };
@@ -287,6 +294,7 @@ pub unsafe extern "C" fn MPI_Group_from_session_pset(
         out(newgroup, "newgroup")?;
         let members = pset_members(s, c_string(pset_name, "pset_name")?)?;
         let h = group::add(s, members);
+        group::set_session(s, h, session);
         // SAFETY: checked non-null.
         unsafe { put(newgroup, h) };
         Ok(())
@@ -441,6 +449,7 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
                         error,
                     })?;
             let h = s.add_comm(id, errhandler);
+            s.entry(id).session = group::session_of(s, group_);
             // SAFETY: checked non-null.
             unsafe { put(newcomm, h) };
             Ok(())
@@ -497,6 +506,7 @@ pub unsafe extern "C" fn MPI_Intercomm_create_from_groups(
                         error,
                     })?;
             let h = s.add_comm(id, errhandler);
+            s.entry(id).session = group::session_of(s, local_group);
             // SAFETY: checked non-null.
             unsafe { put(newintercomm, h) };
             Ok(())

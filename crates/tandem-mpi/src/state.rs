@@ -19,6 +19,9 @@ const USER_COMM_BASE: usize = 0x10000;
 /// Per-communicator state the C layer keeps.
 pub struct CommEntry {
     pub errhandler: MPI_Errhandler,
+    /// The session the communicator was made from (directly or through
+    /// its parents); `None` in the world model.
+    pub session: Option<MPI_Session>,
     /// Name, attributes, topology (see ext.rs).
     pub ext: crate::ext::CommExt,
 }
@@ -48,6 +51,7 @@ impl State {
         let entry = || {
             Some(CommEntry {
                 errhandler: MPI_ERRORS_ARE_FATAL,
+                session: None,
                 ext: Default::default(),
             })
         };
@@ -94,6 +98,7 @@ impl State {
         }
         self.comms[id.0] = Some(CommEntry {
             errhandler,
+            session: None,
             ext: Default::default(),
         });
         Self::comm_handle(id)
