@@ -3,7 +3,8 @@
 //! made by their members only, session error handlers, MPI_Init and a
 //! second session beside the first, MPI_Finalize before the last
 //! MPI_Session_finalize) built with `tandem cc` and run with `tandem run`
-//! on several job sizes.
+//! on several job sizes; and sessions opened again after the last one
+//! closed, before the world model or with none (`session_reinit.c`).
 
 mod common;
 
@@ -31,4 +32,22 @@ pass_tests! {
     sessions_np3: "sessions", 3;
     sessions_np5: "sessions", 5;
     sessions_np4_tcp: "sessions", 4, "--set", "transports=tcp";
+    session_reinit_np1: "session_reinit", 1;
+    session_reinit_np3: "session_reinit", 3;
+    session_reinit_np2_tcp: "session_reinit", 2, "--set", "transports=tcp";
+}
+
+/// Sessions opened and closed in turn, and no world model: the runtime the
+/// last `MPI_Session_finalize` left idle ends at exit, and the job ends
+/// cleanly.
+#[test]
+fn session_reinit_sessions_only_np3() {
+    let outcome = run(
+        3,
+        &[],
+        &compile("session_reinit"),
+        &["sessions-only"],
+        JOB_TIMEOUT,
+    );
+    assert_pass(&outcome, "session_reinit");
 }

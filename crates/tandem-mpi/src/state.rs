@@ -151,7 +151,9 @@ struct Global {
     phase: AtomicU8,
     /// The runtime's phase: started by the first of MPI_Init and
     /// MPI_Session_init, torn down when the last of MPI_Finalize and the
-    /// open sessions' MPI_Session_finalize has run; it cannot start again.
+    /// open sessions' MPI_Session_finalize has run (at exit, if the world
+    /// model never ran, so that sessions can open again); it cannot start
+    /// again.
     runtime: AtomicU8,
     /// Who holds the library: one atomic operation to enter and one to
     /// leave (see [`Owner`]).
@@ -544,12 +546,42 @@ pub fn after_session_finalize(func: &'static str) -> c_int {
             .as_ref()
             .is_some_and(|s| s.sessions.iter().all(Option::is_none));
         drop(owner);
-        if last && GLOBAL.phase.load(Ordering::Acquire) != ACTIVE {
-            teardown(func)
-        } else {
-            MPI_SUCCESS
+        match GLOBAL.phase.load(Ordering::Acquire) {
+            // The world model never ran: the runtime stays, idle, for a
+            // later MPI_Session_init or MPI_Init (a library may open and
+            // close sessions many times) and ends when the process exits.
+            UNINIT if last => {
+                static AT_EXIT: std::sync::Once = std::sync::Once::new();
+                // SAFETY: registering a plain function with no arguments.
+                AT_EXIT.call_once(|| unsafe {
+                    libc::atexit(teardown_idle_at_exit);
+                });
+                MPI_SUCCESS
+            }
+            FINALIZED if last => teardown(func),
+            _ => MPI_SUCCESS,
         }
     })
+}
+
+/// At exit: ends a runtime that sessions left idle (none open, the world
+/// model not running), as the last MPI_Session_finalize would have.
+extern "C" fn teardown_idle_at_exit() {
+    // Exiting from inside the library (a fatal error) leaves it alone.
+    if Owner::held_here() {
+        return;
+    }
+    let idle = {
+        let mut owner = Owner::acquire("MPI_Session_finalize");
+        owner
+            .slot()
+            .as_ref()
+            .is_some_and(|s| s.sessions.iter().all(Option::is_none))
+    };
+    if idle && GLOBAL.phase.load(Ordering::Acquire) != ACTIVE {
+        // A panic must not unwind out of an exit handler.
+        let _ = std::panic::catch_unwind(|| teardown("MPI_Session_finalize"));
+    }
 }
 
 /// Tears the state and the runtime down.
