@@ -314,6 +314,9 @@ static void neighbours(void)
     CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring));
     int icounts[2] = {2, 3}, idispls[2] = {0, N}, ibytes[2] = {0, N * (int)sizeof(int)};
     MPI_Count counts[2] = {2, 3};
+    /* An allgatherv's neighbours each send 2 (receive counts must match). */
+    int igathered[2] = {2, 2};
+    MPI_Count gathered[2] = {2, 2};
     MPI_Aint displs[2] = {0, N}, bdispls[2] = {0, N * (MPI_Aint)sizeof(int)};
     MPI_Datatype types[2] = {MPI_INT, MPI_INT};
     fill(sb, MAXP * N, me, 50);
@@ -321,9 +324,9 @@ static void neighbours(void)
     REF(MPI_Neighbor_allgather(sb, N, MPI_INT, ref, N, MPI_INT, ring));
     COLL3(MPI_Neighbor_allgather_c, MPI_Ineighbor_allgather_c, MPI_Neighbor_allgather_init_c, CLEAR,
           SAME("Neighbor_allgather_c"), sb, N, MPI_INT, out, N, MPI_INT, ring);
-    REF(MPI_Neighbor_allgatherv(sb, 2, MPI_INT, ref, icounts, idispls, MPI_INT, ring));
+    REF(MPI_Neighbor_allgatherv(sb, 2, MPI_INT, ref, igathered, idispls, MPI_INT, ring));
     COLL3(MPI_Neighbor_allgatherv_c, MPI_Ineighbor_allgatherv_c, MPI_Neighbor_allgatherv_init_c, CLEAR,
-          SAME("Neighbor_allgatherv_c"), sb, 2, MPI_INT, out, counts, displs, MPI_INT, ring);
+          SAME("Neighbor_allgatherv_c"), sb, 2, MPI_INT, out, gathered, displs, MPI_INT, ring);
     REF(MPI_Neighbor_alltoall(sb, N, MPI_INT, ref, N, MPI_INT, ring));
     COLL3(MPI_Neighbor_alltoall_c, MPI_Ineighbor_alltoall_c, MPI_Neighbor_alltoall_init_c, CLEAR,
           SAME("Neighbor_alltoall_c"), sb, N, MPI_INT, out, N, MPI_INT, ring);
