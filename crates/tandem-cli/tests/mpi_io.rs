@@ -37,4 +37,6 @@ pass_tests! {
     file_shared_np3: "file_shared", 3;
     file_shared_np5: "file_shared", 5;
     file_shared_np4_tcp: "file_shared", 4, "--set", "transports=tcp";
+    file_datarep_np1: "file_datarep", 1;
+    file_datarep_np3: "file_datarep", 3;
 }

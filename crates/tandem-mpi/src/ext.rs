@@ -10,6 +10,8 @@ pub struct Ext {
     pub groups: crate::group::GroupTable,
     pub attrs: crate::attr::Attributes,
     pub bsend: crate::bsend::Bsend,
+    /// Data representations the application registered.
+    pub datareps: crate::datarep::Datareps,
     /// Messages taken by a matched probe and not yet received: the
     /// communicator each came on, by the core's message id.
     pub messages: std::collections::HashMap<u64, crate::abi::MPI_Comm>,

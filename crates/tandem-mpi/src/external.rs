@@ -32,7 +32,7 @@ const _: () = assert!(
 
 /// How one primitive value is converted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Conv {
+pub(crate) enum Conv {
     /// Bytes as they are.
     Copy(usize),
     /// A number of this many bytes: byte order reversed.
@@ -200,6 +200,48 @@ fn from_external(c: Conv, ext: &[u8], native: &mut [u8]) {
             }
             let negative = signed && ext[0] & 0x80 != 0;
             native[e..n].fill(if negative { 0xff } else { 0 });
+        }
+    }
+}
+
+/// The external32 conversions of one element of `dt` (laid out as `t`)
+/// when every primitive keeps its native size in external32, so that data
+/// laid out natively (a file view) is laid out right for external32 too;
+/// `None` when some primitive changes size (`MPI_LONG`, `MPI_WCHAR`).
+pub(crate) fn same_size_convs(dt: MPI_Datatype, t: &Typed) -> Option<Vec<Conv>> {
+    let convs = element_convs(dt, t);
+    convs.iter().all(|c| c.native() == c.ext()).then_some(convs)
+}
+
+/// The external32 size of one element of `dt`.
+pub(crate) fn external_size_of(dt: MPI_Datatype, t: &Typed) -> usize {
+    ext_size(&element_convs(dt, t))
+}
+
+/// Converts whole elements of packed native data to external32 in place
+/// (`convs` from [`same_size_convs`]); a trailing part element is left.
+pub(crate) fn to_external_in_place(convs: &[Conv], data: &mut [u8]) {
+    convert_in_place(convs, data, to_external);
+}
+
+/// Converts whole elements of external32 data to packed native in place.
+pub(crate) fn from_external_in_place(convs: &[Conv], data: &mut [u8]) {
+    convert_in_place(convs, data, from_external);
+}
+
+fn convert_in_place(convs: &[Conv], data: &mut [u8], f: fn(Conv, &[u8], &mut [u8])) {
+    let elem = ext_size(convs);
+    if elem == 0 {
+        return;
+    }
+    let mut tmp = [0u8; 16];
+    for e in data.chunks_exact_mut(elem) {
+        let mut at = 0;
+        for &c in convs {
+            let n = c.native();
+            tmp[..n].copy_from_slice(&e[at..at + n]);
+            f(c, &tmp[..n], &mut e[at..at + n]);
+            at += n;
         }
     }
 }

@@ -61,6 +61,8 @@ pub struct File {
     etype: MPI_Datatype,
     filetype: MPI_Datatype,
     datarep: String,
+    /// What `datarep` names (see datarep.rs).
+    pub rep: crate::datarep::Datarep,
     /// The individual file pointer, in elementary types of the view.
     pub pointer: u64,
     pub shared: SharedPointer,
@@ -574,6 +576,7 @@ fn open_on(
         etype: MPI_BYTE,
         filetype: MPI_BYTE,
         datarep: "native".into(),
+        rep: Default::default(),
         pointer: size,
         shared: SharedPointer {
             path: shared_path,
@@ -894,13 +897,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
                     .to_string_lossy()
                     .into_owned()
             };
-            // "internal" is whatever the implementation likes: native here.
-            if rep != "native" && rep != "internal" {
-                return Err(file_fail(
-                    ErrorClass::UnsupportedDatarep,
-                    format!("data representation {rep:?}: Tandem has \"native\" only"),
-                ));
-            }
+            let resolved = crate::datarep::resolve(s, &rep, etype, filetype)?;
             let disp = if disp == MPI_DISPLACEMENT_CURRENT {
                 if !sequential {
                     return Err(file_fail(
@@ -920,11 +917,11 @@ pub unsafe extern "C" fn MPI_File_set_view(
             let etype_copy = datatype::duplicate(MPI_COMM_WORLD, etype)?;
             let filetype_copy = datatype::duplicate(MPI_COMM_WORLD, filetype)
                 .inspect_err(|_| datatype::release(etype_copy))?;
-            Ok((view, rep, hints, etype_copy, filetype_copy))
+            Ok((view, (rep, resolved), hints, etype_copy, filetype_copy))
         })();
         let copies = local.as_ref().ok().map(|l| (l.3, l.4));
-        let (view, rep, hints, etype_copy, filetype_copy) =
-            agree(s, comm, local).inspect_err(|_| {
+        let (view, (rep, resolved), hints, etype_copy, filetype_copy) = agree(s, comm, local)
+            .inspect_err(|_| {
                 if let Some((e, f)) = copies {
                     datatype::release(e);
                     datatype::release(f);
@@ -937,6 +934,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
         f.filetype = filetype_copy;
         f.view = Arc::new(view);
         f.datarep = rep;
+        f.rep = resolved;
         f.pointer = 0;
         merge_hints(f, hints);
         let writer = f.rank == 0;
@@ -1045,8 +1043,7 @@ pub unsafe extern "C" fn MPI_File_get_byte_offset(
 }
 
 fn type_extent(s: &State, fh: MPI_File, dt: MPI_Datatype) -> Result<MPI_Aint, Fail> {
-    s.files.get(fh)?;
-    Ok(datatype::layout_any(MPI_COMM_WORLD, dt)?.extent as MPI_Aint)
+    crate::datarep::file_extent(&s.files.get(fh)?.rep, dt)
 }
 
 #[no_mangle]

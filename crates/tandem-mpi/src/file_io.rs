@@ -26,6 +26,7 @@ use tandem::ErrorClass;
 
 use crate::abi::*;
 use crate::args::{self, put};
+use crate::datarep::{self, Plan};
 use crate::datatype::{self, Typed};
 use crate::file::{
     allgather, barrier, check_not_sequential, check_writable, file_call, file_fail, io_fail,
@@ -160,7 +161,14 @@ fn write_ranges(fd: &std::fs::File, ranges: &[(u64, u64)], data: &[u8]) -> io::R
 
 /// One access by this rank; the bytes of data it covers start at data byte
 /// `pos` of the view.
-fn move_data(s: &mut State, fh: MPI_File, write: bool, pos: u64, t: &Typed) -> Result<usize, Fail> {
+fn move_data(
+    s: &mut State,
+    fh: MPI_File,
+    write: bool,
+    pos: u64,
+    t: &Typed,
+    plan: &Plan,
+) -> Result<usize, Fail> {
     let f = s.files.get(fh)?;
     let bytes = t.bytes();
     if bytes == 0 {
@@ -184,6 +192,30 @@ fn move_data(s: &mut State, fh: MPI_File, write: bool, pos: u64, t: &Typed) -> R
         "cannot read the file"
     };
     let fail = |e: io::Error| io_fail(&e, what);
+    if plan.converts() {
+        // Another data representation: through a staging buffer.
+        if write {
+            let mut data = match t.direct() {
+                // SAFETY: the buffer holds `count` contiguous elements from
+                // `p`, valid for reads (MPI contract).
+                Some(p) => unsafe { std::slice::from_raw_parts(p.cast_const(), bytes) }.to_vec(),
+                // SAFETY: the buffer is valid for reads as its datatype describes.
+                None => unsafe { t.pack() },
+            };
+            // SAFETY: the plan's buffer is this access's (MPI contract).
+            unsafe { datarep::to_file(plan, &mut data)? };
+            return write_ranges(&f.fd, &ranges, &data).map_err(fail);
+        }
+        let mut data = vec![0u8; bytes];
+        let n = read_ranges(&f.fd, &ranges, &mut data).map_err(fail)?;
+        // SAFETY: the plan's buffer is this access's, valid for writes.
+        let done = unsafe { datarep::from_file(plan, &mut data[..n], t.layout.size)? };
+        if !done {
+            // SAFETY: the buffer is valid for writes as its datatype describes.
+            unsafe { t.unpack(&data[..n]) };
+        }
+        return Ok(n);
+    }
     match (t.direct(), write) {
         (Some(p), true) => {
             // SAFETY: the buffer holds `count` contiguous elements of its
@@ -221,7 +253,7 @@ fn check(
     buf: *mut c_void,
     count: MPI_Count,
     dt: MPI_Datatype,
-) -> Result<(Typed, u64), Fail> {
+) -> Result<(Typed, u64, Plan), Fail> {
     let f = s.files.get(fh)?;
     if write {
         check_writable(f)?;
@@ -242,6 +274,7 @@ fn check(
         Pos::Shared | Pos::Ordered => {}
     }
     let t = typed(buf, count, dt)?;
+    let plan = datarep::plan(&f.rep, buf, dt, &t)?;
     let esize = f.view.esize;
     if !(t.bytes() as u64).is_multiple_of(esize) {
         return Err(file_fail(
@@ -252,7 +285,8 @@ fn check(
             ),
         ));
     }
-    Ok((t.clone(), t.bytes() as u64 / esize))
+    let etypes = t.bytes() as u64 / esize;
+    Ok((t, etypes, plan))
 }
 
 /// The ordered accesses' start, in elementary types: every rank learns the
@@ -314,7 +348,7 @@ fn access(
         } else {
             None
         };
-        let (t, etypes) = checked?;
+        let (t, etypes, plan) = checked?;
         let f = s.files.get_mut(fh)?;
         let esize = f.view.esize;
         let first = match pos {
@@ -323,7 +357,7 @@ fn access(
             Pos::Shared => f.shared.fetch_add(etypes)?,
             Pos::Ordered => start.expect("computed above")?,
         };
-        let n = move_data(s, fh, write, first * esize, &t)?;
+        let n = move_data(s, fh, write, first * esize, &t, &plan)?;
         if let Pos::Individual = pos {
             s.files.get_mut(fh)?.pointer = first + (n as u64).div_ceil(esize);
         }

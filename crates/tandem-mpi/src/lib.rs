@@ -13,6 +13,7 @@ mod attr;
 mod bsend;
 mod coll;
 mod comm;
+mod datarep;
 mod datatype;
 mod datatype_dist;
 mod dynamic;
