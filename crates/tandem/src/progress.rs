@@ -373,18 +373,17 @@ impl Engine {
             .is_some_and(|shm| shm.take_claim(local, rreq))
     }
 
-    /// Claims the receive `peer` advertised to this rank, if a message with
-    /// this envelope meets it (see [`ShmTransport::claim_advert`]).
+    /// Claims the receive `peer` advertised to this rank, if a message of
+    /// `len` bytes that `meets` its key fits it (see
+    /// [`ShmTransport::claim_advert`]).
     pub fn claim_advert(
         &mut self,
         peer: u32,
-        context: u32,
-        src: u32,
-        tag: i32,
         len: u64,
+        meets: impl FnOnce([u64; 2]) -> bool,
     ) -> Option<(u64, u64)> {
         match (self.routes[peer as usize], self.shm.as_mut()) {
-            (Route::Shm(local), Some(shm)) => shm.claim_advert(local, context, src, tag, len),
+            (Route::Shm(local), Some(shm)) => shm.claim_advert(local, len, meets),
             _ => None,
         }
     }

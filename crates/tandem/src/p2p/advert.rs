@@ -25,6 +25,26 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::transport::shm::{Advert, ReadRemoteError};
 use crate::wire::{FrameKind, Header};
 
+/// The key an advertised receive is published with: context and source
+/// (the sender's communicator rank) in one word, the tag in the other
+/// (`None`, any tag, as bit 32).
+pub(super) fn advert_key(context: u32, src: u32, tag: Option<i32>) -> [u64; 2] {
+    let tag = match tag {
+        Some(t) => u64::from(t as u32),
+        None => 1 << 32,
+    };
+    [u64::from(context) | u64::from(src) << 32, tag]
+}
+
+/// Whether a message with this envelope meets a receive advertised with
+/// `key` (the sender's side of the match; the receiver advertised only a
+/// receive every message from this sender meets first).
+pub(super) fn advert_meets(key: [u64; 2], context: u32, src: u32, tag: i32) -> bool {
+    let [envelope, want_tag] = key;
+    envelope == u64::from(context) | u64::from(src) << 32
+        && (want_tag & 1 << 32 != 0 || want_tag as u32 == tag as u32)
+}
+
 /// Posted receives looked at, at most, to decide that a new one is the
 /// first its sender's messages would meet (a longer queue is not
 /// advertised: the look would cost more than it saves).
@@ -142,9 +162,7 @@ impl P2p {
                 continue;
             };
             let ad = Advert {
-                context: r.context,
-                src: r.src_filter.unwrap_or(0),
-                tag: r.tag,
+                key: advert_key(r.context, r.src_filter.unwrap_or(0), r.tag),
                 rreq: id.0,
                 addr: r.buf as u64,
                 cap: r.len as u64,
@@ -229,5 +247,28 @@ impl P2p {
     /// false if its sender claimed it first (the receive is matched).
     pub(super) fn withdraw_for_cancel(&mut self, id: ReqId, peer: u32) -> bool {
         self.engine.withdraw_advert(peer) != Some(id.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{advert_key, advert_meets};
+
+    #[test]
+    fn a_message_meets_an_advertised_key_by_context_source_and_tag() {
+        let key = advert_key(7, 3, Some(5));
+        assert!(advert_meets(key, 7, 3, 5));
+        assert!(!advert_meets(key, 8, 3, 5), "other context");
+        assert!(!advert_meets(key, 7, 2, 5), "other source");
+        assert!(!advert_meets(key, 7, 3, 6), "other tag");
+        // Any tag, including a negative one (internal tags).
+        let any = advert_key(7, 3, None);
+        assert!(advert_meets(any, 7, 3, 99));
+        assert!(advert_meets(any, 7, 3, -4));
+        assert!(!advert_meets(any, 7, 4, 99), "any tag is not any source");
+        // A tag with the high bit set is not mistaken for "any".
+        let neg = advert_key(7, 3, Some(-1));
+        assert!(advert_meets(neg, 7, 3, -1));
+        assert!(!advert_meets(neg, 7, 3, 1));
     }
 }

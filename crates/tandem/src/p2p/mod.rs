@@ -935,7 +935,8 @@ impl P2p {
         }
         // A receive this host's `dest` advertised for it: write it in.
         if !eager {
-            if let Some((rreq, addr)) = self.engine.claim_advert(dest, ctx, src, tag, len as u64) {
+            let meets = |key| advert::advert_meets(key, ctx, src, tag);
+            if let Some((rreq, addr)) = self.engine.claim_advert(dest, len as u64, meets) {
                 return self.write_claimed(id, dest, env, buf, len, rreq, addr);
             }
         }

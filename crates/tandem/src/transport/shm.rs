@@ -88,10 +88,10 @@ fn starts_rendezvous(kind: u8) -> bool {
 // of local ranks, written by the receiver, claimed by the sender.
 /// Generation << 2 | one of the `ADVERT_*` states.
 const A_STATE: usize = 0;
-/// Context | source (communicator rank) << 32.
-const A_ENVELOPE: usize = 8;
-/// Tag as u32 | (1 << 32 for any tag).
-const A_TAG: usize = 16;
+/// The two words of the receive's key (what messages it accepts, encoded
+/// by the layer above: p2p/advert.rs).
+const A_KEY0: usize = 8;
+const A_KEY1: usize = 16;
 const A_RREQ: usize = 24;
 const A_ADDR: usize = 32;
 const A_CAP: usize = 40;
@@ -349,14 +349,12 @@ pub enum ReadRemoteError {
 
 /// A posted receive advertised to one sender on this host, who may match
 /// its message to it and write it in without a rendezvous (see
-/// p2p/advert.rs).
+/// p2p/advert.rs). The transport moves the key and never reads it: the
+/// sender's point-to-point layer decides whether a message meets it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Advert {
-    pub context: u32,
-    /// The sender's rank in the receive's communicator.
-    pub src: u32,
-    /// `None`: any tag.
-    pub tag: Option<i32>,
+    /// What messages the receive accepts, as the layer above encodes it.
+    pub key: [u64; 2],
     pub rreq: u64,
     pub addr: u64,
     pub cap: u64,
@@ -1270,16 +1268,10 @@ impl ShmTransport {
         // old generation.
         fence(Ordering::Release);
         let me = self.me;
-        let tag = match ad.tag {
-            Some(t) => u64::from(t as u32),
-            None => 1 << 32,
-        };
-        self.advert_word(me, peer, A_ENVELOPE).store(
-            u64::from(ad.context) | u64::from(ad.src) << 32,
-            Ordering::Relaxed,
-        );
-        self.advert_word(me, peer, A_TAG)
-            .store(tag, Ordering::Relaxed);
+        self.advert_word(me, peer, A_KEY0)
+            .store(ad.key[0], Ordering::Relaxed);
+        self.advert_word(me, peer, A_KEY1)
+            .store(ad.key[1], Ordering::Relaxed);
         self.advert_word(me, peer, A_RREQ)
             .store(ad.rreq, Ordering::Relaxed);
         self.advert_word(me, peer, A_ADDR)
@@ -1341,17 +1333,16 @@ impl ShmTransport {
     }
 
     /// Claims the receive local rank `peer` advertised to this rank if a
-    /// message with this envelope and length meets it, every frame sent
-    /// to `peer` before has been consumed, and this rank may write into
-    /// `peer`: returns the receive and its buffer's address. The caller
-    /// must then write the message there (or send it) and send CLAIMED.
+    /// message of `len` bytes fits it and `meets` says the message meets
+    /// its key, every frame sent to `peer` before has been consumed, and
+    /// this rank may write into `peer`: returns the receive and its
+    /// buffer's address. The caller must then write the message there (or
+    /// send it) and send CLAIMED.
     pub fn claim_advert(
         &mut self,
         peer: u32,
-        context: u32,
-        src: u32,
-        tag: i32,
         len: u64,
+        meets: impl FnOnce([u64; 2]) -> bool,
     ) -> Option<(u64, u64)> {
         if peer == self.me
             || !self.cma
@@ -1370,12 +1361,12 @@ impl ShmTransport {
         if self.map.u64_at(o.ring).load(Ordering::Acquire) != o.pos {
             return None;
         }
-        let envelope = self
-            .advert_word(peer, self.me, A_ENVELOPE)
-            .load(Ordering::Relaxed);
-        let want_tag = self
-            .advert_word(peer, self.me, A_TAG)
-            .load(Ordering::Relaxed);
+        let key = [
+            self.advert_word(peer, self.me, A_KEY0)
+                .load(Ordering::Relaxed),
+            self.advert_word(peer, self.me, A_KEY1)
+                .load(Ordering::Relaxed),
+        ];
         let rreq = self
             .advert_word(peer, self.me, A_RREQ)
             .load(Ordering::Relaxed);
@@ -1388,8 +1379,7 @@ impl ShmTransport {
         // Pairs with the fence in `publish_advert`: fields read from a newer
         // advertisement make the claim below fail.
         fence(Ordering::Acquire);
-        let tag_ok = want_tag & 1 << 32 != 0 || want_tag as u32 == tag as u32;
-        if envelope != u64::from(context) | u64::from(src) << 32 || !tag_ok || len > cap {
+        if len > cap || !meets(key) {
             return None;
         }
         self.advert_word(peer, self.me, A_STATE)
@@ -1747,41 +1737,37 @@ mod tests {
         a.send(1, &eager(4, 3), b"xyz".as_ptr(), 3, None).unwrap();
         assert!(b.publish_advert(0, &advert(1)));
         assert!(!b.publish_advert(0, &advert(2)), "one at a time");
-        assert_eq!(a.claim_advert(1, 7, 0, 5, 100), None, "ring not drained");
+        assert_eq!(a.claim_advert(1, 100, meets_key), None, "ring not drained");
         // Draining withdraws it before the frame is released.
         b.progress(&mut rb);
-        assert_eq!(a.claim_advert(1, 7, 0, 5, 100), None, "withdrawn");
+        assert_eq!(a.claim_advert(1, 100, meets_key), None, "withdrawn");
         assert!(b.publish_advert(0, &advert(3)));
-        // Envelope and size must meet the receive.
-        assert_eq!(a.claim_advert(1, 8, 0, 5, 100), None, "other context");
-        assert_eq!(a.claim_advert(1, 7, 1, 5, 100), None, "other source");
-        assert_eq!(a.claim_advert(1, 7, 0, 6, 100), None, "other tag");
-        assert_eq!(a.claim_advert(1, 7, 0, 5, 4097), None, "too long");
-        assert_eq!(a.claim_advert(1, 7, 0, 5, 4096), Some((3, 0x1000)));
-        assert_eq!(a.claim_advert(1, 7, 0, 5, 100), None, "claimed once");
+        // The key reaches the sender's test as published; size must fit.
+        assert_eq!(a.claim_advert(1, 100, |k| k == [7, 6]), None, "key refused");
+        assert_eq!(a.claim_advert(1, 4097, meets_key), None, "too long");
+        assert_eq!(a.claim_advert(1, 4096, meets_key), Some((3, 0x1000)));
+        assert_eq!(a.claim_advert(1, 100, meets_key), None, "claimed once");
         // The receiver cannot take it back; its claim checks out once.
         assert_eq!(b.withdraw_advert(0), Some(3));
         assert!(!b.take_claim(0, 4), "a claim of another receive");
         assert!(b.take_claim(0, 3));
         assert!(!b.take_claim(0, 3), "cleared");
         assert_eq!(b.withdraw_advert(0), None);
-        // Any tag, and a withdrawal that wins.
-        let any = Advert {
-            tag: None,
-            ..advert(5)
-        };
-        assert!(b.publish_advert(0, &any));
+        // A withdrawal that wins.
+        assert!(b.publish_advert(0, &advert(5)));
         assert_eq!(b.withdraw_advert(0), None);
-        assert_eq!(a.claim_advert(1, 7, 0, 99, 100), None);
-        assert!(b.publish_advert(0, &any));
-        assert_eq!(a.claim_advert(1, 7, 0, 99, 100), Some((5, 0x1000)));
+        assert_eq!(a.claim_advert(1, 100, meets_key), None);
+        assert!(b.publish_advert(0, &advert(5)));
+        assert_eq!(a.claim_advert(1, 100, meets_key), Some((5, 0x1000)));
+    }
+
+    fn meets_key(key: [u64; 2]) -> bool {
+        key == [7, 5]
     }
 
     fn advert(rreq: u64) -> Advert {
         Advert {
-            context: 7,
-            src: 0,
-            tag: Some(5),
+            key: [7, 5],
             rreq,
             addr: 0x1000,
             cap: 4096,
