@@ -278,24 +278,11 @@ const HW_RESOURCE_KEY: &str = "mpi_hw_resource_type";
 /// The resource type the standard reserves for "the ranks sharing memory".
 const SHARED_MEMORY_RESOURCE: &str = "mpi_shared_memory";
 
-/// An identifier of this host, the same on every rank that runs on it.
+/// This host's color for `MPI_COMM_TYPE_SHARED`: its identity (the one
+/// shared windows check) folded into a non-negative int.
 fn host_color() -> u32 {
-    let mut host = [0u8; 256];
-    // SAFETY: `host` is valid for its length minus the final NUL kept below.
-    let rc = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
-    let name: &[u8] = if rc == 0 {
-        let end = host.iter().position(|&b| b == 0).unwrap_or(host.len());
-        &host[..end]
-    } else {
-        b"localhost"
-    };
-    // FNV-1a, folded into a non-negative int.
-    let mut h: u32 = 0x811c_9dc5;
-    for &b in name {
-        h ^= u32::from(b);
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h & 0x7fff_ffff
+    let id = crate::host::identity();
+    (id ^ id >> 32) as u32 & 0x7fff_ffff
 }
 
 #[no_mangle]

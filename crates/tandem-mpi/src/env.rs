@@ -196,16 +196,7 @@ pub unsafe extern "C" fn MPI_Get_processor_name(name: *mut c_char, resultlen: *m
         if name.is_null() || resultlen.is_null() {
             return MPI_ERR_ARG;
         }
-        let mut host = [0u8; 256];
-        // SAFETY: `host` is valid for its length; gethostname NUL-terminates
-        // when the name fits, and we force a final NUL anyway.
-        let rc = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
-        let text = if rc == 0 {
-            let end = host.iter().position(|&b| b == 0).unwrap_or(host.len());
-            String::from_utf8_lossy(&host[..end]).into_owned()
-        } else {
-            "localhost".to_string()
-        };
+        let text = crate::host::name().unwrap_or_else(|| "localhost".to_string());
         // SAFETY: the standard requires MPI_MAX_PROCESSOR_NAME bytes.
         unsafe { write_c_string(&text, name, MPI_MAX_PROCESSOR_NAME, resultlen) };
         MPI_SUCCESS

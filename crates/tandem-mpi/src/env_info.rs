@@ -19,16 +19,6 @@ use crate::args::{self, put};
 use crate::info;
 use crate::state::{call, Fail};
 
-fn host_name() -> Option<String> {
-    let mut host = [0u8; 256];
-    // SAFETY: `host` is valid for its length; a final NUL is kept.
-    let rc = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
-    (rc == 0).then(|| {
-        let end = host.iter().position(|&b| b == 0).unwrap_or(host.len());
-        String::from_utf8_lossy(&host[..end]).into_owned()
-    })
-}
-
 /// How many processes were started together: the launcher's job size
 /// (`tandem run`, or a PMI launcher), else 1 (a process started on its own).
 fn job_size() -> String {
@@ -49,7 +39,7 @@ pub fn env_pairs(args: &[String]) -> Vec<(String, String)> {
         }
     }
     pairs.push(("maxprocs".to_string(), job_size()));
-    if let Some(h) = host_name() {
+    if let Some(h) = crate::host::name() {
         pairs.push(("host".to_string(), h));
     }
     if let Ok(dir) = std::env::current_dir() {
@@ -115,7 +105,7 @@ pub unsafe extern "C" fn MPI_Get_hw_resource_info(hw_info: *mut MPI_Info) -> c_i
             "mpi_hw_resource_type".to_string(),
             "mpi_shared_memory".to_string(),
         )];
-        if let Some(h) = host_name() {
+        if let Some(h) = crate::host::name() {
             pairs.push(("host".to_string(), h));
         }
         let h = info::add(s, pairs);

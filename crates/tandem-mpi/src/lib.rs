@@ -29,6 +29,7 @@ mod file_view;
 mod grequest;
 mod group;
 mod handle_int;
+mod host;
 mod info;
 mod intercomm;
 mod large_count;

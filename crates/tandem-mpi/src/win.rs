@@ -2049,29 +2049,6 @@ const NONCONTIG_KEY: &str = "alloc_shared_noncontig";
 /// so that no two members' segments share a page (nor a cache line).
 const NONCONTIG_ALIGN: usize = 4096;
 
-/// What names this process's host for shared memory: its kernel (the boot
-/// id, unique per boot of a machine) and its host name. Processes with the
-/// same key can map each other's memory files.
-fn host_key() -> u64 {
-    let boot = std::fs::read("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let mut host = [0u8; 256];
-    // SAFETY: `host` is valid for its length minus the final NUL kept.
-    let rc = unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
-    let name: &[u8] = if rc == 0 {
-        let end = host.iter().position(|&b| b == 0).unwrap_or(host.len());
-        &host[..end]
-    } else {
-        b""
-    };
-    // FNV-1a over both, a separator between.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in boot.iter().chain(&[0u8]).chain(name) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 /// Whether info `h` (or MPI_INFO_NULL) sets `key` to "true".
 fn info_true(s: &State, h: MPI_Info, key: &str) -> Result<bool, Fail> {
     if h == MPI_INFO_NULL {
@@ -2096,8 +2073,11 @@ fn share_memory(
     let c = s.rt.comm(wcomm).map_err(engine_fail)?;
     let (me, n) = (c.rank as usize, c.size() as usize);
     let all =
-        s.rt.allgather_u64(wcomm, &[host_key(), size as u64, noncontig as u64])
-            .map_err(engine_fail)?;
+        s.rt.allgather_u64(
+            wcomm,
+            &[crate::host::identity(), size as u64, noncontig as u64],
+        )
+        .map_err(engine_fail)?;
     let members: Vec<&[u64]> = all.chunks_exact(3).collect();
     if let Some(r) = members.iter().position(|m| m[0] != members[0][0]) {
         return Err(win_fail(
