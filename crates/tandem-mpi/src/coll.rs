@@ -816,22 +816,13 @@ pub(crate) fn reduce_scatter(
     let recv = st.output(&trecv);
     let counts = elems.iter().map(|&e| e * layout.size).collect();
     if inter {
-        let send = send.unwrap_or(std::ptr::null());
-        if !req.is_null() {
-            let call = tandem::coll::inter::InterCall::ReduceScatter {
-                send,
-                recv,
-                counts,
-                op: r,
-            };
-            return intercomm::start(s, comm, id, call, st, req);
-        }
-        // SAFETY: user buffers are valid for the call (MPI contract);
-        // staging buffers live in `st` until after.
-        unsafe { s.rt.inter_reduce_scatter(id, send, recv, counts, r) }
-            .map_err(|error| Fail { comm, error })?;
-        st.finish();
-        return Ok(());
+        let call = tandem::coll::inter::InterCall::ReduceScatter {
+            send: send.unwrap_or(std::ptr::null()),
+            recv,
+            counts,
+            op: r,
+        };
+        return intercomm::start(s, comm, id, call, st, req);
     }
     let c = CollCall::ReduceScatter {
         send,

@@ -137,7 +137,9 @@ pub unsafe extern "C" fn MPI_Comm_remote_group(comm: MPI_Comm, group_: *mut MPI_
 // ------------------------------------------------------------ collectives
 
 /// Starts `call`, the non-blocking form of a collective (`req` non-null),
-/// with the staging `st` unpacked when it completes.
+/// with the staging `st` unpacked when it completes; or, when `req` is
+/// null, run to completion (blocking and non-blocking calls share one
+/// schedule per operation, coll/inter.rs).
 pub(crate) fn start(
     s: &mut State,
     comm: MPI_Comm,
@@ -146,18 +148,22 @@ pub(crate) fn start(
     st: Stage,
     req: *mut MPI_Request,
 ) -> Outcome {
-    // SAFETY: user buffers stay valid until the request completes (MPI
-    // contract); the staging buffers move into the schedule.
+    // SAFETY: user buffers stay valid until the collective completes (MPI
+    // contract: for the call when blocking, until the request completes
+    // otherwise); the staging buffers stay in `st`, kept here until the
+    // wait or moved into the request.
     let sid = unsafe { s.rt.inter_coll_start(id, call) }.map_err(fail(comm))?;
+    if req.is_null() {
+        s.rt.coll_wait(sid).map_err(fail(comm))?;
+        st.finish();
+        return Ok(());
+    }
     crate::coll::started(s, comm, sid, st, req);
     Ok(())
 }
 
 /// `MPI_Barrier` (blocking when `req` is null) on an intercommunicator.
 pub fn barrier(s: &mut State, comm: MPI_Comm, id: CommId, req: *mut MPI_Request) -> Outcome {
-    if req.is_null() {
-        return s.rt.inter_barrier(id).map_err(fail(comm));
-    }
     start(s, comm, id, InterCall::Barrier, Stage::default(), req)
 }
 
@@ -214,15 +220,8 @@ pub fn bcast(
             (st.output(&t), t.bytes())
         }
     };
-    if !req.is_null() {
-        let call = InterCall::Bcast { buf: p, len, root };
-        return start(s, comm, id, call, st, req);
-    }
-    // SAFETY: user buffers are valid for the call (MPI contract); staging
-    // buffers live in `st` until after.
-    unsafe { s.rt.inter_bcast(id, p, len, root) }.map_err(fail(comm))?;
-    st.finish();
-    Ok(())
+    let call = InterCall::Bcast { buf: p, len, root };
+    start(s, comm, id, call, st, req)
 }
 
 /// `MPI_Reduce` (`root` given) or `MPI_Allreduce` on an intercommunicator.
@@ -242,22 +241,15 @@ pub fn reduction(
         Some(r) => Some(root_arg(comm, r, remote_size(s, comm, id)?)?),
         None => None,
     };
-    if root == Some(InterRoot::Idle) && !req.is_null() {
+    if root == Some(InterRoot::Idle) {
+        // Nothing moves here, but the collective counts on every member
+        // (its messages' tags follow the count).
         let call = InterCall::Bcast {
             buf: std::ptr::null_mut(),
             len: 0,
             root: InterRoot::Idle,
         };
         return start(s, comm, id, call, Stage::default(), req);
-    }
-    if root == Some(InterRoot::Idle) {
-        // Nothing moves here, but the collective counts on every member
-        // (its messages' tags follow the count).
-        // SAFETY: nothing moves.
-        return unsafe {
-            s.rt.inter_bcast(id, std::ptr::null_mut(), 0, InterRoot::Idle)
-        }
-        .map_err(fail(comm));
     }
     let layout = datatype::layout(comm, dt)?;
     let r = ops::reducer(s, comm, op, dt, &layout)?;
@@ -277,43 +269,29 @@ pub fn reduction(
     } else {
         (std::ptr::null_mut(), 0)
     };
-    if !req.is_null() {
-        let call = match root {
-            None => InterCall::Allreduce {
-                send,
-                recv,
-                len,
-                op: r,
-            },
-            Some(InterRoot::Me) => InterCall::Reduce {
-                send,
-                recv,
-                len: rlen,
-                op: r,
-                root: InterRoot::Me,
-            },
-            Some(root) => InterCall::Reduce {
-                send,
-                recv,
-                len,
-                op: r,
-                root,
-            },
-        };
-        return start(s, comm, id, call, st, req);
-    }
-    // SAFETY: user buffers are valid for the call (MPI contract); staging
-    // buffers live in `st` until after.
-    unsafe {
-        match root {
-            None => s.rt.inter_allreduce(id, send, recv, len, r),
-            Some(InterRoot::Me) => s.rt.inter_reduce(id, send, recv, rlen, r, InterRoot::Me),
-            Some(root) => s.rt.inter_reduce(id, send, recv, len, r, root),
-        }
-    }
-    .map_err(fail(comm))?;
-    st.finish();
-    Ok(())
+    let call = match root {
+        None => InterCall::Allreduce {
+            send,
+            recv,
+            len,
+            op: r,
+        },
+        Some(InterRoot::Me) => InterCall::Reduce {
+            send,
+            recv,
+            len: rlen,
+            op: r,
+            root: InterRoot::Me,
+        },
+        Some(root) => InterCall::Reduce {
+            send,
+            recv,
+            len,
+            op: r,
+            root,
+        },
+    };
+    start(s, comm, id, call, st, req)
 }
 
 pub fn gather(
@@ -346,20 +324,13 @@ pub fn gather(
             (st.input(&t), std::ptr::null_mut(), t.bytes())
         }
     };
-    if !req.is_null() {
-        let call = InterCall::Gather {
-            send,
-            recv,
-            len,
-            root,
-        };
-        return start(s, comm, id, call, st, req);
-    }
-    // SAFETY: user buffers are valid for the call (MPI contract); staging
-    // buffers live in `st` until after.
-    unsafe { s.rt.inter_gather(id, send, recv, len, root) }.map_err(fail(comm))?;
-    st.finish();
-    Ok(())
+    let call = InterCall::Gather {
+        send,
+        recv,
+        len,
+        root,
+    };
+    start(s, comm, id, call, st, req)
 }
 
 pub fn scatter(
@@ -392,20 +363,13 @@ pub fn scatter(
             (std::ptr::null(), st.output(&t), t.bytes())
         }
     };
-    if !req.is_null() {
-        let call = InterCall::Scatter {
-            send,
-            recv,
-            len,
-            root,
-        };
-        return start(s, comm, id, call, st, req);
-    }
-    // SAFETY: user buffers are valid for the call (MPI contract); staging
-    // buffers live in `st` until after.
-    unsafe { s.rt.inter_scatter(id, send, recv, len, root) }.map_err(fail(comm))?;
-    st.finish();
-    Ok(())
+    let call = InterCall::Scatter {
+        send,
+        recv,
+        len,
+        root,
+    };
+    start(s, comm, id, call, st, req)
 }
 
 pub fn allgather(
@@ -428,20 +392,13 @@ pub fn allgather(
     let rlen = whole.layout.size * rcount.max(0) as usize;
     let send = st.input(&t);
     let recv = st.output(&whole);
-    if !req.is_null() {
-        let call = InterCall::Allgather {
-            send,
-            send_len: t.bytes(),
-            recv,
-            recv_len: rlen,
-        };
-        return start(s, comm, id, call, st, req);
-    }
-    // SAFETY: user buffers are valid for the call (MPI contract); staging
-    // buffers live in `st` until after.
-    unsafe { s.rt.inter_allgather(id, send, t.bytes(), recv, rlen) }.map_err(fail(comm))?;
-    st.finish();
-    Ok(())
+    let call = InterCall::Allgather {
+        send,
+        send_len: t.bytes(),
+        recv,
+        recv_len: rlen,
+    };
+    start(s, comm, id, call, st, req)
 }
 
 pub fn alltoall(
@@ -465,20 +422,13 @@ pub fn alltoall(
     let rlen = rwhole.layout.size * rcount.max(0) as usize;
     let send = st.input(&swhole);
     let recv = st.output(&rwhole);
-    if !req.is_null() {
-        let call = InterCall::Alltoall {
-            send,
-            send_len: slen,
-            recv,
-            recv_len: rlen,
-        };
-        return start(s, comm, id, call, st, req);
-    }
-    // SAFETY: user buffers are valid for the call (MPI contract); staging
-    // buffers live in `st` until after.
-    unsafe { s.rt.inter_alltoall(id, send, slen, recv, rlen) }.map_err(fail(comm))?;
-    st.finish();
-    Ok(())
+    let call = InterCall::Alltoall {
+        send,
+        send_len: slen,
+        recv,
+        recv_len: rlen,
+    };
+    start(s, comm, id, call, st, req)
 }
 
 /// Where a v-variant's blocks are: (remote rank, address, bytes) each.
@@ -530,18 +480,11 @@ fn pairwise(
     recvs: &[(u32, *mut u8, usize)],
     req: *mut MPI_Request,
 ) -> Outcome {
-    if !req.is_null() {
-        let call = InterCall::Pairwise {
-            sends: sends.to_vec(),
-            recvs: recvs.to_vec(),
-        };
-        return start(s, comm, id, call, st, req);
-    }
-    // SAFETY: user buffers are valid for the call (MPI contract); staging
-    // buffers live in `st` until after.
-    unsafe { s.rt.inter_pairwise(id, sends, recvs) }.map_err(fail(comm))?;
-    st.finish();
-    Ok(())
+    let call = InterCall::Pairwise {
+        sends: sends.to_vec(),
+        recvs: recvs.to_vec(),
+    };
+    start(s, comm, id, call, st, req)
 }
 
 pub fn gatherv(

@@ -364,7 +364,9 @@ impl Runtime {
     /// Blocks until every member of `comm` has called it.
     pub fn barrier(&mut self, comm: CommId) -> Result<()> {
         if self.comm(comm)?.is_inter() {
-            return self.inter_barrier(comm);
+            // SAFETY: a barrier moves no user data.
+            let id = unsafe { self.inter_coll_start(comm, coll::inter::InterCall::Barrier)? };
+            return self.coll_wait(id);
         }
         // SAFETY: a barrier moves no user data.
         unsafe { self.coll(comm, coll::CollCall::Barrier) }

@@ -1,8 +1,8 @@
-//! Non-blocking collectives on intercommunicators: one schedule per call
-//! that chains the same steps as the blocking versions (intercomm.rs) —
-//! intracommunicator algorithms over the hidden local communicator and
-//! `SendRemote`/`RecvRemote` steps between the groups — so that nothing
-//! waits inside the call and every progress loop moves it on.
+//! Collectives on intercommunicators, blocking and non-blocking alike: one
+//! schedule per call that chains intracommunicator algorithms over the
+//! hidden local communicator and `SendRemote`/`RecvRemote` steps between
+//! the groups, so that nothing waits inside a non-blocking call and every
+//! progress loop moves it on (a blocking call waits for its schedule).
 //!
 //! Each call takes one tag of the hidden local communicator (all its local
 //! parts run under it: they follow each other at every member, and
@@ -17,9 +17,8 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::intercomm::InterRoot;
 use crate::runtime::{CommId, Runtime};
 
-/// A non-blocking collective on an intercommunicator, over packed bytes
-/// (pointers valid until it completes). The arguments follow the blocking
-/// versions (see [`Runtime::inter_bcast`] and the others).
+/// A collective on an intercommunicator, over packed bytes (pointers
+/// valid until it completes).
 pub enum InterCall {
     Barrier,
     Bcast {
