@@ -1,7 +1,8 @@
 //! Hash maps keyed by integers the library hands out itself (region keys,
-//! block addresses), with a multiplicative hash instead of the standard
-//! SipHash: a look-up sits on the path of every one-sided write, where
-//! SipHash cost about a hundred instructions per key. The keys come from
+//! block addresses, context ids, operation kinds), with a multiplicative
+//! hash instead of the standard SipHash: a look-up sits on the path of
+//! every one-sided write and every collective, where SipHash cost about a
+//! hundred instructions per key. The keys come from
 //! this job's own ranks, so resistance to chosen keys buys nothing here.
 
 use std::collections::HashMap;
@@ -45,6 +46,11 @@ impl Hasher for IntHasher {
 
     #[inline]
     fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    #[inline]
+    fn write_isize(&mut self, n: isize) {
         self.add(n as u64);
     }
 

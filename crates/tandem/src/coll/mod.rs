@@ -21,7 +21,7 @@ pub use crate::ops;
 pub mod sched;
 pub mod select;
 
-use std::collections::HashMap;
+use crate::int_map::IntMap;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::params::Settings;
@@ -461,7 +461,7 @@ struct Slot {
 pub struct Colls {
     pub selection: Selection,
     /// Next collective sequence number of each context id.
-    seqs: HashMap<u32, u32>,
+    seqs: IntMap<u32, u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// Schedules not finished yet.
@@ -477,7 +477,7 @@ impl Colls {
     pub fn with_selection(selection: Selection) -> Colls {
         Colls {
             selection,
-            seqs: HashMap::new(),
+            seqs: IntMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             active: Vec::new(),

@@ -11,7 +11,6 @@
 //! sequence number), so collectives in flight at the same time never match
 //! each other's messages, nor user messages.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::error::{Error, ErrorClass, Result};
@@ -163,6 +162,9 @@ pub(crate) enum Act {
     Call(LocalFn),
     /// Must be the last step of its phase.
     Extend(ExtendFn),
+    /// Ends a phase: what follows waits for its messages. (Also what a
+    /// step that has run is left as.)
+    Fence,
 }
 
 /// The other group of an intercommunicator, which the `SendRemote` and
@@ -203,8 +205,9 @@ pub struct Builder {
     /// Ranks in the communicator and this rank's rank.
     pub n: u32,
     pub me: u32,
-    phases: Vec<Vec<Act>>,
-    cur: Vec<Act>,
+    /// Every step, phases ended by [`Act::Fence`] (one vector for the
+    /// whole schedule: a collective allocates little).
+    acts: Vec<Act>,
     temps: Vec<Vec<u8>>,
     pub(crate) reducer: Option<ReducerRef>,
 }
@@ -214,8 +217,7 @@ impl Builder {
         Builder {
             n,
             me,
-            phases: Vec::new(),
-            cur: Vec::new(),
+            acts: Vec::with_capacity(8),
             temps: Vec::new(),
             reducer: None,
         }
@@ -228,11 +230,11 @@ impl Builder {
     }
 
     pub fn send(&mut self, to: u32, buf: Buf, off: usize, len: usize) {
-        self.cur.push(Act::Send { to, buf, off, len });
+        self.acts.push(Act::Send { to, buf, off, len });
     }
 
     pub fn recv(&mut self, from: u32, buf: Buf, off: usize, len: usize) {
-        self.cur.push(Act::Recv {
+        self.acts.push(Act::Recv {
             from,
             buf,
             off,
@@ -243,7 +245,7 @@ impl Builder {
     /// Copies `len` bytes (overlap allowed); nothing if source and target coincide.
     pub fn copy(&mut self, src: Buf, soff: usize, dst: Buf, doff: usize, len: usize) {
         if len > 0 && (src, soff) != (dst, doff) {
-            self.cur.push(Act::Copy {
+            self.acts.push(Act::Copy {
                 src,
                 soff,
                 dst,
@@ -256,7 +258,7 @@ impl Builder {
     /// `dst = src ∘ dst` over `len` bytes (`src` from lower ranks).
     pub fn reduce(&mut self, src: Buf, soff: usize, dst: Buf, doff: usize, len: usize) {
         if len > 0 {
-            self.cur.push(Act::Reduce {
+            self.acts.push(Act::Reduce {
                 src,
                 soff,
                 dst,
@@ -280,12 +282,12 @@ impl Builder {
 
     /// A send to rank `to` of the remote group.
     pub(crate) fn send_remote(&mut self, to: u32, buf: Buf, off: usize, len: usize) {
-        self.cur.push(Act::SendRemote { to, buf, off, len });
+        self.acts.push(Act::SendRemote { to, buf, off, len });
     }
 
     /// A receive from rank `from` of the remote group.
     pub(crate) fn recv_remote(&mut self, from: u32, buf: Buf, off: usize, len: usize) {
-        self.cur.push(Act::RecvRemote {
+        self.acts.push(Act::RecvRemote {
             from,
             buf,
             off,
@@ -307,75 +309,70 @@ impl Builder {
             Buf::Tmp(i) => Buf::Tmp(i + base),
             u => u,
         };
-        for phase in other.phases {
-            let acts = phase
-                .into_iter()
-                .map(|act| match act {
-                    Act::Send { to, buf, off, len } => Act::Send {
-                        to,
-                        buf: shift(buf),
-                        off,
-                        len,
-                    },
-                    Act::Recv {
-                        from,
-                        buf,
-                        off,
-                        len,
-                    } => Act::Recv {
-                        from,
-                        buf: shift(buf),
-                        off,
-                        len,
-                    },
-                    Act::SendRemote { to, buf, off, len } => Act::SendRemote {
-                        to,
-                        buf: shift(buf),
-                        off,
-                        len,
-                    },
-                    Act::RecvRemote {
-                        from,
-                        buf,
-                        off,
-                        len,
-                    } => Act::RecvRemote {
-                        from,
-                        buf: shift(buf),
-                        off,
-                        len,
-                    },
-                    Act::Copy {
-                        src,
-                        soff,
-                        dst,
-                        doff,
-                        len,
-                    } => Act::Copy {
-                        src: shift(src),
-                        soff,
-                        dst: shift(dst),
-                        doff,
-                        len,
-                    },
-                    Act::Reduce {
-                        src,
-                        soff,
-                        dst,
-                        doff,
-                        len,
-                    } => Act::Reduce {
-                        src: shift(src),
-                        soff,
-                        dst: shift(dst),
-                        doff,
-                        len,
-                    },
-                    other @ (Act::Call(_) | Act::Extend(_)) => other,
-                })
-                .collect();
-            self.phases.push(acts);
-        }
+        self.acts
+            .extend(other.acts.into_iter().map(|act| match act {
+                Act::Send { to, buf, off, len } => Act::Send {
+                    to,
+                    buf: shift(buf),
+                    off,
+                    len,
+                },
+                Act::Recv {
+                    from,
+                    buf,
+                    off,
+                    len,
+                } => Act::Recv {
+                    from,
+                    buf: shift(buf),
+                    off,
+                    len,
+                },
+                Act::SendRemote { to, buf, off, len } => Act::SendRemote {
+                    to,
+                    buf: shift(buf),
+                    off,
+                    len,
+                },
+                Act::RecvRemote {
+                    from,
+                    buf,
+                    off,
+                    len,
+                } => Act::RecvRemote {
+                    from,
+                    buf: shift(buf),
+                    off,
+                    len,
+                },
+                Act::Copy {
+                    src,
+                    soff,
+                    dst,
+                    doff,
+                    len,
+                } => Act::Copy {
+                    src: shift(src),
+                    soff,
+                    dst: shift(dst),
+                    doff,
+                    len,
+                },
+                Act::Reduce {
+                    src,
+                    soff,
+                    dst,
+                    doff,
+                    len,
+                } => Act::Reduce {
+                    src: shift(src),
+                    soff,
+                    dst: shift(dst),
+                    doff,
+                    len,
+                },
+                other @ (Act::Call(_) | Act::Extend(_) | Act::Fence) => other,
+            }));
         self.temps.extend(other.temps);
         if self.reducer.is_none() {
             self.reducer = other.reducer;
@@ -384,20 +381,20 @@ impl Builder {
 
     /// A local step with arbitrary code.
     pub fn call(&mut self, f: LocalFn) {
-        self.cur.push(Act::Call(f));
+        self.acts.push(Act::Call(f));
     }
 
     /// Ends the current phase: what follows waits for its messages.
     pub fn fence(&mut self) {
-        if !self.cur.is_empty() {
-            self.phases.push(std::mem::take(&mut self.cur));
+        if !matches!(self.acts.last(), None | Some(Act::Fence)) {
+            self.acts.push(Act::Fence);
         }
     }
 
     /// Appends a whole phase.
     pub(crate) fn phase(&mut self, acts: Vec<Act>) {
         self.fence();
-        self.cur = acts;
+        self.acts.extend(acts);
         self.fence();
     }
 
@@ -409,11 +406,11 @@ impl Builder {
             tag,
             me: self.me,
             group,
-            phases: self.phases.into(),
+            acts: self.acts,
+            next: 0,
             temps: Temps { bufs: self.temps },
             reducer: self.reducer,
             pending: Vec::new(),
-            expected: Vec::new(),
             error: None,
             finished: false,
             keep: Vec::new(),
@@ -425,19 +422,26 @@ impl Builder {
     }
 }
 
+/// A request of a schedule's phase; for a receive, its sender's rank and
+/// the bytes the members' counts say it sends.
+struct Pending {
+    id: ReqId,
+    recv: Option<(u32, usize)>,
+}
+
 /// A collective in progress.
 pub struct Schedule {
     ctx: u32,
     tag: i32,
     me: u32,
     group: Arc<[u32]>,
-    phases: VecDeque<Vec<Act>>,
+    /// The steps (see [`Builder`]); those before `next` have run.
+    acts: Vec<Act>,
+    next: usize,
     temps: Temps,
     reducer: Option<ReducerRef>,
-    pending: Vec<ReqId>,
-    /// The receives among `pending`: their sender's rank and the bytes the
-    /// members' counts say it sends.
-    expected: Vec<(ReqId, u32, usize)>,
+    /// The requests of the phase that ran last.
+    pending: Vec<Pending>,
     error: Option<Error>,
     finished: bool,
     /// Memory the schedule's messages use that someone else allocated.
@@ -446,6 +450,7 @@ pub struct Schedule {
     on_done: Vec<LocalFn>,
     /// Phases an `Act::Extend` of the current phase returned.
     spliced: Vec<Vec<Act>>,
+
     /// What `SendRemote` and `RecvRemote` address, if the schedule has any.
     remote: Option<RemoteGroup>,
     /// The first receive that was truncated, reported once every phase ran.
@@ -484,17 +489,16 @@ impl Schedule {
             && self
                 .pending
                 .iter()
-                .all(|&id| net.is_complete(id) != Some(false))
+                .all(|p| net.is_complete(p.id) != Some(false))
     }
 
     fn fail(&mut self, net: &mut dyn Net, e: Error) {
         if self.error.is_none() {
             self.error = Some(e);
         }
-        for &id in &self.pending {
-            net.cancel(id);
+        for p in &self.pending {
+            net.cancel(p.id);
         }
-        self.expected.clear();
     }
 
     /// Moves the schedule as far as it can go without waiting; returns
@@ -507,12 +511,11 @@ impl Schedule {
             if self
                 .pending
                 .iter()
-                .any(|&id| net.is_complete(id) == Some(false))
+                .any(|p| net.is_complete(p.id) == Some(false))
             {
                 return false;
             }
-            let expected = std::mem::take(&mut self.expected);
-            for id in std::mem::take(&mut self.pending) {
+            for Pending { id, recv } in self.pending.drain(..) {
                 match net.take(id) {
                     // A message longer than this rank's part, or shorter
                     // (the members disagree on the counts): the buffer holds
@@ -525,10 +528,8 @@ impl Schedule {
                     Err(e) => {
                         self.error.get_or_insert(e);
                     }
-                    Ok(None) => {}
-                    Ok(Some(got)) => {
-                        if let Some(&(_, from, want)) = expected.iter().find(|&&(r, _, _)| r == id)
-                        {
+                    Ok(got) => {
+                        if let (Some(got), Some((from, want))) = (got, recv) {
                             if got < want {
                                 self.truncated.get_or_insert(Error::new(
                                     ErrorClass::Other,
@@ -546,7 +547,7 @@ impl Schedule {
                 self.finished = true;
                 return true;
             }
-            let Some(phase) = self.phases.pop_front() else {
+            if self.next == self.acts.len() {
                 if let Some(e) = self.truncated.take() {
                     self.error = Some(e);
                     self.finished = true;
@@ -559,15 +560,27 @@ impl Schedule {
                 }
                 self.finished = true;
                 return true;
-            };
-            for act in phase {
+            }
+            // One phase: the steps up to the next fence.
+            while self.next < self.acts.len() {
+                let act = std::mem::replace(&mut self.acts[self.next], Act::Fence);
+                self.next += 1;
+                if matches!(act, Act::Fence) {
+                    break;
+                }
                 if let Err(e) = self.run(net, act) {
                     self.fail(net, e);
                     break;
                 }
             }
-            for p in std::mem::take(&mut self.spliced).into_iter().rev() {
-                self.phases.push_front(p);
+            if !self.spliced.is_empty() {
+                let mut new = Vec::new();
+                for phase in std::mem::take(&mut self.spliced) {
+                    new.extend(phase);
+                    new.push(Act::Fence);
+                }
+                let at = self.next;
+                self.acts.splice(at..at, new);
             }
         }
     }
@@ -591,7 +604,7 @@ impl Schedule {
                 let id = unsafe {
                     net.send(self.ctx, self.me, self.tag, self.group[to as usize], p, len)?
                 };
-                self.pending.push(id);
+                self.pending.push(Pending { id, recv: None });
             }
             Act::Recv {
                 from,
@@ -604,8 +617,10 @@ impl Schedule {
                 let id = unsafe {
                     net.recv(self.ctx, from, self.group[from as usize], self.tag, p, len)
                 };
-                self.pending.push(id);
-                self.expected.push((id, from, len));
+                self.pending.push(Pending {
+                    id,
+                    recv: Some((from, len)),
+                });
             }
             Act::SendRemote { to, buf, off, len } => {
                 let r = self.remote()?;
@@ -613,7 +628,7 @@ impl Schedule {
                 let p = self.temps.ptr(buf, off);
                 // SAFETY: as for sends.
                 let id = unsafe { net.send(ctx, self.me, tag, to_world, p, len)? };
-                self.pending.push(id);
+                self.pending.push(Pending { id, recv: None });
             }
             Act::RecvRemote {
                 from,
@@ -626,8 +641,10 @@ impl Schedule {
                 let p = self.temps.ptr(buf, off);
                 // SAFETY: as for sends.
                 let id = unsafe { net.recv(ctx, from, from_world, tag, p, len) };
-                self.pending.push(id);
-                self.expected.push((id, from, len));
+                self.pending.push(Pending {
+                    id,
+                    recv: Some((from, len)),
+                });
             }
             Act::Copy {
                 src,
@@ -673,6 +690,7 @@ impl Schedule {
             }
             Act::Call(f) => f(&mut self.temps)?,
             Act::Extend(f) => self.spliced = f(&mut self.temps)?,
+            Act::Fence => {}
         }
         Ok(())
     }
@@ -684,7 +702,7 @@ pub(crate) mod sim {
     //! algorithm on every communicator size in unit tests.
 
     use super::*;
-    use std::collections::HashMap;
+    use std::collections::{HashMap, VecDeque};
 
     struct Msg {
         data: Vec<u8>,

@@ -22,8 +22,9 @@
 //! buffer; gather, scatter, allgather: one rank's block; alltoall: one
 //! pair's block; barrier, alltoallv and the v-variants: 0.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
+use crate::int_map::IntMap;
 use crate::params::Settings;
 
 /// The collective operations with a choice of algorithms (and the others,
@@ -433,13 +434,13 @@ fn why_not(a: &Algo, c: &CallInfo) -> Option<String> {
 
 /// The rules and overrides in force.
 pub struct Selection {
-    rules: HashMap<OpKind, Vec<Rule>>,
-    forced: HashMap<OpKind, &'static Algo>,
+    rules: IntMap<OpKind, Vec<Rule>>,
+    forced: IntMap<OpKind, &'static Algo>,
     rules_source: String,
     warned: HashSet<(OpKind, &'static str)>,
 }
 
-fn default_rules() -> HashMap<OpKind, Vec<Rule>> {
+fn default_rules() -> IntMap<OpKind, Vec<Rule>> {
     DEFAULT_RULES
         .iter()
         .map(|(op, rs)| {
@@ -460,13 +461,13 @@ fn default_rules() -> HashMap<OpKind, Vec<Rule>> {
 }
 
 /// Parses a rules file's text; the tables of the operations it lists.
-pub fn parse_rules(text: &str) -> Result<HashMap<OpKind, Vec<Rule>>, String> {
+pub fn parse_rules(text: &str) -> Result<IntMap<OpKind, Vec<Rule>>, String> {
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
     let obj = v
         .as_object()
         .ok_or("the top level must be an object mapping operations to rule lists")?;
-    let mut out = HashMap::new();
+    let mut out = IntMap::default();
     for (key, list) in obj {
         let op = OpKind::from_name(key).ok_or_else(|| {
             format!(
@@ -534,7 +535,7 @@ impl Selection {
     pub fn defaults() -> Selection {
         Selection {
             rules: default_rules(),
-            forced: HashMap::new(),
+            forced: IntMap::default(),
             rules_source: "built-in".into(),
             warned: HashSet::new(),
         }
