@@ -44,8 +44,10 @@ fn span(v: u32, n: u32) -> u32 {
     }
 }
 
-fn zero(b: &mut Builder) -> Buf {
-    b.tmp(0)
+/// Where zero-byte messages point: no byte is ever read or written there,
+/// so no staging buffer is made for them.
+fn zero(_b: &mut Builder) -> Buf {
+    Buf::User(std::ptr::NonNull::<u8>::dangling().as_ptr())
 }
 
 // ------------------------------------------------------------------ barrier

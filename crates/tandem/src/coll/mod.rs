@@ -26,7 +26,7 @@ use crate::int_map::IntMap;
 use crate::error::{Error, ErrorClass, Result};
 use crate::params::Settings;
 use ops::ReducerRef;
-use sched::{Buf, Builder, Net, Schedule};
+use sched::{Buf, Builder, Net, Schedule, Spare};
 use select::{CallInfo, OpKind, Selection};
 
 pub use select::describe;
@@ -234,7 +234,12 @@ impl CollCall {
 
     /// The schedule of this rank for algorithm `algo`.
     pub fn build(&self, algo: &str, n: u32, me: u32) -> Builder {
-        let mut b = Builder::new(n, me);
+        self.build_into(algo, Builder::new(n, me))
+    }
+
+    /// As [`CollCall::build`], into builder `b` (see [`Builder::reusing`]).
+    pub fn build_into(&self, algo: &str, mut b: Builder) -> Builder {
+        let n = b.n;
         b.reducer = self.reducer().cloned();
         let commutative = self.reducer().is_none_or(|r| r.commutative());
         let es = self.reducer().map_or(1, |r| r.elem_size());
@@ -466,7 +471,12 @@ pub struct Colls {
     free: Vec<u32>,
     /// Schedules not finished yet.
     active: Vec<SchedId>,
+    /// Vectors of finished schedules for the next ones (at most [`SPARES`]).
+    spare: Vec<Spare>,
 }
+
+/// Finished schedules' vectors kept for reuse.
+const SPARES: usize = 4;
 
 impl Colls {
     /// From the `coll_*` parameters.
@@ -481,6 +491,7 @@ impl Colls {
             slots: Vec::new(),
             free: Vec::new(),
             active: Vec::new(),
+            spare: Vec::new(),
         }
     }
 
@@ -598,10 +609,14 @@ impl Colls {
     pub fn take_if_complete(&mut self, id: SchedId) -> Option<Result<()>> {
         if self.is_complete(id)? {
             let s = self.remove(id)?;
-            Some(match s.error() {
+            let outcome = match s.error() {
                 Some(e) => Err(e.clone()),
                 None => Ok(()),
-            })
+            };
+            if self.spare.len() < SPARES {
+                self.spare.push(s.into_spare());
+            }
+            Some(outcome)
         } else {
             None
         }
@@ -629,7 +644,8 @@ impl Colls {
         call.validate(n)?;
         let (op, info) = call.info(n);
         let (algo, warning) = self.selection.choose(op, &info);
-        Ok((call.build(algo.name, n, me), warning))
+        let b = Builder::reusing(n, me, self.spare.pop().unwrap_or_default());
+        Ok((call.build_into(algo.name, b), warning))
     }
 }
 

@@ -210,16 +210,39 @@ pub struct Builder {
     acts: Vec<Act>,
     temps: Vec<Vec<u8>>,
     pub(crate) reducer: Option<ReducerRef>,
+    /// Room for the schedule's pending requests.
+    pending: Vec<Pending>,
+}
+
+/// The vectors of a finished schedule, kept for a later one: allocating
+/// them is a good part of what a small collective costs.
+#[derive(Default)]
+pub struct Spare {
+    acts: Vec<Act>,
+    pending: Vec<Pending>,
 }
 
 impl Builder {
     pub fn new(n: u32, me: u32) -> Builder {
+        Builder::reusing(
+            n,
+            me,
+            Spare {
+                acts: Vec::with_capacity(8),
+                pending: Vec::new(),
+            },
+        )
+    }
+
+    /// A builder that fills the vectors a finished schedule left.
+    pub fn reusing(n: u32, me: u32, spare: Spare) -> Builder {
         Builder {
             n,
             me,
-            acts: Vec::with_capacity(8),
+            acts: spare.acts,
             temps: Vec::new(),
             reducer: None,
+            pending: spare.pending,
         }
     }
 
@@ -410,7 +433,7 @@ impl Builder {
             next: 0,
             temps: Temps { bufs: self.temps },
             reducer: self.reducer,
-            pending: Vec::new(),
+            pending: self.pending,
             error: None,
             finished: false,
             keep: Vec::new(),
@@ -458,6 +481,18 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// Its vectors, emptied, for a later schedule (see [`Spare`]).
+    pub fn into_spare(self) -> Spare {
+        let Schedule {
+            mut acts,
+            mut pending,
+            ..
+        } = self;
+        acts.clear();
+        pending.clear();
+        Spare { acts, pending }
+    }
+
     /// Lets the schedule's `SendRemote` and `RecvRemote` steps address `remote`.
     pub(crate) fn with_remote(mut self, remote: RemoteGroup) -> Schedule {
         self.remote = Some(remote);
