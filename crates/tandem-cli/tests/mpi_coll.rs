@@ -177,3 +177,25 @@ fn persistent_coll_np4_tcp_forced() {
     let outcome = run(4, &extra, &compile("persistent_coll"), &[], JOB_TIMEOUT);
     assert_pass(&outcome, "persistent_coll");
 }
+
+/// examples/coll_loop.c, the per-call timing of small collectives, runs
+/// every operation it offers and checks its allreduce result.
+#[test]
+fn coll_loop_example_runs_every_operation() {
+    let prog = common::compile_source(
+        &common::repo_root().join("examples/coll_loop.c"),
+        "coll_loop",
+    );
+    for op in ["barrier", "bcast", "allreduce", "alltoall"] {
+        let outcome = run(3, &[], &prog, &["200", op, "16"], JOB_TIMEOUT);
+        assert!(outcome.status.success(), "{op}: {}", outcome.describe());
+        let lines = outcome
+            .stdout
+            .lines()
+            .filter(|l| {
+                l.starts_with(&format!("{op} 16 B, 3 ranks: ")) && l.ends_with(" us per call")
+            })
+            .count();
+        assert_eq!(lines, 3, "{op}: {}", outcome.describe());
+    }
+}
