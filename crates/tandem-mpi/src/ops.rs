@@ -12,7 +12,7 @@ use std::os::raw::{c_int, c_void};
 use std::sync::Arc;
 
 use tandem::coll::ops::{PredefOp, Predefined, Reducer, ReducerRef};
-use tandem::datatype::Layout;
+use tandem::datatype::{Layout, Prim};
 use tandem::{Error, ErrorClass};
 
 use crate::abi::*;
@@ -39,7 +39,14 @@ struct UserOp {
 #[derive(Default)]
 pub struct OpTable {
     ops: Vec<Option<UserOp>>,
+    /// Predefined reducers made so far (operation, primitive, element
+    /// size), so that a reduction called in a loop does not allocate one
+    /// per call.
+    predefined: Vec<(PredefOp, Prim, usize, ReducerRef)>,
 }
+
+/// Predefined reducers kept (a program uses a handful).
+const PREDEFINED_KEPT: usize = 16;
 
 /// The predefined operation behind a handle.
 pub fn predefined(op: MPI_Op) -> Option<PredefOp> {
@@ -77,7 +84,7 @@ fn op_error(comm: MPI_Comm, msg: String) -> Fail {
 
 /// Checks `op` for use with `dt` and returns the reducer of packed data.
 pub fn reducer(
-    s: &State,
+    s: &mut State,
     comm: MPI_Comm,
     op: MPI_Op,
     dt: MPI_Datatype,
@@ -93,9 +100,19 @@ pub fn reducer(
                 ),
             )
         })?;
-        return Predefined::new(p, prim, layout.size)
-            .map(|r| Arc::new(r) as ReducerRef)
-            .map_err(|error| Fail { comm, error });
+        let kept = &mut s.ext.ops.predefined;
+        if let Some((.., r)) = kept
+            .iter()
+            .find(|&&(o, q, e, _)| o == p && q == prim && e == layout.size)
+        {
+            return Ok(r.clone());
+        }
+        let r: ReducerRef =
+            Arc::new(Predefined::new(p, prim, layout.size).map_err(|error| Fail { comm, error })?);
+        if kept.len() < PREDEFINED_KEPT {
+            kept.push((p, prim, layout.size, r.clone()));
+        }
+        return Ok(r);
     }
     let u = user(s, op).ok_or_else(|| {
         op_error(
