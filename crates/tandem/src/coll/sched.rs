@@ -21,7 +21,8 @@ use super::ops::ReducerRef;
 /// What a schedule needs from point-to-point (a trait so that algorithms can
 /// be tested on a simulated network).
 pub trait Net {
-    /// Starts a send of `len` bytes at `buf`.
+    /// Starts a send of `len` bytes at `buf`: its request, or `None` if the
+    /// message left at once (nothing to wait for).
     ///
     /// # Safety
     /// `buf` must stay valid for reads of `len` bytes until the request completes.
@@ -33,7 +34,7 @@ pub trait Net {
         to_world: u32,
         buf: *const u8,
         len: usize,
-    ) -> Result<ReqId>;
+    ) -> Result<Option<ReqId>>;
     /// Posts a receive into `cap` bytes at `buf`.
     ///
     /// # Safety
@@ -65,10 +66,16 @@ impl Net for P2p {
         to_world: u32,
         buf: *const u8,
         len: usize,
-    ) -> Result<ReqId> {
+    ) -> Result<Option<ReqId>> {
         let env = Envelope { ctx, src: me, tag };
+        // An eager message that leaves at once needs no request (a
+        // collective sends many small ones).
         // SAFETY: forwarded from the caller.
-        unsafe { self.isend(env, to_world, buf, len, SendMode::Standard) }
+        if unsafe { self.send_now(env, to_world, buf, len)? } {
+            return Ok(None);
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.isend(env, to_world, buf, len, SendMode::Standard) }.map(Some)
     }
 
     unsafe fn recv(
@@ -639,7 +646,9 @@ impl Schedule {
                 let id = unsafe {
                     net.send(self.ctx, self.me, self.tag, self.group[to as usize], p, len)?
                 };
-                self.pending.push(Pending { id, recv: None });
+                if let Some(id) = id {
+                    self.pending.push(Pending { id, recv: None });
+                }
             }
             Act::Recv {
                 from,
@@ -663,7 +672,9 @@ impl Schedule {
                 let p = self.temps.ptr(buf, off);
                 // SAFETY: as for sends.
                 let id = unsafe { net.send(ctx, self.me, tag, to_world, p, len)? };
-                self.pending.push(Pending { id, recv: None });
+                if let Some(id) = id {
+                    self.pending.push(Pending { id, recv: None });
+                }
             }
             Act::RecvRemote {
                 from,
@@ -801,7 +812,7 @@ pub(crate) mod sim {
             to: u32,
             buf: *const u8,
             len: usize,
-        ) -> Result<ReqId> {
+        ) -> Result<Option<ReqId>> {
             assert_eq!(
                 me, self.me,
                 "communicator rank = world rank in the simulation"
@@ -831,7 +842,7 @@ pub(crate) mod sim {
                     error: None,
                 },
             );
-            Ok(ReqId(id))
+            Ok(Some(ReqId(id)))
         }
 
         unsafe fn recv(
