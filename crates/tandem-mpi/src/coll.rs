@@ -199,30 +199,28 @@ pub fn run(
     st: Stage,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    let fail = |error| Fail { comm, error };
-    if req.is_null() {
-        // SAFETY: user buffers are valid until the call returns (MPI
-        // contract); staging buffers live in `st` until after.
-        unsafe { s.rt.coll(id, c) }.map_err(fail)?;
-        st.finish();
-        return Ok(());
-    }
-    // SAFETY: user buffers stay valid until the request completes (MPI
-    // contract); the staging buffers move into the schedule.
-    let sid = unsafe { s.rt.coll_start(id, c) }.map_err(fail)?;
-    started(s, comm, sid, st, req);
-    Ok(())
+    // SAFETY: user buffers stay valid until the collective completes (MPI
+    // contract: for the call when blocking, until the request completes
+    // otherwise); the staging buffers stay in `st` until then.
+    let sid = unsafe { s.rt.coll_start(id, c) }.map_err(|error| Fail { comm, error })?;
+    complete_or_hand_out(s, comm, sid, st, req)
 }
 
-/// Gives the started collective `sid` the staging `st` to unpack when it
-/// completes, and writes its request handle to `req` (non-null).
-pub(crate) fn started(
+/// The started collective `sid`: waited for and its staging `st` unpacked
+/// when `req` is null (a blocking call); else `st` is unpacked when it
+/// completes and its request handle is written to `req`.
+pub(crate) fn complete_or_hand_out(
     s: &mut State,
     comm: MPI_Comm,
     sid: tandem::coll::SchedId,
     st: Stage,
     req: *mut MPI_Request,
-) {
+) -> Result<(), Fail> {
+    if req.is_null() {
+        s.rt.coll_wait(sid).map_err(|error| Fail { comm, error })?;
+        st.finish();
+        return Ok(());
+    }
     if !st.is_empty() {
         match s.rt.colls_mut().schedule_mut(sid) {
             Some(sched) if !sched.is_finished() => sched.on_done(Box::new(move |_| {
@@ -234,8 +232,9 @@ pub(crate) fn started(
         }
     }
     let h = request::handle(s, comm, Op::Coll(sid));
-    // SAFETY: checked non-null by the caller.
+    // SAFETY: checked non-null above.
     unsafe { put(req, h) };
+    Ok(())
 }
 
 pub(crate) fn is_in_place(p: *const c_void) -> bool {
@@ -261,7 +260,9 @@ fn root_arg(comm: MPI_Comm, root: c_int, n: u32) -> Result<u32, Fail> {
 /// collective that moves data through both (the standard forbids an output
 /// argument aliasing another; `MPI_IN_PLACE` is how the receive buffer is
 /// reused), before anything is sent, so every rank that does it fails
-/// alike rather than some waiting for the others.
+/// alike rather than some waiting for the others. For the all-to-all
+/// v- and w-forms, whose blocks are not compared one by one ([`disjoint`]
+/// does that for the others).
 fn not_aliased(
     comm: MPI_Comm,
     send: *const c_void,
@@ -278,21 +279,28 @@ fn not_aliased(
     Ok(())
 }
 
-/// Refuses a send buffer that shares bytes with the receive buffer of the
-/// same call where both are contiguous (so the bytes each covers are
-/// known). Equal addresses alone miss the common slip of passing
-/// `&buf[rank]` as the send buffer of an allgather into `buf`: every rank
-/// but rank 0 would start a collective that rank 0 refused.
+/// Refuses a send buffer that shares bytes with a receive buffer of the
+/// same call (the standard forbids it; `MPI_IN_PLACE` is how the receive
+/// buffer is reused), checked before anything is sent so that every rank
+/// that does it fails alike. Where both are contiguous the bytes each
+/// covers are compared: equal addresses alone miss the common slip of
+/// passing `&buf[rank]` as the send buffer of an allgather into `buf`,
+/// where every rank but rank 0 would start a collective rank 0 refused.
+/// Otherwise one buffer given twice is what is caught.
 fn disjoint(comm: MPI_Comm, send: &Typed, recv: &Typed) -> Result<(), Fail> {
     let span = |t: &Typed| t.direct().map(|p| (p as usize, p as usize + t.bytes()));
-    if let (Some((s0, s1)), Some((r0, r1))) = (span(send), span(recv)) {
-        if s0 < s1 && r0 < r1 && s0 < r1 && r0 < s1 {
-            return Err(Fail::new(
-                comm,
-                ErrorClass::Buffer,
-                "sendbuf overlaps recvbuf (MPI_IN_PLACE reuses the receive buffer)",
-            ));
-        }
+    let overlap = send.bytes() > 0
+        && recv.bytes() > 0
+        && match (span(send), span(recv)) {
+            (Some((s0, s1)), Some((r0, r1))) => s0 < r1 && r0 < s1,
+            _ => send.ptr == recv.ptr,
+        };
+    if overlap {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Buffer,
+            "sendbuf overlaps recvbuf (MPI_IN_PLACE reuses the receive buffer)",
+        ));
     }
     Ok(())
 }
@@ -514,7 +522,6 @@ pub(crate) fn reduction(
     let r = ops::reducer(s, comm, op, dt, &layout)?;
     let mut st = Stage::default();
     let (send, recv, len) = if receives {
-        not_aliased(comm, sendbuf, recvbuf, count > 0)?;
         let trecv = datatype::typed(comm, recvbuf, count, dt)?;
         let send = if in_place {
             st.in_place(&trecv)
@@ -794,25 +801,23 @@ pub(crate) fn reduce_scatter(
         }
     };
     let total: usize = elems.iter().sum();
-    if !inter {
-        not_aliased(comm, sendbuf, recvbuf, total > 0)?;
-    }
     let total_c = c_int::try_from(total)
         .map_err(|_| Fail::new(comm, ErrorClass::Count, "total count overflows"))?;
     let layout = datatype::layout(comm, dt)?;
     let r = ops::reducer(s, comm, op, dt, &layout)?;
     let mut st = Stage::default();
     let mine = elems[me as usize] as c_int;
+    let trecv = datatype::typed(comm, recvbuf, mine, dt)?;
     let send = if is_in_place(sendbuf) {
         let whole = datatype::typed(comm, recvbuf, total_c, dt)?;
         Some(st.copy(&whole))
     } else {
-        Some(st.input(&datatype::typed(comm, sendbuf, total_c, dt)?))
+        let tsend = datatype::typed(comm, sendbuf, total_c, dt)?;
+        if !inter {
+            disjoint(comm, &tsend, &trecv)?;
+        }
+        Some(st.input(&tsend))
     };
-    let trecv = datatype::typed(comm, recvbuf, mine, dt)?;
-    if !inter && !is_in_place(sendbuf) {
-        disjoint(comm, &datatype::typed(comm, sendbuf, total_c, dt)?, &trecv)?;
-    }
     let recv = st.output(&trecv);
     let counts = elems.iter().map(|&e| e * layout.size).collect();
     if inter {
@@ -947,7 +952,6 @@ pub(crate) fn gather(
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
     let c = if me == root {
-        not_aliased(comm, sendbuf, recvbuf, scount > 0)?;
         let whole = region(comm, recvbuf, rcount, n, rtype)?;
         let len = whole.layout.size * rcount.max(0) as usize;
         let send = if is_in_place(sendbuf) {
@@ -1056,7 +1060,6 @@ pub(crate) fn gatherv(
                 displs(comm, rdispls, n, "displs")?,
             )
         };
-        not_aliased(comm, sendbuf, recvbuf, rc.iter().any(|&c| c > 0))?;
         let base = datatype::typed(comm, recvbuf, 0, rtype)?;
         let m = me as usize;
         let own = base.at(rd[m], rc[m]);
@@ -1168,7 +1171,6 @@ pub(crate) fn scatter(
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
     let c = if me == root {
-        not_aliased(comm, sendbuf, recvbuf, rcount > 0)?;
         let whole = region(comm, sendbuf, scount, n, stype)?;
         let len = whole.layout.size * scount.max(0) as usize;
         let send = st.input(&whole);
@@ -1277,7 +1279,6 @@ pub(crate) fn scatterv(
                 displs(comm, sdispls, n, "displs")?,
             )
         };
-        not_aliased(comm, sendbuf, recvbuf, rcount > 0)?;
         let base = datatype::typed(comm, sendbuf, 0, stype)?;
         let (send, counts, displs) = st.blocks(&base, &sc, &sd, false);
         let (recv, recvlen) = if is_in_place(recvbuf) {
@@ -1385,7 +1386,6 @@ pub(crate) fn allgather(
         );
     }
     let (n, me) = size_of(s, comm, id)?;
-    not_aliased(comm, sendbuf, recvbuf, scount > 0)?;
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
     let len = whole.layout.size * rcount.max(0) as usize;
@@ -1477,7 +1477,6 @@ pub(crate) fn allgatherv(
             displs(comm, rdispls, n, "displs")?,
         )
     };
-    not_aliased(comm, sendbuf, recvbuf, rc.iter().any(|&c| c > 0))?;
     let base = datatype::typed(comm, recvbuf, 0, rtype)?;
     let mut st = Stage::default();
     let m = me as usize;
@@ -1573,7 +1572,6 @@ pub(crate) fn alltoall(
         );
     }
     let (n, _) = size_of(s, comm, id)?;
-    not_aliased(comm, sendbuf, recvbuf, scount > 0)?;
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
     let len = whole.layout.size * rcount.max(0) as usize;

@@ -153,13 +153,7 @@ pub(crate) fn start(
     // otherwise); the staging buffers stay in `st`, kept here until the
     // wait or moved into the request.
     let sid = unsafe { s.rt.inter_coll_start(id, call) }.map_err(fail(comm))?;
-    if req.is_null() {
-        s.rt.coll_wait(sid).map_err(fail(comm))?;
-        st.finish();
-        return Ok(());
-    }
-    crate::coll::started(s, comm, sid, st, req);
-    Ok(())
+    crate::coll::complete_or_hand_out(s, comm, sid, st, req)
 }
 
 /// `MPI_Barrier` (blocking when `req` is null) on an intercommunicator.

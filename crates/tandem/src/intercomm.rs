@@ -12,11 +12,10 @@
 //! leader broadcasts the larger to its group. The hidden local
 //! intracommunicator takes the id after it (free on every member too).
 //!
-//! Collectives follow the standard's definitions, built from
-//! point-to-point between the groups and intracommunicator collectives on
-//! the local group; the v-variants are direct messages between the ranks
-//! concerned. The non-blocking forms run the same steps as one schedule
-//! (coll/inter.rs).
+//! Collectives (coll/inter.rs) follow the standard's definitions: one
+//! schedule per call, blocking or not, of point-to-point steps between the
+//! groups and intracommunicator collectives on the local group; the
+//! v-variants are direct messages between the ranks concerned.
 
 use std::sync::Arc;
 

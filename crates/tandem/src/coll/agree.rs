@@ -188,6 +188,16 @@ fn set_pair(b: &mut [u8], v: [u32; 2]) {
 const ACC: Buf = Buf::Tmp(0);
 const CHILD: Buf = Buf::Tmp(1);
 
+/// A phase that keeps in `ACC` the element-wise maximum of it and `CHILD`.
+fn take_max() -> Vec<Act> {
+    vec![Act::Call(Box::new(|t| {
+        let c = pair(t.get(1));
+        let acc = pair(t.get(0));
+        set_pair(t.get(0), [acc[0].max(c[0]), acc[1].max(c[1])]);
+        Ok(())
+    }))]
+}
+
 /// Phases of an element-wise maximum of the two `u32` in `ACC` over the
 /// `n` ranks, known to all: a binomial reduce to rank 0, then a binomial
 /// broadcast back. With `remote`, over both groups of an intercommunicator:
@@ -213,12 +223,7 @@ fn allreduce_max(n: u32, me: u32, remote: bool) -> Vec<Vec<Act>> {
                 off: 0,
                 len: 8,
             }]);
-            phases.push(vec![Act::Call(Box::new(|t| {
-                let c = pair(t.get(1));
-                let acc = pair(t.get(0));
-                set_pair(t.get(0), [acc[0].max(c[0]), acc[1].max(c[1])]);
-                Ok(())
-            }))]);
+            phases.push(take_max());
         }
         mask <<= 1;
     }
@@ -237,12 +242,7 @@ fn allreduce_max(n: u32, me: u32, remote: bool) -> Vec<Vec<Act>> {
                 len: 8,
             },
         ]);
-        phases.push(vec![Act::Call(Box::new(|t| {
-            let c = pair(t.get(1));
-            let acc = pair(t.get(0));
-            set_pair(t.get(0), [acc[0].max(c[0]), acc[1].max(c[1])]);
-            Ok(())
-        }))]);
+        phases.push(take_max());
     }
     // Broadcast: receive from the parent (the rank without this rank's
     // lowest set bit), then send down to ranks me + 2^k for 2^k below it.

@@ -44,18 +44,12 @@ fn span(v: u32, n: u32) -> u32 {
     }
 }
 
-/// Where zero-byte messages point: no byte is ever read or written there,
-/// so no staging buffer is made for them.
-fn zero(_b: &mut Builder) -> Buf {
-    Buf::User(std::ptr::NonNull::<u8>::dangling().as_ptr())
-}
-
 // ------------------------------------------------------------------ barrier
 
 /// Everyone reports to rank 0, which then releases everyone.
 pub fn barrier_linear(b: &mut Builder) {
     let (n, me) = (b.n, b.me);
-    let z = zero(b);
+    let z = Buf::nowhere();
     if me == 0 {
         for i in 1..n {
             b.recv(i, z, 0, 0);
@@ -73,7 +67,7 @@ pub fn barrier_linear(b: &mut Builder) {
 /// Arrival up a binomial tree to rank 0, release down the same tree.
 pub fn barrier_binomial(b: &mut Builder) {
     let (n, me) = (b.n, b.me);
-    let z = zero(b);
+    let z = Buf::nowhere();
     let top = span(me, n);
     let children: Vec<u32> = (0..32)
         .map(|k| 1u32 << k)
@@ -99,7 +93,7 @@ pub fn barrier_binomial(b: &mut Builder) {
 /// Dissemination: ceil(log2 n) rounds, in round k a message to me + 2^k.
 pub fn barrier_dissemination(b: &mut Builder) {
     let (n, me) = (b.n, b.me);
-    let z = zero(b);
+    let z = Buf::nowhere();
     let mut k = 1;
     while k < n {
         b.send((me + k) % n, z, 0, 0);

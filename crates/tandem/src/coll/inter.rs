@@ -137,8 +137,7 @@ impl InterPlan<'_> {
         match call {
             InterCall::Barrier => {
                 self.local(CollCall::Barrier)?;
-                let (none, _) = self.b.tmp_at(0);
-                self.leaders_swap(none, 0, none, 0);
+                self.leaders_swap(Buf::nowhere(), 0, Buf::nowhere(), 0);
                 self.local(CollCall::Barrier)?;
             }
             InterCall::Bcast { buf, len, root } => match root {

@@ -21,9 +21,8 @@ pub use crate::ops;
 pub mod sched;
 pub mod select;
 
-use crate::int_map::IntMap;
-
 use crate::error::{Error, ErrorClass, Result};
+use crate::int_map::IntMap;
 use crate::params::Settings;
 use ops::ReducerRef;
 use sched::{Buf, Builder, Net, Schedule, Spare};

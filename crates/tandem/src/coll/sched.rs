@@ -116,6 +116,14 @@ pub enum Buf {
     User(*mut u8),
 }
 
+impl Buf {
+    /// Where zero-byte messages point: no byte is ever read or written
+    /// there, so they need no staging buffer.
+    pub fn nowhere() -> Buf {
+        Buf::User(std::ptr::NonNull::<u8>::dangling().as_ptr())
+    }
+}
+
 /// A local step's code.
 pub type LocalFn = Box<dyn FnOnce(&mut Temps) -> Result<()>>;
 
@@ -172,6 +180,20 @@ pub(crate) enum Act {
     /// Ends a phase: what follows waits for its messages. (Also what a
     /// step that has run is left as.)
     Fence,
+}
+
+impl Act {
+    /// The buffers the step names.
+    fn bufs_mut(&mut self) -> [Option<&mut Buf>; 2] {
+        match self {
+            Act::Send { buf, .. }
+            | Act::Recv { buf, .. }
+            | Act::SendRemote { buf, .. }
+            | Act::RecvRemote { buf, .. } => [Some(buf), None],
+            Act::Copy { src, dst, .. } | Act::Reduce { src, dst, .. } => [Some(src), Some(dst)],
+            Act::Call(_) | Act::Extend(_) | Act::Fence => [None, None],
+        }
+    }
 }
 
 /// The other group of an intercommunicator, which the `SendRemote` and
@@ -335,74 +357,14 @@ impl Builder {
         self.fence();
         other.fence();
         let base = self.temps.len();
-        let shift = |b: Buf| match b {
-            Buf::Tmp(i) => Buf::Tmp(i + base),
-            u => u,
-        };
-        self.acts
-            .extend(other.acts.into_iter().map(|act| match act {
-                Act::Send { to, buf, off, len } => Act::Send {
-                    to,
-                    buf: shift(buf),
-                    off,
-                    len,
-                },
-                Act::Recv {
-                    from,
-                    buf,
-                    off,
-                    len,
-                } => Act::Recv {
-                    from,
-                    buf: shift(buf),
-                    off,
-                    len,
-                },
-                Act::SendRemote { to, buf, off, len } => Act::SendRemote {
-                    to,
-                    buf: shift(buf),
-                    off,
-                    len,
-                },
-                Act::RecvRemote {
-                    from,
-                    buf,
-                    off,
-                    len,
-                } => Act::RecvRemote {
-                    from,
-                    buf: shift(buf),
-                    off,
-                    len,
-                },
-                Act::Copy {
-                    src,
-                    soff,
-                    dst,
-                    doff,
-                    len,
-                } => Act::Copy {
-                    src: shift(src),
-                    soff,
-                    dst: shift(dst),
-                    doff,
-                    len,
-                },
-                Act::Reduce {
-                    src,
-                    soff,
-                    dst,
-                    doff,
-                    len,
-                } => Act::Reduce {
-                    src: shift(src),
-                    soff,
-                    dst: shift(dst),
-                    doff,
-                    len,
-                },
-                other @ (Act::Call(_) | Act::Extend(_) | Act::Fence) => other,
-            }));
+        for mut act in other.acts {
+            for b in act.bufs_mut().into_iter().flatten() {
+                if let Buf::Tmp(i) = b {
+                    *i += base;
+                }
+            }
+            self.acts.push(act);
+        }
         self.temps.extend(other.temps);
         if self.reducer.is_none() {
             self.reducer = other.reducer;
@@ -480,7 +442,6 @@ pub struct Schedule {
     on_done: Vec<LocalFn>,
     /// Phases an `Act::Extend` of the current phase returned.
     spliced: Vec<Vec<Act>>,
-
     /// What `SendRemote` and `RecvRemote` address, if the schedule has any.
     remote: Option<RemoteGroup>,
     /// The first receive that was truncated, reported once every phase ran.
@@ -636,19 +597,56 @@ impl Schedule {
         })
     }
 
+    /// Sends `len` bytes of `buf` at `off` to world rank `to_world`; a
+    /// request to wait for unless the message left at once.
+    #[allow(clippy::too_many_arguments)]
+    fn post_send(
+        &mut self,
+        net: &mut dyn Net,
+        ctx: u32,
+        tag: i32,
+        to_world: u32,
+        buf: Buf,
+        off: usize,
+        len: usize,
+    ) -> Result<()> {
+        let p = self.temps.ptr(buf, off);
+        // SAFETY: staging buffers live as long as the schedule, which
+        // outlives its requests; user buffers are valid until the schedule
+        // completes (the caller's promise).
+        if let Some(id) = unsafe { net.send(ctx, self.me, tag, to_world, p, len)? } {
+            self.pending.push(Pending { id, recv: None });
+        }
+        Ok(())
+    }
+
+    /// Posts a receive of `len` bytes into `buf` at `off` from `from`
+    /// (its rank in its group and its world rank).
+    #[allow(clippy::too_many_arguments)]
+    fn post_recv(
+        &mut self,
+        net: &mut dyn Net,
+        ctx: u32,
+        tag: i32,
+        from: (u32, u32),
+        buf: Buf,
+        off: usize,
+        len: usize,
+    ) {
+        let p = self.temps.ptr(buf, off);
+        // SAFETY: as for sends.
+        let id = unsafe { net.recv(ctx, from.0, from.1, tag, p, len) };
+        self.pending.push(Pending {
+            id,
+            recv: Some((from.0, len)),
+        });
+    }
+
     fn run(&mut self, net: &mut dyn Net, act: Act) -> Result<()> {
         match act {
             Act::Send { to, buf, off, len } => {
-                let p = self.temps.ptr(buf, off);
-                // SAFETY: staging buffers live as long as the schedule, which
-                // outlives its requests; user buffers are valid until the
-                // schedule completes (the caller's promise).
-                let id = unsafe {
-                    net.send(self.ctx, self.me, self.tag, self.group[to as usize], p, len)?
-                };
-                if let Some(id) = id {
-                    self.pending.push(Pending { id, recv: None });
-                }
+                let (ctx, tag, to_world) = (self.ctx, self.tag, self.group[to as usize]);
+                self.post_send(net, ctx, tag, to_world, buf, off, len)?;
             }
             Act::Recv {
                 from,
@@ -656,25 +654,13 @@ impl Schedule {
                 off,
                 len,
             } => {
-                let p = self.temps.ptr(buf, off);
-                // SAFETY: as for sends.
-                let id = unsafe {
-                    net.recv(self.ctx, from, self.group[from as usize], self.tag, p, len)
-                };
-                self.pending.push(Pending {
-                    id,
-                    recv: Some((from, len)),
-                });
+                let (ctx, tag, from_world) = (self.ctx, self.tag, self.group[from as usize]);
+                self.post_recv(net, ctx, tag, (from, from_world), buf, off, len);
             }
             Act::SendRemote { to, buf, off, len } => {
                 let r = self.remote()?;
                 let (ctx, tag, to_world) = (r.ctx, r.tag, r.group[to as usize]);
-                let p = self.temps.ptr(buf, off);
-                // SAFETY: as for sends.
-                let id = unsafe { net.send(ctx, self.me, tag, to_world, p, len)? };
-                if let Some(id) = id {
-                    self.pending.push(Pending { id, recv: None });
-                }
+                self.post_send(net, ctx, tag, to_world, buf, off, len)?;
             }
             Act::RecvRemote {
                 from,
@@ -684,13 +670,7 @@ impl Schedule {
             } => {
                 let r = self.remote()?;
                 let (ctx, tag, from_world) = (r.ctx, r.tag, r.group[from as usize]);
-                let p = self.temps.ptr(buf, off);
-                // SAFETY: as for sends.
-                let id = unsafe { net.recv(ctx, from, from_world, tag, p, len) };
-                self.pending.push(Pending {
-                    id,
-                    recv: Some((from, len)),
-                });
+                self.post_recv(net, ctx, tag, (from, from_world), buf, off, len);
             }
             Act::Copy {
                 src,
