@@ -18,30 +18,35 @@ pub const GROUP_BASE: usize = 0x0300_0000;
 /// The live groups of the process.
 #[derive(Default)]
 pub struct GroupTable {
-    groups: Vec<Option<Arc<[u32]>>>,
-    /// The session each process-set group came from, by table index
-    /// (`MPI_Group_from_session_pset`); communicators made from such a
-    /// group belong to that session (for its buffered-send buffer).
-    sessions: std::collections::HashMap<usize, MPI_Session>,
+    groups: Vec<Option<Group>>,
+}
+
+struct Group {
+    members: Arc<[u32]>,
+    /// The session a process-set group came from
+    /// (`MPI_Group_from_session_pset`); communicators made from it belong
+    /// to that session (for its buffered-send buffer).
+    session: Option<MPI_Session>,
+}
+
+fn entry(s: &State, g: MPI_Group) -> Option<&Group> {
+    s.ext
+        .groups
+        .groups
+        .get(g.wrapping_sub(GROUP_BASE))?
+        .as_ref()
 }
 
 /// Records that group `g` came from `session`.
 pub fn set_session(s: &mut State, g: MPI_Group, session: MPI_Session) {
-    if g != MPI_GROUP_EMPTY {
-        s.ext
-            .groups
-            .sessions
-            .insert(g.wrapping_sub(GROUP_BASE), session);
+    if let Some(Some(e)) = s.ext.groups.groups.get_mut(g.wrapping_sub(GROUP_BASE)) {
+        e.session = Some(session);
     }
 }
 
 /// The session group `g` came from, if it is a process-set group.
 pub fn session_of(s: &State, g: MPI_Group) -> Option<MPI_Session> {
-    s.ext
-        .groups
-        .sessions
-        .get(&g.wrapping_sub(GROUP_BASE))
-        .copied()
+    entry(s, g)?.session
 }
 
 fn group_error(g: MPI_Group) -> Fail {
@@ -61,12 +66,8 @@ pub fn members(s: &State, g: MPI_Group) -> Result<Arc<[u32]>, Fail> {
     if g == MPI_GROUP_EMPTY {
         return Ok(Arc::from(Vec::new()));
     }
-    s.ext
-        .groups
-        .groups
-        .get(g.wrapping_sub(GROUP_BASE))
-        .cloned()
-        .flatten()
+    entry(s, g)
+        .map(|e| e.members.clone())
         .ok_or_else(|| group_error(g))
 }
 
@@ -76,13 +77,17 @@ pub fn add(s: &mut State, g: Arc<[u32]>) -> MPI_Group {
         return MPI_GROUP_EMPTY;
     }
     let t = &mut s.ext.groups.groups;
+    let g = Some(Group {
+        members: g,
+        session: None,
+    });
     let i = match t.iter().position(Option::is_none) {
         Some(i) => {
-            t[i] = Some(g);
+            t[i] = g;
             i
         }
         None => {
-            t.push(Some(g));
+            t.push(g);
             t.len() - 1
         }
     };
@@ -438,7 +443,6 @@ pub unsafe extern "C" fn MPI_Group_free(group: *mut MPI_Group) -> c_int {
         if g != MPI_GROUP_EMPTY {
             members(s, g)?;
             s.ext.groups.groups[g - GROUP_BASE] = None;
-            s.ext.groups.sessions.remove(&(g - GROUP_BASE));
         }
         // SAFETY: checked non-null.
         unsafe { put(group, MPI_GROUP_NULL) };

@@ -571,13 +571,24 @@ extern "C" fn teardown_idle_at_exit() {
     if Owner::held_here() {
         return;
     }
-    let idle = {
-        let mut owner = Owner::acquire("MPI_Session_finalize");
-        owner
-            .slot()
-            .as_ref()
-            .is_some_and(|s| s.sessions.iter().all(Option::is_none))
+    // Another thread may hold the library (and wait for ever): after a
+    // second of trying, the runtime is left as it is rather than the exit
+    // hung.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let mut owner = loop {
+        if let Some(o) = Owner::try_acquire() {
+            break o;
+        }
+        if std::time::Instant::now() > deadline {
+            return;
+        }
+        std::thread::yield_now();
     };
+    let idle = owner
+        .slot()
+        .as_ref()
+        .is_some_and(|s| s.sessions.iter().all(Option::is_none));
+    drop(owner);
     if idle && GLOBAL.phase.load(Ordering::Acquire) != ACTIVE {
         // A panic must not unwind out of an exit handler.
         let _ = std::panic::catch_unwind(|| teardown("MPI_Session_finalize"));
