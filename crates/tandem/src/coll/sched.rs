@@ -75,7 +75,7 @@ impl Net for P2p {
             return Ok(None);
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.isend(env, to_world, buf, len, SendMode::Standard) }.map(Some)
+        unsafe { self.isend_unsent(env, to_world, buf, len, SendMode::Standard) }.map(Some)
     }
 
     unsafe fn recv(

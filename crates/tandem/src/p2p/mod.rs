@@ -92,6 +92,28 @@ struct Unexpected {
     body: Body,
 }
 
+/// The request of a send of `len` bytes at `buf` to world rank `dest`,
+/// not started yet.
+fn send_request(env: Envelope, dest: u32, buf: *const u8, len: usize) -> Request {
+    Request {
+        is_send: true,
+        stage: Stage::SendQueued,
+        context: env.ctx,
+        peer: Some(dest),
+        src_filter: None,
+        tag: Some(env.tag),
+        buf: buf as *mut u8,
+        len,
+        msg_len: len as u64,
+        status: Status {
+            source: Some(env.src),
+            tag: Some(env.tag),
+            ..Status::default()
+        },
+        detached: false,
+    }
+}
+
 /// Context ids are small integers (two per communicator); a frame naming
 /// one beyond this is malformed.
 const MAX_CONTEXTS: u32 = 1 << 22;
@@ -889,30 +911,31 @@ impl P2p {
         len: usize,
         mode: SendMode,
     ) -> Result<ReqId> {
-        let Envelope { ctx, src, tag } = env;
-        let mut req = Request {
-            is_send: true,
-            stage: Stage::SendQueued,
-            context: ctx,
-            peer: Some(dest),
-            src_filter: None,
-            tag: Some(tag),
-            buf: buf as *mut u8,
-            len,
-            msg_len: len as u64,
-            status: Status {
-                source: Some(src),
-                tag: Some(tag),
-                ..Status::default()
-            },
-            detached: false,
-        };
         // SAFETY: forwarded from the caller.
         if mode == SendMode::Standard && unsafe { self.send_now(env, dest, buf, len)? } {
+            let mut req = send_request(env, dest, buf, len);
             req.stage = Stage::Complete;
             req.status.count = len;
             return Ok(self.m.reqs.insert(req));
         }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.isend_unsent(env, dest, buf, len, mode) }
+    }
+
+    /// As [`P2p::isend`], for a message [`P2p::send_now`] did not send.
+    ///
+    /// # Safety
+    /// As for [`P2p::isend`].
+    pub(crate) unsafe fn isend_unsent(
+        &mut self,
+        env: Envelope,
+        dest: u32,
+        buf: *const u8,
+        len: usize,
+        mode: SendMode,
+    ) -> Result<ReqId> {
+        let Envelope { ctx, src, tag } = env;
+        let mut req = send_request(env, dest, buf, len);
         if let Some(why) = &self.m.lost[dest as usize] {
             return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
         }
