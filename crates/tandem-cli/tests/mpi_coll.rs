@@ -199,3 +199,29 @@ fn coll_loop_example_runs_every_operation() {
         assert_eq!(lines, 3, "{op}: {}", outcome.describe());
     }
 }
+
+/// Small blocking collectives on shared flags (`coll_shm_max`): results
+/// checked call by call while members run ahead of each other, across the
+/// size limit, in place, with a non-commutative operation, beside a
+/// non-blocking collective, on communicators made and freed in a loop, and
+/// with counts that disagree; on 2 ranks, on 5 sharing the 2 cores, and
+/// the same program by the message algorithms (limit 0, and over TCP).
+#[test]
+fn coll_shm_on_shared_flags_and_by_messages() {
+    let prog = compile("coll_shm");
+    for (np, settings) in [
+        (2, &[][..]),
+        (5, &[][..]),
+        (3, &["coll_shm_max=0"][..]),
+        (3, &["transports=tcp"][..]),
+    ] {
+        let extra = set_args(settings);
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let outcome = run(np, &extra, &prog, &[], JOB_TIMEOUT);
+        assert!(
+            outcome.status.success() && outcome.stdout.contains("coll_shm: ok"),
+            "np {np} {settings:?}: {}",
+            outcome.describe()
+        );
+    }
+}

@@ -199,9 +199,16 @@ pub fn run(
     st: Stage,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
+    if req.is_null() {
+        // SAFETY: user buffers stay valid for the call (MPI contract); the
+        // staging buffers stay in `st` until it returns.
+        unsafe { s.rt.coll(id, c) }.map_err(|error| Fail { comm, error })?;
+        st.finish();
+        return Ok(());
+    }
     // SAFETY: user buffers stay valid until the collective completes (MPI
-    // contract: for the call when blocking, until the request completes
-    // otherwise); the staging buffers stay in `st` until then.
+    // contract: until the request completes); the staging buffers stay in
+    // `st` until then.
     let sid = unsafe { s.rt.coll_start(id, c) }.map_err(|error| Fail { comm, error })?;
     complete_or_hand_out(s, comm, sid, st, req)
 }

@@ -205,6 +205,12 @@ pub static REGISTRY: &[Param] = &[
         help: "alltoallv algorithm (auto = the selection rules)",
     },
     Param {
+        name: "coll_shm_max",
+        kind: Kind::Bytes,
+        default: "2k",
+        help: "largest blocking broadcast, reduce and allreduce (and every barrier) run on shared flags when all of a communicator's ranks share this host's memory: each rank publishes its part in a slot of a segment the communicator maps, the others read it there (no messages; set up at the communicator's first such call); 0 = always the message algorithms",
+    },
+    Param {
         name: "coll_rules",
         kind: Kind::Text,
         default: "",

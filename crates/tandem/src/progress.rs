@@ -205,37 +205,70 @@ impl Engine {
     /// waits in the kernel until a peer wakes this rank.
     pub fn progress(&mut self, sink: &mut dyn FrameSink, block: bool) -> bool {
         self.counters.progress_calls += 1;
-        let mut did = self.drive(sink);
+        let did = self.drive(sink);
         if did || !block {
             return did;
         }
-        let may_sleep = self.shm.as_mut().is_none_or(|s| s.prepare_sleep());
-        if may_sleep {
-            let timeout = if self.tcp.needs_timer() { 100 } else { -1 };
-            self.counters.blocks += 1;
-            let watch = Stopwatch::start(self.tcp.timing());
-            // SAFETY: `events` is a valid buffer of `len` entries.
-            let n = unsafe {
-                libc::epoll_wait(
-                    self.epfd.as_raw_fd(),
-                    self.events.as_mut_ptr(),
-                    self.events.len() as libc::c_int,
-                    timeout,
-                )
-            };
-            watch.stop(&mut self.counters.blocked_ns);
-            if let Some(shm) = self.shm.as_mut() {
-                shm.after_sleep();
-                for i in 0..n.max(0) as usize {
-                    let token = self.events[i].u64;
-                    if token != TOKEN_TCP && token != TOKEN_WAKE {
-                        shm.peer_exited(token as u32, sink);
-                        did = true;
-                    }
+        if self.arm_sleep() {
+            self.sleep_armed(sink)
+        } else {
+            self.drive(sink)
+        }
+    }
+
+    /// Announces that this rank is about to sleep, so that peers publishing
+    /// to it wake it from now on; false (and nothing announced) when work
+    /// arrived meanwhile. Whatever the caller checks after a true answer
+    /// (and before [`Engine::sleep_armed`]) cannot be missed: a peer that
+    /// changes it afterwards and calls [`Engine::wake`] wakes the sleep.
+    pub fn arm_sleep(&mut self) -> bool {
+        self.shm.as_mut().is_none_or(|s| s.prepare_sleep())
+    }
+
+    /// Withdraws an [`Engine::arm_sleep`] without sleeping.
+    pub fn disarm_sleep(&mut self) {
+        if let Some(shm) = self.shm.as_mut() {
+            shm.after_sleep();
+        }
+    }
+
+    /// Sleeps, once armed, until a peer wakes this rank (or a socket or a
+    /// peer's exit does), then drives what came.
+    pub fn sleep_armed(&mut self, sink: &mut dyn FrameSink) -> bool {
+        let mut did = false;
+        let timeout = if self.tcp.needs_timer() { 100 } else { -1 };
+        self.counters.blocks += 1;
+        let watch = Stopwatch::start(self.tcp.timing());
+        // SAFETY: `events` is a valid buffer of `len` entries.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.epfd.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as libc::c_int,
+                timeout,
+            )
+        };
+        watch.stop(&mut self.counters.blocked_ns);
+        if let Some(shm) = self.shm.as_mut() {
+            shm.after_sleep();
+            for i in 0..n.max(0) as usize {
+                let token = self.events[i].u64;
+                if token != TOKEN_TCP && token != TOKEN_WAKE {
+                    shm.peer_exited(token as u32, sink);
+                    did = true;
                 }
             }
         }
         self.drive(sink) || did
+    }
+
+    /// Wakes `peer` if it sleeps (after [`Engine::arm_sleep`]): for changes
+    /// to shared memory the peer polls that are not frames (collectives on
+    /// shared flags). Nothing for a peer not on this host's shared memory.
+    pub fn wake(&self, peer: u32) {
+        if let (Route::Shm(local), Some(shm)) = (self.routes[peer as usize], self.shm.as_ref()) {
+            shm.wake(local);
+        }
     }
 
     fn drive(&mut self, sink: &mut dyn FrameSink) -> bool {

@@ -56,6 +56,19 @@ impl Runtime {
     /// # Safety
     /// As [`Runtime::coll_start`] (the pointers need only last for the call).
     pub unsafe fn coll(&mut self, comm: CommId, call: CollCall) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        if let Some(done) = unsafe { self.coll_shm(comm, &call) } {
+            return done;
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.coll_scheduled(comm, call) }
+    }
+
+    /// Runs a collective to completion by the message algorithms.
+    ///
+    /// # Safety
+    /// As [`Runtime::coll`].
+    pub(crate) unsafe fn coll_scheduled(&mut self, comm: CommId, call: CollCall) -> Result<()> {
         // SAFETY: forwarded from the caller; the schedule completes below.
         let id = unsafe { self.coll_start(comm, call)? };
         self.coll_wait(id)

@@ -20,6 +20,7 @@ pub mod inter;
 pub use crate::ops;
 pub mod sched;
 pub mod select;
+mod shm;
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::int_map::IntMap;
@@ -472,6 +473,10 @@ pub struct Colls {
     active: Vec<SchedId>,
     /// Vectors of finished schedules for the next ones (at most [`SPARES`]).
     spare: Vec<Spare>,
+    /// Shared-flag collectives of each context id (see [`shm`]).
+    shm: IntMap<u32, shm::ShmState>,
+    /// `coll_shm_max`: largest payload run on shared flags (0: none).
+    shm_max: usize,
 }
 
 /// Finished schedules' vectors kept for reuse.
@@ -480,7 +485,9 @@ const SPARES: usize = 4;
 impl Colls {
     /// From the `coll_*` parameters.
     pub fn new(settings: &Settings) -> std::result::Result<Colls, String> {
-        Ok(Colls::with_selection(Selection::from_settings(settings)?))
+        let mut c = Colls::with_selection(Selection::from_settings(settings)?);
+        c.shm_max = usize::try_from(settings.uint("coll_shm_max")).unwrap_or(usize::MAX);
+        Ok(c)
     }
 
     pub fn with_selection(selection: Selection) -> Colls {
@@ -491,6 +498,8 @@ impl Colls {
             free: Vec::new(),
             active: Vec::new(),
             spare: Vec::new(),
+            shm: IntMap::default(),
+            shm_max: 0,
         }
     }
 
@@ -506,6 +515,7 @@ impl Colls {
     /// Forgets a freed communicator.
     pub fn forget(&mut self, cid: u32) {
         self.seqs.remove(&cid);
+        self.shm.remove(&cid);
     }
 
     fn get(&self, id: SchedId) -> Option<&Slot> {

@@ -583,6 +583,11 @@ impl Selection {
         Ok(())
     }
 
+    /// Whether a parameter forces the algorithm of `op`.
+    pub fn is_forced(&self, op: OpKind) -> bool {
+        self.forced.contains_key(&op)
+    }
+
     /// The algorithm for a call, and a warning to print if a forced one
     /// could not serve it (once per operation and algorithm).
     pub fn choose(&mut self, op: OpKind, c: &CallInfo) -> (&'static Algo, Option<String>) {
@@ -688,7 +693,14 @@ pub fn describe() -> String {
         .map_err(|e| e.to_string())
         .and_then(|s| Selection::from_settings(&s))
     {
-        Ok(s) => s.describe(),
+        Ok(s) => format!(
+            "{}\nBefore these, blocking barriers, and broadcasts, reduces and allreduces of at most \
+             coll_shm_max bytes (now {} bytes; 0 = never), run on shared flags when every rank of \
+             the communicator shares this host's memory, unless a coll_<op> parameter forces an \
+             algorithm.\n",
+            s.describe(),
+            Settings::from_env().map_or(0, |p| p.uint("coll_shm_max"))
+        ),
         Err(e) => format!(
             "{}\n(error in the parameters: {e})\n",
             Selection::defaults().describe()

@@ -1430,10 +1430,13 @@ impl P2p {
         let mut idle_polls: u32 = 0;
         let tcp_busy = self.engine.tcp_active();
         loop {
-            if self.progress(false) {
-                if ready(self) {
-                    return;
-                }
+            let did = self.progress(false);
+            // Looked at after empty polls too: what the caller waits for
+            // may be memory a peer writes without a frame.
+            if ready(self) {
+                return;
+            }
+            if did {
                 idle_since = None;
                 idle_polls = 0;
                 continue;
@@ -1467,12 +1470,34 @@ impl P2p {
                 std::thread::yield_now();
                 continue;
             }
-            self.progress(true);
+            // Sleep, unless what the caller waits for came after the last
+            // look: checked again once peers know to wake this rank, so a
+            // change they make to memory it polls (not a frame) is not
+            // missed (see `Engine::arm_sleep`).
+            if !self.engine.progress(&mut self.m, false) && self.engine.arm_sleep() {
+                if ready(self) {
+                    self.engine.disarm_sleep();
+                    return;
+                }
+                self.engine.sleep_armed(&mut self.m);
+            }
+            self.flush_outbox();
+            if !self.m.advert_wanted.is_empty() {
+                self.publish_adverts();
+            }
             if ready(self) {
                 return;
             }
             idle_since = None;
             idle_polls = 0;
+        }
+    }
+
+    /// Wakes `peer`, if it sleeps in a wait on this host, to look again at
+    /// what it waits for (see [`P2p::wait_for`]).
+    pub fn wake_peer(&self, peer: u32) {
+        if peer < self.size && peer != self.rank {
+            self.engine.wake(peer);
         }
     }
 

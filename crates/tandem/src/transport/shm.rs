@@ -799,6 +799,11 @@ impl ShmTransport {
             .store(pos + 1, Ordering::Release);
     }
 
+    /// Wakes `peer` if it sleeps (for something it polls outside the rings).
+    pub fn wake(&self, peer: u32) {
+        self.wake_if_sleeping(peer, false);
+    }
+
     /// Wakes `peer` if it sleeps, and its helper thread if that waits for
     /// what was just published (`rndv`: a rendezvous start among it).
     fn wake_if_sleeping(&self, peer: u32, rndv: bool) {

@@ -1,0 +1,438 @@
+//! Small blocking collectives on shared flags, for communicators whose
+//! ranks all share this host's memory: no messages, no schedule.
+//!
+//! At its first such call a communicator maps a segment with one slot per
+//! member. A slot holds a sequence number, which only its member writes
+//! (one release store per call: "my part of call `s` is here"), and
+//! buffers for the parts themselves. A call publishes, then waits for the
+//! sequence numbers it needs and reads its peers' buffers in place:
+//!
+//! * barrier: publish; wait for every member.
+//! * allreduce and reduce: copy the input into the own buffer, publish;
+//!   wait for every member and combine the buffers in rank order, so every
+//!   rank gets the same bits whatever the operation (reduce: only the root
+//!   waits and combines).
+//! * broadcast: the root copies the data into its buffer and publishes;
+//!   the others publish (they took part) and copy it out once the root's
+//!   number shows it.
+//!
+//! A slot's buffers serve calls in turn ([`BUFFERS`] of them); before
+//! writing one a member waits until every member has reached the call
+//! after the one that used it last, so everyone has finished reading it.
+//! Waiting goes through the point-to-point wait (spin, yield, sleep; other
+//! requests and schedules keep moving) with the sleep armed before the
+//! last look, and every publication wakes the members that sleep, so no
+//! publication is missed; a member that dies ends the wait with an error
+//! naming it.
+//!
+//! Every member decides alike whether a call runs here (the communicator,
+//! the operation and its byte count, the parameters), so the message
+//! algorithms and this path never meet within one call.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::select::OpKind;
+use super::CollCall;
+use crate::error::{Error, ErrorClass, Result};
+use crate::ops::ReducerRef;
+use crate::runtime::{CommId, Runtime};
+use crate::shared_mapping::{memfd, SharedMapping};
+
+/// Bytes of a slot's header (its sequence number, alone in a cache line)
+/// and of a buffer's (the byte count its member published).
+const LINE: usize = 64;
+
+/// Buffers per slot, used by calls in turn: a member may be this many
+/// calls less one ahead of the slowest (a broadcast's root, a reduce's
+/// other members), which keeps ranks sharing a core from waiting on each
+/// other at every call.
+const BUFFERS: u64 = 8;
+
+/// A communicator's shared-flag state.
+pub(crate) enum ShmState {
+    /// Some member is elsewhere, or the segment could not be mapped.
+    Unavailable,
+    Ready(ShmColl),
+}
+
+pub(crate) struct ShmColl {
+    /// Keeps the slots mapped.
+    _map: SharedMapping,
+    view: View,
+    /// Calls made so far (the number the next one publishes, less one).
+    seq: u64,
+    /// World rank of each member.
+    world: Arc<[u32]>,
+}
+
+// SAFETY: the view points into the mapping the value owns (and keeps until
+// dropped); the library state, and so this, moves between threads only
+// under the library's lock, and what the slots hold is synchronised by
+// the sequence numbers' release and acquire.
+unsafe impl Send for ShmColl {}
+
+/// Where the slots are (copied into wait conditions).
+#[derive(Clone, Copy)]
+struct View {
+    base: *mut u8,
+    n: u32,
+    me: u32,
+    /// Bytes of one buffer's data.
+    data: usize,
+    /// Bytes of one member's slot.
+    slot: usize,
+}
+
+impl View {
+    /// Bytes of a buffer's data and of a slot, for `data` bytes at most.
+    fn layout(data: usize) -> (usize, usize) {
+        let data = data.div_ceil(LINE) * LINE;
+        (data, LINE + BUFFERS as usize * (LINE + data))
+    }
+
+    fn seq(&self, i: u32) -> &AtomicU64 {
+        // SAFETY: slot `i` lies inside the mapping (i < n), its first 8
+        // bytes are 8-aligned (the mapping is page-aligned, slots are whole
+        // cache lines) and only ever accessed atomically.
+        unsafe { &*self.base.add(i as usize * self.slot).cast::<AtomicU64>() }
+    }
+
+    /// Start of member `i`'s buffer for call `s` (its header; data after).
+    fn buffer(&self, i: u32, s: u64) -> *mut u8 {
+        let turn = (s % BUFFERS) as usize;
+        // In bounds: i < n, and a slot holds its header and every buffer.
+        self.base
+            .wrapping_add(i as usize * self.slot + LINE + turn * (LINE + self.data))
+    }
+
+    fn reached(&self, i: u32, s: u64) -> bool {
+        self.seq(i).load(Ordering::Acquire) >= s
+    }
+}
+
+/// What a member reads in another's buffer.
+struct Part<'a> {
+    len: usize,
+    bytes: &'a [u8],
+}
+
+impl Runtime {
+    /// Runs `call` on shared flags if it qualifies: `None` when it does
+    /// not (the caller runs the message algorithms), else its outcome.
+    ///
+    /// # Safety
+    /// As [`Runtime::coll_start`] (the pointers need only last for the call).
+    pub(crate) unsafe fn coll_shm(&mut self, comm: CommId, call: &CollCall) -> Option<Result<()>> {
+        let max = self.colls.shm_max;
+        if max == 0 {
+            return None;
+        }
+        let (kind, len) = match call {
+            CollCall::Barrier => (OpKind::Barrier, 0),
+            CollCall::Bcast { len, .. } => (OpKind::Bcast, *len),
+            CollCall::Reduce { len, .. } => (OpKind::Reduce, *len),
+            CollCall::Allreduce { len, .. } => (OpKind::Allreduce, *len),
+            _ => return None,
+        };
+        if len > max || self.colls.selection.is_forced(kind) {
+            return None;
+        }
+        let c = self.comm(comm).ok()?;
+        if c.is_inter() || c.group.len() < 2 {
+            return None;
+        }
+        let cid = c.cid;
+        if !self.colls.shm.contains_key(&cid) {
+            // Marked first: the set-up's own collectives take the messages.
+            self.colls.shm.insert(cid, ShmState::Unavailable);
+            match self.shm_setup(comm, max) {
+                Ok(Some(s)) => {
+                    self.colls.shm.insert(cid, ShmState::Ready(s));
+                }
+                Ok(None) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        let Some(ShmState::Ready(s)) = self.colls.shm.get_mut(&cid) else {
+            return None;
+        };
+        s.seq += 1;
+        let (seq, view, world) = (s.seq, s.view, s.world.clone());
+        // SAFETY: forwarded from the caller.
+        Some(unsafe { self.shm_run(call, seq, view, &world) })
+    }
+
+    /// Maps the communicator's segment at every member (a collective over
+    /// the message algorithms); `None` if some member is not on this
+    /// host's shared memory or some member could not map it.
+    fn shm_setup(&mut self, comm: CommId, max: usize) -> Result<Option<ShmColl>> {
+        let c = self.comm(comm)?;
+        let (me, world) = (c.rank, c.group.clone());
+        let n = world.len() as u32;
+        if !world
+            .iter()
+            .all(|&w| w == self.rank() || self.p2p.is_shm_peer(w))
+        {
+            return Ok(None);
+        }
+        let (data, slot) = View::layout(max);
+        let len = n as usize * slot;
+        // Member 0 makes the file; the others map it through /proc.
+        let mut made = None;
+        let mut about = [0u64; 2];
+        if me == 0 {
+            if let Ok(fd) = memfd(c"tandem-coll-shm", len) {
+                about = [u64::from(std::process::id()), fd.as_raw_fd() as u64];
+                made = Some(fd);
+            }
+        }
+        // SAFETY: `about` outlives the broadcast, which completes here.
+        unsafe {
+            self.coll_scheduled(
+                comm,
+                CollCall::Bcast {
+                    buf: about.as_mut_ptr().cast(),
+                    len: 16,
+                    root: 0,
+                },
+            )?
+        };
+        let map = match (&made, about) {
+            (Some(fd), _) => SharedMapping::new(fd.as_raw_fd(), len).ok(),
+            (None, [0, _]) => None,
+            (None, [pid, fd]) => SharedMapping::of_process(pid as u32, fd as i32, len).ok(),
+        };
+        // Everyone maps it, or nobody uses it; member 0's descriptor may go
+        // once all have tried (the mappings keep the file).
+        let failed = self.shm_allreduce_max(comm, u32::from(map.is_none()))?;
+        drop(made);
+        let Some(map) = map.filter(|_| failed == 0) else {
+            return Ok(None);
+        };
+        let view = View {
+            base: map.base(),
+            n,
+            me,
+            data,
+            slot,
+        };
+        Ok(Some(ShmColl {
+            _map: map,
+            view,
+            seq: 0,
+            world,
+        }))
+    }
+
+    /// The maximum of `value` over the members, by the message algorithms.
+    fn shm_allreduce_max(&mut self, comm: CommId, value: u32) -> Result<u32> {
+        let op = Arc::new(crate::ops::Predefined::new(
+            crate::ops::PredefOp::Max,
+            crate::datatype::Prim::U32,
+            4,
+        )?);
+        let send = value.to_ne_bytes();
+        let mut out = [0u8; 4];
+        // SAFETY: both buffers outlive the collective, which completes here.
+        unsafe {
+            self.coll_scheduled(
+                comm,
+                CollCall::Allreduce {
+                    send: Some(send.as_ptr()),
+                    recv: out.as_mut_ptr(),
+                    len: 4,
+                    op,
+                },
+            )?
+        };
+        Ok(u32::from_ne_bytes(out))
+    }
+
+    /// Call number `seq` of the communicator.
+    ///
+    /// # Safety
+    /// As [`Runtime::coll_shm`].
+    unsafe fn shm_run(&mut self, call: &CollCall, seq: u64, v: View, world: &[u32]) -> Result<()> {
+        let all = |_: u32| true;
+        match *call {
+            CollCall::Barrier => {
+                self.shm_publish(v, seq, world, None);
+                self.shm_wait(v, seq, world, all)
+            }
+            CollCall::Allreduce {
+                send,
+                recv,
+                len,
+                ref op,
+            } => {
+                let input = send.unwrap_or(recv.cast_const());
+                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
+                self.shm_publish(v, seq, world, Some((input, len)));
+                self.shm_wait(v, seq, world, all)?;
+                // SAFETY: `recv` holds `len` bytes (the caller's promise).
+                unsafe { combine(v, seq, op, recv, len) }
+            }
+            CollCall::Reduce {
+                send,
+                recv,
+                len,
+                ref op,
+                root,
+            } => {
+                let input = match send {
+                    Some(p) => p,
+                    None if v.me == root => recv.cast_const(),
+                    None => {
+                        return Err(Error::new(
+                            ErrorClass::Buffer,
+                            "MPI_IN_PLACE is the root's alone in a reduce",
+                        ))
+                    }
+                };
+                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
+                self.shm_publish(v, seq, world, Some((input, len)));
+                if v.me != root {
+                    return Ok(());
+                }
+                self.shm_wait(v, seq, world, all)?;
+                // SAFETY: as for allreduce (at the root).
+                unsafe { combine(v, seq, op, recv, len) }
+            }
+            CollCall::Bcast { buf, len, root } => {
+                if v.me == root {
+                    self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
+                    self.shm_publish(v, seq, world, Some((buf, len)));
+                    return Ok(());
+                }
+                self.shm_publish(v, seq, world, None);
+                self.shm_wait(v, seq, world, |i| i == root)?;
+                // SAFETY: the root's buffer is published (its number was
+                // read with acquire) and not written again before this
+                // member reaches the next call.
+                let part = unsafe { read(v, root, seq) };
+                let n = part.len.min(len);
+                // SAFETY: `buf` holds `len` bytes (the caller's promise);
+                // the part holds `part.len`.
+                unsafe { std::ptr::copy_nonoverlapping(part.bytes.as_ptr(), buf, n) };
+                disagree(root, part.len, len)
+            }
+            _ => unreachable!("coll_shm takes barrier, bcast, reduce and allreduce only"),
+        }
+    }
+
+    /// Copies `data` (if any) into this member's buffer for call `seq` and
+    /// publishes the call, waking members that sleep.
+    fn shm_publish(&mut self, v: View, seq: u64, world: &[u32], data: Option<(*const u8, usize)>) {
+        if let Some((src, len)) = data {
+            let b = v.buffer(v.me, seq);
+            // SAFETY: the buffer holds a header line and `v.data >= len`
+            // bytes (the call qualified by its size); nobody reads it until
+            // the release store below; `src` holds `len` bytes (the
+            // caller's promise).
+            unsafe {
+                b.cast::<u64>().write(len as u64);
+                std::ptr::copy_nonoverlapping(src, b.add(LINE), len);
+            }
+        }
+        v.seq(v.me).store(seq, Ordering::Release);
+        for (i, &w) in world.iter().enumerate() {
+            if i as u32 != v.me {
+                self.p2p.wake_peer(w);
+            }
+        }
+    }
+
+    /// Waits until every member `i` with `wanted(i)` has published call
+    /// `seq`; an error naming the first that died first.
+    fn shm_wait(
+        &mut self,
+        v: View,
+        seq: u64,
+        world: &[u32],
+        wanted: impl Fn(u32) -> bool,
+    ) -> Result<()> {
+        let waiting = |i: u32| i != v.me && wanted(i) && !v.reached(i, seq);
+        if seq == 0 || !(0..v.n).any(waiting) {
+            return Ok(());
+        }
+        self.wait_until(|p, _| {
+            (0..v.n).all(|i| !waiting(i) || p.peer_known_gone(world[i as usize]))
+        });
+        for i in (0..v.n).filter(|&i| waiting(i)) {
+            if let Some(e) = self.p2p.peer_gone(world[i as usize]) {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Member `i`'s published part of call `seq`.
+///
+/// # Safety
+/// The member's number must have been read as `seq` or later with acquire,
+/// and this member must not have reached call `seq + 1`.
+unsafe fn read<'a>(v: View, i: u32, seq: u64) -> Part<'a> {
+    let b = v.buffer(i, seq);
+    // SAFETY: the header and `data` bytes lie in the slot; the member wrote
+    // them before publishing (the caller's acquire pairs with its release).
+    unsafe {
+        let len = (b.cast::<u64>().read() as usize).min(v.data);
+        Part {
+            len,
+            bytes: std::slice::from_raw_parts(b.add(LINE), len),
+        }
+    }
+}
+
+/// `recv = part_0 ∘ (part_1 ∘ (... ∘ part_{n-1}))`, the members' parts of
+/// call `seq` in rank order.
+///
+/// # Safety
+/// Every member's part of call `seq` must be published (see [`read`]);
+/// `recv` must hold `len` bytes.
+unsafe fn combine(v: View, seq: u64, op: &ReducerRef, recv: *mut u8, len: usize) -> Result<()> {
+    // SAFETY: the caller's promise.
+    let out = unsafe { std::slice::from_raw_parts_mut(recv, len) };
+    for i in (0..v.n).rev() {
+        // SAFETY: published (the caller's promise).
+        let part = unsafe { read(v, i, seq) };
+        if part.len != len {
+            let n = part.len.min(len);
+            out[..n].copy_from_slice(&part.bytes[..n]);
+            return disagree(i, part.len, len);
+        }
+        if i == v.n - 1 {
+            out.copy_from_slice(part.bytes);
+        } else {
+            op.reduce(part.bytes, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The error for a part of `got` bytes from rank `from` where `want` were
+/// expected (as the message algorithms report it: truncation when more
+/// came, a disagreement when fewer).
+fn disagree(from: u32, got: usize, want: usize) -> Result<()> {
+    if got > want {
+        Err(Error::new(
+            ErrorClass::Truncate,
+            format!(
+                "rank {from} sent {got} bytes where this rank's count and datatype give {want}"
+            ),
+        ))
+    } else if got < want {
+        Err(Error::new(
+            ErrorClass::Other,
+            format!(
+                "rank {from} sent {got} bytes where this rank's count and datatype expect {want} \
+                 (the members' counts disagree)"
+            ),
+        ))
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,271 @@
+/*
+ * coll_shm.c - small blocking collectives among ranks of one host, which
+ * Tandem runs on shared flags (coll_shm_max): results checked call by
+ * call while members run ahead of each other, across the size limit,
+ * in place, with a non-commutative operation, beside a non-blocking
+ * collective in flight, on sub-communicators made and freed in a loop,
+ * and with counts that disagree. Any MPI runs it; each check prints what
+ * went wrong and the program exits non-zero.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int rank, size, failures;
+
+#define CHECK(cond, ...)                                                                 \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "rank %d: line %d: ", rank, __LINE__);                       \
+            fprintf(stderr, __VA_ARGS__);                                                \
+            fprintf(stderr, "\n");                                                       \
+            failures++;                                                                  \
+        }                                                                                \
+    } while (0)
+
+static void nap_us(long us)
+{
+    struct timespec t = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&t, NULL);
+}
+
+/* 2x2 integer matrices: a product is not commutative, so the result
+ * shows the order the parts were combined in. */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    int *a = in, *b = inout;
+    for (int k = 0; k < *len; k++, a += 4, b += 4) {
+        int r[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3],
+                    a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+        memcpy(b, r, sizeof r);
+    }
+}
+
+static void mat_of(int r, int *m)
+{
+    m[0] = 1;
+    m[1] = r + 1;
+    m[2] = 0;
+    m[3] = 1 + (r % 2);
+}
+
+/* Broadcasts from every root in turn, the root running ahead of slow
+ * members (who nap now and then), each call's payload distinct. */
+static void bcasts(MPI_Comm comm, int bytes, int iters)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    unsigned char *buf = malloc(bytes + 1);
+    for (int i = 0; i < iters; i++) {
+        int root = i % n;
+        for (int k = 0; k < bytes; k++)
+            buf[k] = r == root ? (unsigned char)(i * 7 + k) : 0xee;
+        if (r != root && (i + r) % 17 == 0)
+            nap_us(200);
+        MPI_Bcast(buf, bytes, MPI_BYTE, root, comm);
+        int bad = -1;
+        for (int k = 0; k < bytes && bad < 0; k++)
+            if (buf[k] != (unsigned char)(i * 7 + k))
+                bad = k;
+        CHECK(bad < 0, "bcast %d bytes, call %d, root %d: byte %d is %d", bytes, i, root, bad,
+              bad < 0 ? 0 : buf[bad]);
+    }
+    free(buf);
+}
+
+/* Allreduce and reduce of `count` longs, in place and not, checked. */
+static void reductions(MPI_Comm comm, int count, int iters)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    long *in = malloc(sizeof(long) * count), *out = malloc(sizeof(long) * count);
+    for (int i = 0; i < iters; i++) {
+        for (int k = 0; k < count; k++)
+            in[k] = (long)(r + 1) * (i + k);
+        long want_sum = (long)n * (n + 1) / 2;
+        if ((i + r) % 13 == 0)
+            nap_us(100);
+        if (i % 2 == 0) {
+            MPI_Allreduce(in, out, count, MPI_LONG, MPI_SUM, comm);
+        } else {
+            memcpy(out, in, sizeof(long) * count);
+            MPI_Allreduce(MPI_IN_PLACE, out, count, MPI_LONG, MPI_SUM, comm);
+        }
+        for (int k = 0; k < count; k++)
+            if (out[k] != want_sum * (i + k)) {
+                CHECK(0, "allreduce of %d longs, call %d: element %d is %ld, not %ld", count, i,
+                      k, out[k], want_sum * (i + k));
+                break;
+            }
+        int root = (i / 2) % n;
+        for (int k = 0; k < count; k++)
+            out[k] = -1;
+        if (r == root && i % 3 == 0) {
+            memcpy(out, in, sizeof(long) * count);
+            MPI_Reduce(MPI_IN_PLACE, out, count, MPI_LONG, MPI_MAX, root, comm);
+        } else {
+            MPI_Reduce(in, out, count, MPI_LONG, MPI_MAX, root, comm);
+        }
+        if (r == root) {
+            for (int k = 0; k < count; k++)
+                if (out[k] != (long)n * (i + k)) {
+                    CHECK(0, "reduce of %d longs to %d, call %d: element %d is %ld, not %ld",
+                          count, root, i, k, out[k], (long)n * (i + k));
+                    break;
+                }
+        } else {
+            CHECK(out[0] == -1, "reduce wrote the receive buffer of non-root %d", r);
+        }
+    }
+    free(in);
+    free(out);
+}
+
+/* A non-commutative operation is combined in rank order, at every rank,
+ * for allreduce and reduce. */
+static void ordered(MPI_Comm comm, int iters)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    MPI_Op op;
+    MPI_Op_create(matmul, 0, &op);
+    MPI_Datatype mat;
+    MPI_Type_contiguous(4, MPI_INT, &mat);
+    MPI_Type_commit(&mat);
+    int want[4] = {1, 0, 0, 1}, m[4], got[4];
+    for (int k = 0; k < n; k++) { /* want = m_0 * m_1 * ... * m_{n-1} */
+        int mk[4];
+        mat_of(k, mk);
+        int t[4] = {want[0] * mk[0] + want[1] * mk[2], want[0] * mk[1] + want[1] * mk[3],
+                    want[2] * mk[0] + want[3] * mk[2], want[2] * mk[1] + want[3] * mk[3]};
+        memcpy(want, t, sizeof t);
+    }
+    mat_of(r, m);
+    for (int i = 0; i < iters; i++) {
+        MPI_Allreduce(m, got, 1, mat, op, comm);
+        CHECK(memcmp(got, want, sizeof got) == 0,
+              "non-commutative allreduce: {%d %d %d %d} not {%d %d %d %d}", got[0], got[1],
+              got[2], got[3], want[0], want[1], want[2], want[3]);
+        int root = i % n;
+        memset(got, 0, sizeof got);
+        MPI_Reduce(m, got, 1, mat, op, root, comm);
+        if (r == root)
+            CHECK(memcmp(got, want, sizeof got) == 0, "non-commutative reduce to %d", root);
+    }
+    MPI_Type_free(&mat);
+    MPI_Op_free(&op);
+}
+
+/* A barrier holds everyone until the last member arrives. */
+static void barrier_holds(MPI_Comm comm)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    for (int late = 0; late < n; late++) {
+        MPI_Barrier(comm);
+        double t0 = MPI_Wtime();
+        if (r == late)
+            nap_us(30000);
+        MPI_Barrier(comm);
+        double waited = MPI_Wtime() - t0;
+        CHECK(waited > 0.025, "barrier returned after %.3f s while rank %d napped 30 ms",
+              waited, late);
+    }
+}
+
+/* A blocking collective while a non-blocking one is in flight, which the
+ * members complete in different orders. */
+static void beside_nonblocking(MPI_Comm comm)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    for (int i = 0; i < 50; i++) {
+        long a = r + 1, sum_nb = 0, b = 2 * (r + 1), sum_b = 0;
+        MPI_Request req;
+        MPI_Iallreduce(&a, &sum_nb, 1, MPI_LONG, MPI_SUM, comm, &req);
+        if (r % 2 == 0) {
+            MPI_Allreduce(&b, &sum_b, 1, MPI_LONG, MPI_SUM, comm);
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            MPI_Allreduce(&b, &sum_b, 1, MPI_LONG, MPI_SUM, comm);
+        }
+        CHECK(sum_nb == (long)n * (n + 1) / 2 && sum_b == (long)n * (n + 1),
+              "iallreduce %ld, allreduce %ld", sum_nb, sum_b);
+    }
+}
+
+/* Counts that disagree (both small): the member given fewer bytes than it
+ * asked for, or more, gets an error, not a half-filled buffer. */
+static void disagreeing_counts(void)
+{
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    char buf[64];
+    memset(buf, 1, sizeof buf);
+    int count = rank == 0 ? 8 : 16;
+    int rc = MPI_Bcast(buf, count, MPI_BYTE, 0, comm);
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (rank == 0)
+        CHECK(rc == MPI_SUCCESS, "the root's bcast failed (class %d)", cls);
+    else
+        CHECK(cls == MPI_ERR_OTHER, "a bcast of 8 bytes into 16 gave class %d, not MPI_ERR_OTHER",
+              cls);
+    count = rank == 0 ? 16 : 8;
+    rc = MPI_Bcast(buf, count, MPI_BYTE, 0, comm);
+    cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (rank != 0)
+        CHECK(cls == MPI_ERR_TRUNCATE, "a bcast of 16 bytes into 8 gave class %d, not "
+              "MPI_ERR_TRUNCATE", cls);
+    MPI_Barrier(comm);
+    MPI_Comm_free(&comm);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int sizes[] = {1, 8, 100, 2048, 2049, 8192};
+    for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        bcasts(MPI_COMM_WORLD, sizes[s], 60);
+    int counts[] = {1, 3, 256, 257, 1024};
+    for (unsigned c = 0; c < sizeof counts / sizeof counts[0]; c++)
+        reductions(MPI_COMM_WORLD, counts[c], 60);
+    ordered(MPI_COMM_WORLD, 20);
+    barrier_holds(MPI_COMM_WORLD);
+    beside_nonblocking(MPI_COMM_WORLD);
+    /* Communicators made, used and freed again and again (each maps its
+     * own segment at its first small collective). */
+    for (int i = 0; i < 40; i++) {
+        MPI_Comm half, dup;
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half);
+        MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+        reductions(half, 2, 3);
+        bcasts(dup, 16, 3);
+        ordered(half, 1);
+        MPI_Barrier(dup);
+        MPI_Comm_free(&half);
+        MPI_Comm_free(&dup);
+    }
+    disagreeing_counts();
+    int total;
+    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf(total ? "coll_shm: %d failures\n" : "coll_shm: ok\n", total);
+    MPI_Finalize();
+    return total != 0;
+}
