@@ -1,7 +1,8 @@
 /*
  * coll_shm.c - small blocking collectives among ranks of one host, which
  * Tandem runs on shared flags (coll_shm_max): results checked call by
- * call while members run ahead of each other, across the size limit,
+ * call (barrier, broadcast, reduce, allreduce, gather, allgather, scatter,
+ * all-to-all) while members run ahead of each other, across the size limit,
  * in place, with a non-commutative operation, beside a non-blocking
  * collective in flight, on sub-communicators made and freed in a loop,
  * and with counts that disagree. Any MPI runs it; each check prints what
@@ -126,6 +127,90 @@ static void reductions(MPI_Comm comm, int count, int iters)
     free(out);
 }
 
+static int val(int from, int to, int k, int i)
+{
+    return from * 1000003 + to * 1009 + k * 7 + i;
+}
+
+/* Allgather, gather, scatter and all-to-all of `count` ints per block,
+ * in place and not, roots in turn, members napping now and then. */
+static void blocks(MPI_Comm comm, int count, int iters)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    int *sb = malloc(sizeof(int) * count * n), *rb = malloc(sizeof(int) * count * n);
+    for (int i = 0; i < iters; i++) {
+        int root = i % n, inplace = i % 2;
+        if ((i + r) % 11 == 0)
+            nap_us(150);
+        /* allgather: block j is rank j's */
+        for (int k = 0; k < count * n; k++)
+            rb[k] = -1;
+        for (int k = 0; k < count; k++)
+            (inplace ? rb + r * count : sb)[k] = val(r, 0, k, i);
+        MPI_Allgather(inplace ? MPI_IN_PLACE : sb, count, MPI_INT, rb, count, MPI_INT, comm);
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < count; k++)
+                if (rb[j * count + k] != val(j, 0, k, i)) {
+                    CHECK(0, "allgather of %d ints, call %d: block %d element %d is %d", count,
+                          i, j, k, rb[j * count + k]);
+                    j = n;
+                    break;
+                }
+        /* gather to root */
+        for (int k = 0; k < count * n; k++)
+            rb[k] = -1;
+        for (int k = 0; k < count; k++)
+            (inplace && r == root ? rb + r * count : sb)[k] = val(r, 1, k, i);
+        MPI_Gather(inplace && r == root ? MPI_IN_PLACE : sb, count, MPI_INT, rb, count, MPI_INT,
+                   root, comm);
+        if (r == root)
+            for (int j = 0; j < n; j++)
+                for (int k = 0; k < count; k++)
+                    if (rb[j * count + k] != val(j, 1, k, i)) {
+                        CHECK(0, "gather of %d ints to %d, call %d: block %d is wrong", count,
+                              root, i, j);
+                        j = n;
+                        break;
+                    }
+        /* scatter from root: block j for rank j */
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < count; k++)
+                sb[j * count + k] = r == root ? val(root, j, k, i) : -2;
+        int *mine = rb;
+        if (inplace && r == root)
+            mine = sb + r * count;
+        else
+            for (int k = 0; k < count; k++)
+                rb[k] = -1;
+        MPI_Scatter(sb, count, MPI_INT, inplace && r == root ? MPI_IN_PLACE : rb, count, MPI_INT,
+                    root, comm);
+        for (int k = 0; k < count; k++)
+            if (mine[k] != val(root, r, k, i)) {
+                CHECK(0, "scatter of %d ints from %d, call %d: element %d is %d", count, root, i,
+                      k, mine[k]);
+                break;
+            }
+        /* all-to-all: block j goes to rank j */
+        int *row = inplace ? rb : sb;
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < count; k++)
+                row[j * count + k] = val(r, j, k, i);
+        MPI_Alltoall(inplace ? MPI_IN_PLACE : sb, count, MPI_INT, rb, count, MPI_INT, comm);
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < count; k++)
+                if (rb[j * count + k] != val(j, r, k, i)) {
+                    CHECK(0, "alltoall of %d ints, call %d: block from %d element %d is %d",
+                          count, i, j, k, rb[j * count + k]);
+                    j = n;
+                    break;
+                }
+    }
+    free(sb);
+    free(rb);
+}
+
 /* A non-commutative operation is combined in rank order, at every rank,
  * for allreduce and reduce. */
 static void ordered(MPI_Comm comm, int iters)
@@ -245,6 +330,11 @@ int main(int argc, char **argv)
     int counts[] = {1, 3, 256, 257, 1024};
     for (unsigned c = 0; c < sizeof counts / sizeof counts[0]; c++)
         reductions(MPI_COMM_WORLD, counts[c], 60);
+    /* per-block sizes under the limit, at it for 2 ranks' all-to-all
+     * (256 ints x 2 = 2 KiB), and over it */
+    int block_counts[] = {1, 5, 128, 256, 600};
+    for (unsigned c = 0; c < sizeof block_counts / sizeof block_counts[0]; c++)
+        blocks(MPI_COMM_WORLD, block_counts[c], 40);
     ordered(MPI_COMM_WORLD, 20);
     barrier_holds(MPI_COMM_WORLD);
     beside_nonblocking(MPI_COMM_WORLD);
@@ -257,6 +347,7 @@ int main(int argc, char **argv)
         reductions(half, 2, 3);
         bcasts(dup, 16, 3);
         ordered(half, 1);
+        blocks(half, 3, 2);
         MPI_Barrier(dup);
         MPI_Comm_free(&half);
         MPI_Comm_free(&dup);

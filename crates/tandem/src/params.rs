@@ -208,7 +208,7 @@ pub static REGISTRY: &[Param] = &[
         name: "coll_shm_max",
         kind: Kind::Bytes,
         default: "2k",
-        help: "largest blocking broadcast, reduce and allreduce (and every barrier) run on shared flags when all of a communicator's ranks share this host's memory: each rank publishes its part in a slot of a segment the communicator maps, the others read it there (no messages; set up at the communicator's first such call); 0 = always the message algorithms",
+        help: "bytes a rank contributes at most to a blocking collective run on shared flags when all of a communicator's ranks share this host's memory (barrier always; broadcast, reduce, allreduce, gather and allgather: the message or one block; scatter and all-to-all: all n blocks): each rank publishes its part in a slot of a segment the communicator maps (at its first such call) and the others read it there, no messages; 0 = always the message algorithms",
     },
     Param {
         name: "coll_rules",

@@ -694,8 +694,9 @@ pub fn describe() -> String {
         .and_then(|s| Selection::from_settings(&s))
     {
         Ok(s) => format!(
-            "{}\nBefore these, blocking barriers, and broadcasts, reduces and allreduces of at most \
-             coll_shm_max bytes (now {} bytes; 0 = never), run on shared flags when every rank of \
+            "{}\nBefore these, blocking barriers, broadcasts, reduces, allreduces, gathers, \
+             allgathers, scatters and all-to-alls in which a rank contributes at most \
+             coll_shm_max bytes (now {} bytes; 0 = never) run on shared flags when every rank of \
              the communicator shares this host's memory, unless a coll_<op> parameter forces an \
              algorithm.\n",
             s.describe(),

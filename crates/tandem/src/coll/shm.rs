@@ -12,9 +12,12 @@
 //!   wait for every member and combine the buffers in rank order, so every
 //!   rank gets the same bits whatever the operation (reduce: only the root
 //!   waits and combines).
-//! * broadcast: the root copies the data into its buffer and publishes;
-//!   the others publish (they took part) and copy it out once the root's
-//!   number shows it.
+//! * broadcast and scatter: the root copies the data (scatter: every
+//!   block) into its buffer and publishes; the others publish (they took
+//!   part) and copy out theirs once the root's number shows it.
+//! * allgather, gather and all-to-all: every member publishes its block
+//!   (all-to-all: its whole row); each reads its blocks from the others'
+//!   buffers (gather: only the root waits and reads).
 //!
 //! A slot's buffers serve calls in turn ([`BUFFERS`] of them); before
 //! writing one a member waits until every member has reached the call
@@ -129,18 +132,24 @@ impl Runtime {
         if max == 0 {
             return None;
         }
-        let (kind, len) = match call {
-            CollCall::Barrier => (OpKind::Barrier, 0),
-            CollCall::Bcast { len, .. } => (OpKind::Bcast, *len),
-            CollCall::Reduce { len, .. } => (OpKind::Reduce, *len),
-            CollCall::Allreduce { len, .. } => (OpKind::Allreduce, *len),
-            _ => return None,
-        };
-        if len > max || self.colls.selection.is_forced(kind) {
+        let c = self.comm(comm).ok()?;
+        let n = c.group.len();
+        if c.is_inter() || n < 2 {
             return None;
         }
-        let c = self.comm(comm).ok()?;
-        if c.is_inter() || c.group.len() < 2 {
+        // The kind, and the bytes a member publishes.
+        let (kind, part) = match *call {
+            CollCall::Barrier => (OpKind::Barrier, 0),
+            CollCall::Bcast { len, .. } => (OpKind::Bcast, len),
+            CollCall::Reduce { len, .. } => (OpKind::Reduce, len),
+            CollCall::Allreduce { len, .. } => (OpKind::Allreduce, len),
+            CollCall::Gather { len, .. } => (OpKind::Gather, len),
+            CollCall::Allgather { len, .. } => (OpKind::Allgather, len),
+            CollCall::Scatter { len, .. } => (OpKind::Scatter, len.checked_mul(n)?),
+            CollCall::Alltoall { len, .. } => (OpKind::Alltoall, len.checked_mul(n)?),
+            _ => return None,
+        };
+        if part > max || self.colls.selection.is_forced(kind) {
             return None;
         }
         let cid = c.cid;
@@ -318,7 +327,109 @@ impl Runtime {
                 unsafe { std::ptr::copy_nonoverlapping(part.bytes.as_ptr(), buf, n) };
                 disagree(root, part.len, len)
             }
-            _ => unreachable!("coll_shm takes barrier, bcast, reduce and allreduce only"),
+            CollCall::Allgather { send, recv, len } => {
+                // SAFETY: `recv` holds n blocks of `len` (the caller's promise).
+                let input = send.unwrap_or(recv.wrapping_add(v.me as usize * len).cast_const());
+                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
+                self.shm_publish(v, seq, world, Some((input, len)));
+                self.shm_wait(v, seq, world, all)?;
+                if let Some(send) = send {
+                    // SAFETY: this member's block of `recv` and `send` hold
+                    // `len` bytes each and do not overlap (checked above us).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(send, recv.add(v.me as usize * len), len)
+                    };
+                }
+                // SAFETY: every part is published; `recv` holds n blocks.
+                unsafe { gather_parts(v, seq, recv, len, 0, len) }
+            }
+            CollCall::Gather {
+                send,
+                recv,
+                len,
+                root,
+            } => {
+                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
+                let Some(input) = send.or((v.me == root).then_some(std::ptr::null())) else {
+                    return Err(Error::new(
+                        ErrorClass::Buffer,
+                        "MPI_IN_PLACE is the root's alone in a gather",
+                    ));
+                };
+                if v.me != root {
+                    self.shm_publish(v, seq, world, Some((input, len)));
+                    return Ok(());
+                }
+                self.shm_publish(v, seq, world, None);
+                self.shm_wait(v, seq, world, all)?;
+                if !input.is_null() {
+                    // SAFETY: the root's block of `recv` and its send buffer
+                    // hold `len` bytes (the caller's promise; they do not
+                    // overlap, the MPI layer checked).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(input, recv.add(v.me as usize * len), len)
+                    };
+                }
+                // SAFETY: the others' parts are published; `recv` holds n blocks.
+                unsafe { gather_parts(v, seq, recv, len, 0, len) }
+            }
+            CollCall::Scatter {
+                send,
+                recv,
+                len,
+                root,
+            } => {
+                let n = v.n as usize;
+                if v.me == root {
+                    self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
+                    self.shm_publish(v, seq, world, Some((send, n * len)));
+                    if let Some(recv) = recv {
+                        // SAFETY: the root's block of `send` and `recv` hold
+                        // `len` bytes (the caller's promise).
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(send.add(v.me as usize * len), recv, len)
+                        };
+                    }
+                    return Ok(());
+                }
+                let Some(recv) = recv else {
+                    return Err(Error::new(
+                        ErrorClass::Buffer,
+                        "MPI_IN_PLACE is the root's alone in a scatter",
+                    ));
+                };
+                self.shm_publish(v, seq, world, None);
+                self.shm_wait(v, seq, world, |i| i == root)?;
+                // SAFETY: the root's part is published (see Bcast).
+                let part = unsafe { read(v, root, seq) };
+                disagree(root, part.len, n * len)?;
+                let mine = &part.bytes[v.me as usize * len..][..len];
+                // SAFETY: `recv` holds `len` bytes (the caller's promise).
+                unsafe { std::ptr::copy_nonoverlapping(mine.as_ptr(), recv, len) };
+                Ok(())
+            }
+            CollCall::Alltoall { send, recv, len } => {
+                let n = v.n as usize;
+                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
+                // In place, the row to send is `recv` itself, copied into
+                // the slot before anything lands in it.
+                self.shm_publish(
+                    v,
+                    seq,
+                    world,
+                    Some((send.unwrap_or(recv.cast_const()), n * len)),
+                );
+                self.shm_wait(v, seq, world, all)?;
+                let mine = v.me as usize * len;
+                if let Some(send) = send {
+                    // SAFETY: block `me` of `send` and of `recv` hold `len`
+                    // bytes each and do not overlap (checked above us).
+                    unsafe { std::ptr::copy_nonoverlapping(send.add(mine), recv.add(mine), len) };
+                }
+                // SAFETY: every part is published; `recv` holds n blocks.
+                unsafe { gather_parts(v, seq, recv, len, mine, n * len) }
+            }
+            _ => unreachable!("coll_shm_kind admitted another collective"),
         }
     }
 
@@ -385,6 +496,36 @@ unsafe fn read<'a>(v: View, i: u32, seq: u64) -> Part<'a> {
             bytes: std::slice::from_raw_parts(b.add(LINE), len),
         }
     }
+}
+
+/// Block `i` of `recv` (`len` bytes) from bytes `at..at + len` of every
+/// other member `i`'s part of call `seq`, which must be `whole` bytes.
+///
+/// # Safety
+/// As [`combine`]; `recv` must hold `n * len` bytes.
+unsafe fn gather_parts(
+    v: View,
+    seq: u64,
+    recv: *mut u8,
+    len: usize,
+    at: usize,
+    whole: usize,
+) -> Result<()> {
+    for i in (0..v.n).filter(|&i| i != v.me) {
+        // SAFETY: published (the caller's promise).
+        let part = unsafe { read(v, i, seq) };
+        disagree(i, part.len, whole)?;
+        // SAFETY: block `i` of `recv` holds `len` bytes (the caller's
+        // promise); the part holds `whole >= at + len`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                part.bytes[at..][..len].as_ptr(),
+                recv.add(i as usize * len),
+                len,
+            )
+        };
+    }
+    Ok(())
 }
 
 /// `recv = part_0 ∘ (part_1 ∘ (... ∘ part_{n-1}))`, the members' parts of
