@@ -89,10 +89,15 @@ struct View {
 }
 
 impl View {
-    /// Bytes of a buffer's data and of a slot, for `data` bytes at most.
-    fn layout(data: usize) -> (usize, usize) {
-        let data = data.div_ceil(LINE) * LINE;
-        (data, LINE + BUFFERS as usize * (LINE + data))
+    /// Bytes of a buffer's data, of a slot and of the segment, for `data`
+    /// bytes at most among `n` members (`None` past the address space).
+    fn layout(n: u32, data: usize) -> Option<(usize, usize, usize)> {
+        let data = data.checked_next_multiple_of(LINE)?;
+        let slot = data
+            .checked_add(LINE)?
+            .checked_mul(BUFFERS as usize)?
+            .checked_add(LINE)?;
+        Some((data, slot, slot.checked_mul(n as usize)?))
     }
 
     fn seq(&self, i: u32) -> &AtomicU64 {
@@ -186,8 +191,10 @@ impl Runtime {
         {
             return Ok(None);
         }
-        let (data, slot) = View::layout(max);
-        let len = n as usize * slot;
+        // Every member computes the same, so all give up alike.
+        let Some((data, slot, len)) = View::layout(n, max) else {
+            return Ok(None);
+        };
         // Member 0 makes the file; the others map it through /proc.
         let mut made = None;
         let mut about = [0u64; 2];
@@ -575,5 +582,34 @@ fn disagree(from: u32, got: usize, want: usize) -> Result<()> {
         ))
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_whole_cache_lines_and_absurd_limits_are_refused() {
+        let (data, slot, len) = View::layout(3, 2000).unwrap();
+        assert_eq!(data, 2048);
+        assert_eq!(slot, LINE + BUFFERS as usize * (LINE + 2048));
+        assert_eq!(slot % LINE, 0);
+        assert_eq!(len, 3 * slot);
+        assert!(View::layout(2, usize::MAX - 10).is_none());
+        assert!(View::layout(u32::MAX, usize::MAX / 64).is_none());
+    }
+
+    #[test]
+    fn parts_that_disagree_are_reported_as_the_messages_report_them() {
+        assert!(disagree(1, 8, 8).is_ok());
+        assert_eq!(disagree(1, 16, 8).unwrap_err().class, ErrorClass::Truncate);
+        let short = disagree(2, 4, 8).unwrap_err();
+        assert_eq!(short.class, ErrorClass::Other);
+        assert!(
+            short.message.contains("rank 2 sent 4 bytes"),
+            "{}",
+            short.message
+        );
     }
 }
