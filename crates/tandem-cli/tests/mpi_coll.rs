@@ -204,14 +204,17 @@ fn coll_loop_example_runs_every_operation() {
 /// checked call by call while members run ahead of each other, across the
 /// size limit, in place, with a non-commutative operation, beside a
 /// non-blocking collective, on communicators made and freed in a loop, and
-/// with counts that disagree; on 2 ranks, on 5 sharing the 2 cores, and
-/// the same program by the message algorithms (limit 0, and over TCP).
+/// with counts that disagree; on 2 ranks, on 5 sharing the 2 cores, under
+/// the helper-thread and signal policies, and the same program by the
+/// message algorithms (limit 0, and over TCP).
 #[test]
 fn coll_shm_on_shared_flags_and_by_messages() {
     let prog = compile("coll_shm");
     for (np, settings) in [
         (2, &[][..]),
         (5, &[][..]),
+        (3, &["progress=thread"][..]),
+        (3, &["progress=signal"][..]),
         (3, &["coll_shm_max=0"][..]),
         (3, &["transports=tcp"][..]),
     ] {
