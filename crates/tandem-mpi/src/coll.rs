@@ -44,6 +44,36 @@ impl Stage {
         }
     }
 
+    /// Where the collective reads `len` bytes of `t` from: as
+    /// [`Stage::input`] when `t` holds exactly `len`, else a packed copy cut
+    /// or zero-padded to `len` (this rank's send and receive signatures
+    /// differ: the collective still runs, so that nobody waits for this
+    /// rank, and the caller reports [`signatures_differ`] after it).
+    pub fn input_as(&mut self, t: &Typed, len: usize) -> (*const u8, bool) {
+        if t.bytes() >= len {
+            // Only the first `len` bytes are read.
+            return (self.input(t), t.bytes() != len);
+        }
+        // SAFETY: the buffer is valid for reads as described (MPI contract).
+        let mut v = unsafe { t.pack() };
+        v.resize(len, 0);
+        (self.hold(v).1.cast_const(), true)
+    }
+
+    /// Where the collective writes `len` bytes of `t`'s data: as
+    /// [`Stage::output`] when `t` holds exactly `len`, else a staging
+    /// buffer of `len` bytes of which `t` gets what fits (see
+    /// [`Stage::input_as`]).
+    pub fn output_as(&mut self, t: &Typed, len: usize) -> (*mut u8, bool) {
+        if t.bytes() >= len {
+            // Only the first `len` bytes are written.
+            return (self.output(t), t.bytes() != len);
+        }
+        let (i, p) = self.hold(vec![0; len]);
+        self.unpacks.push((i, 0, t.clone()));
+        (p, true)
+    }
+
     /// A packed copy of `t`, always.
     pub fn copy(&mut self, t: &Typed) -> *const u8 {
         // SAFETY: the buffer is valid for reads as described (MPI contract).
@@ -242,6 +272,42 @@ pub(crate) fn complete_or_hand_out(
     // SAFETY: checked non-null above.
     unsafe { put(req, h) };
     Ok(())
+}
+
+/// The error of a rank whose send and receive counts and datatypes give
+/// different sizes for one block (`sent` and `block` bytes), reported once
+/// the collective has run with the block cut or padded.
+fn signatures_differ(comm: MPI_Comm, sent: usize, block: usize) -> Fail {
+    Fail::new(
+        comm,
+        if sent > block {
+            ErrorClass::Truncate
+        } else {
+            ErrorClass::Other
+        },
+        format!(
+            "this rank's send count and datatype give {sent} bytes where its receive count and \
+             datatype give {block} per block"
+        ),
+    )
+}
+
+/// Runs `c` as [`run`] does, then reports [`signatures_differ`] if
+/// `differ` holds (`sent` and `block` bytes).
+fn run_then_report(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    c: CollCall,
+    st: Stage,
+    req: *mut MPI_Request,
+    differ: Option<(usize, usize)>,
+) -> Result<(), Fail> {
+    run(s, comm, id, c, st, req)?;
+    match differ {
+        Some((sent, block)) => Err(signatures_differ(comm, sent, block)),
+        None => Ok(()),
+    }
 }
 
 pub(crate) fn is_in_place(p: *const c_void) -> bool {
@@ -958,6 +1024,7 @@ pub(crate) fn gather(
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
+    let mut differ = None;
     let c = if me == root {
         let whole = region(comm, recvbuf, rcount, n, rtype)?;
         let len = whole.layout.size * rcount.max(0) as usize;
@@ -967,7 +1034,9 @@ pub(crate) fn gather(
         } else {
             let t = datatype::typed(comm, sendbuf, scount, stype)?;
             disjoint(comm, &t, &whole)?;
-            Some(st.input(&t))
+            let (p, d) = st.input_as(&t, len);
+            differ = d.then_some((t.bytes(), len));
+            Some(p)
         };
         CollCall::Gather {
             send,
@@ -987,7 +1056,7 @@ pub(crate) fn gather(
             root,
         }
     };
-    run(s, comm, id, c, st, req)
+    run_then_report(s, comm, id, c, st, req, differ)
 }
 
 #[no_mangle]
@@ -1177,6 +1246,7 @@ pub(crate) fn scatter(
     let (n, me) = size_of(s, comm, id)?;
     let root = root_arg(comm, root, n)?;
     let mut st = Stage::default();
+    let mut differ = None;
     let c = if me == root {
         let whole = region(comm, sendbuf, scount, n, stype)?;
         let len = whole.layout.size * scount.max(0) as usize;
@@ -1186,7 +1256,9 @@ pub(crate) fn scatter(
         } else {
             let t = datatype::typed(comm, recvbuf, rcount, rtype)?;
             disjoint(comm, &whole, &t)?;
-            Some(st.output(&t))
+            let (p, d) = st.output_as(&t, len);
+            differ = d.then_some((len, t.bytes()));
+            Some(p)
         };
         CollCall::Scatter {
             send,
@@ -1206,7 +1278,7 @@ pub(crate) fn scatter(
             root,
         }
     };
-    run(s, comm, id, c, st, req)
+    run_then_report(s, comm, id, c, st, req, differ)
 }
 
 #[no_mangle]
@@ -1396,21 +1468,25 @@ pub(crate) fn allgather(
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
     let len = whole.layout.size * rcount.max(0) as usize;
+    let mut differ = None;
     let send = if is_in_place(sendbuf) {
         st.in_place(&whole.block(me as usize, rcount as usize))
     } else {
         let t = datatype::typed(comm, sendbuf, scount, stype)?;
         disjoint(comm, &t, &whole)?;
-        Some(st.input(&t))
+        let (p, d) = st.input_as(&t, len);
+        differ = d.then_some((t.bytes(), len));
+        Some(p)
     };
     let recv = st.output(&whole);
-    run(
+    run_then_report(
         s,
         comm,
         id,
         CollCall::Allgather { send, recv, len },
         st,
         req,
+        differ,
     )
 }
 
@@ -1582,15 +1658,38 @@ pub(crate) fn alltoall(
     let mut st = Stage::default();
     let whole = region(comm, recvbuf, rcount, n, rtype)?;
     let len = whole.layout.size * rcount.max(0) as usize;
+    let mut differ = None;
     let send = if is_in_place(sendbuf) {
         st.in_place(&whole)
     } else {
         let t = region(comm, sendbuf, scount, n, stype)?;
         disjoint(comm, &t, &whole)?;
-        Some(st.input(&t))
+        // The n blocks are sent as n blocks of `len` bytes.
+        let sblock = t.layout.size * scount.max(0) as usize;
+        if sblock == len {
+            Some(st.input(&t))
+        } else {
+            differ = Some((sblock, len));
+            // SAFETY: the buffer is valid for reads as described (MPI contract).
+            let packed = unsafe { t.pack() };
+            let mut v = vec![0u8; n as usize * len];
+            for (dst, src) in v.chunks_mut(len.max(1)).zip(packed.chunks(sblock.max(1))) {
+                let k = dst.len().min(src.len());
+                dst[..k].copy_from_slice(&src[..k]);
+            }
+            Some(st.hold(v).1.cast_const())
+        }
     };
     let recv = st.output(&whole);
-    run(s, comm, id, CollCall::Alltoall { send, recv, len }, st, req)
+    run_then_report(
+        s,
+        comm,
+        id,
+        CollCall::Alltoall { send, recv, len },
+        st,
+        req,
+        differ,
+    )
 }
 
 #[no_mangle]
