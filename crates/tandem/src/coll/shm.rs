@@ -221,8 +221,9 @@ impl Runtime {
             (None, [pid, fd]) => SharedMapping::of_process(pid as u32, fd as i32, len).ok(),
         };
         // Everyone maps it, or nobody uses it; member 0's descriptor may go
-        // once all have tried (the mappings keep the file).
-        let failed = self.shm_allreduce_max(comm, u32::from(map.is_none()))?;
+        // once all have tried (the mappings keep the file). (The message
+        // algorithms run it: the communicator is marked unavailable.)
+        let failed = self.allreduce_max_u32(comm, u32::from(map.is_none()))?;
         drop(made);
         let Some(map) = map.filter(|_| failed == 0) else {
             return Ok(None);
@@ -240,30 +241,6 @@ impl Runtime {
             seq: 0,
             world,
         }))
-    }
-
-    /// The maximum of `value` over the members, by the message algorithms.
-    fn shm_allreduce_max(&mut self, comm: CommId, value: u32) -> Result<u32> {
-        let op = Arc::new(crate::ops::Predefined::new(
-            crate::ops::PredefOp::Max,
-            crate::datatype::Prim::U32,
-            4,
-        )?);
-        let send = value.to_ne_bytes();
-        let mut out = [0u8; 4];
-        // SAFETY: both buffers outlive the collective, which completes here.
-        unsafe {
-            self.coll_scheduled(
-                comm,
-                CollCall::Allreduce {
-                    send: Some(send.as_ptr()),
-                    recv: out.as_mut_ptr(),
-                    len: 4,
-                    op,
-                },
-            )?
-        };
-        Ok(u32::from_ne_bytes(out))
     }
 
     /// Call number `seq` of the communicator.
@@ -340,15 +317,12 @@ impl Runtime {
                 self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
                 self.shm_publish(v, seq, world, Some((input, len)));
                 self.shm_wait(v, seq, world, all)?;
-                if let Some(send) = send {
-                    // SAFETY: this member's block of `recv` and `send` hold
-                    // `len` bytes each and do not overlap (checked above us).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(send, recv.add(v.me as usize * len), len)
-                    };
+                // SAFETY: `recv` holds n blocks of `len` bytes, `send` one
+                // (the caller's promise); every part is published.
+                unsafe {
+                    own_block(v, send, recv, len);
+                    gather_parts(v, seq, recv, len, 0, len)
                 }
-                // SAFETY: every part is published; `recv` holds n blocks.
-                unsafe { gather_parts(v, seq, recv, len, 0, len) }
             }
             CollCall::Gather {
                 send,
@@ -369,16 +343,11 @@ impl Runtime {
                 }
                 self.shm_publish(v, seq, world, None);
                 self.shm_wait(v, seq, world, all)?;
-                if !input.is_null() {
-                    // SAFETY: the root's block of `recv` and its send buffer
-                    // hold `len` bytes (the caller's promise; they do not
-                    // overlap, the MPI layer checked).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(input, recv.add(v.me as usize * len), len)
-                    };
+                // SAFETY: as for allgather (at the root; null is in place).
+                unsafe {
+                    own_block(v, (!input.is_null()).then_some(input), recv, len);
+                    gather_parts(v, seq, recv, len, 0, len)
                 }
-                // SAFETY: the others' parts are published; `recv` holds n blocks.
-                unsafe { gather_parts(v, seq, recv, len, 0, len) }
             }
             CollCall::Scatter {
                 send,
@@ -502,6 +471,19 @@ unsafe fn read<'a>(v: View, i: u32, seq: u64) -> Part<'a> {
             len,
             bytes: std::slice::from_raw_parts(b.add(LINE), len),
         }
+    }
+}
+
+/// This member's own block of `recv` from `send` (`None`: in place, the
+/// block is there already).
+///
+/// # Safety
+/// `recv` must hold `n` blocks of `len` bytes and `send` one, apart (the
+/// MPI layer checks that buffers do not overlap).
+unsafe fn own_block(v: View, send: Option<*const u8>, recv: *mut u8, len: usize) {
+    if let Some(send) = send {
+        // SAFETY: the caller's promise.
+        unsafe { std::ptr::copy_nonoverlapping(send, recv.add(v.me as usize * len), len) };
     }
 }
 
