@@ -50,8 +50,10 @@ const LINE: usize = 64;
 /// Buffers per slot, used by calls in turn: a member may be this many
 /// calls less one ahead of the slowest (a broadcast's root, a reduce's
 /// other members), which keeps ranks sharing a core from waiting on each
-/// other at every call.
-const BUFFERS: u64 = 8;
+/// other at every call (broadcasts of 8 bytes, 4 ranks on 2 cores: 0.55-0.97
+/// us per call with 32 against 1.08-1.88 with 8, interleaved). A slot is
+/// then 66 KiB with the default limit, touched as calls use it.
+const BUFFERS: u64 = 32;
 
 /// A communicator's shared-flag state.
 pub(crate) enum ShmState {
