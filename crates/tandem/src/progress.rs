@@ -262,12 +262,19 @@ impl Engine {
         self.drive(sink) || did
     }
 
-    /// Wakes `peer` if it sleeps (after [`Engine::arm_sleep`]): for changes
-    /// to shared memory the peer polls that are not frames (collectives on
-    /// shared flags). Nothing for a peer not on this host's shared memory.
-    pub fn wake(&self, peer: u32) {
-        if let (Route::Shm(local), Some(shm)) = (self.routes[peer as usize], self.shm.as_ref()) {
-            shm.wake(local);
+    /// Wakes each of `peers` that sleeps (after [`Engine::arm_sleep`]): for
+    /// changes to shared memory they poll that are not frames (collectives
+    /// on shared flags). Peers not on this host's shared memory are skipped.
+    pub fn wake(&self, peers: &[u32]) {
+        if let Some(shm) = self.shm.as_ref() {
+            shm.wake_each(
+                peers
+                    .iter()
+                    .filter_map(|&p| match self.routes.get(p as usize) {
+                        Some(Route::Shm(local)) => Some(*local),
+                        _ => None,
+                    }),
+            );
         }
     }
 

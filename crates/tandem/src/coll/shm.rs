@@ -426,11 +426,7 @@ impl Runtime {
             }
         }
         v.seq(v.me).store(seq, Ordering::Release);
-        for (i, &w) in world.iter().enumerate() {
-            if i as u32 != v.me {
-                self.p2p.wake_peer(w);
-            }
-        }
+        self.p2p.wake_peers(world);
     }
 
     /// Waits until every member `i` with `wanted(i)` has published call

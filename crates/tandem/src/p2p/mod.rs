@@ -1493,12 +1493,10 @@ impl P2p {
         }
     }
 
-    /// Wakes `peer`, if it sleeps in a wait on this host, to look again at
-    /// what it waits for (see [`P2p::wait_for`]).
-    pub fn wake_peer(&self, peer: u32) {
-        if peer < self.size && peer != self.rank {
-            self.engine.wake(peer);
-        }
+    /// Wakes those of `peers` (this rank aside) that sleep in a wait on this
+    /// host, to look again at what they wait for (see [`P2p::wait_for`]).
+    pub fn wake_peers(&self, peers: &[u32]) {
+        self.engine.wake(peers);
     }
 
     /// Sends every queued frame (bounded by `deadline`), for finalize.

@@ -799,9 +799,14 @@ impl ShmTransport {
             .store(pos + 1, Ordering::Release);
     }
 
-    /// Wakes `peer` if it sleeps (for something it polls outside the rings).
-    pub fn wake(&self, peer: u32) {
-        self.wake_if_sleeping(peer, false);
+    /// Wakes each of `peers` (this rank aside) that sleeps, for something
+    /// it polls outside the rings, with one fence for all.
+    pub fn wake_each(&self, peers: impl Iterator<Item = u32>) {
+        // As in `wake_if_sleeping`.
+        fence(Ordering::SeqCst);
+        for peer in peers.filter(|&p| p != self.me) {
+            self.ring_if_sleeping(peer, false);
+        }
     }
 
     /// Wakes `peer` if it sleeps, and its helper thread if that waits for
@@ -810,6 +815,11 @@ impl ShmTransport {
         // Pairs with the fence in `prepare_sleep` (and `arm_helper`): either
         // the sleeper sees our cell, or we see its flag.
         fence(Ordering::SeqCst);
+        self.ring_if_sleeping(peer, rndv);
+    }
+
+    /// The part of [`ShmTransport::wake_if_sleeping`] after the fence.
+    fn ring_if_sleeping(&self, peer: u32, rndv: bool) {
         let flag = self
             .map
             .u32_at(self.layout.ctrl(peer) + C_SLEEPING)
