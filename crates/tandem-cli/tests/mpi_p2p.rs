@@ -97,6 +97,9 @@ pass_tests! {
     truncate_np2: "truncate", 2;
     truncate_np3: "truncate", 3;
     truncate_np4: "truncate", 4;
+    // A wait for a cancelled send ends: unreceived rendezvous sends are
+    // cancelled and never delivered, received ones delivered whole.
+    cancel_send_np2: "cancel_send", 2;
     probe_np2: "probe", 2;
     probe_np3: "probe", 3;
     probe_np4: "probe", 4;

@@ -100,6 +100,14 @@ pub enum FrameKind {
     /// and a DATA frame for `rreq` follows (answering send `sreq`). No
     /// payload.
     Claimed = 18,
+    /// The sender cancels its rendezvous send `sreq` (`MPI_Cancel`):
+    /// `context` is the message's. The receiver drops the RTS if no receive
+    /// has taken it, and answers `Revoked` either way. No payload.
+    Revoke = 19,
+    /// Answer to `Revoke` for send `sreq`: `tag` 1 if the RTS was dropped
+    /// (the send is cancelled), 0 if a receive had taken it (the send
+    /// completes as usual). No payload.
+    Revoked = 20,
 }
 
 impl FrameKind {
@@ -123,6 +131,8 @@ impl FrameKind {
             16 => Some(FrameKind::Ctw),
             17 => Some(FrameKind::Wrote),
             18 => Some(FrameKind::Claimed),
+            19 => Some(FrameKind::Revoke),
+            20 => Some(FrameKind::Revoked),
             _ => None,
         }
     }

@@ -233,6 +233,48 @@ impl Matcher {
         self.counters.max_unexpected_queue = self.counters.max_unexpected_queue.max(len);
     }
 
+    /// A sender cancels its rendezvous send `h.sreq`: its RTS goes if no
+    /// receive took it; the answer says which.
+    fn on_revoke(&mut self, peer: u32, h: &Header) {
+        let q = &mut self.contexts.slot(h.context).unexpected;
+        let at = q.iter().position(|u| {
+            u.peer == peer && matches!(u.body, Body::Rts { sreq, .. } if sreq == h.sreq)
+        });
+        let dropped = at.and_then(|i| q.remove(i)).is_some();
+        self.outbox.push(Outgoing {
+            peer,
+            header: Header {
+                kind: FrameKind::Revoked,
+                context: h.context,
+                src: 0,
+                tag: i32::from(dropped),
+                len: 0,
+                sreq: h.sreq,
+                rreq: 0,
+            },
+            payload: std::ptr::null(),
+            len: 0,
+            token: None,
+        });
+    }
+
+    /// The receiver's answer to a cancelled send: cancelled if it dropped
+    /// the RTS; else the send goes on (its CTS, or the receiver's read,
+    /// came or comes) and this answer is nothing.
+    fn on_revoked(&mut self, peer: u32, h: &Header) {
+        if h.tag != 1 {
+            return;
+        }
+        let id = ReqId(h.sreq);
+        match self.reqs.get_mut(id) {
+            Some(r) if r.is_send && r.stage == Stage::SendAwaitCts && r.peer == Some(peer) => {
+                r.status.cancelled = true;
+            }
+            _ => return,
+        }
+        self.complete(id, 0, None);
+    }
+
     fn complete(&mut self, id: ReqId, count: usize, error: Option<Error>) {
         let Some(r) = self.reqs.get_mut(id) else {
             return;
@@ -688,6 +730,8 @@ impl FrameSink for Matcher {
             (FrameKind::Ctw, Payload::Empty) => self.on_clear_to_write(peer, h)?,
             (FrameKind::Wrote, Payload::Empty) => self.on_wrote(peer, h)?,
             (FrameKind::Claimed, Payload::Empty) => self.on_claimed(peer, h)?,
+            (FrameKind::Revoke, Payload::Empty) => self.on_revoke(peer, h),
+            (FrameKind::Revoked, Payload::Empty) => self.on_revoked(peer, h),
             (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
         }
         Ok(())
@@ -1312,6 +1356,47 @@ impl P2p {
             .reqs
             .get(id)
             .ok_or_else(|| Error::new(ErrorClass::Request, "invalid request"))?;
+        if let (Stage::SendAwaitCts, Some(peer)) = (r.stage, r.peer) {
+            // A rendezvous send no receive has answered: the receiver drops
+            // its RTS if none took it meanwhile (then the send completes
+            // cancelled, else as usual), so a wait for it always ends. A
+            // send whose data left, an eager one included, completes
+            // without being cancelled, as MPI allows.
+            let context = r.context;
+            self.m.outbox.push(Outgoing {
+                peer,
+                header: Header {
+                    kind: FrameKind::Revoke,
+                    context,
+                    src: 0,
+                    tag: 0,
+                    len: 0,
+                    sreq: id.0,
+                    rreq: 0,
+                },
+                payload: std::ptr::null(),
+                len: 0,
+                token: None,
+            });
+            self.flush_outbox();
+            return Ok(());
+        }
+        if r.stage == Stage::SendSelfHeld {
+            // A synchronous send to this rank, waiting for its receive.
+            let ctx = r.context;
+            let q = &mut self.m.contexts.slot(ctx).unexpected;
+            if let Some(i) = q
+                .iter()
+                .position(|u| matches!(u.body, Body::SelfHeld { sreq } if sreq == id))
+            {
+                q.remove(i);
+                if let Some(r) = self.m.reqs.get_mut(id) {
+                    r.status.cancelled = true;
+                }
+                self.m.complete(id, 0, None);
+            }
+            return Ok(());
+        }
         if r.stage == Stage::RecvPosted {
             let ctx = r.context;
             if let Some(peer) = r.peer {
