@@ -314,7 +314,7 @@ impl Runtime {
                 disagree(root, part.len, len)
             }
             CollCall::Allgather { send, recv, len } => {
-                // SAFETY: `recv` holds n blocks of `len` (the caller's promise).
+                // In place, this member's block of `recv` is its part.
                 let input = send.unwrap_or(recv.wrapping_add(v.me as usize * len).cast_const());
                 self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
                 self.shm_publish(v, seq, world, Some((input, len)));
@@ -407,7 +407,7 @@ impl Runtime {
                 // SAFETY: every part is published; `recv` holds n blocks.
                 unsafe { gather_parts(v, seq, recv, len, mine, n * len) }
             }
-            _ => unreachable!("coll_shm_kind admitted another collective"),
+            _ => unreachable!("coll_shm admits no other collective"),
         }
     }
 
