@@ -210,21 +210,37 @@ fn coll_loop_example_runs_every_operation() {
 #[test]
 fn coll_shm_on_shared_flags_and_by_messages() {
     let prog = compile("coll_shm");
-    for (np, settings) in [
-        (2, &[][..]),
-        (5, &[][..]),
-        (3, &["progress=thread"][..]),
-        (3, &["progress=signal"][..]),
-        (3, &["coll_shm_max=0"][..]),
-        (3, &["transports=tcp"][..]),
+    // (ranks, parameters, whether the flags serve the calls)
+    for (np, settings, flags) in [
+        (2, &[][..], true),
+        (5, &[][..], true),
+        (3, &["progress=thread"][..], true),
+        (3, &["progress=signal"][..], true),
+        (3, &["coll_shm_max=0"][..], false),
+        (3, &["transports=tcp"][..], false),
     ] {
-        let extra = set_args(settings);
+        let mut settings = settings.to_vec();
+        settings.push("stats=1");
+        let extra = set_args(&settings);
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let outcome = run(np, &extra, &prog, &[], JOB_TIMEOUT);
         assert!(
             outcome.status.success() && outcome.stdout.contains("coll_shm: ok"),
             "np {np} {settings:?}: {}",
             outcome.describe()
+        );
+        // The counters table's total of collectives run on the flags.
+        let total: u64 = outcome
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("coll_flag_calls "))
+            .and_then(|l| l.split_whitespace().last())
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("no coll_flag_calls counter: {}", outcome.describe()));
+        assert_eq!(
+            total > 0,
+            flags,
+            "np {np} {settings:?}: {total} calls on flags"
         );
     }
 }

@@ -442,7 +442,7 @@ pub unsafe extern "C" fn MPI_T_enum_get_item(
 // ---------------------------------------------------- performance variables
 
 /// The counters' names, in their stable order.
-fn pvar_names() -> [&'static str; 23] {
+fn pvar_names() -> [&'static str; tandem::stats::COUNTERS] {
     Counters::default().fields().map(|(n, _)| n)
 }
 

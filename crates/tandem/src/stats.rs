@@ -57,11 +57,17 @@ pub struct Counters {
     /// the heap, a heap the kernel would not let this rank map, or
     /// `rwapi_direct=0`).
     pub rwapi_engine: u64,
+    /// Blocking collectives run on shared flags (coll/shm.rs), not by
+    /// messages.
+    pub coll_flag_calls: u64,
 }
+
+/// How many counters there are.
+pub const COUNTERS: usize = 24;
 
 impl Counters {
     /// Names and values, in a stable order.
-    pub fn fields(&self) -> [(&'static str, u64); 23] {
+    pub fn fields(&self) -> [(&'static str, u64); COUNTERS] {
         [
             ("progress_calls", self.progress_calls),
             ("recv_ready", self.recv_ready),
@@ -86,6 +92,7 @@ impl Counters {
             ("prematched_writes", self.prematched_writes),
             ("rwapi_direct", self.rwapi_direct),
             ("rwapi_engine", self.rwapi_engine),
+            ("coll_flag_calls", self.coll_flag_calls),
         ]
     }
 
@@ -122,6 +129,7 @@ impl Counters {
             }
             "rwapi_direct" => "RWAPI writes copied straight into a peer's mapped heap",
             "rwapi_engine" => "RWAPI writes sent through the engine",
+            "coll_flag_calls" => "blocking collectives run on shared flags, without messages",
             _ => return None,
         })
     }
@@ -151,6 +159,7 @@ impl Counters {
             "prematched_writes" => &mut self.prematched_writes,
             "rwapi_direct" => &mut self.rwapi_direct,
             "rwapi_engine" => &mut self.rwapi_engine,
+            "coll_flag_calls" => &mut self.coll_flag_calls,
             _ => return None,
         })
     }

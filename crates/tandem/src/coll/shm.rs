@@ -176,6 +176,7 @@ impl Runtime {
         };
         s.seq += 1;
         let (seq, view, world) = (s.seq, s.view, s.world.clone());
+        self.p2p.engine().counters_mut().coll_flag_calls += 1;
         // SAFETY: forwarded from the caller.
         Some(unsafe { self.shm_run(call, seq, view, &world) })
     }
