@@ -5,26 +5,18 @@
  * all-to-all) while members run ahead of each other, across the size limit,
  * in place, with a non-commutative operation, beside a non-blocking
  * collective in flight, on sub-communicators made and freed in a loop,
- * and with counts that disagree. Any MPI runs it; each check prints what
- * went wrong and the program exits non-zero.
+ * and with counts that disagree. Any MPI runs it; the first failed check
+ * (tests/c/check.h) names itself and ends the job; "PASS coll_shm" at the
+ * end.
  */
-#include <mpi.h>
+#include "check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static int rank, size, failures;
+static int rank, size;
 
-#define CHECK(cond, ...)                                                                 \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "rank %d: line %d: ", rank, __LINE__);                       \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fprintf(stderr, "\n");                                                       \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
 
 static void nap_us(long us)
 {
@@ -379,10 +371,5 @@ int main(int argc, char **argv)
         MPI_Comm_free(&dup);
     }
     disagreeing_counts();
-    int total;
-    MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf(total ? "coll_shm: %d failures\n" : "coll_shm: ok\n", total);
-    MPI_Finalize();
-    return total != 0;
+    return tc_finish("coll_shm");
 }

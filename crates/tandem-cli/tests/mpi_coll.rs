@@ -225,7 +225,7 @@ fn coll_shm_on_shared_flags_and_by_messages() {
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let outcome = run(np, &extra, &prog, &[], JOB_TIMEOUT);
         assert!(
-            outcome.status.success() && outcome.stdout.contains("coll_shm: ok"),
+            outcome.status.success() && outcome.has_line("PASS coll_shm"),
             "np {np} {settings:?}: {}",
             outcome.describe()
         );
