@@ -236,11 +236,13 @@ impl Matcher {
     /// A sender cancels its rendezvous send `h.sreq`: its RTS goes if no
     /// receive took it; the answer says which.
     fn on_revoke(&mut self, peer: u32, h: &Header) {
-        let q = &mut self.contexts.slot(h.context).unexpected;
-        let at = q.iter().position(|u| {
-            u.peer == peer && matches!(u.body, Body::Rts { sreq, .. } if sreq == h.sreq)
+        // (A context this rank does not know holds nothing to drop.)
+        let dropped = self.contexts.get_mut(&h.context).is_some_and(|c| {
+            let at = c.unexpected.iter().position(|u| {
+                u.peer == peer && matches!(u.body, Body::Rts { sreq, .. } if sreq == h.sreq)
+            });
+            at.and_then(|i| c.unexpected.remove(i)).is_some()
         });
-        let dropped = at.and_then(|i| q.remove(i)).is_some();
         self.outbox.push(Outgoing {
             peer,
             header: Header {
