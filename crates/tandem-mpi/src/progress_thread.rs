@@ -316,7 +316,7 @@ fn serve(kick_fd: RawFd, news: &[RawFd]) {
         p2p.set_async_matching(true);
         let mut yielded = false;
         for _ in 0..ROUNDS_PER_TURN {
-            let did = state.rt.p2p().progress(false);
+            let did = state.rt.p2p().progress();
             state.rt.progress_once();
             // The application wants in: it drives communication itself now,
             // on its own core, faster than this thread can beside its peer.

@@ -544,7 +544,7 @@ pub(crate) fn nonblocking_recv(
         s.rt.p2p().set_async_matching(overlap);
         let started = start_recv(s, buf, count, dt, src, tag, comm);
         if overlap && started.is_ok() {
-            s.rt.p2p().progress(false);
+            s.rt.p2p().progress();
         }
         s.rt.p2p().set_async_matching(false);
         let started = started?;

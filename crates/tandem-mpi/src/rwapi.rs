@@ -525,7 +525,7 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
         let got = match p2p.take_small() {
             Some(m) => Some(m),
             None => {
-                moved = p2p.progress(false);
+                moved = p2p.progress();
                 // Nothing moved, nothing new to take.
                 if moved {
                     p2p.take_small()
@@ -682,7 +682,7 @@ pub extern "C" fn rwapi_issent(sid: i64) -> c_int {
         let p2p = rt.p2p();
         let mut moved = false;
         if p2p.op_state(id) == Some(OpState::Pending) {
-            moved = p2p.progress(false);
+            moved = p2p.progress();
         }
         match p2p.op_state(id) {
             Some(OpState::Pending) => {

@@ -201,19 +201,12 @@ impl Engine {
         }
     }
 
-    /// Drives every transport once; with `block` and nothing to do, first
-    /// waits in the kernel until a peer wakes this rank.
-    pub fn progress(&mut self, sink: &mut dyn FrameSink, block: bool) -> bool {
+    /// Drives every transport once, without waiting (a wait that finds
+    /// nothing sleeps through [`Engine::arm_sleep`] and
+    /// [`Engine::sleep_armed`]).
+    pub fn progress(&mut self, sink: &mut dyn FrameSink) -> bool {
         self.counters.progress_calls += 1;
-        let did = self.drive(sink);
-        if did || !block {
-            return did;
-        }
-        if self.arm_sleep() {
-            self.sleep_armed(sink)
-        } else {
-            self.drive(sink)
-        }
+        self.drive(sink)
     }
 
     /// Announces that this rank is about to sleep, so that peers publishing

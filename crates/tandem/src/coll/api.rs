@@ -113,7 +113,7 @@ impl Runtime {
 
     /// One round of progress without blocking (for the test functions).
     pub fn progress_once(&mut self) {
-        self.p2p.progress(false);
+        self.p2p.progress();
         if self.colls.advance_all(&mut self.p2p) {
             self.settle_dups();
         }

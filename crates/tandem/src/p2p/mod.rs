@@ -1208,7 +1208,7 @@ impl P2p {
         src: Option<u32>,
         tag: Option<i32>,
     ) -> Option<(MsgId, Status)> {
-        self.progress(false);
+        self.progress();
         self.take_matched(ctx, src, tag)
     }
 
@@ -1249,7 +1249,7 @@ impl P2p {
 
     /// Looks for a matching message without receiving it.
     pub fn iprobe(&mut self, ctx: u32, src: Option<u32>, tag: Option<i32>) -> Option<Status> {
-        self.progress(false);
+        self.progress();
         self.peek(ctx, src, tag)
     }
 
@@ -1322,7 +1322,7 @@ impl P2p {
             return Err(Error::new(ErrorClass::Request, "invalid request"));
         }
         if self.is_complete(id) != Some(true) {
-            self.progress(false);
+            self.progress();
         }
         Ok(self.take_if_complete(id))
     }
@@ -1491,11 +1491,17 @@ impl P2p {
         true
     }
 
-    /// Drives communication once; `block` waits in the kernel until
-    /// something happens. Returns whether anything happened.
-    pub fn progress(&mut self, block: bool) -> bool {
-        let did = self.engine.progress(&mut self.m, block);
-        let did = self.flush_outbox() || did;
+    /// Drives communication once, without waiting. Returns whether
+    /// anything happened.
+    pub fn progress(&mut self) -> bool {
+        let did = self.engine.progress(&mut self.m);
+        self.finish_pass() || did
+    }
+
+    /// The end of every pass: frames matching left to send go, receives
+    /// wanting advertisement are published. Whether a frame went.
+    fn finish_pass(&mut self) -> bool {
+        let did = self.flush_outbox();
         if !self.m.advert_wanted.is_empty() {
             self.publish_adverts();
         }
@@ -1517,7 +1523,7 @@ impl P2p {
         let mut idle_polls: u32 = 0;
         let tcp_busy = self.engine.tcp_active();
         loop {
-            let did = self.progress(false);
+            let did = self.progress();
             // Looked at after empty polls too: what the caller waits for
             // may be memory a peer writes without a frame.
             if ready(self) {
@@ -1561,17 +1567,14 @@ impl P2p {
             // look: checked again once peers know to wake this rank, so a
             // change they make to memory it polls (not a frame) is not
             // missed (see `Engine::arm_sleep`).
-            if !self.engine.progress(&mut self.m, false) && self.engine.arm_sleep() {
+            if !self.engine.progress(&mut self.m) && self.engine.arm_sleep() {
                 if ready(self) {
                     self.engine.disarm_sleep();
                     return;
                 }
                 self.engine.sleep_armed(&mut self.m);
             }
-            self.flush_outbox();
-            if !self.m.advert_wanted.is_empty() {
-                self.publish_adverts();
-            }
+            self.finish_pass();
             if ready(self) {
                 return;
             }
@@ -1589,7 +1592,7 @@ impl P2p {
     /// Sends every queued frame (bounded by `deadline`), for finalize.
     pub fn flush(&mut self, deadline: Instant) {
         while self.engine.has_queued() && Instant::now() < deadline {
-            self.engine.progress(&mut self.m, false);
+            self.engine.progress(&mut self.m);
             self.flush_outbox();
             std::thread::sleep(Duration::from_micros(50));
         }
