@@ -377,6 +377,8 @@ fn model_from_measurements() {
         "2",
         "--coll-np",
         "0",
+        "--set",
+        "tcp_send_chunk=512k",
         "--json",
         json.to_str().unwrap(),
         "--plot",
@@ -408,7 +410,8 @@ fn model_from_measurements() {
             "{p}"
         );
     }
-    // The regimes are recorded: over TCP at least tcp_send_chunk's limit.
+    // The regimes are recorded: over TCP at least tcp_send_chunk's limit,
+    // when one is set.
     let limits = doc["protocols"]["bandwidth"].as_array().unwrap();
     assert!(limits.iter().any(|b| b["name"] == "one send call"), "{doc}");
     assert_valid_svg(&std::fs::read_to_string(&svg).unwrap());
