@@ -1995,6 +1995,13 @@ mod tests {
         let tcp = tandem_protocols(&vars(&[]), &Transport::Tcp, &[]);
         assert_eq!(tcp.limits, [65536.0]);
         assert_eq!(tcp.names, ["eager", "rendezvous"]);
+        // No bound on a send call by default; one set is a bandwidth regime.
+        assert!(tcp.bandwidth.iter().all(|b| b.name != "one send call"));
+        let tcp = tandem_protocols(
+            &vars(&[("TANDEM_TCP_SEND_CHUNK", "512k")]),
+            &Transport::Tcp,
+            &[],
+        );
         let chunk: Vec<(f64, &str)> = tcp
             .bandwidth
             .iter()
