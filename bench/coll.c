@@ -8,7 +8,10 @@
  * job per node count (2..N by default): ranks left out of a smaller group
  * would otherwise wait in the library, and many libraries poll while they
  * wait, taking the cores from the ranks being measured.
- * After `warmup` untimed rounds, `repeat` timed rounds are taken on the
+ * After `warmup` untimed rounds (20 by default, as micro-benchmark suites
+ * warm up: a library's buffers may meet fresh memory on their first pass,
+ * a cost paid once that timed rounds should not show), `repeat` timed
+ * rounds are taken on the
  * group's rank 0; the seed reports the minimum (MRT), `tandem bench` also
  * the median.
  *
@@ -22,7 +25,7 @@
  *   {"type":"coll","op":"bcast","nodes":N,"size":S,"times":[T1,T2,...]}
  *
  * Parameters (NAME=VALUE): sizes=... ops=alltoall,bcast,gather,scatter,p2p
- * repeat=20 warmup=2
+ * repeat=20 warmup=20
  * A collective algorithm is forced through the library's own parameters
  * (`tandem bench coll --set coll_bcast_algorithm=...`, Open MPI's --mca).
  */
@@ -61,7 +64,7 @@ int main(int argc, char **argv)
     nsizes = bench_param_sizes("sizes", "1024,65536,1048576", sizes);
     ops = bench_param_str("ops", "alltoall,bcast,gather,scatter,p2p");
     repeat = (int)bench_param_long("repeat", 20, 1, 1000000);
-    warmup = (int)bench_param_long("warmup", 2, 0, 1000000);
+    warmup = (int)bench_param_long("warmup", 20, 0, 1000000);
     if (bench_size < 2)
         bench_fail("coll needs at least 2 ranks");
     n = bench_size;
