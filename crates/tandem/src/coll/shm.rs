@@ -52,7 +52,8 @@ const LINE: usize = 64;
 /// other members), which keeps ranks sharing a core from waiting on each
 /// other at every call (broadcasts of 8 bytes, 4 ranks on 2 cores: 0.55-0.97
 /// us per call with 32 against 1.08-1.88 with 8, interleaved). A slot is
-/// then 66 KiB with the default limit, touched as calls use it.
+/// then 66 KiB with the default limit, faulted in when the segment is set
+/// up.
 const BUFFERS: u64 = 32;
 
 /// A communicator's shared-flag state.
@@ -160,22 +161,27 @@ impl Runtime {
             return None;
         }
         let cid = c.cid;
-        if !self.colls.shm.contains_key(&cid) {
-            // Marked first: the set-up's own collectives take the messages.
-            self.colls.shm.insert(cid, ShmState::Unavailable);
-            match self.shm_setup(comm, max) {
-                Ok(Some(s)) => {
-                    self.colls.shm.insert(cid, ShmState::Ready(s));
-                }
-                Ok(None) => {}
-                Err(e) => return Some(Err(e)),
+        // One look-up per call once the communicator has its state.
+        let (seq, view, world) = match self.colls.shm.get_mut(&cid) {
+            Some(ShmState::Ready(s)) => {
+                s.seq += 1;
+                (s.seq, s.view, s.world.clone())
             }
-        }
-        let Some(ShmState::Ready(s)) = self.colls.shm.get_mut(&cid) else {
-            return None;
+            Some(ShmState::Unavailable) => return None,
+            None => {
+                // Marked first: the set-up's own collectives take the messages.
+                self.colls.shm.insert(cid, ShmState::Unavailable);
+                let mut s = match self.shm_setup(comm, max) {
+                    Ok(Some(s)) => s,
+                    Ok(None) => return None,
+                    Err(e) => return Some(Err(e)),
+                };
+                s.seq = 1;
+                let first = (s.seq, s.view, s.world.clone());
+                self.colls.shm.insert(cid, ShmState::Ready(s));
+                first
+            }
         };
-        s.seq += 1;
-        let (seq, view, world) = (s.seq, s.view, s.world.clone());
         self.p2p.engine().counters_mut().coll_flag_calls += 1;
         // SAFETY: forwarded from the caller.
         Some(unsafe { self.shm_run(call, seq, view, &world) })
