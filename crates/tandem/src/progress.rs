@@ -232,19 +232,11 @@ impl Engine {
         let timeout = if self.tcp.needs_timer() { 100 } else { -1 };
         self.counters.blocks += 1;
         let watch = Stopwatch::start(self.tcp.timing());
-        // SAFETY: `events` is a valid buffer of `len` entries.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.epfd.as_raw_fd(),
-                self.events.as_mut_ptr(),
-                self.events.len() as libc::c_int,
-                timeout,
-            )
-        };
+        let n = crate::transport::epoll_wait(self.epfd.as_raw_fd(), &mut self.events, timeout);
         watch.stop(&mut self.counters.blocked_ns);
         if let Some(shm) = self.shm.as_mut() {
             shm.after_sleep();
-            for i in 0..n.max(0) as usize {
+            for i in 0..n {
                 let token = self.events[i].u64;
                 if token != TOKEN_TCP && token != TOKEN_WAKE {
                     shm.peer_exited(token as u32, sink);

@@ -7,6 +7,17 @@ pub mod shm;
 pub mod tcp;
 
 use crate::wire::Header;
+use std::os::fd::RawFd;
+
+/// Waits up to `timeout_ms` (-1: for ever, 0: not at all) for readiness on
+/// epoll instance `epfd`, filling `events`; how many entries were filled
+/// (0 on an interruption or error: the caller polls again anyway).
+pub(crate) fn epoll_wait(epfd: RawFd, events: &mut [libc::epoll_event], timeout_ms: i32) -> usize {
+    let len = libc::c_int::try_from(events.len()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `events` is valid for writes of `len` entries.
+    let n = unsafe { libc::epoll_wait(epfd, events.as_mut_ptr(), len, timeout_ms) };
+    n.max(0) as usize
+}
 
 /// Where the payload of an arriving frame goes, decided by the layer above
 /// when the header has been read.

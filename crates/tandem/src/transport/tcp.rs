@@ -715,16 +715,8 @@ impl TcpTransport {
             }
             return did;
         }
-        // SAFETY: `events` is a valid buffer of `len` epoll_event entries.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.epfd.as_raw_fd(),
-                self.events.as_mut_ptr(),
-                self.events.len() as libc::c_int,
-                timeout,
-            )
-        };
-        for i in 0..n.max(0) as usize {
+        let n = super::epoll_wait(self.epfd.as_raw_fd(), &mut self.events, timeout);
+        for i in 0..n {
             let ev = self.events[i];
             did = true;
             if ev.u64 == LISTENER_TOKEN {
