@@ -199,3 +199,36 @@ fn advertised_receives_keep_matching_order_cancel_and_truncation() {
         assert_pass(&outcome, "advert_recv");
     }
 }
+
+/// Rendezvous messages between ranks on one host: by default their
+/// receiver measures both ways (single copy and the rings) and picks the
+/// faster per sender and size, so a sweep with a few messages per size
+/// uses both, every byte checked by pingpong_sizes; `shm_path_choice=0`
+/// uses only the rings, `shm_single_copy_min=64k` only single copy.
+#[test]
+fn receivers_on_one_host_measure_both_ways_unless_told_which() {
+    let prog = compile("pingpong_sizes");
+    let runs: &[(&[&str], &str)] = &[
+        (&[], "both"),
+        (&["--set", "shm_path_choice=0"], "rings"),
+        (&["--set", "shm_single_copy_min=64k"], "single copy"),
+    ];
+    for (config, expect) in runs {
+        let options = [&["--set", "stats=json"][..], config].concat();
+        let outcome = run(2, &options, &prog, &["4194304"], JOB_TIMEOUT);
+        assert_pass(&outcome, "pingpong_sizes");
+        let rows = counters(&outcome.stdout);
+        let total = |name: &str| rows.iter().map(|v| field(v, name)).sum::<u64>();
+        let (read, rendezvous) = (total("single_copy_reads"), total("rendezvous_msgs"));
+        let ok = match *expect {
+            "both" => read > 0 && read < rendezvous,
+            "rings" => read == 0 && rendezvous > 0,
+            _ => read == rendezvous && read > 0,
+        };
+        assert!(
+            ok,
+            "[{}]: {read} of {rendezvous} rendezvous messages read by single copy, expected {expect}",
+            config.join(" ")
+        );
+    }
+}

@@ -133,10 +133,16 @@ pub static REGISTRY: &[Param] = &[
         help: "under progress=thread|signal, a large non-blocking receive from a sender on this host is advertised to it before the message leaves, or answers its RTS with clear to write: the sender writes the data straight into it (process_vm_writev), so the receiving side never copies and is not interrupted; needs the same permission as shm_single_copy",
     },
     Param {
+        name: "shm_path_choice",
+        kind: Kind::Bool,
+        default: "1",
+        help: "rendezvous messages below shm_single_copy_min from a rank on this host go the way their receiver measured faster, per sender and size (powers of two): single copy or the rings (the slower way is tried again now and then, so a change is followed; on a VM the rings are faster when the host keeps the two CPUs on a shared cache and several times slower when it does not); 0 always uses the rings there; needs the same permission as shm_single_copy",
+    },
+    Param {
         name: "shm_single_copy_min",
         kind: Kind::Bytes,
         default: "64m",
-        help: "smallest rendezvous message read with a single copy over shared memory (below it, the pipelined copy through the rings; on the 2-core VM this was measured on, the pipelined copy was faster at every size up to 128 MiB, but single copy leaves the sender's CPU free)",
+        help: "smallest rendezvous message always read with a single copy over shared memory (below it, shm_path_choice decides, or the rings carry it; single copy leaves the sender's CPU free)",
     },
     Param {
         name: "rwapi_direct",

@@ -41,7 +41,7 @@ pub struct Engine {
     routes: Vec<Route>,
     epfd: OwnedFd,
     events: Vec<libc::epoll_event>,
-    single_copy_min: usize,
+    single_copy_offer_min: usize,
     idle_tcp_skips: u32,
     /// The `poll` policy: drive every transport on every call.
     poll_everything: bool,
@@ -65,13 +65,14 @@ fn epoll_add(epfd: RawFd, fd: RawFd, token: u64) -> Result<()> {
 
 impl Engine {
     /// `shm` must be connected already; `size` is the world size. Payloads
-    /// of at least `single_copy_min` bytes to ranks on this host are read
-    /// by the receiver straight from the sender's memory where permitted.
+    /// of at least `single_copy_offer_min` bytes to ranks on this host are
+    /// offered to the receiver to read straight from the sender's memory
+    /// where permitted (the receiver decides whether it does).
     pub fn new(
         tcp: TcpTransport,
         shm: Option<ShmTransport>,
         size: u32,
-        single_copy_min: usize,
+        single_copy_offer_min: usize,
         poll_everything: bool,
     ) -> Result<Engine> {
         // SAFETY: plain syscall; checked.
@@ -101,7 +102,7 @@ impl Engine {
             routes,
             epfd,
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 32],
-            single_copy_min,
+            single_copy_offer_min,
             idle_tcp_skips: 0,
             poll_everything,
             counters: Counters::default(),
@@ -158,10 +159,10 @@ impl Engine {
         }
     }
 
-    /// Whether a `len`-byte payload to `peer` should be read by the
-    /// receiver straight from the sender's memory.
+    /// Whether a `len`-byte payload to `peer` is offered to the receiver
+    /// to read straight from the sender's memory.
     pub fn single_copy_to(&self, peer: u32, len: usize) -> bool {
-        len >= self.single_copy_min
+        len >= self.single_copy_offer_min
             && matches!(self.routes[peer as usize], Route::Shm(_))
             && self.shm.as_ref().is_some_and(|s| s.single_copy())
     }

@@ -144,14 +144,22 @@ impl Runtime {
         if let Some(s) = shm.as_mut() {
             s.connect(settings.bool("shm_single_copy"))?;
         }
+        let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
+        let single_copy_min = settings.uint("shm_single_copy_min") as usize;
+        // With the path choice, every rendezvous message is offered for
+        // reading and the receiver picks the faster way.
+        let offer_min = if settings.bool("shm_path_choice") {
+            single_copy_min.min(eager_limit + 1)
+        } else {
+            single_copy_min
+        };
         let engine = Engine::new(
             tcp,
             shm,
             job.size,
-            settings.uint("shm_single_copy_min") as usize,
+            offer_min,
             settings.text("progress") == "poll",
         )?;
-        let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
         let (spin_us, yield_us) = wait_policy(&settings, job.local_size);
         bind_to_core(&settings, job.local_size);
         let mut p2p = P2p::new(
@@ -164,6 +172,7 @@ impl Runtime {
                 unexpected_limit: settings.uint("unexpected_limit") as usize,
                 spin: Duration::from_micros(spin_us),
                 yield_time: Duration::from_micros(yield_us),
+                single_copy_min,
             },
         );
         let world: Arc<[u32]> = (0..job.size).collect();

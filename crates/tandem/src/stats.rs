@@ -60,10 +60,16 @@ pub struct Counters {
     /// Blocking collectives run on shared flags (coll/shm.rs), not by
     /// messages.
     pub coll_flag_calls: u64,
+    /// Rendezvous messages this rank read straight from their sender's
+    /// memory (single copy, `process_vm_readv`).
+    pub single_copy_reads: u64,
+    /// Times this rank changed the way messages from a sender on its host
+    /// travel (single copy or rings) because the other had become faster.
+    pub path_switches: u64,
 }
 
 /// How many counters there are.
-pub const COUNTERS: usize = 24;
+pub const COUNTERS: usize = 26;
 
 impl Counters {
     /// Names and values, in a stable order.
@@ -93,6 +99,8 @@ impl Counters {
             ("rwapi_direct", self.rwapi_direct),
             ("rwapi_engine", self.rwapi_engine),
             ("coll_flag_calls", self.coll_flag_calls),
+            ("single_copy_reads", self.single_copy_reads),
+            ("path_switches", self.path_switches),
         ]
     }
 
@@ -130,6 +138,12 @@ impl Counters {
             "rwapi_direct" => "RWAPI writes copied straight into a peer's mapped heap",
             "rwapi_engine" => "RWAPI writes sent through the engine",
             "coll_flag_calls" => "blocking collectives run on shared flags, without messages",
+            "single_copy_reads" => {
+                "rendezvous messages read straight from the sender's memory (process_vm_readv)"
+            }
+            "path_switches" => {
+                "times messages from a sender on this host changed way (single copy or rings) because the other had become faster"
+            }
             _ => return None,
         })
     }
@@ -160,6 +174,8 @@ impl Counters {
             "rwapi_direct" => &mut self.rwapi_direct,
             "rwapi_engine" => &mut self.rwapi_engine,
             "coll_flag_calls" => &mut self.coll_flag_calls,
+            "single_copy_reads" => &mut self.single_copy_reads,
+            "path_switches" => &mut self.path_switches,
             _ => return None,
         })
     }

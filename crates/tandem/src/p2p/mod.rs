@@ -26,6 +26,7 @@
 mod advert;
 mod direct;
 mod handler;
+mod path;
 mod remote;
 pub mod request;
 
@@ -41,6 +42,7 @@ use crate::transport::{
     copy_bytes, whole_frame_in_steps, FrameSink, Payload, PayloadDest, SendState,
 };
 use crate::wire::{FrameKind, Header};
+use path::{Path, PathChooser};
 use remote::Remote;
 pub use remote::{accumulate_supported, OpId, OpState, Strided, CALLER_KEY_BIT};
 use request::Requests;
@@ -179,6 +181,8 @@ struct Pull {
     peer: u32,
     addr: u64,
     sreq: u64,
+    /// Chosen by [`PathChooser`], which is told how long the read took.
+    timed: bool,
 }
 
 fn matches(src_filter: Option<u32>, tag_filter: Option<i32>, src: u32, tag: i32) -> bool {
@@ -217,6 +221,10 @@ pub struct Matcher {
     next_matched: u64,
     /// Receives to advertise to their senders, by sender (advert.rs).
     advert_wanted: Vec<(u32, ReqId)>,
+    /// Senders on this host offer every rendezvous message for reading;
+    /// from this size it is always read, below it `paths` decides.
+    single_copy_min: u64,
+    paths: PathChooser,
 }
 
 impl Matcher {
@@ -451,13 +459,18 @@ impl Matcher {
             return;
         }
         if let Some(addr) = addr {
-            self.pulls.push(Pull {
-                rid: id,
-                peer,
-                addr,
-                sreq,
-            });
-            return;
+            let forced = len >= self.single_copy_min;
+            if forced || self.paths.choose(peer, len) == Path::Pull {
+                self.pulls.push(Pull {
+                    rid: id,
+                    peer,
+                    addr,
+                    sreq,
+                    timed: !forced,
+                });
+                return;
+            }
+            self.paths.time_rings(peer, id);
         }
         let take = len.min(r.len as u64);
         let header = Header {
@@ -659,6 +672,10 @@ impl FrameSink for Matcher {
                     let r = self.reqs.get(id).ok_or("receive vanished")?;
                     (r.msg_len, r.len)
                 };
+                if h.kind == FrameKind::Data {
+                    self.paths.data_done(peer, id, written as u64);
+                    self.counters.path_switches = self.paths.switches;
+                }
                 self.complete(id, written, Self::truncation(msg_len, cap));
             }
             (FrameKind::Rts | FrameKind::Rget, Payload::Empty) => {
@@ -813,6 +830,9 @@ pub struct P2pConfig {
     pub unexpected_limit: usize,
     pub spin: Duration,
     pub yield_time: Duration,
+    /// Rendezvous messages from this size are always read by single copy
+    /// when their sender offers it (`shm_single_copy_min`).
+    pub single_copy_min: usize,
 }
 
 /// The point-to-point engine of one rank.
@@ -854,6 +874,8 @@ impl P2p {
                 matched: Default::default(),
                 next_matched: 1,
                 advert_wanted: Vec::new(),
+                single_copy_min: cfg.single_copy_min as u64,
+                paths: PathChooser::default(),
             },
             eager_limit: cfg.eager_limit,
             spin: cfg.spin,
@@ -1447,8 +1469,15 @@ impl P2p {
                 len: 0,
                 token: None,
             };
+            let started = p.timed.then(Instant::now);
             match self.engine.read_remote(p.peer, p.addr, buf, n as usize) {
                 Ok(()) => {
+                    if let Some(t0) = started {
+                        let ns = t0.elapsed().as_nanos() as u64;
+                        self.m.paths.record(p.peer, n, Path::Pull, ns);
+                        self.m.counters.path_switches = self.m.paths.switches;
+                    }
+                    self.m.counters.single_copy_reads += 1;
                     self.m
                         .complete(p.rid, n as usize, Matcher::truncation(msg_len, cap));
                     self.m.outbox.push(reply(FrameKind::Fin, 0));
