@@ -148,8 +148,9 @@ impl Runtime {
         let single_copy_min = settings.uint("shm_single_copy_min") as usize;
         // With the path choice, every rendezvous message is offered for
         // reading and the receiver picks the faster way.
+        let shm_eager_limit = (settings.uint("shm_eager_limit") as usize).min(eager_limit);
         let offer_min = if settings.bool("shm_path_choice") {
-            single_copy_min.min(eager_limit + 1)
+            single_copy_min.min(shm_eager_limit + 1)
         } else {
             single_copy_min
         };
@@ -168,6 +169,7 @@ impl Runtime {
             engine,
             P2pConfig {
                 eager_limit,
+                shm_eager_limit,
                 direct_write: settings.bool("shm_direct_write"),
                 unexpected_limit: settings.uint("unexpected_limit") as usize,
                 spin: Duration::from_micros(spin_us),

@@ -363,10 +363,12 @@ impl Protocols {
 }
 
 /// Tandem's protocol regimes under `settings`, for a run over `transport`
-/// on a machine with memory `levels`: eager up to `eager_limit`,
-/// rendezvous above; over shared memory, eager messages that fit one ring
-/// cell (`shm_cell_size` less its 64-byte header) apart from those
-/// spanning cells, whose copy-in and copy-out overlap, and single copy
+/// on a machine with memory `levels`: eager up to `eager_limit`
+/// (`shm_eager_limit` over shared memory), rendezvous above; over shared
+/// memory, eager messages that fit one ring cell (`shm_cell_size` less its
+/// 64-byte header) apart from those spanning cells, whose copy-in and
+/// copy-out overlap, rendezvous read in place or pushed through the rings
+/// as the receiver measured faster (`shm_path_choice`), and single copy
 /// from `shm_single_copy_min` where it is enabled. Bandwidth limits: the
 /// memory levels (see [`memory_limits`]; the rings' cells are the
 /// staging over shared memory, TCP's socket buffers are the kernel's and
@@ -377,18 +379,25 @@ pub fn tandem_protocols(
     transport: &Transport,
     levels: &[MemoryLevel],
 ) -> Protocols {
-    let eager = settings.uint("eager_limit") as f64;
-    let mut p = Protocols {
-        limits: vec![eager],
-        names: vec!["eager".into(), "rendezvous".into()],
-        source: format!("eager_limit = {}", size_text(eager as u64)),
-        bandwidth: Vec::new(),
-    };
     let shm = match transport {
         Transport::Tcp => false,
         Transport::Shm => true,
         Transport::Default => settings.text("transports").split(',').any(|t| t == "shm"),
         Transport::Other(t) => t.split(',').any(|t| t == "shm"),
+    };
+    let mut eager = settings.uint("eager_limit");
+    let mut source = format!("eager_limit = {}", size_text(eager));
+    let shm_eager = settings.uint("shm_eager_limit");
+    if shm && shm_eager < eager {
+        eager = shm_eager;
+        source = format!("shm_eager_limit = {}", size_text(eager));
+    }
+    let eager = eager as f64;
+    let mut p = Protocols {
+        limits: vec![eager],
+        names: vec!["eager".into(), "rendezvous".into()],
+        source,
+        bandwidth: Vec::new(),
     };
     if !shm {
         p.add_bandwidth(memory_limits(levels, 0.0));
@@ -420,6 +429,9 @@ pub fn tandem_protocols(
     }
     if settings.bool("shm_single_copy") {
         let min = settings.uint("shm_single_copy_min") as f64;
+        if settings.bool("shm_path_choice") && min > eager + 1.0 {
+            p.source += ", rendezvous read in place or through the rings as measured faster";
+        }
         if min <= eager + 1.0 {
             *p.names.last_mut().expect("a regime") = "single copy".into();
         } else {
@@ -2009,20 +2021,28 @@ mod tests {
             .collect();
         assert_eq!(chunk, [(524288.0, "one send call")]);
         let shm = tandem_protocols(&vars(&[]), &Transport::Shm, &[]);
-        assert_eq!(shm.limits, [32704.0, 65536.0, (64u64 << 20) as f64 - 1.0]);
+        assert_eq!(shm.limits, [16384.0, (64u64 << 20) as f64 - 1.0]);
+        assert_eq!(shm.names, ["eager", "rendezvous", "single copy"]);
+        assert!(
+            shm.source.contains("shm_eager_limit = 16 KiB")
+                && shm.source.contains("as measured faster")
+                && shm.source.contains("shm_single_copy_min = 64 MiB"),
+            "{}",
+            shm.source
+        );
+        let cells = tandem_protocols(
+            &vars(&[("TANDEM_SHM_EAGER_LIMIT", "64k")]),
+            &Transport::Shm,
+            &[],
+        );
         assert_eq!(
-            shm.names,
+            cells.names,
             [
                 "eager, one cell",
                 "eager, across cells",
                 "rendezvous",
                 "single copy"
             ]
-        );
-        assert!(
-            shm.source.contains("shm_single_copy_min = 64 MiB"),
-            "{}",
-            shm.source
         );
         let v = vars(&[
             ("TANDEM_EAGER_LIMIT", "16k"),

@@ -824,6 +824,8 @@ const SPIN_BEFORE_YIELDING: Duration = Duration::from_micros(50);
 /// Settings of the point-to-point layer.
 pub struct P2pConfig {
     pub eager_limit: usize,
+    /// The eager limit towards ranks on this host (at most `eager_limit`).
+    pub shm_eager_limit: usize,
     /// Whether receives matched while the application computes may ask
     /// senders on this host to write into them (`shm_direct_write`).
     pub direct_write: bool,
@@ -842,6 +844,7 @@ pub struct P2p {
     engine: Engine,
     m: Matcher,
     eager_limit: usize,
+    shm_eager_limit: usize,
     spin: Duration,
     yield_time: Duration,
 }
@@ -878,6 +881,7 @@ impl P2p {
                 paths: PathChooser::default(),
             },
             eager_limit: cfg.eager_limit,
+            shm_eager_limit: cfg.shm_eager_limit.min(cfg.eager_limit),
             spin: cfg.spin,
             yield_time: cfg.yield_time,
         }
@@ -928,6 +932,14 @@ impl P2p {
         })
     }
 
+    /// Whether a standard-mode message of `len` bytes to `dest` goes
+    /// eagerly: up to `shm_eager_limit` to a rank on this host (above it
+    /// the receiver may read it in place, faster from 16-32 KiB on, see
+    /// path.rs), up to `eager_limit` to others.
+    fn eager_fits(&self, dest: u32, len: usize) -> bool {
+        len <= self.shm_eager_limit || (len <= self.eager_limit && !self.engine.is_shm_peer(dest))
+    }
+
     /// A standard-mode send that leaves at once and needs no request: an
     /// eager message to another rank that the transport takes whole now
     /// (shared memory with a free cell and nothing queued before it).
@@ -943,7 +955,7 @@ impl P2p {
         buf: *const u8,
         len: usize,
     ) -> Result<bool> {
-        if len > self.eager_limit || dest == self.rank {
+        if !self.eager_fits(dest, len) || dest == self.rank {
             return Ok(false);
         }
         if let Some(why) = &self.m.lost[dest as usize] {
@@ -1010,7 +1022,7 @@ impl P2p {
         if dest == self.rank {
             return Ok(self.send_to_self(ctx, src, tag, req, mode));
         }
-        let eager = mode == SendMode::Standard && len <= self.eager_limit;
+        let eager = mode == SendMode::Standard && self.eager_fits(dest, len);
         req.stage = if eager {
             Stage::SendQueued
         } else {
@@ -1167,7 +1179,7 @@ impl P2p {
         if !lost {
             c.posted.push_back(id);
             self.m.posted_count += 1;
-            self.m.consider_advert(id, self.rank, self.eager_limit);
+            self.m.consider_advert(id, self.rank, self.shm_eager_limit);
             if !self.m.advert_wanted.is_empty() {
                 self.publish_adverts();
             }

@@ -43,9 +43,10 @@ impl Path {
     }
 }
 
-/// Size classes: 64 KiB-128 KiB, 128-256 KiB, ..., the last open-ended.
-const CLASSES: usize = 12;
-const FIRST_CLASS_LOG2: u32 = 16;
+/// Size classes: up to 32 KiB, 32-64 KiB, ..., the last open-ended (from
+/// 128 MiB).
+const CLASSES: usize = 14;
+const FIRST_CLASS_LOG2: u32 = 14;
 /// Messages between tries of the slower way, at first and at most.
 const FIRST_PROBE_GAP: u32 = 8;
 pub(super) const MAX_PROBE_GAP: u32 = 1024;
@@ -261,12 +262,14 @@ mod tests {
     }
 
     #[test]
-    fn size_classes_are_powers_of_two_from_64_kib() {
+    fn size_classes_are_powers_of_two_from_16_kib() {
         assert_eq!(class_of(0), 0);
-        assert_eq!(class_of(64 * K + 1), 0);
-        assert_eq!(class_of(128 * K - 1), 0);
-        assert_eq!(class_of(128 * K), 1);
-        assert_eq!(class_of(4096 * K), 6);
+        assert_eq!(class_of(16 * K + 1), 0);
+        assert_eq!(class_of(32 * K - 1), 0);
+        assert_eq!(class_of(32 * K), 1);
+        assert_eq!(class_of(128 * K - 1), 2);
+        assert_eq!(class_of(4096 * K), 8);
+        assert_eq!(class_of(128 * 1024 * K - 1), CLASSES - 2);
         assert_eq!(class_of(u64::MAX), CLASSES - 1);
     }
 
