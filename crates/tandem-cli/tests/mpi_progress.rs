@@ -31,7 +31,16 @@ fn counters_count_exactly_what_was_sent() {
         let set = format!("transports={transport}");
         let outcome = run(
             3,
-            &["--set", "stats=json", "--set", &set],
+            // (Set explicitly: left at its default, it gives way to
+            // eager_limit on 3 ranks sharing 2 cores.)
+            &[
+                "--set",
+                "stats=json",
+                "--set",
+                &set,
+                "--set",
+                "shm_eager_limit=16k",
+            ],
             &prog,
             &[],
             JOB_TIMEOUT,
@@ -243,4 +252,24 @@ fn receivers_on_one_host_measure_both_ways_unless_told_which() {
             config.join(" ")
         );
     }
+}
+
+/// With more ranks on a host than CPUs, `shm_eager_limit` left at its
+/// default gives way to `eager_limit` (a rendezvous would wait for its
+/// receiver to be scheduled): counted_exchange's 32 KiB blocks go eagerly
+/// on 3 ranks here, by rendezvous on a host with 3 CPUs or more.
+#[test]
+fn oversubscribed_hosts_keep_mid_size_messages_eager() {
+    let prog = compile("counted_exchange");
+    let outcome = run(3, &["--set", "stats=json"], &prog, &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "counted_exchange");
+    let rows = counters(&outcome.stdout);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let blocks = if cpus < 3 { 0 } else { 10 };
+    assert_eq!(
+        field(&rows[0], "rendezvous_msgs"),
+        10 + blocks,
+        "{cpus} CPUs: {}",
+        rows[0]
+    );
 }

@@ -52,7 +52,7 @@ pub static REGISTRY: &[Param] = &[
         name: "shm_eager_limit",
         kind: Kind::Bytes,
         default: "16k",
-        help: "largest message sent eagerly to a rank on this host (at most eager_limit); larger ones are offered to the receiver to read in place, which on the VM this was measured on was faster from 32 KiB on, and 2-3x faster when the host keeps the two CPUs apart",
+        help: "largest message sent eagerly to a rank on this host (at most eager_limit); larger ones are offered to the receiver to read in place, which on the VM this was measured on was faster from 32 KiB on, and 2-3x faster when the host keeps the two CPUs apart; left at its default on a host with more ranks than CPUs, eager_limit applies instead (a rendezvous there waits for its receiver to be scheduled)",
     },
     Param {
         name: "transports",
