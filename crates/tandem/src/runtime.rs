@@ -146,9 +146,9 @@ impl Runtime {
         }
         let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
         let single_copy_min = settings.uint("shm_single_copy_min") as usize;
-        // With the path choice, every rendezvous message is offered for
-        // reading and the receiver picks the faster way.
         let shm_eager_limit = shm_eager_limit(&settings, job.local_size, eager_limit);
+        // With the path choice, every rendezvous message to a rank on this
+        // host is offered for reading and the receiver picks the faster way.
         let offer_min = if settings.bool("shm_path_choice") {
             single_copy_min.min(shm_eager_limit + 1)
         } else {
