@@ -76,6 +76,9 @@ pass_tests! {
     pingpong_sizes_np2: "pingpong_sizes", 2;
     pingpong_sizes_np3: "pingpong_sizes", 3, "1048576";
     pingpong_sizes_np4: "pingpong_sizes", 4;
+    // Windows of rendezvous messages, some read in place while others stream
+    // through the rings (on shared memory with the default path choice).
+    mixed_ways_np2: "mixed_ways", 2;
     rma_np2: "rma", 2;
     rma_np3: "rma", 3;
     // Scattered datatypes on the target: packed operations, every element checked.
