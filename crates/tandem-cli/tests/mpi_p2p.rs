@@ -79,6 +79,9 @@ pass_tests! {
     // Windows of rendezvous messages, some read in place while others stream
     // through the rings (on shared memory with the default path choice).
     mixed_ways_np2: "mixed_ways", 2;
+    // Sent from and received into memory no other process may read or
+    // write (memfd_secret): single copy falls back to the rings.
+    secret_buffers_np2: "secret_buffers", 2;
     rma_np2: "rma", 2;
     rma_np3: "rma", 3;
     // Scattered datatypes on the target: packed operations, every element checked.

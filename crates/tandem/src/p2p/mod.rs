@@ -1454,8 +1454,9 @@ impl P2p {
     }
 
     /// Makes the single-copy reads matching scheduled, then completes the
-    /// receive and tells the sender (FIN); where the kernel refuses, falls
-    /// back to CTS so the sender pushes the data through the transport.
+    /// receive and tells the sender (FIN); where the kernel refuses or the
+    /// read fails with the sender alive, falls back to CTS so the sender
+    /// pushes the data through the transport.
     fn run_pulls(&mut self) {
         for p in std::mem::take(&mut self.m.pulls) {
             let Some(r) = self.m.reqs.get(p.rid) else {
@@ -1494,13 +1495,15 @@ impl P2p {
                         .complete(p.rid, n as usize, Matcher::truncation(msg_len, cap));
                     self.m.outbox.push(reply(FrameKind::Fin, 0));
                 }
-                Err(ReadRemoteError::NotPermitted) => {
-                    self.m.outbox.push(reply(FrameKind::Cts, p.rid.0))
-                }
-                Err(ReadRemoteError::Failed(why)) => {
+                Err(ReadRemoteError::Failed(why)) if self.m.lost[p.peer as usize].is_some() => {
                     self.m
                         .complete(p.rid, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
                 }
+                // Not permitted, or memory the kernel would not read this
+                // way (secret or device memory): the sender, which can read
+                // its own buffer, pushes it through the rings. A sender that
+                // died meanwhile fails the receive when its loss is seen.
+                Err(_) => self.m.outbox.push(reply(FrameKind::Cts, p.rid.0)),
             }
         }
     }
