@@ -11,8 +11,8 @@
  *      (MPI_Type_set_name/get_name), MPI_Type_get_envelope's combiner;
  *   2. MPI_Pack_size, MPI_Pack and MPI_Unpack against the reference packing;
  *   3. point-to-point both ways between ranks 0 and 1 (derived -> bytes and
- *      bytes -> derived), with counts giving eager (< 64 KiB) and rendezvous
- *      (> 64 KiB) messages, blocking and non-blocking, MPI_Get_count and
+ *      bytes -> derived), with counts giving small (eager) messages and
+ *      ones above 64 KiB (rendezvous under every default eager limit), blocking and non-blocking, MPI_Get_count and
  *      MPI_Get_elements on the status (a partial message too), gaps between
  *      blocks left untouched, and MPI_Sendrecv_replace; MPI_Get_elements
  *      counts each MPI_DOUBLE_INT as two basic elements;
@@ -355,7 +355,7 @@ int main(int argc, char **argv)
         CHECK(strcmp(name, "MPI_DOUBLE") == 0, "the name of MPI_DOUBLE (got '%s')", name);
     }
     for (i = 0; i < NT; i++) {
-        /* eager and rendezvous (packed sizes above 64 KiB) */
+        /* small, and rendezvous (packed sizes above 64 KiB) */
         int counts[4] = {1, 3, 200, (int)(100000 / ref_size(&refs[i])) + 1};
         check_queries(&refs[i]);
         for (k = 0; k < 4; k++) {

@@ -1,6 +1,7 @@
 /*
  * pingpong_sizes.c - every message size from 0 B to 16 MiB, across the
- * eager/rendezvous boundary (64 KiB by default in Tandem).
+ * eager/rendezvous boundaries (by default in Tandem 16 KiB between ranks of
+ * one host, 64 KiB over TCP).
  *
  * Ranks: needs 2 (passes with a SKIP note on 1). Pairs (0,1), (2,3) ping-pong;
  * the last rank of an odd-sized job only takes part in the ring pass.
