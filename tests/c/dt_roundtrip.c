@@ -12,7 +12,8 @@
  *   2. MPI_Pack_size, MPI_Pack and MPI_Unpack against the reference packing;
  *   3. point-to-point both ways between ranks 0 and 1 (derived -> bytes and
  *      bytes -> derived), with counts giving small (eager) messages and
- *      ones above 64 KiB (rendezvous under every default eager limit), blocking and non-blocking, MPI_Get_count and
+ *      ones above 64 KiB (rendezvous under every default eager limit),
+ *      blocking and non-blocking, MPI_Get_count and
  *      MPI_Get_elements on the status (a partial message too), gaps between
  *      blocks left untouched, and MPI_Sendrecv_replace; MPI_Get_elements
  *      counts each MPI_DOUBLE_INT as two basic elements;
