@@ -429,12 +429,12 @@ pub fn tandem_protocols(
     }
     if settings.bool("shm_single_copy") {
         let min = settings.uint("shm_single_copy_min") as f64;
-        if settings.bool("shm_path_choice") && min > eager + 1.0 {
-            p.source += ", rendezvous read in place or through the rings as measured faster";
-        }
         if min <= eager + 1.0 {
             *p.names.last_mut().expect("a regime") = "single copy".into();
         } else {
+            if settings.bool("shm_path_choice") {
+                p.source += ", rendezvous read in place or through the rings as measured faster";
+            }
             p.limits.push(min - 1.0);
             p.names.push("single copy".into());
         }

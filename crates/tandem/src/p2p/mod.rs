@@ -674,7 +674,6 @@ impl FrameSink for Matcher {
                 };
                 if h.kind == FrameKind::Data {
                     self.paths.data_done(peer, id, written as u64);
-                    self.counters.path_switches = self.paths.switches;
                 }
                 self.complete(id, written, Self::truncation(msg_len, cap));
             }
@@ -1488,7 +1487,6 @@ impl P2p {
                     if let Some(t0) = started {
                         let ns = t0.elapsed().as_nanos() as u64;
                         self.m.paths.record(p.peer, n, Path::Pull, ns);
-                        self.m.counters.path_switches = self.m.paths.switches;
                     }
                     self.m.counters.single_copy_reads += 1;
                     self.m
@@ -1646,6 +1644,7 @@ impl P2p {
     pub fn counters(&self) -> Counters {
         let mut c = self.engine.counters();
         c.merge(&self.m.counters);
+        c.path_switches = self.m.paths.switches;
         c
     }
 }

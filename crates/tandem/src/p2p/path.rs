@@ -164,7 +164,8 @@ struct Peer {
 #[derive(Default)]
 pub(super) struct PathChooser {
     peers: Vec<Option<Box<Peer>>>,
-    /// Times a way was chosen other than the one in use before.
+    /// Times a way was chosen other than the one in use before (reported
+    /// as the `path_switches` counter).
     pub switches: u64,
 }
 
