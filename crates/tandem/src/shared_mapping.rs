@@ -122,7 +122,10 @@ impl SharedMapping {
     /// first messages a pair exchanges). Best effort: kernels before 5.14
     /// refuse the request and the pages fault in as they are used.
     pub fn populate(&self, off: usize, len: usize) {
-        let page = 4096;
+        // The system's page size (madvise wants the start aligned to it).
+        // SAFETY: sysconf reads a constant; no memory is passed.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let page = page.max(1);
         let start = off / page * page;
         let end = (off.saturating_add(len)).min(self.len);
         if start >= end {
