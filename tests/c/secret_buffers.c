@@ -6,6 +6,11 @@
  * or a sender asked to write into such a buffer, must fall back to the
  * pipelined copy: every message must arrive whole, none may fail.
  *
+ * With the argument "receive" only the receive buffers are secret: the
+ * receiver reads in place, and a sender invited to help copy (copy help:
+ * it writes part of the message into the receive buffer) fails to, so the
+ * receiver must copy that part itself.
+ *
  * Where memfd_secret is unavailable the buffers are plain memory (the
  * program says so and still checks every byte).
  *
@@ -51,8 +56,9 @@ int main(int argc, char **argv)
     int rank = tc_rank();
     static const size_t lens[] = {20000, 300 * 1024, MAXLEN};
     if (rank < 2) {
-        int peer = 1 - rank, secret_out, secret_in;
-        unsigned char *out = secret_alloc(MAXLEN, &secret_out);
+        int receive_only = argc > 1 && strcmp(argv[1], "receive") == 0;
+        int peer = 1 - rank, secret_out = 1, secret_in;
+        unsigned char *out = receive_only ? tc_alloc(MAXLEN) : secret_alloc(MAXLEN, &secret_out);
         unsigned char *in = secret_alloc(MAXLEN, &secret_in);
         if (rank == 0 && !(secret_out && secret_in))
             printf("%s: memfd_secret unavailable, plain buffers\n", NAME);

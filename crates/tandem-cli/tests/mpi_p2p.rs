@@ -82,6 +82,7 @@ pass_tests! {
     // Sent from and received into memory no other process may read or
     // write (memfd_secret): single copy falls back to the rings.
     secret_buffers_np2: "secret_buffers", 2;
+    secret_receive_buffers_np2: "secret_buffers", 2, "receive";
     rma_np2: "rma", 2;
     rma_np3: "rma", 3;
     // Scattered datatypes on the target: packed operations, every element checked.

@@ -254,6 +254,46 @@ fn receivers_on_one_host_measure_both_ways_unless_told_which() {
     }
 }
 
+/// A single-copy read from `shm_copy_help_min` (64 KiB) on invites its
+/// sender, which waits in the library, to write chunks of it: the senders
+/// of pingpong_sizes (every byte checked) write some (`helped_chunks`); with
+/// `shm_copy_help_min=0` none; on a host with fewer CPUs than ranks, left
+/// at its default, none either.
+#[test]
+fn senders_on_one_host_help_copy_what_their_receivers_read() {
+    let prog = compile("pingpong_sizes");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runs: &[(u32, &[&str], bool)] = &[
+        (2, &["--set", "shm_single_copy_min=16k"], true),
+        (
+            2,
+            &[
+                "--set",
+                "shm_single_copy_min=16k",
+                "--set",
+                "shm_copy_help_min=0",
+            ],
+            false,
+        ),
+        (3, &["--set", "shm_single_copy_min=16k"], cpus >= 3),
+    ];
+    for (np, config, helped) in runs {
+        let options = [&["--set", "stats=json"][..], config].concat();
+        let outcome = run(*np, &options, &prog, &["4194304"], JOB_TIMEOUT);
+        assert_pass(&outcome, "pingpong_sizes");
+        let rows = counters(&outcome.stdout);
+        let total = |name: &str| rows.iter().map(|v| field(v, name)).sum::<u64>();
+        let (chunks, read) = (total("helped_chunks"), total("single_copy_reads"));
+        assert!(read > 0, "[{}]: no single-copy reads", config.join(" "));
+        assert_eq!(
+            chunks > 0,
+            *helped,
+            "{np} ranks [{}]: senders wrote {chunks} chunks of {read} single-copy reads",
+            config.join(" ")
+        );
+    }
+}
+
 /// With more ranks on a host than CPUs, `shm_eager_limit` left at its
 /// default gives way to `eager_limit` (a rendezvous would wait for its
 /// receiver to be scheduled): counted_exchange's 32 KiB blocks go eagerly

@@ -151,6 +151,12 @@ pub static REGISTRY: &[Param] = &[
         help: "smallest rendezvous message always read with a single copy over shared memory (below it, shm_path_choice decides, or the rings carry it; single copy leaves the sender's CPU free)",
     },
     Param {
+        name: "shm_copy_help_min",
+        kind: Kind::Bytes,
+        default: "64k",
+        help: "smallest message read with a single copy whose sender is invited to copy part of it: while the receiver reads chunks, a sender waiting in the library writes others into the receive buffer (process_vm_writev), so two CPUs copy; 0 = never; left at its default on a host with more ranks than CPUs, never (the sender is rarely running then)",
+    },
+    Param {
         name: "rwapi_direct",
         kind: Kind::Bool,
         default: "1",

@@ -174,6 +174,70 @@ impl Engine {
             && self.shm.as_ref().is_some_and(|s| s.single_copy())
     }
 
+    /// The local index of `peer` and the shared-memory transport, if it is
+    /// on this host.
+    fn shm_peer(&self, peer: u32) -> Option<(u32, &ShmTransport)> {
+        match (self.routes.get(peer as usize), self.shm.as_ref()) {
+            (Some(Route::Shm(local)), Some(shm)) => Some((*local, shm)),
+            _ => None,
+        }
+    }
+
+    /// Opens a copy of `chunks` chunks from `peer` that it may help with
+    /// (see [`ShmTransport::open_help`]): its generation, if one could open.
+    pub fn open_help(&mut self, peer: u32, chunks: u32) -> Option<u32> {
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            (Route::Shm(local), Some(shm)) => shm.open_help(local, chunks),
+            _ => None,
+        }
+    }
+
+    /// Claims the next chunk of copy `generation` between this rank and
+    /// `peer`: from it when `receiving`, else to it.
+    pub fn claim_chunk(
+        &self,
+        peer: u32,
+        receiving: bool,
+        generation: u32,
+        chunks: u32,
+    ) -> Option<u32> {
+        let (local, shm) = self.shm_peer(peer)?;
+        let (receiver, sender) = if receiving {
+            (shm.me(), local)
+        } else {
+            (local, shm.me())
+        };
+        shm.claim_chunk(receiver, sender, generation, chunks)
+    }
+
+    /// Claims every chunk left of the copy from `peer` to this rank.
+    pub fn claim_rest(&self, peer: u32, generation: u32, chunks: u32) -> u32 {
+        self.shm_peer(peer)
+            .map_or(0, |(local, shm)| shm.claim_rest(local, generation, chunks))
+    }
+
+    /// This rank, as the sender of copy `generation` to `receiver`: chunks
+    /// written, and whether one failed.
+    pub fn report_helped(&self, receiver: u32, generation: u32, done: u32, failed: bool) {
+        if let Some((local, shm)) = self.shm_peer(receiver) {
+            shm.report_helped(local, generation, done, failed);
+        }
+    }
+
+    /// Chunks `peer` wrote into the open copy to this rank (plus
+    /// [`crate::transport::shm::HELP_FAILED`] if one failed).
+    pub fn helped(&self, peer: u32) -> u32 {
+        self.shm_peer(peer)
+            .map_or(0, |(local, shm)| shm.helped(local))
+    }
+
+    /// Closes the copy from `peer` to this rank.
+    pub fn close_help(&mut self, peer: u32) {
+        if let (Route::Shm(local), Some(shm)) = (self.routes[peer as usize], self.shm.as_mut()) {
+            shm.close_help(local);
+        }
+    }
+
     /// Writes `len` bytes from `src` to `addr` in `peer`'s memory.
     pub fn write_remote(
         &mut self,

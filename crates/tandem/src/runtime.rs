@@ -147,6 +147,8 @@ impl Runtime {
         let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
         let single_copy_min = settings.uint("shm_single_copy_min") as usize;
         let shm_eager_limit = shm_eager_limit(&settings, job.local_size, eager_limit);
+        // Before `bind_to_core` narrows the CPUs this process sees.
+        let copy_help_min = copy_help_min(&settings, job.local_size);
         // With the path choice, every rendezvous message to a rank on this
         // host is offered for reading and the receiver picks the faster way.
         let offer_min = if settings.bool("shm_path_choice") {
@@ -175,6 +177,7 @@ impl Runtime {
                 spin: Duration::from_micros(spin_us),
                 yield_time: Duration::from_micros(yield_us),
                 single_copy_min,
+                copy_help_min,
             },
         );
         let world: Arc<[u32]> = (0..job.size).collect();
@@ -630,6 +633,19 @@ fn shm_eager_limit(settings: &Settings, local_size: u32, eager_limit: usize) -> 
         eager_limit
     } else {
         (settings.uint("shm_eager_limit") as usize).min(eager_limit)
+    }
+}
+
+/// The smallest single-copy message whose sender is invited to help copy
+/// (`shm_copy_help_min`; 0 = never). Left at its default on a host with
+/// more ranks than CPUs, never: a sender that is not running cannot help,
+/// and a receiver would wait for a chunk a descheduled sender claimed.
+fn copy_help_min(settings: &Settings, local_size: u32) -> usize {
+    let default = settings.describe("shm_copy_help_min").1 == params::Source::Default;
+    if default && local_size as usize > usable_cpus() {
+        0
+    } else {
+        settings.uint("shm_copy_help_min") as usize
     }
 }
 

@@ -66,10 +66,13 @@ pub struct Counters {
     /// Times this rank changed the way messages from a sender on its host
     /// travel (single copy or rings) because the other had become faster.
     pub path_switches: u64,
+    /// Chunks of single-copy messages this rank, their sender, wrote into
+    /// the receiver's buffer while the receiver read the others (copy help).
+    pub helped_chunks: u64,
 }
 
 /// How many counters there are.
-pub const COUNTERS: usize = 26;
+pub const COUNTERS: usize = 27;
 
 impl Counters {
     /// Names and values, in a stable order.
@@ -101,6 +104,7 @@ impl Counters {
             ("coll_flag_calls", self.coll_flag_calls),
             ("single_copy_reads", self.single_copy_reads),
             ("path_switches", self.path_switches),
+            ("helped_chunks", self.helped_chunks),
         ]
     }
 
@@ -144,6 +148,9 @@ impl Counters {
             "path_switches" => {
                 "times messages from a sender on this host changed way (single copy or rings) because the other had become faster"
             }
+            "helped_chunks" => {
+                "chunks of single-copy messages this rank, their sender, wrote into the receiver's buffer while the receiver read the others"
+            }
             _ => return None,
         })
     }
@@ -176,6 +183,7 @@ impl Counters {
             "coll_flag_calls" => &mut self.coll_flag_calls,
             "single_copy_reads" => &mut self.single_copy_reads,
             "path_switches" => &mut self.path_switches,
+            "helped_chunks" => &mut self.helped_chunks,
             _ => return None,
         })
     }

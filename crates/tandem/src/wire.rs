@@ -108,6 +108,12 @@ pub enum FrameKind {
     /// (the send is cancelled), 0 if a receive had taken it (the send
     /// completes as usual). No payload.
     Revoked = 20,
+    /// The receiver of single-copy message `sreq` (an `Rget`) reads it
+    /// chunk by chunk and invites the sender to write chunks of it too
+    /// (same host; see p2p/copy_help.rs): `rreq` is the receive buffer's
+    /// address, `len` the bytes to copy, `context` the generation of the
+    /// copy and `src` the chunk size. No payload.
+    Help = 21,
 }
 
 impl FrameKind {
@@ -133,6 +139,7 @@ impl FrameKind {
             18 => Some(FrameKind::Claimed),
             19 => Some(FrameKind::Revoke),
             20 => Some(FrameKind::Revoked),
+            21 => Some(FrameKind::Help),
             _ => None,
         }
     }

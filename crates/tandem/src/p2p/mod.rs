@@ -24,6 +24,7 @@
 //! * Messages to self never touch a transport.
 
 mod advert;
+mod copy_help;
 mod direct;
 mod handler;
 mod path;
@@ -176,6 +177,7 @@ struct Outgoing {
 }
 
 /// A single-copy read the matcher wants made once the transport is free.
+#[derive(Clone, Copy)]
 struct Pull {
     rid: ReqId,
     peer: u32,
@@ -225,6 +227,13 @@ pub struct Matcher {
     /// from this size it is always read, below it `paths` decides.
     single_copy_min: u64,
     paths: PathChooser,
+    /// Single-copy reads from this size invite the sender to help (0 =
+    /// never; see copy_help.rs).
+    copy_help_min: u64,
+    /// Invitations to help copy this rank (their sender) acts on.
+    helps: Vec<copy_help::Invitation>,
+    /// Reads helped by their sender that wait for its last chunks.
+    help_waits: Vec<copy_help::HelpWait>,
 }
 
 impl Matcher {
@@ -750,6 +759,7 @@ impl FrameSink for Matcher {
             (FrameKind::Claimed, Payload::Empty) => self.on_claimed(peer, h)?,
             (FrameKind::Revoke, Payload::Empty) => self.on_revoke(peer, h),
             (FrameKind::Revoked, Payload::Empty) => self.on_revoked(peer, h),
+            (FrameKind::Help, Payload::Empty) => self.on_help(peer, h)?,
             (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
         }
         Ok(())
@@ -834,6 +844,9 @@ pub struct P2pConfig {
     /// Rendezvous messages from this size are always read by single copy
     /// when their sender offers it (`shm_single_copy_min`).
     pub single_copy_min: usize,
+    /// Single-copy reads from this size invite their sender to help copy
+    /// (`shm_copy_help_min`; 0 = never).
+    pub copy_help_min: usize,
 }
 
 /// The point-to-point engine of one rank.
@@ -878,6 +891,9 @@ impl P2p {
                 advert_wanted: Vec::new(),
                 single_copy_min: cfg.single_copy_min as u64,
                 paths: PathChooser::default(),
+                copy_help_min: cfg.copy_help_min as u64,
+                helps: Vec::new(),
+                help_waits: Vec::new(),
             },
             eager_limit: cfg.eager_limit,
             shm_eager_limit: cfg.shm_eager_limit.min(cfg.eager_limit),
@@ -1452,10 +1468,8 @@ impl P2p {
         Ok(())
     }
 
-    /// Makes the single-copy reads matching scheduled, then completes the
-    /// receive and tells the sender (FIN); where the kernel refuses or the
-    /// read fails with the sender alive, falls back to CTS so the sender
-    /// pushes the data through the transport.
+    /// Makes the single-copy reads matching scheduled (large ones with the
+    /// sender's help), then completes them (see [`P2p::finish_pull`]).
     fn run_pulls(&mut self) {
         for p in std::mem::take(&mut self.m.pulls) {
             let Some(r) = self.m.reqs.get(p.rid) else {
@@ -1464,51 +1478,81 @@ impl P2p {
             if r.stage != (Stage::RecvAwaitData { peer: p.peer }) {
                 continue;
             }
-            let (buf, cap, msg_len, ctx) = (r.buf, r.len, r.msg_len, r.context);
-            let n = msg_len.min(cap as u64);
-            let reply = |kind, rreq| Outgoing {
-                peer: p.peer,
-                header: Header {
-                    kind,
-                    context: ctx,
-                    src: 0,
-                    tag: 0,
-                    len: n,
-                    sreq: p.sreq,
-                    rreq,
-                },
-                payload: std::ptr::null(),
-                len: 0,
-                token: None,
-            };
+            let (buf, n) = (r.buf, r.msg_len.min(r.len as u64));
             let started = p.timed.then(Instant::now);
-            match self.engine.read_remote(p.peer, p.addr, buf, n as usize) {
-                Ok(()) => {
-                    if let Some(t0) = started {
-                        let ns = t0.elapsed().as_nanos() as u64;
-                        self.m.paths.record(p.peer, n, Path::Pull, ns);
-                    }
-                    self.m.counters.single_copy_reads += 1;
-                    self.m
-                        .complete(p.rid, n as usize, Matcher::truncation(msg_len, cap));
-                    self.m.outbox.push(reply(FrameKind::Fin, 0));
+            if self.m.copy_help_min != 0 && n >= self.m.copy_help_min {
+                if let Some(w) = self.read_helped(&p, buf, n, started) {
+                    self.m.help_waits.push(w);
+                    continue;
                 }
-                Err(ReadRemoteError::Failed(why)) if self.m.lost[p.peer as usize].is_some() => {
-                    self.m
-                        .complete(p.rid, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
-                }
-                // Not permitted, or memory the kernel would not read this
-                // way (secret or device memory): the sender, which can read
-                // its own buffer, pushes it through the rings. A sender that
-                // died meanwhile fails the receive when its loss is seen.
-                Err(_) => self.m.outbox.push(reply(FrameKind::Cts, p.rid.0)),
             }
+            let read = self.engine.read_remote(p.peer, p.addr, buf, n as usize);
+            self.finish_pull(&p, n, read, started);
+        }
+    }
+
+    /// Completes single-copy read `p` of `n` bytes (begun at `started` if
+    /// timed) as `read` says: FIN on success; where the kernel refused or
+    /// the read failed with the sender alive, CTS, so that the sender
+    /// pushes the data through the transport.
+    fn finish_pull(
+        &mut self,
+        p: &Pull,
+        n: u64,
+        read: std::result::Result<(), ReadRemoteError>,
+        started: Option<Instant>,
+    ) {
+        let Some(r) = self.m.reqs.get(p.rid) else {
+            return;
+        };
+        let (msg_len, cap, ctx) = (r.msg_len, r.len, r.context);
+        let reply = |kind, rreq| Outgoing {
+            peer: p.peer,
+            header: Header {
+                kind,
+                context: ctx,
+                src: 0,
+                tag: 0,
+                len: n,
+                sreq: p.sreq,
+                rreq,
+            },
+            payload: std::ptr::null(),
+            len: 0,
+            token: None,
+        };
+        match read {
+            Ok(()) => {
+                if let Some(t0) = started {
+                    let ns = t0.elapsed().as_nanos() as u64;
+                    self.m.paths.record(p.peer, n, Path::Pull, ns);
+                }
+                self.m.counters.single_copy_reads += 1;
+                self.m
+                    .complete(p.rid, n as usize, Matcher::truncation(msg_len, cap));
+                self.m.outbox.push(reply(FrameKind::Fin, 0));
+            }
+            Err(ReadRemoteError::Failed(why)) if self.m.lost[p.peer as usize].is_some() => {
+                self.m
+                    .complete(p.rid, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
+            }
+            // Not permitted, or memory the kernel would not read this
+            // way (secret or device memory): the sender, which can read
+            // its own buffer, pushes it through the rings. A sender that
+            // died meanwhile fails the receive when its loss is seen.
+            Err(_) => self.m.outbox.push(reply(FrameKind::Cts, p.rid.0)),
         }
     }
 
     fn flush_outbox(&mut self) -> bool {
         if !self.m.pulls.is_empty() {
             self.run_pulls();
+        }
+        if !self.m.helps.is_empty() {
+            self.run_helps();
+        }
+        if !self.m.help_waits.is_empty() {
+            self.finish_helped_reads();
         }
         if !self.m.pushes.is_empty() {
             self.run_pushes();
@@ -1609,7 +1653,12 @@ impl P2p {
             // look: checked again once peers know to wake this rank, so a
             // change they make to memory it polls (not a frame) is not
             // missed (see `Engine::arm_sleep`).
-            if !self.engine.progress(&mut self.m) && self.engine.arm_sleep() {
+            // A read helped by its sender waits for chunks the sender
+            // claimed: it ends without a frame, so it is polled, not slept on.
+            if !self.engine.progress(&mut self.m)
+                && self.m.help_waits.is_empty()
+                && self.engine.arm_sleep()
+            {
                 if ready(self) {
                     self.engine.disarm_sleep();
                     return;

@@ -99,6 +99,17 @@ const ADVERT_NONE: u64 = 0;
 const ADVERT_OPEN: u64 = 1;
 const ADVERT_CLAIMED: u64 = 2;
 
+// Offsets inside a copy-help slot: one cache line per ordered pair of local
+// ranks, (receiver, sender), for the single-copy message the two copy
+// together (see [`ShmTransport::open_help`]).
+/// Generation << 32 | the next chunk not yet claimed by either side.
+const C_CLAIM: usize = 0;
+/// Generation << 32 | chunks the sender wrote, plus [`HELP_FAILED`] once if
+/// a write of its failed.
+const C_HELPED: usize = 8;
+/// Added to the helped count by a sender whose write failed (it stops).
+pub const HELP_FAILED: u32 = 1 << 31;
+
 // Offsets inside a cell.
 const CELL_SEQ: usize = 0;
 const CELL_CHUNK: usize = 8;
@@ -174,9 +185,16 @@ impl Layout {
             + (receiver as usize * self.local_size as usize + sender as usize) * LINE
     }
 
+    /// Offset of the slot where `receiver` and `sender` share out the
+    /// copy of one single-copy message.
+    fn help(&self, receiver: u32, sender: u32) -> usize {
+        let n = self.local_size as usize;
+        self.adverts_start() + (n * n + receiver as usize * n + sender as usize) * LINE
+    }
+
     fn rings_start(&self) -> usize {
         let n = self.local_size as usize;
-        round_up(self.adverts_start() + n * n * LINE, PAGE)
+        round_up(self.adverts_start() + 2 * n * n * LINE, PAGE)
     }
 
     fn ring_len(&self) -> usize {
@@ -398,6 +416,11 @@ pub struct ShmTransport {
     adverts: Vec<Option<Published>>,
     /// The generation of the last advertisement published.
     advert_generation: u64,
+    /// By local peer: whether a copy it helps with is open (see
+    /// [`ShmTransport::open_help`]).
+    helping: Vec<bool>,
+    /// The generation of the last copy-help opened.
+    help_generation: u32,
     /// Never read here: peers read it through `process_vm_readv` to probe
     /// whether single-copy reads are permitted; it must live as long as we do.
     _probe_word: Box<u64>,
@@ -524,6 +547,8 @@ impl ShmTransport {
             cma: false,
             adverts: vec![None; n],
             advert_generation: 0,
+            helping: vec![false; n],
+            help_generation: 0,
             _probe_word: probe_word,
         })
     }
@@ -1430,6 +1455,114 @@ impl ShmTransport {
     }
 }
 
+/// Copy help: the receiver of a single-copy message reads it chunk by chunk
+/// and invites its sender, which usually waits in the library for the read
+/// to end, to write chunks into the receive buffer meanwhile
+/// (`process_vm_writev`): two CPUs copy instead of one. Both claim chunks
+/// from one counter in the pair's slot, so a sender that is busy (or never
+/// looks) leaves every chunk to the receiver, and one that comes late finds
+/// nothing left. The counter carries the generation of the copy, so a late
+/// invitation cannot claim a chunk of a later copy; the receiver opens the
+/// next copy only after the sender wrote every chunk it claimed.
+impl ShmTransport {
+    /// This rank's index among the ranks of its host.
+    pub fn me(&self) -> u32 {
+        self.me
+    }
+
+    fn help_word(&self, receiver: u32, sender: u32, field: usize) -> &AtomicU64 {
+        self.map.u64_at(self.layout.help(receiver, sender) + field)
+    }
+
+    /// Opens a copy of `chunks` chunks from local rank `peer` that it may
+    /// help with; its generation, or `None` if one is open with it already
+    /// (or it is gone).
+    pub fn open_help(&mut self, peer: u32, chunks: u32) -> Option<u32> {
+        if peer == self.me
+            || chunks == 0
+            || chunks >= HELP_FAILED
+            || self.helping[peer as usize]
+            || self.lost[peer as usize].is_some()
+        {
+            return None;
+        }
+        self.help_generation = self.help_generation.wrapping_add(1).max(1);
+        let generation = u64::from(self.help_generation) << 32;
+        let me = self.me;
+        self.help_word(me, peer, C_HELPED)
+            .store(generation, Ordering::Relaxed);
+        // Release: a sender that claims under this generation sees the
+        // helped count reset.
+        self.help_word(me, peer, C_CLAIM)
+            .store(generation, Ordering::Release);
+        self.helping[peer as usize] = true;
+        Some(self.help_generation)
+    }
+
+    /// Claims the next chunk of copy `generation` between `receiver` and
+    /// `sender` (this rank is one of them), if any is left.
+    pub fn claim_chunk(
+        &self,
+        receiver: u32,
+        sender: u32,
+        generation: u32,
+        chunks: u32,
+    ) -> Option<u32> {
+        let word = self.help_word(receiver, sender, C_CLAIM);
+        let mut v = word.load(Ordering::Acquire);
+        loop {
+            if (v >> 32) as u32 != generation || v as u32 >= chunks {
+                return None;
+            }
+            match word.compare_exchange_weak(v, v + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(v as u32),
+                Err(now) => v = now,
+            }
+        }
+    }
+
+    /// Claims every chunk left of the copy with local rank `peer` (the
+    /// receiver's read failed): how many it took.
+    pub fn claim_rest(&self, peer: u32, generation: u32, chunks: u32) -> u32 {
+        let word = self.help_word(self.me, peer, C_CLAIM);
+        let all = u64::from(generation) << 32 | u64::from(chunks);
+        let mut v = word.load(Ordering::Acquire);
+        loop {
+            if (v >> 32) as u32 != generation || v as u32 >= chunks {
+                return 0;
+            }
+            match word.compare_exchange_weak(v, all, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return chunks - v as u32,
+                Err(now) => v = now,
+            }
+        }
+    }
+
+    /// The sender's side: chunk writes into local rank `receiver`'s copy
+    /// `generation` finished, `failed` if one did not (the sender stops).
+    pub fn report_helped(&self, receiver: u32, generation: u32, done: u32, failed: bool) {
+        let word = self.help_word(receiver, self.me, C_HELPED);
+        // Only the receiver resets the word, and only after this sender
+        // reported every chunk it claimed: the generation still holds.
+        debug_assert_eq!((word.load(Ordering::Relaxed) >> 32) as u32, generation);
+        let add = done + if failed { HELP_FAILED } else { 0 };
+        // Release: the receiver that sees the count sees the bytes written.
+        word.fetch_add(u64::from(add), Ordering::Release);
+    }
+
+    /// The receiver's side: chunks local rank `peer` wrote into the open
+    /// copy so far, with [`HELP_FAILED`] added if a write failed.
+    pub fn helped(&self, peer: u32) -> u32 {
+        self.help_word(self.me, peer, C_HELPED)
+            .load(Ordering::Acquire) as u32
+    }
+
+    /// Closes the copy with local rank `peer` (every chunk it claimed is
+    /// written, or it is lost): another may open.
+    pub fn close_help(&mut self, peer: u32) {
+        self.helping[peer as usize] = false;
+    }
+}
 /// Adds one to an eventfd (wakes whoever waits on it).
 fn ring(fd: RawFd) {
     let one: u64 = 1;
@@ -1757,6 +1890,41 @@ mod tests {
                 .unwrap();
         }
         assert!(!a.can_send_now(1));
+    }
+
+    #[test]
+    fn copy_help_shares_each_chunk_once_and_only_within_its_generation() {
+        // b (local 1) receives from a (local 0).
+        let (a, mut b) = pair(4, 256);
+        assert_eq!(b.open_help(1, 4), None, "no copy with oneself");
+        let g = b.open_help(0, 4).unwrap();
+        assert_eq!(b.open_help(0, 4), None, "one open copy per sender");
+        let mut claimed = vec![b.claim_chunk(1, 0, g, 4).unwrap()];
+        claimed.push(a.claim_chunk(1, 0, g, 4).unwrap());
+        assert_eq!(
+            a.claim_chunk(1, 0, g.wrapping_add(1), 4),
+            None,
+            "other generation"
+        );
+        claimed.push(a.claim_chunk(1, 0, g, 4).unwrap());
+        claimed.push(b.claim_chunk(1, 0, g, 4).unwrap());
+        assert_eq!(claimed, [0, 1, 2, 3]);
+        assert_eq!(a.claim_chunk(1, 0, g, 4), None, "all claimed");
+        assert_eq!(b.helped(0), 0);
+        a.report_helped(1, g, 1, false);
+        a.report_helped(1, g, 1, true);
+        assert_eq!(b.helped(0), 2 + HELP_FAILED);
+        b.close_help(0);
+        // A later copy resets the count; a late invitation to the old one
+        // claims nothing; the receiver can take the rest at once.
+        let g2 = b.open_help(0, 3).unwrap();
+        assert_ne!(g2, g);
+        assert_eq!(b.helped(0), 0);
+        assert_eq!(a.claim_chunk(1, 0, g, 4), None);
+        assert_eq!(b.claim_chunk(1, 0, g2, 3), Some(0));
+        assert_eq!(b.claim_rest(0, g2, 3), 2);
+        assert_eq!(a.claim_chunk(1, 0, g2, 3), None);
+        assert_eq!(b.claim_rest(0, g2, 3), 0);
     }
 
     #[test]
