@@ -11,9 +11,11 @@
 //! the receiver nothing but the invitation. The receive completes, and FIN
 //! goes, once every chunk the sender claimed is written.
 //!
-//! Invitations seen while the application computes (by the progress helper
-//! thread or the signal handler) are declined: their CPU is the
-//! application's.
+//! Only a rank that waits in the library helps: invitations seen while the
+//! application computes (by the progress helper thread or the signal
+//! handler) are declined, their CPU being the application's, and one seen
+//! inside a call that starts or tests a request waits for the rank to wait
+//! (a non-blocking send returns at once, whatever its receiver does).
 
 use std::time::Instant;
 
@@ -82,6 +84,13 @@ impl Matcher {
             ));
         }
         if !self.async_match {
+            // Invitations to sends that ended meanwhile (their rank never
+            // waited since) go.
+            let reqs = &self.reqs;
+            self.helps.retain(|i| {
+                reqs.get(i.sid)
+                    .is_some_and(|r| r.stage == Stage::SendAwaitCts)
+            });
             self.helps.push(Invitation {
                 sid: id,
                 peer,

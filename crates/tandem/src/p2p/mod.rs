@@ -230,8 +230,11 @@ pub struct Matcher {
     /// Single-copy reads from this size invite the sender to help (0 =
     /// never; see copy_help.rs).
     copy_help_min: u64,
-    /// Invitations to help copy this rank (their sender) acts on.
+    /// Invitations to help copy this rank (their sender) acts on once it
+    /// waits.
     helps: Vec<copy_help::Invitation>,
+    /// The application thread waits in the library ([`P2p::wait_for`]).
+    waiting: bool,
     /// Reads helped by their sender that wait for its last chunks.
     help_waits: Vec<copy_help::HelpWait>,
 }
@@ -893,6 +896,7 @@ impl P2p {
                 paths: PathChooser::default(),
                 copy_help_min: cfg.copy_help_min as u64,
                 helps: Vec::new(),
+                waiting: false,
                 help_waits: Vec::new(),
             },
             eager_limit: cfg.eager_limit,
@@ -1548,7 +1552,7 @@ impl P2p {
         if !self.m.pulls.is_empty() {
             self.run_pulls();
         }
-        if !self.m.helps.is_empty() {
+        if self.m.waiting && !self.m.helps.is_empty() {
             self.run_helps();
         }
         if !self.m.help_waits.is_empty() {
@@ -1598,7 +1602,15 @@ impl P2p {
     /// polls for `spin`, then polls and yields the CPU for `yield_time` (so
     /// that ranks sharing a core take turns), then blocks in the kernel
     /// until a peer wakes it.
-    pub fn wait_for(&mut self, mut ready: impl FnMut(&P2p) -> bool) {
+    pub fn wait_for(&mut self, ready: impl FnMut(&P2p) -> bool) {
+        // Only a rank that waits helps copy (see copy_help.rs).
+        let outer = std::mem::replace(&mut self.m.waiting, true);
+        self.wait_until(ready);
+        self.m.waiting = outer;
+    }
+
+    /// [`P2p::wait_for`], once marked waiting.
+    fn wait_until(&mut self, mut ready: impl FnMut(&P2p) -> bool) {
         if ready(self) {
             return;
         }
