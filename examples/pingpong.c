@@ -11,6 +11,9 @@
  *     -m MAXSIZE   largest message in bytes (suffix k or m for KiB / MiB;
  *                  default 4m)
  *     -r REPS      timed batches per size (default 10)
+ *     -a           buffers from MPI_Alloc_mem instead of posix_memalign
+ *                  (memory the library may prepare for messages; Tandem
+ *                  backs large ones with transparent huge pages)
  *
  * For each size 0, 1, 2, 4, ..., MAXSIZE it runs one untimed warm-up batch,
  * then REPS timed batches of round trips (fewer round trips per batch for
@@ -32,9 +35,10 @@
 
 static void usage(const char *prog)
 {
-    fprintf(stderr, "usage: %s [-m MAXSIZE] [-r REPS]\n", prog);
+    fprintf(stderr, "usage: %s [-m MAXSIZE] [-r REPS] [-a]\n", prog);
     fprintf(stderr, "  -m MAXSIZE  largest message in bytes, suffix k or m allowed (default 4m)\n");
     fprintf(stderr, "  -r REPS     timed batches per message size (default %d)\n", DEFAULT_REPS);
+    fprintf(stderr, "  -a          buffers from MPI_Alloc_mem instead of posix_memalign\n");
 }
 
 /* Parses "123", "64k", "4m"; -1 on error. */
@@ -57,11 +61,13 @@ static long parse_size(const char *s)
 }
 
 /* Returns 0 if the options are valid. */
-static int parse_args(int argc, char **argv, long *maxsize, int *reps)
+static int parse_args(int argc, char **argv, long *maxsize, int *reps, int *alloc_mem)
 {
     int i;
     for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-m") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "-a") == 0) {
+            *alloc_mem = 1;
+        } else if (strcmp(argv[i], "-m") == 0 && i + 1 < argc) {
             *maxsize = parse_size(argv[++i]);
             if (*maxsize < 0)
                 return -1;
@@ -113,7 +119,7 @@ static double batch(int rank, char *sbuf, char *rbuf, int size, int iters)
 
 int main(int argc, char **argv)
 {
-    int rank, nranks, reps = DEFAULT_REPS, r;
+    int rank, nranks, reps = DEFAULT_REPS, r, alloc_mem = 0;
     long maxsize = DEFAULT_MAX, size, page;
     char *sbuf = NULL, *rbuf = NULL;
     double *times;
@@ -122,7 +128,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-    if (parse_args(argc, argv, &maxsize, &reps) != 0) {
+    if (parse_args(argc, argv, &maxsize, &reps, &alloc_mem) != 0) {
         if (rank == 0)
             usage(argv[0]);
         MPI_Finalize();
@@ -139,8 +145,10 @@ int main(int argc, char **argv)
         page = sysconf(_SC_PAGESIZE);
         if (page <= 0)
             page = 4096;
-        if (posix_memalign((void **)&sbuf, (size_t)page, (size_t)(maxsize ? maxsize : 1)) != 0 ||
-            posix_memalign((void **)&rbuf, (size_t)page, (size_t)(maxsize ? maxsize : 1)) != 0) {
+        if (alloc_mem ? MPI_Alloc_mem(maxsize ? maxsize : 1, MPI_INFO_NULL, &sbuf) != MPI_SUCCESS ||
+                            MPI_Alloc_mem(maxsize ? maxsize : 1, MPI_INFO_NULL, &rbuf) != MPI_SUCCESS
+                      : posix_memalign((void **)&sbuf, (size_t)page, (size_t)(maxsize ? maxsize : 1)) != 0 ||
+                            posix_memalign((void **)&rbuf, (size_t)page, (size_t)(maxsize ? maxsize : 1)) != 0) {
             fprintf(stderr, "rank %d: cannot allocate 2 x %ld bytes\n", rank, maxsize);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
@@ -182,8 +190,13 @@ int main(int argc, char **argv)
             }
         }
         free(times);
-        free(sbuf);
-        free(rbuf);
+        if (alloc_mem) {
+            MPI_Free_mem(sbuf);
+            MPI_Free_mem(rbuf);
+        } else {
+            free(sbuf);
+            free(rbuf);
+        }
     }
 
     MPI_Barrier(MPI_COMM_WORLD);

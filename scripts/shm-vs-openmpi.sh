@@ -3,7 +3,9 @@
 # transport on one host) and with Debian's Open MPI (its default vader
 # path), interleaved RUNS times, plus examples/memcpy_bw.c (one core's
 # memcpy of 4 MiB) in every round, and prints the medians of the 8-byte
-# latency and of the 1 MiB and 4 MiB bandwidths, with their ratios. Extra
+# latency and of the 1 MiB and 4 MiB bandwidths, with their ratios; then
+# the same with buffers from MPI_Alloc_mem (pingpong -a), which Tandem
+# backs with transparent huge pages from 2 MiB. Extra
 # arguments go to `tandem run` (e.g. --set shm_single_copy_min=1m). Needs
 # `apt-get install openmpi-bin libopenmpi-dev`; Open MPI is only measured,
 # never used by Tandem.
@@ -21,6 +23,8 @@ out=$(mktemp)
 for _ in $(seq "$runs"); do
     echo "tandem $(target/release/tandem run -n 2 "$@" target/examples/pingpong -r 20 | awk "$pick")" >>"$out"
     echo "openmpi $(mpirun.openmpi -n 2 target/examples/pingpong.openmpi -r 20 | awk "$pick")" >>"$out"
+    echo "tandem-a $(target/release/tandem run -n 2 "$@" target/examples/pingpong -a -r 20 | awk "$pick")" >>"$out"
+    echo "openmpi-a $(mpirun.openmpi -n 2 target/examples/pingpong.openmpi -a -r 20 | awk "$pick")" >>"$out"
     echo "memcpy 0 0 $(target/examples/memcpy_bw | awk '{print $(NF-1)}')" >>"$out"
 done
 python3 - "$out" <<'PY'
@@ -33,13 +37,16 @@ med = {k: [statistics.median(r[i] for r in v) for i in range(3)] for k, v in run
 def rng(lib, i):
     xs = sorted(r[i] for r in runs[lib])
     return f"{xs[0]:.2f}-{xs[-1]:.2f}" if i == 0 else f"{xs[0]:.0f}-{xs[-1]:.0f}"
-for lib in ("tandem", "openmpi"):
+for lib in ("tandem", "openmpi", "tandem-a", "openmpi-a"):
     m = med[lib]
-    print(f"{lib:8} 8 B {m[0]:5.2f} us ({rng(lib, 0)})   1 MiB {m[1]:6.0f} MB/s ({rng(lib, 1)})   "
+    print(f"{lib:9} 8 B {m[0]:5.2f} us ({rng(lib, 0)})   1 MiB {m[1]:6.0f} MB/s ({rng(lib, 1)})   "
           f"4 MiB {m[2]:6.0f} MB/s ({rng(lib, 2)})")
-print(f"memcpy   4 MiB {med['memcpy'][2]:6.0f} MB/s ({rng('memcpy', 2)})")
+print(f"memcpy    4 MiB {med['memcpy'][2]:6.0f} MB/s ({rng('memcpy', 2)})")
 t, o = med["tandem"], med["openmpi"]
 print(f"tandem/openmpi: 8 B latency {t[0] / o[0]:.2f}x, 1 MiB bandwidth {t[1] / o[1]:.2f}x, "
       f"4 MiB bandwidth {t[2] / o[2]:.2f}x; tandem 4 MiB / memcpy {t[2] / med['memcpy'][2]:.2f}x")
+t, o = med["tandem-a"], med["openmpi-a"]
+print(f"with MPI_Alloc_mem buffers (-a): 1 MiB bandwidth {t[1] / o[1]:.2f}x, 4 MiB bandwidth {t[2] / o[2]:.2f}x; "
+      f"tandem 4 MiB / memcpy {t[2] / med['memcpy'][2]:.2f}x")
 PY
 rm -f "$out"

@@ -10,8 +10,10 @@
  *   2. MPI_Buffer_attach, MPI_Bsend (also of more data than fits:
  *      MPI_ERR_BUFFER), MPI_Ibsend, MPI_Buffer_detach waiting for delivery;
  *   3. MPI_Info_create/set/get/get_nkeys/get_nthkey/get_valuelen/delete/dup/
- *      free; MPI_Alloc_mem/MPI_Free_mem; MPI_Pcontrol; MPI_Wtime, MPI_Wtick;
- *      MPI_Get_address and MPI_Aint_diff;
+ *      free; MPI_Alloc_mem/MPI_Free_mem, small and large (Tandem backs
+ *      large ones with huge pages): ranks 0 and 1 exchange 3 MiB + 5 bytes
+ *      between such buffers, every byte checked; MPI_Pcontrol; MPI_Wtime,
+ *      MPI_Wtick; MPI_Get_address and MPI_Aint_diff;
  *   4. progress: every rank starts MPI_Ibcast (1 MiB, binomial so that ranks
  *      must forward); odd ranks wait for it and then send to their even
  *      neighbour, which sits in MPI_Recv meanwhile. The even ranks' forwarding
@@ -171,6 +173,25 @@ static void info_and_misc(void)
     CHECK(mem != NULL, "MPI_Alloc_mem gives memory");
     memset(mem, 0xab, 1 << 16);
     CHECK_MPI(MPI_Free_mem(mem));
+    if (rank < 2 && size >= 2) {
+        const size_t big = (3u << 20) + 5;
+        unsigned char *out = NULL, *in = NULL;
+        int peer = 1 - rank;
+        MPI_Status st;
+        CHECK_MPI(MPI_Alloc_mem((MPI_Aint)big, MPI_INFO_NULL, &out));
+        CHECK_MPI(MPI_Alloc_mem((MPI_Aint)(big + TC_GUARD), MPI_INFO_NULL, &in));
+        CHECK(out != NULL && in != NULL && out != in, "MPI_Alloc_mem gives two large blocks");
+        for (int round = 0; round < 3; round++) {
+            tc_fill(out, big, rank, 40 + round);
+            tc_prepare_recv(in, big, peer, 40 + round);
+            CHECK_MPI(MPI_Sendrecv(out, (int)big, MPI_BYTE, peer, 40 + round, in, (int)big, MPI_BYTE, peer,
+                                   40 + round, MPI_COMM_WORLD, &st));
+            tc_check_status(&st, peer, 40 + round, (int)big, "exchange between MPI_Alloc_mem blocks");
+            tc_check_recv(in, big, peer, 40 + round, "message between MPI_Alloc_mem blocks");
+        }
+        CHECK_MPI(MPI_Free_mem(out));
+        CHECK_MPI(MPI_Free_mem(in));
+    }
     CHECK_MPI(MPI_Pcontrol(1));
     CHECK_MPI(MPI_Pcontrol(0, "with", "extra", "arguments"));
     t0 = MPI_Wtime();

@@ -29,8 +29,7 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
                 format!("negative size {size}"),
             )
         })?;
-        // SAFETY: plain allocation; at least one byte so that a valid pointer comes back.
-        let p = unsafe { libc::malloc(n.max(1)) };
+        let p = alloc_mem(n);
         if p.is_null() {
             return Err(Fail::new(
                 MPI_COMM_WORLD,
@@ -44,10 +43,34 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
     })
 }
 
+/// Memory for `MPI_Alloc_mem`: from 2 MiB, aligned to 2 MiB and advised
+/// into transparent huge pages where the kernel offers them (it then maps
+/// them at first touch), because the kernel's cross-process copy of a
+/// message between ranks on one host pins its pages one by one: from huge
+/// pages it runs about twice as fast. Null if out of memory.
+fn alloc_mem(n: usize) -> *mut c_void {
+    const HUGE: usize = 2 << 20;
+    if n >= HUGE {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `p` is a valid out pointer; the alignment is a power of
+        // two and a multiple of the pointer size.
+        if unsafe { libc::posix_memalign(&mut p, HUGE, n) } == 0 {
+            // SAFETY: `p` starts `n` bytes just allocated; advice only,
+            // refused harmlessly where huge pages are off.
+            unsafe { libc::madvise(p, n, libc::MADV_HUGEPAGE) };
+            return p;
+        }
+        return std::ptr::null_mut();
+    }
+    // SAFETY: plain allocation; at least one byte so that a valid pointer comes back.
+    unsafe { libc::malloc(n.max(1)) }
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
     call_local("MPI_Free_mem", || {
-        // SAFETY: `base` came from MPI_Alloc_mem (malloc) or is NULL.
+        // SAFETY: `base` came from MPI_Alloc_mem (malloc or posix_memalign,
+        // both released by free) or is NULL.
         unsafe { libc::free(base) };
         Ok(())
     })
