@@ -183,13 +183,19 @@ impl Engine {
         }
     }
 
+    /// As [`Engine::shm_peer`], to change the transport.
+    fn shm_peer_mut(&mut self, peer: u32) -> Option<(u32, &mut ShmTransport)> {
+        match (self.routes.get(peer as usize), self.shm.as_mut()) {
+            (Some(Route::Shm(local)), Some(shm)) => Some((*local, shm)),
+            _ => None,
+        }
+    }
+
     /// Opens a copy of `chunks` chunks from `peer` that it may help with
     /// (see [`ShmTransport::open_help`]): its generation, if one could open.
     pub fn open_help(&mut self, peer: u32, chunks: u32) -> Option<u32> {
-        match (self.routes[peer as usize], self.shm.as_mut()) {
-            (Route::Shm(local), Some(shm)) => shm.open_help(local, chunks),
-            _ => None,
-        }
+        let (local, shm) = self.shm_peer_mut(peer)?;
+        shm.open_help(local, chunks)
     }
 
     /// Claims the next chunk of copy `generation` between this rank and
@@ -216,16 +222,16 @@ impl Engine {
             .map_or(0, |(local, shm)| shm.claim_rest(local, generation, chunks))
     }
 
-    /// This rank, as the sender of copy `generation` to `receiver`: chunks
-    /// written, and whether one failed.
-    pub fn report_helped(&self, receiver: u32, generation: u32, done: u32, failed: bool) {
+    /// This rank, as the sender of copy `generation` to `receiver`: a chunk
+    /// it claimed is done, `written` or not.
+    pub fn report_helped(&self, receiver: u32, generation: u32, written: bool) {
         if let Some((local, shm)) = self.shm_peer(receiver) {
-            shm.report_helped(local, generation, done, failed);
+            shm.report_helped(local, generation, written);
         }
     }
 
-    /// Chunks `peer` wrote into the open copy to this rank (plus
-    /// [`crate::transport::shm::HELP_FAILED`] if one failed).
+    /// Chunks of the open copy to this rank `peer` is done with (plus
+    /// [`crate::transport::shm::HELP_FAILED`] if it failed to write one).
     pub fn helped(&self, peer: u32) -> u32 {
         self.shm_peer(peer)
             .map_or(0, |(local, shm)| shm.helped(local))
@@ -233,7 +239,7 @@ impl Engine {
 
     /// Closes the copy from `peer` to this rank.
     pub fn close_help(&mut self, peer: u32) {
-        if let (Route::Shm(local), Some(shm)) = (self.routes[peer as usize], self.shm.as_mut()) {
+        if let Some((local, shm)) = self.shm_peer_mut(peer) {
             shm.close_help(local);
         }
     }
@@ -246,9 +252,9 @@ impl Engine {
         src: *const u8,
         len: usize,
     ) -> std::result::Result<(), ReadRemoteError> {
-        match (self.routes[peer as usize], self.shm.as_mut()) {
-            (Route::Shm(local), Some(shm)) => shm.write_remote(local, addr, src, len),
-            _ => Err(ReadRemoteError::NotPermitted),
+        match self.shm_peer_mut(peer) {
+            Some((local, shm)) => shm.write_remote(local, addr, src, len),
+            None => Err(ReadRemoteError::NotPermitted),
         }
     }
 
@@ -260,9 +266,9 @@ impl Engine {
         dst: *mut u8,
         len: usize,
     ) -> std::result::Result<(), ReadRemoteError> {
-        match (self.routes[peer as usize], self.shm.as_mut()) {
-            (Route::Shm(local), Some(shm)) => shm.read_remote(local, addr, dst, len),
-            _ => Err(ReadRemoteError::NotPermitted),
+        match self.shm_peer_mut(peer) {
+            Some((local, shm)) => shm.read_remote(local, addr, dst, len),
+            None => Err(ReadRemoteError::NotPermitted),
         }
     }
 

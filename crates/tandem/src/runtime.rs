@@ -146,8 +146,8 @@ impl Runtime {
         }
         let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
         let single_copy_min = settings.uint("shm_single_copy_min") as usize;
+        // Both before `bind_to_core` narrows the CPUs this process sees.
         let shm_eager_limit = shm_eager_limit(&settings, job.local_size, eager_limit);
-        // Before `bind_to_core` narrows the CPUs this process sees.
         let copy_help_min = copy_help_min(&settings, job.local_size);
         // With the path choice, every rendezvous message to a rank on this
         // host is offered for reading and the receiver picks the faster way.
@@ -628,8 +628,7 @@ fn wait_policy(settings: &Settings, local_size: u32) -> (u64, u64) {
 /// 32-64 KiB broadcasts and gathers 1.5-2x slower than eager) and
 /// `eager_limit` applies instead. Never above `eager_limit`.
 fn shm_eager_limit(settings: &Settings, local_size: u32, eager_limit: usize) -> usize {
-    let default = settings.describe("shm_eager_limit").1 == params::Source::Default;
-    if default && local_size as usize > usable_cpus() {
+    if default_on_oversubscribed_host(settings, "shm_eager_limit", local_size) {
         eager_limit
     } else {
         (settings.uint("shm_eager_limit") as usize).min(eager_limit)
@@ -641,12 +640,18 @@ fn shm_eager_limit(settings: &Settings, local_size: u32, eager_limit: usize) -> 
 /// more ranks than CPUs, never: a sender that is not running cannot help,
 /// and a receiver would wait for a chunk a descheduled sender claimed.
 fn copy_help_min(settings: &Settings, local_size: u32) -> usize {
-    let default = settings.describe("shm_copy_help_min").1 == params::Source::Default;
-    if default && local_size as usize > usable_cpus() {
+    if default_on_oversubscribed_host(settings, "shm_copy_help_min", local_size) {
         0
     } else {
         settings.uint("shm_copy_help_min") as usize
     }
+}
+
+/// Whether parameter `name` was left at its default and this host has more
+/// ranks than CPUs (a default tuned for a rank per CPU then gives way).
+/// Call before [`bind_to_core`], which narrows the CPUs this process sees.
+fn default_on_oversubscribed_host(settings: &Settings, name: &str, local_size: u32) -> bool {
+    settings.describe(name).1 == params::Source::Default && local_size as usize > usable_cpus()
 }
 
 /// Yielding budget on an oversubscribed host (see [`wait_policy`]).

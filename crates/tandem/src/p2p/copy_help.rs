@@ -228,14 +228,14 @@ impl P2p {
                 let off = k as usize * inv.chunk;
                 let len = inv.chunk.min(inv.len - off);
                 // SAFETY: `off < inv.len`, at most the send buffer's length
-                // (checked when the invitation came); the send waits for FIN, so its
-                // buffer lives.
+                // (checked when the invitation came); the send waits for
+                // FIN, so its buffer lives.
                 let src = unsafe { buf.add(off) };
                 let ok = self
                     .engine
                     .write_remote(inv.peer, inv.addr + off as u64, src, len)
                     .is_ok();
-                self.engine.report_helped(inv.peer, inv.generation, 1, !ok);
+                self.engine.report_helped(inv.peer, inv.generation, ok);
                 if !ok {
                     break;
                 }

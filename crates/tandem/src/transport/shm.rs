@@ -104,8 +104,8 @@ const ADVERT_CLAIMED: u64 = 2;
 // together (see [`ShmTransport::open_help`]).
 /// Generation << 32 | the next chunk not yet claimed by either side.
 const C_CLAIM: usize = 0;
-/// Generation << 32 | chunks the sender wrote, plus [`HELP_FAILED`] once if
-/// a write of its failed.
+/// Generation << 32 | chunks the sender claimed and is done with, plus
+/// [`HELP_FAILED`] once if it could not write one.
 const C_HELPED: usize = 8;
 /// Added to the helped count by a sender whose write failed (it stops).
 pub const HELP_FAILED: u32 = 1 << 31;
@@ -1538,20 +1538,20 @@ impl ShmTransport {
         }
     }
 
-    /// The sender's side: chunk writes into local rank `receiver`'s copy
-    /// `generation` finished, `failed` if one did not (the sender stops).
-    pub fn report_helped(&self, receiver: u32, generation: u32, done: u32, failed: bool) {
+    /// The sender's side: a chunk it claimed of local rank `receiver`'s copy
+    /// `generation` is done, `written` or not (then the sender stops).
+    pub fn report_helped(&self, receiver: u32, generation: u32, written: bool) {
         let word = self.help_word(receiver, self.me, C_HELPED);
         // Only the receiver resets the word, and only after this sender
         // reported every chunk it claimed: the generation still holds.
         debug_assert_eq!((word.load(Ordering::Relaxed) >> 32) as u32, generation);
-        let add = done + if failed { HELP_FAILED } else { 0 };
+        let add = if written { 1 } else { 1 + HELP_FAILED };
         // Release: the receiver that sees the count sees the bytes written.
         word.fetch_add(u64::from(add), Ordering::Release);
     }
 
-    /// The receiver's side: chunks local rank `peer` wrote into the open
-    /// copy so far, with [`HELP_FAILED`] added if a write failed.
+    /// The receiver's side: chunks of the open copy local rank `peer` is
+    /// done with so far, with [`HELP_FAILED`] added if it failed to write one.
     pub fn helped(&self, peer: u32) -> u32 {
         self.help_word(self.me, peer, C_HELPED)
             .load(Ordering::Acquire) as u32
@@ -1911,8 +1911,8 @@ mod tests {
         assert_eq!(claimed, [0, 1, 2, 3]);
         assert_eq!(a.claim_chunk(1, 0, g, 4), None, "all claimed");
         assert_eq!(b.helped(0), 0);
-        a.report_helped(1, g, 1, false);
-        a.report_helped(1, g, 1, true);
+        a.report_helped(1, g, true);
+        a.report_helped(1, g, false);
         assert_eq!(b.helped(0), 2 + HELP_FAILED);
         b.close_help(0);
         // A later copy resets the count; a late invitation to the old one
