@@ -185,7 +185,7 @@ int main(int argc, char **argv)
                 median = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2.0;
                 lat_us = median * 1e6;
                 bw = size > 0 && lat_us > 0 ? (double)size / lat_us : 0.0;
-                printf("%-10d %18.2f %18.2f\n", (int)size, lat_us, bw);
+                printf("%-10d %18.3f %18.2f\n", (int)size, lat_us, bw);
                 fflush(stdout);
             }
         }

@@ -36,10 +36,10 @@ for line in open(sys.argv[1]):
 med = {k: [statistics.median(r[i] for r in v) for i in range(3)] for k, v in runs.items()}
 def rng(lib, i):
     xs = sorted(r[i] for r in runs[lib])
-    return f"{xs[0]:.2f}-{xs[-1]:.2f}" if i == 0 else f"{xs[0]:.0f}-{xs[-1]:.0f}"
+    return f"{xs[0]:.3f}-{xs[-1]:.3f}" if i == 0 else f"{xs[0]:.0f}-{xs[-1]:.0f}"
 for lib in ("tandem", "openmpi", "tandem-a", "openmpi-a"):
     m = med[lib]
-    print(f"{lib:9} 8 B {m[0]:5.2f} us ({rng(lib, 0)})   1 MiB {m[1]:6.0f} MB/s ({rng(lib, 1)})   "
+    print(f"{lib:9} 8 B {m[0]:6.3f} us ({rng(lib, 0)})   1 MiB {m[1]:6.0f} MB/s ({rng(lib, 1)})   "
           f"4 MiB {m[2]:6.0f} MB/s ({rng(lib, 2)})")
 print(f"memcpy    4 MiB {med['memcpy'][2]:6.0f} MB/s ({rng('memcpy', 2)})")
 t, o = med["tandem"], med["openmpi"]
