@@ -613,9 +613,9 @@ impl Runtime {
 fn wait_policy(settings: &Settings, local_size: u32) -> (u64, u64) {
     let spin = settings.uint("spin_us");
     let yld = settings.uint("yield_us");
-    let defaults = settings.describe("spin_us").1 == params::Source::Default
-        && settings.describe("yield_us").1 == params::Source::Default;
-    if defaults && local_size as usize > usable_cpus() {
+    if default_on_oversubscribed_host(settings, "spin_us", local_size)
+        && default_on_oversubscribed_host(settings, "yield_us", local_size)
+    {
         (0, OVERSUBSCRIBED_YIELD_US)
     } else {
         (spin, yld)

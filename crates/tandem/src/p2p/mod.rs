@@ -1676,16 +1676,19 @@ impl P2p {
             // change they make to memory it polls (not a frame) is not
             // missed (see `Engine::arm_sleep`).
             // A read helped by its sender waits for chunks the sender
-            // claimed: it ends without a frame, so it is polled, not slept on.
-            if !self.engine.progress(&mut self.m)
-                && self.m.help_waits.is_empty()
-                && self.engine.arm_sleep()
-            {
-                if ready(self) {
-                    self.engine.disarm_sleep();
-                    return;
+            // claimed: it ends without a frame, so it is polled, not slept
+            // on, offering the CPU between looks (with `spin_us=0` this is
+            // every pass).
+            if !self.engine.progress(&mut self.m) {
+                if !self.m.help_waits.is_empty() {
+                    std::thread::yield_now();
+                } else if self.engine.arm_sleep() {
+                    if ready(self) {
+                        self.engine.disarm_sleep();
+                        return;
+                    }
+                    self.engine.sleep_armed(&mut self.m);
                 }
-                self.engine.sleep_armed(&mut self.m);
             }
             self.finish_pass();
             if ready(self) {
