@@ -4,6 +4,7 @@
 
 use std::cell::Cell;
 use std::os::raw::c_int;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::abi::*;
 use crate::state::{Fail, State};
@@ -139,7 +140,12 @@ pub fn invoke(
         return code;
     }
     if let Some(h) = state.ext.errhandlers.get(handler) {
-        PENDING.with(|p| p.set(Some((h.func, target, code))));
+        if PENDING
+            .with(|p| p.replace(Some((h.func, target, code))))
+            .is_none()
+        {
+            PENDING_CALLS.fetch_add(1, Ordering::Relaxed);
+        }
         return code;
     }
     let class = crate::errcodes::class_of(code).unwrap_or(code);
@@ -175,12 +181,21 @@ thread_local! {
     static PENDING: Cell<Option<PendingCall>> = const { Cell::new(None) };
 }
 
+/// How many threads have a [`PENDING`] call: every MPI call looks here
+/// first, since a thread-local costs a `__tls_get_addr` call in a shared
+/// library. (A thread sees its own updates in order: Relaxed suffices.)
+static PENDING_CALLS: AtomicUsize = AtomicUsize::new(0);
+
 /// Calls the user's error handler chosen inside the library, if any; the
 /// caller holds the library no longer. The code the handler leaves in its
 /// argument is what the call returns (as MPICH does: a handler may turn
 /// the error into MPI_SUCCESS).
 pub fn run_pending() -> Option<c_int> {
+    if PENDING_CALLS.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
     let (func, target, code) = PENDING.with(Cell::take)?;
+    PENDING_CALLS.fetch_sub(1, Ordering::Relaxed);
     let mut object = target;
     let mut code = code;
     // SAFETY: `func` is the handler the application registered, with

@@ -5,7 +5,7 @@
 use std::cell::UnsafeCell;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
 use tandem::p2p::ReqId;
 use tandem::{CommId, Error, ErrorClass, Runtime, SELF, WORLD};
@@ -158,6 +158,11 @@ struct Global {
     /// Who holds the library: one atomic operation to enter and one to
     /// leave (see [`Owner`]).
     busy: AtomicU8,
+    /// The thread that holds `busy` (its `pthread_self`), 0 when none: how
+    /// a call made from inside a callback the library runs is recognised.
+    /// (A thread-local flag would cost a `__tls_get_addr` call per look in
+    /// a shared library, three per MPI call.)
+    holder: AtomicUsize,
     policy: AtomicU8,
     state: UnsafeCell<Option<State>>,
 }
@@ -171,15 +176,15 @@ static GLOBAL: Global = Global {
     phase: AtomicU8::new(UNINIT),
     runtime: AtomicU8::new(UNINIT),
     busy: AtomicU8::new(FREE),
+    holder: AtomicUsize::new(0),
     policy: AtomicU8::new(POLICY_PLAIN),
     state: UnsafeCell::new(None),
 };
 
-thread_local! {
-    /// Whether this thread holds the library now (an [`Owner`] is alive on
-    /// its stack): a second entry from the same thread can only come from a
-    /// callback the library is running.
-    static HOLDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+/// The calling thread's identity for [`Global::holder`] (never 0).
+fn this_thread() -> usize {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as usize }
 }
 
 /// Proof of holding the library; released on drop, also while unwinding.
@@ -201,16 +206,18 @@ impl Owner {
             .map(|_| Owner::held())
     }
 
-    /// Marks this thread as the holder (see [`HOLDING`]).
+    /// Marks this thread as the holder (see [`Global::holder`]).
     fn held() -> Owner {
-        HOLDING.with(|h| h.set(true));
+        GLOBAL.holder.store(this_thread(), Ordering::Relaxed);
         Owner
     }
 
     /// Whether the calling thread holds the library (it runs a callback
     /// from inside it): then the state cannot be reached from here.
     pub(crate) fn held_here() -> bool {
-        HOLDING.with(|h| h.get())
+        // Only this thread writes its own identity there, and clears it
+        // before letting go: seeing it means holding.
+        GLOBAL.holder.load(Ordering::Relaxed) == this_thread()
     }
 
     /// Whether nobody holds the library right now.
@@ -261,13 +268,6 @@ impl Owner {
     /// cannot be lent out, and waiting would wait for ever, so the call is a
     /// fatal error naming `func`.
     pub(crate) fn acquire(func: &str) -> Owner {
-        if HOLDING.with(|h| h.get()) {
-            errhandler::fatal_without_state(
-                func,
-                "called from a callback that runs inside the library (a user-defined reduction); \
-                 Tandem does not support MPI calls there yet",
-            );
-        }
         let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
         loop {
             if cur & HELD == 0 {
@@ -284,6 +284,15 @@ impl Owner {
                         continue;
                     }
                 }
+            }
+            // Held: perhaps by this very thread (looked at only now, to keep
+            // the common entry short).
+            if Owner::held_here() {
+                errhandler::fatal_without_state(
+                    func,
+                    "called from a callback that runs inside the library (a user-defined reduction); \
+                     Tandem does not support MPI calls there yet",
+                );
             }
             if cur & APP_WAITING == 0 {
                 // Ask a helper that holds the state to give it back.
@@ -310,10 +319,16 @@ impl Owner {
 
 impl Drop for Owner {
     fn drop(&mut self) {
-        HOLDING.with(|h| h.set(false));
-        // One read-modify-write: it sees a helper's WANTED set before it
-        // (same word), so no request to be told goes unanswered.
-        if GLOBAL.busy.swap(FREE, Ordering::Release) & WANTED != 0 {
+        GLOBAL.holder.store(0, Ordering::Relaxed);
+        // Without a helper thread nobody asks to be told (WANTED): a plain
+        // store lets go, as in any spin lock (a read-modify-write costs
+        // some nanoseconds more, on every MPI call). With one, a single
+        // read-modify-write sees its WANTED set before it (same word), so
+        // no request to be told goes unanswered. (Helpers are stopped, and
+        // kicked, after the policy is reset to plain.)
+        if GLOBAL.policy.load(Ordering::Relaxed) == POLICY_PLAIN {
+            GLOBAL.busy.store(FREE, Ordering::Release);
+        } else if GLOBAL.busy.swap(FREE, Ordering::Release) & WANTED != 0 {
             progress_thread::kick();
         }
     }
@@ -437,7 +452,7 @@ pub fn call_stateless(func: &'static str, body: impl FnOnce() -> c_int) -> c_int
 /// handlers (which need the state), so a reduction may ask about its
 /// datatype, as the standard allows.
 pub fn call_local(func: &'static str, body: impl FnOnce() -> Outcome) -> c_int {
-    if HOLDING.with(|h| h.get()) {
+    if Owner::held_here() {
         return call_stateless(func, || match body() {
             Ok(()) => MPI_SUCCESS,
             Err(f) => f.error.class.code(),
