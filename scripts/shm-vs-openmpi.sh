@@ -9,6 +9,12 @@
 # arguments go to `tandem run` (e.g. --set shm_single_copy_min=1m). Needs
 # `apt-get install openmpi-bin libopenmpi-dev`; Open MPI is only measured,
 # never used by Tandem.
+#
+# FRESH=1: every round runs both libraries from fresh copies of their files
+# (Tandem's libmpi_abi.so; Open MPI's libmpi, libopen-pal, libopen-rte and
+# plugins), so each round draws new page-cache pages for the code. On this
+# VM the 8-byte latency of one copy of a library can differ from another's
+# by 10% (see README, "Measured"); one installed copy is one draw.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-7}
@@ -20,11 +26,25 @@ mpicc.openmpi -O2 examples/pingpong.c -o target/examples/pingpong.openmpi
 cc -O2 examples/memcpy_bw.c -o target/examples/memcpy_bw
 pick='$1==8 {l=$2} $1==1048576 {m=$3} $1==4194304 {b=$3} END {print l, m, b}'
 out=$(mktemp)
+copies=$(mktemp -d)
+trap 'rm -rf "$copies"' EXIT
+ompi=(mpirun.openmpi)
 for _ in $(seq "$runs"); do
+    if [ "${FRESH:-0}" = 1 ]; then
+        rm -rf "$copies"/t "$copies"/o
+        mkdir -p "$copies"/t "$copies"/o
+        cp target/release/libmpi_abi.so "$copies"/t/
+        cp /lib/x86_64-linux-gnu/libmpi.so.40* /lib/x86_64-linux-gnu/libopen-pal.so.40* \
+            /lib/x86_64-linux-gnu/libopen-rte.so.40* "$copies"/o/
+        cp -r /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 "$copies"/o/plugins
+        export LD_LIBRARY_PATH="$copies"/t
+        ompi=(env LD_LIBRARY_PATH="$copies"/o mpirun.openmpi -x LD_LIBRARY_PATH
+            --mca mca_base_component_path "$copies"/o/plugins)
+    fi
     echo "tandem $(target/release/tandem run -n 2 "$@" target/examples/pingpong -r 20 | awk "$pick")" >>"$out"
-    echo "openmpi $(mpirun.openmpi -n 2 target/examples/pingpong.openmpi -r 20 | awk "$pick")" >>"$out"
+    echo "openmpi $("${ompi[@]}" -n 2 target/examples/pingpong.openmpi -r 20 | awk "$pick")" >>"$out"
     echo "tandem-a $(target/release/tandem run -n 2 "$@" target/examples/pingpong -a -r 20 | awk "$pick")" >>"$out"
-    echo "openmpi-a $(mpirun.openmpi -n 2 target/examples/pingpong.openmpi -a -r 20 | awk "$pick")" >>"$out"
+    echo "openmpi-a $("${ompi[@]}" -n 2 target/examples/pingpong.openmpi -a -r 20 | awk "$pick")" >>"$out"
     echo "memcpy 0 0 $(target/examples/memcpy_bw | awk '{print $(NF-1)}')" >>"$out"
 done
 python3 - "$out" <<'PY'
