@@ -98,6 +98,11 @@ pass_tests! {
     win_sync_np3: "win_sync", 3;
     rwapi_np2_with_64mib: "rwapi_basic", 2, "big";
     rwapi_np3_with_mpi: "rwapi_basic", 3, "mpi";
+    // MPI_THREAD_SERIALIZED: three threads per rank take turns making the
+    // calls (requests started by one, completed by the next; errors and a
+    // user error handler from threads other than the one that set them).
+    serialized_threads_np2: "serialized_threads", 2;
+    serialized_threads_np3: "serialized_threads", 3;
     wildcards_np2: "wildcards", 2;
     wildcards_np3: "wildcards", 3;
     wildcards_np4: "wildcards", 4;
