@@ -153,6 +153,29 @@ fn coll_ops_np7_forced_linear_and_ring() {
     assert_pass(&outcome, "coll_ops");
 }
 
+/// MPI_Alltoallw with a datatype per peer, in place and not: on 3 ranks
+/// (in place with contiguous types once returned the receiver's own data
+/// from 3 on), on 4 over TCP with the pairwise algorithm, and on 5.
+#[test]
+fn alltoallw_np3() {
+    let outcome = run(3, &[], &compile("alltoallw"), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "alltoallw");
+}
+
+#[test]
+fn alltoallw_np4_tcp_pairwise() {
+    let extra = set_args(&["transports=tcp", "coll_alltoallv=pairwise"]);
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let outcome = run(4, &extra, &compile("alltoallw"), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "alltoallw");
+}
+
+#[test]
+fn alltoallw_np5() {
+    let outcome = run(5, &[], &compile("alltoallw"), &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "alltoallw");
+}
+
 /// Persistent collectives: started five times each with new data in the
 /// bound buffers, on one rank, an odd number, and over TCP with the
 /// second algorithm of each operation forced.

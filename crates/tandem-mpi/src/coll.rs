@@ -175,9 +175,26 @@ impl Stage {
         blocks: Vec<Typed>,
         write: bool,
     ) -> (*mut u8, Vec<usize>, Vec<usize>) {
+        self.typed_blocks_with(blocks, write, false)
+    }
+
+    /// A packed copy of typed blocks (for `MPI_IN_PLACE`), always.
+    pub(crate) fn typed_blocks_copy(
+        &mut self,
+        blocks: Vec<Typed>,
+    ) -> (*mut u8, Vec<usize>, Vec<usize>) {
+        self.typed_blocks_with(blocks, false, true)
+    }
+
+    fn typed_blocks_with(
+        &mut self,
+        blocks: Vec<Typed>,
+        write: bool,
+        force_copy: bool,
+    ) -> (*mut u8, Vec<usize>, Vec<usize>) {
         let bytes: Vec<usize> = blocks.iter().map(Typed::bytes).collect();
         let direct: Option<Vec<*mut u8>> = blocks.iter().map(Typed::direct).collect();
-        if let Some(at) = direct {
+        if let (Some(at), false) = (direct, force_copy) {
             let base = at.iter().copied().min().unwrap_or(std::ptr::null_mut());
             let offs = at.iter().map(|&p| p as usize - base as usize).collect();
             return (base, bytes, offs);
@@ -1844,7 +1861,9 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     })
 }
 
-/// Per-block datatypes at byte displacements: packed into one staging buffer.
+/// Per-block datatypes at byte displacements: the user's memory when every
+/// block is contiguous, else packed into one staging buffer (see
+/// [`Stage::typed_blocks`]).
 ///
 /// # Safety
 /// The arrays hold `n` entries; the buffer holds every block (MPI contract).
@@ -1857,6 +1876,42 @@ pub(crate) unsafe fn w_blocks(
     types: *const MPI_Datatype,
     n: u32,
     write: bool,
+) -> Result<(*mut u8, Vec<usize>, Vec<usize>), Fail> {
+    // SAFETY: forwarded.
+    unsafe { w_blocks_as(comm, st, buf, counts_, displs_, types, n, write, false) }
+}
+
+/// As [`w_blocks`], always a packed copy (what an `MPI_IN_PLACE` call sends:
+/// its blocks are received into meanwhile).
+///
+/// # Safety
+/// As [`w_blocks`].
+unsafe fn w_blocks_copy(
+    comm: MPI_Comm,
+    st: &mut Stage,
+    buf: *const c_void,
+    counts_: *const c_int,
+    displs_: *const c_int,
+    types: *const MPI_Datatype,
+    n: u32,
+) -> Result<(*mut u8, Vec<usize>, Vec<usize>), Fail> {
+    // SAFETY: forwarded.
+    unsafe { w_blocks_as(comm, st, buf, counts_, displs_, types, n, false, true) }
+}
+
+/// # Safety
+/// As [`w_blocks`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn w_blocks_as(
+    comm: MPI_Comm,
+    st: &mut Stage,
+    buf: *const c_void,
+    counts_: *const c_int,
+    displs_: *const c_int,
+    types: *const MPI_Datatype,
+    n: u32,
+    write: bool,
+    snapshot: bool,
 ) -> Result<(*mut u8, Vec<usize>, Vec<usize>), Fail> {
     // SAFETY: the caller's promise.
     let (c, d) = unsafe {
@@ -1875,7 +1930,11 @@ pub(crate) unsafe fn w_blocks(
         let base = (buf as *mut u8).wrapping_offset(d[i]);
         blocks.push(datatype::typed(comm, base.cast(), c[i] as c_int, dt)?);
     }
-    Ok(st.typed_blocks(blocks, write))
+    Ok(if snapshot {
+        st.typed_blocks_copy(blocks)
+    } else {
+        st.typed_blocks(blocks, write)
+    })
 }
 
 pub(crate) fn alltoallw(
@@ -1905,7 +1964,10 @@ pub(crate) fn alltoallw(
     // SAFETY: the MPI contract for both sides' arrays and buffers.
     let (send, sc, sd) = unsafe {
         if is_in_place(sendbuf) {
-            w_blocks(comm, &mut st, recvbuf, rcounts, rdispls, rtypes, n, false)?
+            // A packed copy of the receive blocks is what gets sent: with
+            // contiguous types the blocks would otherwise be sent from the
+            // memory they are received into.
+            w_blocks_copy(comm, &mut st, recvbuf, rcounts, rdispls, rtypes, n)?
         } else {
             w_blocks(comm, &mut st, sendbuf, scounts, sdispls, stypes, n, false)?
         }
