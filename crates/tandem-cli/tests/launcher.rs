@@ -432,6 +432,39 @@ fn timeout_stops_the_job() {
     assert_nothing_left(&marker);
 }
 
+/// `MPIEXEC_TIMEOUT`, which MPICH's and Open MPI's launchers honour and
+/// test suites set, limits the job when `--timeout` is not given; a bad
+/// value is refused before anything starts.
+#[test]
+fn mpiexec_timeout_from_the_environment() {
+    let marker = new_marker("mpiexec-timeout");
+    let args = ["run", "-n", "2", "sh", "-c", "sleep 30"];
+    let env = [(MARKER_VAR, marker.as_str()), ("MPIEXEC_TIMEOUT", "0.5")];
+    let out = start(TANDEM, &args, &env, None).finish(Duration::from_secs(20));
+    assert_eq!(out.code(), Some(124), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("tandem: job exceeded the timeout of 0.5 s"),
+        "{out:?}"
+    );
+    assert!(out.elapsed < Duration::from_secs(5), "{out:?}");
+    assert_nothing_left(&marker);
+
+    // --timeout wins over the environment.
+    let out = tandem_env(
+        &["run", "-n", "1", "--timeout", "20", "sh", "-c", "sleep 1"],
+        &[("MPIEXEC_TIMEOUT", "0.2")],
+    );
+    assert_eq!(out.code(), Some(0), "{out:?}");
+
+    let out = tandem_env(&["run", "-n", "1", "true"], &[("MPIEXEC_TIMEOUT", "soon")]);
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(out.stderr.contains("MPIEXEC_TIMEOUT='soon'"), "{out:?}");
+
+    let out = tandem_env(&["run", "-n", "1", "true"], &[("MPIEXEC_TIMEOUT", "")]);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+}
+
 #[test]
 fn sigterm_to_the_launcher_stops_everything() {
     let marker = new_marker("sigterm");

@@ -65,6 +65,26 @@ pub fn run(opts: RunOptions) -> i32 {
     }
 }
 
+/// The job's time limit from `MPIEXEC_TIMEOUT` (seconds), which MPICH's and
+/// Open MPI's launchers honour and test suites set, when `--timeout` is not
+/// given; empty or unset means none.
+fn timeout_from_env(value: Option<std::ffi::OsString>) -> Result<Option<f64>, String> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let text = value.to_string_lossy();
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    match text.parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(Some(s)),
+        _ => Err(format!(
+            "MPIEXEC_TIMEOUT='{text}' is not a positive number of seconds"
+        )),
+    }
+}
+
 /// Checks the options and works out where every rank goes.
 fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
     let usage = |msg: String| (msg, 2);
@@ -127,10 +147,14 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
             }
         }
     };
+    let timeout = match opts.timeout {
+        Some(t) => Some(t),
+        None => timeout_from_env(std::env::var_os("MPIEXEC_TIMEOUT")).map_err(usage)?,
+    };
     Ok(JobConfig {
         ranks,
         tag_output: opts.tag_output,
-        timeout: opts.timeout,
+        timeout,
         command: RankCommand {
             program: opts.program,
             args: opts.args,
