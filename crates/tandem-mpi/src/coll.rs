@@ -1861,57 +1861,38 @@ pub unsafe extern "C" fn MPI_Ialltoallv(
     })
 }
 
+/// What a collective does with a set of per-block typed buffers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockUse {
+    /// Sends from them (from the user's memory when every block is contiguous).
+    Read,
+    /// Receives into them (staged and unpacked at the end unless contiguous).
+    Write,
+    /// Sends a packed copy of them, always: what an `MPI_IN_PLACE` call
+    /// sends, since its blocks are received into meanwhile.
+    Snapshot,
+}
+
+/// A `w` collective's side: buffer, counts, byte displacements, datatypes.
+pub(crate) type WSide = (
+    *const c_void,
+    *const c_int,
+    *const c_int,
+    *const MPI_Datatype,
+);
+
 /// Per-block datatypes at byte displacements: the user's memory when every
-/// block is contiguous, else packed into one staging buffer (see
-/// [`Stage::typed_blocks`]).
+/// block is contiguous (and not a [`BlockUse::Snapshot`]), else packed into
+/// one staging buffer (see [`Stage::typed_blocks`]).
 ///
 /// # Safety
 /// The arrays hold `n` entries; the buffer holds every block (MPI contract).
 pub(crate) unsafe fn w_blocks(
     comm: MPI_Comm,
     st: &mut Stage,
-    buf: *const c_void,
-    counts_: *const c_int,
-    displs_: *const c_int,
-    types: *const MPI_Datatype,
+    (buf, counts_, displs_, types): WSide,
     n: u32,
-    write: bool,
-) -> Result<(*mut u8, Vec<usize>, Vec<usize>), Fail> {
-    // SAFETY: forwarded.
-    unsafe { w_blocks_as(comm, st, buf, counts_, displs_, types, n, write, false) }
-}
-
-/// As [`w_blocks`], always a packed copy (what an `MPI_IN_PLACE` call sends:
-/// its blocks are received into meanwhile).
-///
-/// # Safety
-/// As [`w_blocks`].
-unsafe fn w_blocks_copy(
-    comm: MPI_Comm,
-    st: &mut Stage,
-    buf: *const c_void,
-    counts_: *const c_int,
-    displs_: *const c_int,
-    types: *const MPI_Datatype,
-    n: u32,
-) -> Result<(*mut u8, Vec<usize>, Vec<usize>), Fail> {
-    // SAFETY: forwarded.
-    unsafe { w_blocks_as(comm, st, buf, counts_, displs_, types, n, false, true) }
-}
-
-/// # Safety
-/// As [`w_blocks`].
-#[allow(clippy::too_many_arguments)]
-unsafe fn w_blocks_as(
-    comm: MPI_Comm,
-    st: &mut Stage,
-    buf: *const c_void,
-    counts_: *const c_int,
-    displs_: *const c_int,
-    types: *const MPI_Datatype,
-    n: u32,
-    write: bool,
-    snapshot: bool,
+    used: BlockUse,
 ) -> Result<(*mut u8, Vec<usize>, Vec<usize>), Fail> {
     // SAFETY: the caller's promise.
     let (c, d) = unsafe {
@@ -1930,10 +1911,9 @@ unsafe fn w_blocks_as(
         let base = (buf as *mut u8).wrapping_offset(d[i]);
         blocks.push(datatype::typed(comm, base.cast(), c[i] as c_int, dt)?);
     }
-    Ok(if snapshot {
-        st.typed_blocks_copy(blocks)
-    } else {
-        st.typed_blocks(blocks, write)
+    Ok(match used {
+        BlockUse::Snapshot => st.typed_blocks_copy(blocks),
+        u => st.typed_blocks(blocks, u == BlockUse::Write),
     })
 }
 
@@ -1961,20 +1941,19 @@ pub(crate) fn alltoallw(
     let rc = unsafe { counts(comm, rcounts, n, "recvcounts")? };
     not_aliased(comm, sendbuf, recvbuf, rc.iter().any(|&c| c > 0))?;
     let mut st = Stage::default();
-    // SAFETY: the MPI contract for both sides' arrays and buffers.
-    let (send, sc, sd) = unsafe {
-        if is_in_place(sendbuf) {
-            // A packed copy of the receive blocks is what gets sent: with
-            // contiguous types the blocks would otherwise be sent from the
-            // memory they are received into.
-            w_blocks_copy(comm, &mut st, recvbuf, rcounts, rdispls, rtypes, n)?
-        } else {
-            w_blocks(comm, &mut st, sendbuf, scounts, sdispls, stypes, n, false)?
-        }
+    let recv_side: WSide = (recvbuf.cast_const(), rcounts, rdispls, rtypes);
+    // A packed copy of the receive blocks is what an in-place call sends:
+    // with contiguous types the blocks would otherwise be sent from the
+    // memory they are received into.
+    let (send_side, used) = if is_in_place(sendbuf) {
+        (recv_side, BlockUse::Snapshot)
+    } else {
+        ((sendbuf, scounts, sdispls, stypes), BlockUse::Read)
     };
+    // SAFETY: the MPI contract for both sides' arrays and buffers.
+    let (send, sc, sd) = unsafe { w_blocks(comm, &mut st, send_side, n, used)? };
     // SAFETY: as above.
-    let (recv, rc, rd) =
-        unsafe { w_blocks(comm, &mut st, recvbuf, rcounts, rdispls, rtypes, n, true)? };
+    let (recv, rc, rd) = unsafe { w_blocks(comm, &mut st, recv_side, n, BlockUse::Write)? };
     let c = CollCall::Alltoallv {
         send: Some(send),
         scounts: sc,

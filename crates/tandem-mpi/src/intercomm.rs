@@ -19,7 +19,9 @@ use tandem::{CommId, Error, ErrorClass};
 
 use crate::abi::*;
 use crate::args::{self, put};
-use crate::coll::{counts, displs, in_place_misuse, is_in_place, region, w_blocks, Stage};
+use crate::coll::{
+    counts, displs, in_place_misuse, is_in_place, region, w_blocks, BlockUse, Stage,
+};
 use crate::comm::register;
 use crate::datatype;
 use crate::ext::CommExt;
@@ -614,12 +616,12 @@ pub fn alltoallw(
     let n = remote_size(s, comm, id)?;
     no_in_place(comm, sendbuf, "sendbuf on an intercommunicator")?;
     let mut st = Stage::default();
+    let send_side = (sendbuf, scounts, sdispls, stypes);
+    let recv_side = (recvbuf.cast_const(), rcounts, rdispls, rtypes);
     // SAFETY: the MPI contract for both sides' arrays and buffers.
-    let (send, sc, sd) =
-        unsafe { w_blocks(comm, &mut st, sendbuf, scounts, sdispls, stypes, n, false)? };
+    let (send, sc, sd) = unsafe { w_blocks(comm, &mut st, send_side, n, BlockUse::Read)? };
     // SAFETY: as above.
-    let (recv, rc, rd) =
-        unsafe { w_blocks(comm, &mut st, recvbuf, rcounts, rdispls, rtypes, n, true)? };
+    let (recv, rc, rd) = unsafe { w_blocks(comm, &mut st, recv_side, n, BlockUse::Write)? };
     let sends: Vec<_> = (0..n as usize)
         .map(|j| (j as u32, send.wrapping_add(sd[j]) as *const u8, sc[j]))
         .collect();
