@@ -33,6 +33,7 @@ struct cached {
 };
 
 static int comm_copies, comm_deletes, type_copies, type_deletes, win_deletes;
+/* Nonzero: the code the copy / delete callback fails with. */
 static int fail_delete, fail_copy;
 static int final_sum = -1;
 
@@ -43,7 +44,7 @@ static int copy_cached(MPI_Comm old, int key, void *extra, void *in, void *out, 
     struct cached *c = in, *d;
     int n;
     if (fail_copy)
-        return MPI_ERR_OTHER;
+        return fail_copy;
     CHECK_MPI(MPI_Comm_size(old, &n));
     if (c->magic != 42 || n != tc_size())
         FAIL("copy callback: value or communicator wrong (magic %d, size %d)", c->magic, n);
@@ -64,7 +65,7 @@ static int delete_cached(MPI_Comm comm, int key, void *value, void *extra)
     struct cached *c = value;
     int r;
     if (fail_delete)
-        return MPI_ERR_OTHER;
+        return fail_delete;
     CHECK_MPI(MPI_Comm_rank(comm, &r));
     if (r != tc_rank() || c->magic != 42)
         FAIL("delete callback: rank %d or magic %d wrong", r, c->magic);
@@ -154,12 +155,14 @@ static void comm_attributes(void)
 
     /* A failing delete callback: the call fails, nothing is lost. */
     CHECK_MPI(MPI_Comm_set_errhandler(dup2, MPI_ERRORS_RETURN));
-    fail_delete = 1;
+    fail_delete = MPI_ERR_OTHER;
     tc_expect_class(MPI_Comm_delete_attr(dup2, key), MPI_ERR_OTHER, "MPI_Comm_delete_attr, callback fails");
     CHECK_MPI(MPI_Comm_get_attr(dup2, key, &got, &flag));
     CHECK_EQ(1, flag, "attribute kept after its delete callback failed");
     MPI_Comm keep = dup2;
-    tc_expect_class(MPI_Comm_free(&dup2), MPI_ERR_OTHER, "MPI_Comm_free, delete callback fails");
+    /* The call fails with the callback's own code. */
+    fail_delete = MPI_ERR_ARG;
+    CHECK_EQ(MPI_ERR_ARG, MPI_Comm_free(&dup2), "MPI_Comm_free, delete callback fails with MPI_ERR_ARG");
     if (dup2 != keep)
         FAIL("MPI_Comm_free changed the handle although it failed");
     CHECK_MPI(MPI_Comm_get_attr(dup2, key, &got, &flag));
@@ -169,11 +172,27 @@ static void comm_attributes(void)
 
     /* A failing copy callback: MPI_Comm_dup fails and gives MPI_COMM_NULL. */
     CHECK_MPI(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
-    fail_copy = 1;
+    fail_copy = MPI_ERR_OTHER;
     bad = MPI_COMM_WORLD;
     tc_expect_class(MPI_Comm_dup(dup, &bad), MPI_ERR_OTHER, "MPI_Comm_dup, copy callback fails");
     if (bad != MPI_COMM_NULL)
         FAIL("MPI_Comm_dup failed but did not return MPI_COMM_NULL");
+    {
+        /* With a code the application added, the call returns that code;
+         * with a value that is no error code, MPI_ERR_OTHER. */
+        int cls, code, got_cls = -1;
+        CHECK_MPI(MPI_Add_error_class(&cls));
+        CHECK_MPI(MPI_Add_error_code(cls, &code));
+        fail_copy = code;
+        int rc = MPI_Comm_dup(dup, &bad);
+        CHECK_EQ(code, rc, "MPI_Comm_dup, copy callback fails with an added code");
+        CHECK_MPI(MPI_Error_class(rc, &got_cls));
+        CHECK_EQ(cls, got_cls, "class of the code MPI_Comm_dup returned");
+        fail_copy = 987654321;
+        tc_expect_class(MPI_Comm_dup(dup, &bad), MPI_ERR_OTHER, "MPI_Comm_dup, copy callback returns no error code");
+        if (bad != MPI_COMM_NULL)
+            FAIL("MPI_Comm_dup failed but did not return MPI_COMM_NULL");
+    }
     fail_copy = 0;
 
     CHECK_MPI(MPI_Comm_free(&dup2));

@@ -100,6 +100,25 @@ static void generalized(void)
     tc_expect_class(MPI_Wait(&r, &st), MPI_ERR_OTHER, "MPI_Wait whose query callback fails");
     CHECK_EQ(4, w.frees, "the free callback still runs");
     tc_expect_class(MPI_Grequest_complete(r), MPI_ERR_REQUEST, "MPI_Grequest_complete of a freed request");
+    /* The wait fails with the callback's own code, and the status says it
+     * too (MPI_Waitall: MPI_ERR_IN_STATUS). */
+    w.query_rc = MPI_ERR_ARG;
+    CHECK_MPI(MPI_Grequest_start(query_fn, free_fn, cancel_fn, &w, &r));
+    CHECK_MPI(MPI_Grequest_complete(r));
+    CHECK_EQ(MPI_ERR_ARG, MPI_Wait(&r, &st), "MPI_Wait whose query callback fails with MPI_ERR_ARG");
+    CHECK_MPI(MPI_Grequest_start(query_fn, free_fn, cancel_fn, &w, &both[0]));
+    CHECK_MPI(MPI_Grequest_start(query_fn, free_fn, cancel_fn, &w, &both[1]));
+    CHECK_MPI(MPI_Grequest_complete(both[0]));
+    CHECK_MPI(MPI_Grequest_complete(both[1]));
+    {
+        /* Both queries fail. */
+        MPI_Status sts[2];
+        int rc = MPI_Waitall(2, both, sts);
+        CHECK_EQ(MPI_ERR_IN_STATUS, rc, "MPI_Waitall with failing query callbacks");
+        CHECK_EQ(MPI_ERR_ARG, sts[0].MPI_ERROR, "status of a generalized request whose query failed");
+        CHECK_EQ(MPI_ERR_ARG, sts[1].MPI_ERROR, "status of a generalized request whose query failed");
+    }
+    w.query_rc = MPI_SUCCESS;
     tc_expect_class(MPI_Grequest_start(query_fn, NULL, cancel_fn, &w, &r), MPI_ERR_ARG,
                     "MPI_Grequest_start without a free callback");
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));

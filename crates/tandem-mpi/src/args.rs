@@ -151,7 +151,7 @@ pub unsafe fn write_status(status: *mut MPI_Status, st: &Status) {
 /// # Safety
 /// As [`write_status`].
 pub unsafe fn write_status_and_error(status: *mut MPI_Status, st: &Status) {
-    let error = st.error.as_ref().map_or(MPI_SUCCESS, |e| e.class.code());
+    let error = st.error.as_ref().map_or(MPI_SUCCESS, |e| e.code());
     // SAFETY: the caller's promise.
     unsafe { write_fields(status, st, Some(error)) }
 }

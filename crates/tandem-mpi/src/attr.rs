@@ -287,14 +287,16 @@ fn run_deletions(list: &[Deletion]) -> Result<(), (usize, c_int)> {
 }
 
 fn callback_failed(kind: Kind, h: usize, which: &str, key: c_int, rc: c_int) -> Fail {
-    Fail::new(
-        err_comm(kind, h),
-        ErrorClass::Other,
-        format!(
-            "the {} attribute {which} callback of key {key} returned {rc}",
-            kind.name()
+    Fail {
+        comm: err_comm(kind, h),
+        error: crate::errcodes::from_callback(
+            rc,
+            format!(
+                "the {} attribute {which} callback of key {key} returned {rc}",
+                kind.name()
+            ),
         ),
-    )
+    }
 }
 
 /// A copy callback to run when object `old` is duplicated.

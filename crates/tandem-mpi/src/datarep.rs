@@ -263,11 +263,13 @@ pub fn plan(rep: &Datarep, buf: *mut c_void, dt: MPI_Datatype, t: &Typed) -> Res
 }
 
 fn conversion_failed(rc: c_int) -> Fail {
-    Fail::new(
-        MPI_COMM_WORLD,
-        ErrorClass::Other,
-        format!("the data representation's conversion function returned {rc}"),
-    )
+    Fail {
+        comm: MPI_COMM_WORLD,
+        error: crate::errcodes::from_callback(
+            rc,
+            format!("the data representation's conversion function returned {rc}"),
+        ),
+    }
 }
 
 /// # Safety

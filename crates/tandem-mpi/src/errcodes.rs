@@ -165,6 +165,18 @@ pub fn class_of(code: c_int) -> Option<c_int> {
     with(|r| r.added.get(&code).map(|a| a.class))
 }
 
+/// An error the application reported through a callback's return value
+/// `rc` (not `MPI_SUCCESS`): the failing call returns `rc` when it is an
+/// error MPI knows (a class, or a code the application added), else
+/// `MPI_ERR_OTHER`.
+pub fn from_callback(rc: c_int, message: String) -> tandem::Error {
+    let mut error = tandem::Error::new(tandem::ErrorClass::Other, message);
+    if rc != MPI_SUCCESS && class_of(rc).is_some() {
+        error.code = Some(rc);
+    }
+    error
+}
+
 /// The string `MPI_Error_string` gives for an added class or code (empty
 /// when none was set, as the standard says); `None` if `code` is not one.
 pub fn added_string(code: c_int) -> Option<String> {

@@ -120,7 +120,7 @@ pub fn raise_to(
     target: usize,
     fail: Fail,
 ) -> c_int {
-    let code = fail.error.class.code();
+    let code = fail.error.code();
     invoke(state, func, handler, target, code, &fail.error.message)
 }
 

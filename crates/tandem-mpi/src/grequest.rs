@@ -69,8 +69,8 @@ impl Greq {
 
 fn failed(which: &str, rc: c_int) -> Option<Error> {
     (rc != MPI_SUCCESS).then(|| {
-        Error::new(
-            ErrorClass::Other,
+        crate::errcodes::from_callback(
+            rc,
             format!("the generalized request's {which} callback returned {rc}"),
         )
     })

@@ -95,6 +95,10 @@ impl ErrorClass {
 pub struct Error {
     pub class: ErrorClass,
     pub message: String,
+    /// The code to report instead of the class's own, for an error the
+    /// application chose (a callback's return value: a class, or a code it
+    /// added); `None` for the errors the library finds.
+    pub code: Option<i32>,
 }
 
 impl Error {
@@ -102,7 +106,13 @@ impl Error {
         Error {
             class,
             message: message.into(),
+            code: None,
         }
+    }
+
+    /// The error code a failing call returns.
+    pub fn code(&self) -> i32 {
+        self.code.unwrap_or(self.class.code())
     }
 }
 
