@@ -29,14 +29,19 @@ out=$(mktemp)
 copies=$(mktemp -d)
 trap 'rm -rf "$copies"' EXIT
 ompi=(mpirun.openmpi)
+if [ "${FRESH:-0}" = 1 ]; then
+    # Open MPI's libraries as the program loads them, and its plugin directory.
+    mapfile -t ompi_libs < <(ldd target/examples/pingpong.openmpi |
+        awk '/lib(mpi|open-pal|open-rte)\.so/ {print $3}')
+    ompi_plugins=$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
+fi
 for _ in $(seq "$runs"); do
     if [ "${FRESH:-0}" = 1 ]; then
         rm -rf "$copies"/t "$copies"/o
         mkdir -p "$copies"/t "$copies"/o
         cp target/release/libmpi_abi.so "$copies"/t/
-        cp /lib/x86_64-linux-gnu/libmpi.so.40* /lib/x86_64-linux-gnu/libopen-pal.so.40* \
-            /lib/x86_64-linux-gnu/libopen-rte.so.40* "$copies"/o/
-        cp -r /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3 "$copies"/o/plugins
+        cp -L "${ompi_libs[@]}" "$copies"/o/
+        cp -r "$ompi_plugins" "$copies"/o/plugins
         export LD_LIBRARY_PATH="$copies"/t
         ompi=(env LD_LIBRARY_PATH="$copies"/o mpirun.openmpi -x LD_LIBRARY_PATH
             --mca mca_base_component_path "$copies"/o/plugins)
