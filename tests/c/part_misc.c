@@ -197,12 +197,26 @@ static void proc_null_and_errors(void)
     tc_expect_class(rc, MPI_ERR_REQUEST, "MPI_Parrived on a partitioned send");
     rc = MPI_Pready(0, r);
     tc_expect_class(rc, MPI_ERR_REQUEST, "MPI_Pready on a partitioned receive");
+    /* Freeing or cancelling an active partitioned request is erroneous:
+     * refused, and the request stays as it was. */
+    {
+        MPI_Request keep = s;
+        rc = MPI_Cancel(&s);
+        tc_expect_class(rc, MPI_ERR_REQUEST, "MPI_Cancel of an active partitioned send");
+        rc = MPI_Request_free(&r);
+        tc_expect_class(rc, MPI_ERR_REQUEST, "MPI_Request_free of an active partitioned receive");
+        CHECK(s == keep && r != MPI_REQUEST_NULL, "a refused free or cancel left the handles");
+    }
     CHECK_MPI(MPI_Pready(1, s));
     CHECK_MPI(MPI_Wait(&s, MPI_STATUS_IGNORE));
     CHECK_MPI(MPI_Wait(&r, &st));
     CHECK_EQ(MPI_PROC_NULL, st.MPI_SOURCE, "source of a receive from MPI_PROC_NULL");
+    /* Inactive now: both may go; MPI_Parrived on a null request is true. */
     CHECK_MPI(MPI_Request_free(&s));
     CHECK_MPI(MPI_Request_free(&r));
+    flag = 0;
+    CHECK_MPI(MPI_Parrived(MPI_REQUEST_NULL, 0, &flag));
+    CHECK(flag, "MPI_Parrived on MPI_REQUEST_NULL");
     rc = MPI_Precv_init(buf, 2, 4, MPI_INT, MPI_ANY_SOURCE, 1, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
     tc_expect_class(rc, MPI_ERR_RANK, "MPI_Precv_init from MPI_ANY_SOURCE");
     rc = MPI_Precv_init(buf, 2, 4, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_INFO_NULL, &r);

@@ -434,6 +434,30 @@ fn mark_ready(s: &mut State, h: MPI_Request, parts: Parts) -> Result<(), Fail> {
     Ok(())
 }
 
+/// For `MPI_Cancel` and `MPI_Request_free` (`what`): freeing or
+/// cancelling a partitioned request that is active (started and not yet
+/// completed by a wait or test) is erroneous (MPI-4.1, partitioned communication). It
+/// is refused with `MPI_ERR_REQUEST`: ignored, the partner would wait for
+/// ever for partitions this side never marks ready, or receives.
+pub(crate) fn refuse_if_active(
+    s: &State,
+    r: request::Req,
+    h: MPI_Request,
+    what: &str,
+) -> Result<(), Fail> {
+    match s.ext.reqs.persistent(r) {
+        Some((Spec::Part { .. }, true)) => Err(Fail::new(
+            request::comm_of(s, r),
+            ErrorClass::Request,
+            format!(
+                "request {h:#x} is an active partitioned request, which cannot be {what} \
+                 until a wait or test completes it"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn partition_arg(p: c_int) -> Result<usize, Fail> {
     usize::try_from(p).map_err(|_| part_error(format!("negative partition {p}")))
 }
@@ -602,6 +626,13 @@ pub unsafe extern "C" fn MPI_Parrived(
 ) -> c_int {
     call("MPI_Parrived", |s| {
         args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
+        // A null request, like an inactive one, has nothing to wait for
+        // (MPI-4.1, partitioned communication: MPI_PARRIVED).
+        if request == MPI_REQUEST_NULL {
+            // SAFETY: checked non-null.
+            unsafe { put(flag, 1) };
+            return Ok(());
+        }
         let p = partition_arg(partition)?;
         let r = request::classify(s, request)?;
         let comm = request::comm_of(s, r);

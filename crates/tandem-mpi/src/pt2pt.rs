@@ -1397,6 +1397,7 @@ pub unsafe extern "C" fn MPI_Request_free(request: *mut MPI_Request) -> c_int {
             ));
         }
         let r = request::classify(s, h)?;
+        crate::part::refuse_if_active(s, r, h, "freed")?;
         request::free(s, r)?;
         // SAFETY: checked non-null.
         unsafe { put(request, MPI_REQUEST_NULL) };
@@ -1418,6 +1419,7 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
             ));
         }
         let r = request::classify(s, h)?;
+        crate::part::refuse_if_active(s, r, h, "cancelled")?;
         request::cancel(s, r);
         Ok(())
     })
