@@ -49,6 +49,10 @@
  *     not fit the heap (`--set rwapi_heap=BYTES`, 256 MiB by default), and,
  *     to keep the order above, for writes to a node that follow writes to
  *     it through the engine, until the next rwapi_flush.
+ *   - Blocks not in a heap (a node alone on its host, `--set
+ *     transports=tcp`, blocks that did not fit) are private memory; from
+ *     2 MiB on they are aligned to 2 MiB and backed by transparent huge
+ *     pages where the kernel offers them.
  *   - Every write is checked: one outside an allocated block, to an
  *     unknown address or to a freed block is refused, never performed;
  *     rwapi_issent / rwapi_flush then return RWAPI_ERR_RANGE or
