@@ -686,15 +686,17 @@ fn target_runs(
             .wrapping_add((disp as u64).wrapping_mul(tg.disp_unit))
     };
     let mut runs: Vec<(u64, usize)> = Vec::new();
-    for i in 0..count {
-        let elem = start.wrapping_add((i as i64 * layout.extent as i64) as u64);
-        for b in &layout.blocks {
-            let addr = elem.wrapping_add(b.off as i64 as u64);
-            match runs.last_mut() {
-                Some(last) if last.0.wrapping_add(last.1 as u64) == addr => last.1 += b.len,
-                _ => runs.push((addr, b.len)),
+    match layout.blocks.as_slice() {
+        // Elements whose one block fills their extent (a predefined type,
+        // a contiguous one) make one run, found without a look at each
+        // element (1.4 ms for a put of 1 MiB as MPI_BYTE, a loop of a
+        // million turns, before).
+        [b] if b.len as isize == layout.extent => {
+            if count > 0 {
+                runs.push((start.wrapping_add(b.off as i64 as u64), b.len * count));
             }
         }
+        _ => push_element_runs(&mut runs, start, count, layout),
     }
     if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
         let end = tg.base + tg.size;
@@ -708,6 +710,21 @@ fn target_runs(
         }
     }
     Ok(runs)
+}
+
+/// [`target_runs`] element by element: each block of each of `count`
+/// elements from `start`, adjacent ones merged.
+fn push_element_runs(runs: &mut Vec<(u64, usize)>, start: u64, count: usize, layout: &Layout) {
+    for i in 0..count {
+        let elem = start.wrapping_add((i as i64 * layout.extent as i64) as u64);
+        for b in &layout.blocks {
+            let addr = elem.wrapping_add(b.off as i64 as u64);
+            match runs.last_mut() {
+                Some(last) if last.0.wrapping_add(last.1 as u64) == addr => last.1 += b.len,
+                _ => runs.push((addr, b.len)),
+            }
+        }
+    }
 }
 
 /// Runs of at least this many bytes are operations of their own.
