@@ -88,6 +88,12 @@ pass_tests! {
     // Scattered datatypes on the target: packed operations, every element checked.
     rma_scattered_np2: "rma_scattered", 2;
     rma_scattered_np3: "rma_scattered", 3;
+    // 64 KiB-2 MiB gets (read straight from a target on this host) and
+    // puts, many outstanding, every byte checked; then through the engine.
+    rma_large_np2: "rma_large", 2;
+    rma_large_np3: "rma_large", 3;
+    rma_large_np2_engine: "rma_large", 2, "--set", "shm_single_copy=0";
+    rma_large_np3_tcp: "rma_large", 3, "--set", "transports=tcp";
     rma_request_np2: "rma_request", 2;
     rma_request_np3: "rma_request", 3;
     // A target polling its own window serves the others' operations.

@@ -1030,6 +1030,39 @@ pub unsafe extern "C" fn MPI_Put(
     })
 }
 
+/// Reads from this size on are copied straight out of a target on this
+/// host ([`read_directly`]). Below it the rings are faster than the
+/// kernel's cross-process copy and its system call.
+const DIRECT_GET_MIN: usize = 64 * 1024;
+
+/// A get of one contiguous run of at least [`DIRECT_GET_MIN`] bytes from
+/// a rank on this host into a contiguous origin buffer: copied straight
+/// out of the target's memory (`process_vm_readv`) where the kernel allows
+/// it, complete when the call returns, with no part taken by the target.
+/// Through the engine the target copies the data aside for its reply
+/// (the reply must hold the contents as of the request) and then through
+/// the rings; with many large gets outstanding those copies' fresh pages
+/// made a 1 MiB get take 700 us instead of 120. The epoch rules keep this
+/// sound: a lock is granted and a start's posts have come before any get,
+/// and a fence has everyone's earlier stores behind it. Dynamic windows
+/// keep the engine, whose target checks the address is attached. Whether
+/// it was done.
+fn read_directly(s: &mut State, a: &Access, dest: *mut u8) -> bool {
+    let &[(addr, len)] = a.runs.as_slice() else {
+        return false;
+    };
+    if len < DIRECT_GET_MIN || get(s, a.win).is_ok_and(|w| w.flavor == MPI_WIN_FLAVOR_DYNAMIC) {
+        return false;
+    }
+    let p2p = s.rt.p2p();
+    if !p2p.engine().can_read_from(a.world) || p2p.peer_known_gone(a.world) {
+        return false;
+    }
+    // A refusal (not permitted, a peer gone) leaves the engine to do it,
+    // and to report what went wrong.
+    p2p.engine().read_remote(a.world, addr, dest, len).is_ok()
+}
+
 /// `MPI_Get`'s work, for it and `MPI_Rget`.
 #[allow(clippy::too_many_arguments)]
 fn get_op(
@@ -1056,6 +1089,9 @@ fn get_op(
     };
     let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
     let (dest, mut unpack) = landing(&o, a.target);
+    if unpack.is_none() && read_directly(s, &a, dest) {
+        return Ok(());
+    }
     let mut ids = Vec::new();
     for piece in pieces(&a.runs) {
         // SAFETY: `dest` is the user's contiguous buffer or the packed

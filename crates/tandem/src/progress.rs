@@ -167,6 +167,13 @@ impl Engine {
             && self.shm.as_ref().is_some_and(|s| s.single_copy())
     }
 
+    /// Whether this rank may read `peer`'s memory straight
+    /// ([`Engine::read_remote`]): a rank on this host, where the kernel
+    /// permits it and `shm_single_copy` is on.
+    pub fn can_read_from(&self, peer: u32) -> bool {
+        self.direct_write_from(peer)
+    }
+
     /// Whether `peer` can be asked to write a message straight into this
     /// rank's memory (a rank on this host, where the kernel permits it).
     pub fn direct_write_from(&self, peer: u32) -> bool {
