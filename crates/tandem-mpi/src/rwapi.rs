@@ -14,7 +14,6 @@
 //! another host, and, to keep writes to one node in order, when writes to
 //! that node went through the engine since the last rwapi_flush.
 
-use std::alloc::Layout;
 use std::collections::VecDeque;
 use std::os::raw::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -54,47 +53,21 @@ const ERR_RANGE: c_int = -48;
 
 /// Blocks are cache-line aligned (page-aligned from a page up) and zeroed.
 const BLOCK_ALIGN: usize = 4096;
-/// Private blocks (not in the heap) from this size are aligned to it and
-/// advised into transparent huge pages, as MPI_Alloc_mem's are: the
-/// kernel's copies into and out of them (a write through the engine, TCP's
-/// send and receive) then cross one page table entry per 2 MiB, not per
-/// 4 KiB (a 4 MiB RWAPI round trip over TCP loopback about 5% faster
-/// here).
-const HUGE_BLOCK: usize = 2 << 20;
 
-/// The layout of a private block of `len` bytes.
-fn private_layout(len: usize) -> Option<Layout> {
-    let align = if len >= HUGE_BLOCK {
-        HUGE_BLOCK
-    } else {
-        BLOCK_ALIGN
-    };
-    Layout::from_size_align(len, align).ok()
-}
-
-/// A zeroed private block of `len` (> 0) bytes; null if out of memory.
+/// A zeroed private block (not in the heap) of `len` (> 0) bytes, from
+/// [`crate::misc::HUGE_PAGE`] on backed by transparent huge pages, as
+/// MPI_Alloc_mem's are (a 4 MiB RWAPI round trip over TCP loopback about
+/// 5% faster here). Released with `free`; null if out of memory.
 fn alloc_private(len: usize) -> *mut u8 {
-    let Some(layout) = private_layout(len) else {
-        return std::ptr::null_mut();
-    };
-    if len < HUGE_BLOCK {
-        // SAFETY: the layout has a non-zero size.
-        return unsafe { std::alloc::alloc_zeroed(layout) };
-    }
-    // SAFETY: the layout has a non-zero size.
-    let base = unsafe { std::alloc::alloc(layout) };
+    let base = crate::misc::alloc_pages(len, BLOCK_ALIGN).cast::<u8>();
     if !base.is_null() {
-        // Advice before the first touch, which is what maps huge pages;
-        // refused harmlessly where the kernel has them off.
-        // SAFETY: `base` starts `len` bytes just allocated; then zeroed
-        // within them.
-        unsafe {
-            libc::madvise(base.cast(), len, libc::MADV_HUGEPAGE);
-            std::ptr::write_bytes(base, 0, len);
-        }
+        // Zeroed after the huge-page advice: the first touch maps them.
+        // SAFETY: `base` starts `len` bytes just allocated.
+        unsafe { std::ptr::write_bytes(base, 0, len) };
     }
     base
 }
+
 /// Empty rwapi_receive calls in a row before each further one yields the
 /// CPU (a few tens of microseconds of polling).
 const IDLE_POLLS_BEFORE_YIELD: u32 = 256;
@@ -107,7 +80,6 @@ const DIRECT_SID: u64 = 1 << 62;
 
 struct Block {
     key: u32,
-    len: usize,
     /// Carved from the heap (else private memory from the allocator).
     heap: Option<HeapBlock>,
 }
@@ -326,7 +298,7 @@ fn start_direct(rt: &mut Runtime, comm: CommId) -> tandem::Result<Direct> {
     // The heap is how ranks on one host write into each other's blocks.
     // Without such a rank (one per host, or `transports=tcp`) every write
     // goes through the engine anyway, and blocks are private memory, which
-    // large ones back with huge pages (see `HUGE_BLOCK`).
+    // large ones back with huge pages (see `alloc_private`).
     let me = rt.rank();
     let shares_memory = (0..rt.size()).any(|p| p != me && rt.p2p().is_shm_peer(p));
     let heap = if rt.settings().bool("rwapi_direct") && shares_memory {
@@ -494,14 +466,7 @@ pub unsafe extern "C" fn rwapi_alloc(size: usize, net: *mut RwapiNet) -> *mut u8
                 (base, rt.p2p().expose(base, size), None)
             }
         };
-        rw.blocks.insert(
-            base as usize,
-            Block {
-                key,
-                len: size,
-                heap,
-            },
-        );
+        rw.blocks.insert(base as usize, Block { key, heap });
         rw.keys.insert(key, (base as usize, size));
         // SAFETY: checked non-null; the caller's out-parameter.
         unsafe {
@@ -538,10 +503,9 @@ pub unsafe extern "C" fn rwapi_free(ptr: *mut u8) -> c_int {
             }
             return OK;
         }
-        let layout = private_layout(block.len).expect("valid at alloc");
-        // SAFETY: allocated by rwapi_alloc with this very layout, and no
-        // longer exposed or read by any write in flight.
-        unsafe { std::alloc::dealloc(ptr, layout) };
+        // SAFETY: allocated by rwapi_alloc (`alloc_private`, released by
+        // free), and no longer exposed or read by any write in flight.
+        unsafe { libc::free(ptr.cast()) };
         OK
     })
 }
@@ -760,12 +724,11 @@ pub fn release(rw: Option<RwState>) {
             if b.heap.is_some() {
                 continue; // unmapped with the heap
             }
-            let layout = private_layout(b.len).expect("valid at alloc");
-            // SAFETY: allocated by rwapi_alloc with this layout; the engine
-            // is gone (MPI finalized) or no longer exposes it (rwapi_finalize
-            // withdrew every block after the closing barrier), so nothing
-            // reads or writes it any more.
-            unsafe { std::alloc::dealloc(base as *mut u8, layout) };
+            // SAFETY: allocated by rwapi_alloc (`alloc_private`, released
+            // by free); the engine is gone (MPI finalized) or no longer
+            // exposes it (rwapi_finalize withdrew every block after the
+            // closing barrier), so nothing reads or writes it any more.
+            unsafe { libc::free(base as *mut libc::c_void) };
         }
     }
 }

@@ -1055,7 +1055,7 @@ fn read_directly(s: &mut State, a: &Access, dest: *mut u8) -> bool {
         return false;
     }
     let p2p = s.rt.p2p();
-    if !p2p.engine().can_read_from(a.world) || p2p.peer_known_gone(a.world) {
+    if !p2p.engine().single_copy_with(a.world) || p2p.peer_known_gone(a.world) {
         return false;
     }
     // A refusal (not permitted, a peer gone) leaves the engine to do it,

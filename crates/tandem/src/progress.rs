@@ -162,21 +162,14 @@ impl Engine {
     /// Whether a `len`-byte payload to `peer` is offered to the receiver
     /// to read straight from the sender's memory.
     pub fn single_copy_to(&self, peer: u32, len: usize) -> bool {
-        len >= self.single_copy_offer_min
-            && matches!(self.routes[peer as usize], Route::Shm(_))
-            && self.shm.as_ref().is_some_and(|s| s.single_copy())
+        len >= self.single_copy_offer_min && self.single_copy_with(peer)
     }
 
-    /// Whether this rank may read `peer`'s memory straight
-    /// ([`Engine::read_remote`]): a rank on this host, where the kernel
-    /// permits it and `shm_single_copy` is on.
-    pub fn can_read_from(&self, peer: u32) -> bool {
-        self.direct_write_from(peer)
-    }
-
-    /// Whether `peer` can be asked to write a message straight into this
-    /// rank's memory (a rank on this host, where the kernel permits it).
-    pub fn direct_write_from(&self, peer: u32) -> bool {
+    /// Whether this rank and `peer` may read and write each other's memory
+    /// straight ([`Engine::read_remote`], [`Engine::write_remote`]): a rank
+    /// on this host, where the kernel permits it and `shm_single_copy` is
+    /// on.
+    pub fn single_copy_with(&self, peer: u32) -> bool {
         matches!(self.routes[peer as usize], Route::Shm(_))
             && self.shm.as_ref().is_some_and(|s| s.single_copy())
     }

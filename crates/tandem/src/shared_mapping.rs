@@ -122,10 +122,8 @@ impl SharedMapping {
     /// first messages a pair exchanges). Best effort: kernels before 5.14
     /// refuse the request and the pages fault in as they are used.
     pub fn populate(&self, off: usize, len: usize) {
-        // The system's page size (madvise wants the start aligned to it).
-        // SAFETY: sysconf reads a constant; no memory is passed.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        let page = page.max(1);
+        // madvise wants the start aligned to the page size.
+        let page = page_size();
         let start = off / page * page;
         let end = (off.saturating_add(len)).min(self.len);
         if start >= end {
@@ -150,6 +148,16 @@ impl Drop for SharedMapping {
         // mapping borrow `self`, so none outlives it.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
+}
+
+/// The system's page size (4 KiB unless the kernel says otherwise).
+pub fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant; no memory is passed.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(page)
+        .ok()
+        .filter(|&p| p > 0)
+        .unwrap_or(4096)
 }
 
 #[cfg(test)]

@@ -20,20 +20,20 @@
 use std::time::Instant;
 
 use super::{Matcher, P2p, Pull, ReqId, Stage};
+use crate::shared_mapping::page_size;
 use crate::transport::shm::{ReadRemoteError, HELP_FAILED};
 use crate::wire::{FrameKind, Header};
 
 /// Bytes of one chunk of an `n`-byte copy: half of it (whole pages), so
 /// that a sender that comes at once takes the second half and each side
 /// pays one system call; at most 1 MiB, so that a sender that comes late
-/// still finds chunks left of a large message.
+/// still finds chunks left of a large message. Chunks are whole pages (of
+/// the system's size; 1 MiB is a multiple of every common one), so that
+/// the two sides of a page-aligned buffer never pin the same page.
 fn chunk_of(n: u64) -> usize {
-    ((n as usize).div_ceil(2).next_multiple_of(PAGE)).min(MAX_CHUNK)
+    ((n as usize).div_ceil(2).next_multiple_of(page_size())).min(MAX_CHUNK)
 }
 
-/// Chunks are whole pages, so that the two sides of a page-aligned
-/// buffer never pin the same page.
-const PAGE: usize = 4096;
 const MAX_CHUNK: usize = 1 << 20;
 
 /// An invitation this rank, the sender, acts on.

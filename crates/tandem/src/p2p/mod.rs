@@ -875,7 +875,7 @@ pub struct P2p {
 impl P2p {
     pub fn new(rank: u32, size: u32, engine: Engine, cfg: P2pConfig) -> P2p {
         let direct_from = (0..size)
-            .map(|p| cfg.direct_write && engine.direct_write_from(p))
+            .map(|p| cfg.direct_write && engine.single_copy_with(p))
             .collect();
         P2p {
             rank,
