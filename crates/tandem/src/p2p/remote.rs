@@ -225,6 +225,8 @@ pub(super) struct Remote {
     in_flight_total: u64,
     /// Reply payloads being sent, by token.
     replies: HashMap<u64, Vec<u8>>,
+    /// Buffers of replies already sent, for the next snapshots.
+    spare: SparePool,
     next_reply: u64,
     /// Per peer: the put (origin op, refusal) or read reply (origin op)
     /// whose payload is arriving.
@@ -337,6 +339,7 @@ impl Remote {
             in_flight: vec![0; size as usize],
             in_flight_total: 0,
             replies: HashMap::new(),
+            spare: SparePool::default(),
             next_reply: 1,
             filling: vec![None; size as usize],
             smalls: VecDeque::new(),
@@ -415,7 +418,12 @@ impl Remote {
 
     pub(super) fn unexpose(&mut self, key: u32) -> bool {
         self.locks.remove(&key);
-        self.dynamic.remove(&key).is_some() | self.regions.remove(&key).is_some()
+        let known = self.dynamic.remove(&key).is_some() | self.regions.remove(&key).is_some();
+        if self.regions.is_empty() && self.dynamic.is_empty() {
+            // Nothing left to read from: give the memory back.
+            self.spare = SparePool::default();
+        }
+        known
     }
 
     /// The address range `[addr, addr + len)` inside region `key`.
@@ -612,7 +620,9 @@ impl Remote {
 
     pub(super) fn send_done(&mut self, token: u64) {
         if token & REPLY_BIT != 0 {
-            self.replies.remove(&(token & !(TOKEN_BIT | REPLY_BIT)));
+            if let Some(v) = self.replies.remove(&(token & !(TOKEN_BIT | REPLY_BIT))) {
+                self.spare.recycle(v);
+            }
         } else {
             self.local_done(token & !TOKEN_BIT);
         }
@@ -882,9 +892,9 @@ impl Remote {
                     // point in the frame order.
                     // SAFETY: `check` proved [addr, addr+len) lies inside a
                     // region its owner exposed and has not withdrawn.
-                    let data = unsafe {
-                        std::slice::from_raw_parts(addr as *const u8, h.len as usize).to_vec()
-                    };
+                    let data = self.spare.copy_of(unsafe {
+                        std::slice::from_raw_parts(addr as *const u8, h.len as usize)
+                    });
                     let o = self.reply(peer, h.sreq, data);
                     out.push(o);
                 }
@@ -922,7 +932,8 @@ impl Remote {
     fn apply_acc(&mut self, h: &Header, data: &[u8]) -> std::result::Result<Vec<u8>, ErrorClass> {
         let (op, prim) = acc_untag(h.tag & 0xffff).ok_or(ErrorClass::Op)?;
         if h.tag & ACC_SCATTER != 0 {
-            return self.apply_acc_scatter(h.context, op, prim, data);
+            let fetch = h.tag & ACC_FETCH != 0;
+            return self.apply_acc_scatter(h.context, op, prim, data, fetch);
         }
         let cas = h.tag & ACC_CAS != 0;
         let n = if cas { data.len() / 2 } else { data.len() };
@@ -937,7 +948,12 @@ impl Remote {
         // region; this rank's own accesses to it are the application's
         // business, as for any one-sided target memory.
         let target = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n) };
-        let old = target.to_vec();
+        // Only the fetching forms answer with the previous contents.
+        let old = if h.tag & (ACC_FETCH | ACC_CAS) != 0 {
+            self.spare.copy_of(target)
+        } else {
+            Vec::new()
+        };
         if cas {
             if target[..] == data[..n] {
                 target.copy_from_slice(&data[n..]);
@@ -953,13 +969,14 @@ impl Remote {
     }
 
     /// A scattered accumulate: checks every block, then combines each in
-    /// turn; the previous contents of all, packed in table order.
+    /// turn; the previous contents of all (when `fetch`), packed in table order.
     fn apply_acc_scatter(
         &mut self,
         key: u32,
         op: PredefOp,
         prim: Prim,
         payload: &[u8],
+        fetch: bool,
     ) -> std::result::Result<Vec<u8>, ErrorClass> {
         let (blocks, data) = decode_table(payload)?;
         let total = self.check_blocks(key, &blocks)?;
@@ -967,7 +984,7 @@ impl Remote {
             return Err(ErrorClass::Intern);
         }
         let size = prim.size();
-        let mut old = Vec::with_capacity(total);
+        let mut old = Vec::with_capacity(if fetch { total } else { 0 });
         let mut pos = 0;
         for b in &blocks {
             let len = b.len as usize;
@@ -980,7 +997,9 @@ impl Remote {
                 // application's business, as for any one-sided target).
                 let target =
                     unsafe { std::slice::from_raw_parts_mut(b.at(i) as usize as *mut u8, len) };
-                old.extend_from_slice(target);
+                if fetch {
+                    old.extend_from_slice(target);
+                }
                 match op {
                     PredefOp::NoOp => {}
                     PredefOp::Replace => target.copy_from_slice(&data[pos..pos + len]),
@@ -1059,6 +1078,51 @@ impl Remote {
             k => return Err(format!("{k:?} is not a one-sided frame")),
         }
         Ok(())
+    }
+}
+
+/// Buffers of sent replies, kept to hold the next snapshots. A fresh
+/// buffer of a MiB faults its pages in one by one, and glibc returns large
+/// freed blocks to the kernel, so with many gets outstanding every reply
+/// paid for new memory (two to four times the time of the copy itself).
+#[derive(Default)]
+struct SparePool {
+    buffers: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+impl SparePool {
+    /// Below this malloc's bins serve as well.
+    const MIN: usize = 64 << 10;
+    /// The most kept.
+    const MAX_BYTES: usize = 64 << 20;
+
+    /// A copy of `src`, in the smallest kept buffer that holds it.
+    fn copy_of(&mut self, src: &[u8]) -> Vec<u8> {
+        let fit = if src.len() < Self::MIN {
+            None
+        } else {
+            (self.buffers.iter().enumerate())
+                .filter(|(_, b)| b.capacity() >= src.len())
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(i, _)| i)
+        };
+        let Some(i) = fit else {
+            return src.to_vec();
+        };
+        let mut v = self.buffers.swap_remove(i);
+        self.bytes -= v.capacity();
+        v.clear();
+        v.extend_from_slice(src);
+        v
+    }
+
+    /// Keeps `v` for a later copy if it is large and there is room.
+    fn recycle(&mut self, v: Vec<u8>) {
+        if v.capacity() >= Self::MIN && self.bytes + v.capacity() <= Self::MAX_BYTES {
+            self.bytes += v.capacity();
+            self.buffers.push(v);
+        }
     }
 }
 
@@ -1775,5 +1839,35 @@ mod tests {
         };
         assert_eq!(r.apply_acc(&h3, &add), Err(ErrorClass::RmaRange));
         assert_eq!(mem, [99, 22, 33, 44]);
+    }
+
+    #[test]
+    fn spare_pool_reuses_the_smallest_fitting_buffer() {
+        let mut pool = SparePool::default();
+        let big = vec![1u8; 4 * SparePool::MIN];
+        let small = vec![2u8; SparePool::MIN];
+        let (big_at, small_at) = (big.as_ptr(), small.as_ptr());
+        pool.recycle(big);
+        pool.recycle(small);
+        pool.recycle(vec![0u8; 100]); // too small to keep
+        assert_eq!(pool.buffers.len(), 2);
+        // The smaller buffer fits and is chosen; its contents are the copy's.
+        let src = vec![9u8; SparePool::MIN];
+        let v = pool.copy_of(&src);
+        assert_eq!(v.as_ptr(), small_at);
+        assert!(v == src);
+        let src = vec![7u8; 2 * SparePool::MIN];
+        let w = pool.copy_of(&src);
+        assert_eq!(w.as_ptr(), big_at);
+        assert!(w == src);
+        // Nothing left that fits: a fresh buffer.
+        let x = pool.copy_of(&src);
+        assert!(x == src);
+        assert_eq!((pool.buffers.len(), pool.bytes), (0, 0));
+        // Never more than the limit kept.
+        for _ in 0..(SparePool::MAX_BYTES / SparePool::MIN + 4) {
+            pool.recycle(vec![0u8; SparePool::MIN]);
+        }
+        assert!(pool.bytes <= SparePool::MAX_BYTES);
     }
 }
