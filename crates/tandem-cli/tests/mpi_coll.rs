@@ -25,6 +25,7 @@ const FORCED: [&[&str]; 3] = [
         "coll_allgather=ring",
         "coll_alltoall=linear",
         "coll_alltoallv=linear",
+        "coll_reduce_scatter=reduce_scatterv",
     ],
     &[
         "coll_barrier=binomial",
@@ -36,6 +37,7 @@ const FORCED: [&[&str]; 3] = [
         "coll_allgather=recursive_doubling",
         "coll_alltoall=pairwise",
         "coll_alltoallv=pairwise",
+        "coll_reduce_scatter=ring",
     ],
     &[
         "coll_barrier=dissemination",

@@ -223,6 +223,12 @@ pub static REGISTRY: &[Param] = &[
         help: "alltoallv algorithm (auto = the selection rules)",
     },
     Param {
+        name: "coll_reduce_scatter",
+        kind: Kind::Choice(&["auto", "reduce_scatterv", "ring"]),
+        default: "auto",
+        help: "reduce-scatter algorithm, also for reduce_scatter_block (auto = the selection rules; ring needs a commutative operation)",
+    },
+    Param {
         name: "coll_shm_max",
         kind: Kind::Bytes,
         default: "2k",

@@ -748,6 +748,47 @@ pub fn reduce_scatter_reduce_scatterv(
     scatterv_linear(b, t, counts, &displs, Some(recv), counts[me], 0);
 }
 
+/// Ring reduce-scatter for commutative operations (`counts` in bytes): in
+/// n-1 steps block j travels from rank j+1 round the ring to rank j,
+/// gathering each rank's contribution on the way. Every rank sends and
+/// receives one block per step and keeps two blocks of temporary memory,
+/// where reducing to rank 0 first moves the whole vector log2 n times and
+/// keeps it at every rank.
+pub fn reduce_scatter_ring(b: &mut Builder, send: Option<Buf>, recv: Buf, counts: &[usize]) {
+    let (n, me) = (b.n as usize, b.me as usize);
+    let input = send.unwrap_or(recv);
+    if n == 1 {
+        b.copy(input, 0, recv, 0, counts[0]);
+        return;
+    }
+    let displs: Vec<usize> = counts
+        .iter()
+        .scan(0, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect();
+    let widest = counts.iter().copied().max().unwrap_or(0);
+    let acc = [b.tmp(widest), b.tmp(widest)];
+    let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+    for s in 0..n - 1 {
+        // Out: the block this rank joined last step (its own part of it
+        // at the first); in: the block the left neighbour sends.
+        let out = (2 * n + me - 1 - s) % n;
+        let inb = (2 * n + me - 2 - s) % n;
+        match s {
+            0 => b.send(right as u32, input, displs[out], counts[out]),
+            _ => b.send(right as u32, acc[(s - 1) % 2], 0, counts[out]),
+        }
+        b.recv(left as u32, acc[s % 2], 0, counts[inb]);
+        b.fence();
+        b.reduce(input, displs[inb], acc[s % 2], 0, counts[inb]);
+    }
+    // The last block in was this rank's own.
+    b.copy(acc[(n - 2) % 2], 0, recv, 0, counts[me]);
+}
+
 /// Inclusive prefix reduction by recursive doubling (keeps rank order).
 pub fn scan_recursive_doubling(
     b: &mut Builder,

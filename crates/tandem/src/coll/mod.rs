@@ -169,9 +169,10 @@ impl CollCall {
             CollCall::Allgatherv { .. } => (OpKind::Allgatherv, info(0, true)),
             CollCall::Alltoall { len, .. } => (OpKind::Alltoall, info(*len, true)),
             CollCall::Alltoallv { .. } => (OpKind::Alltoallv, info(0, true)),
-            CollCall::ReduceScatter { op, .. } => {
-                (OpKind::ReduceScatter, info(0, op.commutative()))
-            }
+            CollCall::ReduceScatter { op, counts, .. } => (
+                OpKind::ReduceScatter,
+                info(counts.iter().sum(), op.commutative()),
+            ),
             CollCall::Scan { len, op, .. } => (OpKind::Scan, info(*len, op.commutative())),
             CollCall::Exscan { len, op, .. } => (OpKind::Exscan, info(*len, op.commutative())),
             CollCall::Neighbor { .. } => (OpKind::Neighbor, info(0, true)),
@@ -391,13 +392,13 @@ impl CollCall {
             }
             CollCall::ReduceScatter {
                 send, recv, counts, ..
-            } => algos::reduce_scatter_reduce_scatterv(
-                &mut b,
-                opt(send),
-                Buf::User(*recv),
-                counts,
-                commutative,
-            ),
+            } => {
+                let (s, r) = (opt(send), Buf::User(*recv));
+                match algo {
+                    "ring" => algos::reduce_scatter_ring(&mut b, s, r, counts),
+                    _ => algos::reduce_scatter_reduce_scatterv(&mut b, s, r, counts, commutative),
+                }
+            }
             CollCall::Scan {
                 send, recv, len, ..
             } => algos::scan_recursive_doubling(

@@ -19,8 +19,9 @@
 //!
 //! Bounds are inclusive; omitted bounds are open. The message size a rule
 //! looks at is, per operation: bcast, reduce, allreduce, scan: the whole
-//! buffer; gather, scatter, allgather: one rank's block; alltoall: one
-//! pair's block; barrier, alltoallv and the v-variants: 0.
+//! buffer; reduce_scatter: the whole vector (the sum of the counts);
+//! gather, scatter, allgather: one rank's block; alltoall: one pair's
+//! block; barrier, alltoallv and the v-variants: 0.
 
 use std::collections::HashSet;
 
@@ -107,6 +108,7 @@ impl OpKind {
             OpKind::Allgather => "coll_allgather",
             OpKind::Alltoall => "coll_alltoall",
             OpKind::Alltoallv => "coll_alltoallv",
+            OpKind::ReduceScatter => "coll_reduce_scatter",
             _ => return None,
         })
     }
@@ -309,6 +311,12 @@ pub static CATALOGUE: &[Algo] = &[
         help: "binomial reduce to rank 0 in rank order, then a linear scatter",
     },
     Algo {
+        op: OpKind::ReduceScatter,
+        name: "ring",
+        needs: COMMUTATIVE,
+        help: "n-1 steps, each passing one partly reduced block to the right",
+    },
+    Algo {
         op: OpKind::Scan,
         name: "recursive_doubling",
         needs: ANY,
@@ -409,6 +417,14 @@ pub static DEFAULT_RULES: &[(OpKind, &[(u32, u32, u64, &str)])] = &[
         ],
     ),
     (OpKind::Alltoallv, &[rule(0, U, B, "linear")]),
+    (
+        OpKind::ReduceScatter,
+        &[
+            rule(0, 2, B, "ring"),
+            rule(0, U, 8192, "reduce_scatterv"),
+            rule(0, U, B, "ring"),
+        ],
+    ),
 ];
 
 /// What the selection knows of a call (the same on every rank).

@@ -264,24 +264,38 @@ fn allreduce_scan_exscan_every_algorithm() {
                 let total: usize = counts.iter().sum();
                 let sends: Vec<Vec<u8>> = (0..n).map(|r| data(r, total)).collect();
                 let want = fold(&op, &sends);
-                let mut recvs: Vec<Vec<u8>> = counts.iter().map(|&c| vec![0; c]).collect();
-                let calls = (0..n as usize)
-                    .map(|r| CollCall::ReduceScatter {
-                        send: Some(sends[r].as_ptr()),
-                        recv: recvs[r].as_mut_ptr(),
-                        counts: counts.clone(),
-                        op: op.clone(),
-                    })
-                    .collect();
-                run(calls, "reduce_scatterv");
-                let mut off = 0;
-                for r in 0..n as usize {
-                    assert_eq!(
-                        recvs[r],
-                        want[off..off + counts[r]],
-                        "reduce_scatter n={n} rank {r}"
-                    );
-                    off += counts[r];
+                for algo in algos(OpKind::ReduceScatter) {
+                    if algo == "ring" && !op.commutative() {
+                        continue;
+                    }
+                    for in_place in [false, true] {
+                        // In place the input is the receive buffer (the
+                        // whole vector) and the result lands at its start.
+                        let mut recvs: Vec<Vec<u8>> = (0..n as usize)
+                            .map(|r| match in_place {
+                                true => sends[r].clone(),
+                                false => vec![0; counts[r]],
+                            })
+                            .collect();
+                        let calls = (0..n as usize)
+                            .map(|r| CollCall::ReduceScatter {
+                                send: (!in_place).then(|| sends[r].as_ptr()),
+                                recv: recvs[r].as_mut_ptr(),
+                                counts: counts.clone(),
+                                op: op.clone(),
+                            })
+                            .collect();
+                        run(calls, algo);
+                        let mut off = 0;
+                        for r in 0..n as usize {
+                            assert_eq!(
+                                recvs[r][..counts[r]],
+                                want[off..off + counts[r]],
+                                "reduce_scatter {algo} n={n} rank {r} in place {in_place}"
+                            );
+                            off += counts[r];
+                        }
+                    }
                 }
             }
         }
