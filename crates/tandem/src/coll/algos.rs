@@ -212,9 +212,10 @@ pub fn reduce_binomial(
     };
     let v = tree.of(me);
     let mine = send.unwrap_or(recv);
-    let mut acc = b.tmp(len);
-    let mut other = b.tmp(len);
-    b.copy(mine, 0, acc, 0, len);
+    // The partial result so far: this rank's own part, read where it lies
+    // (a leaf sends it from there) until a child's part is folded in.
+    let mut acc = mine;
+    let mut spare = None;
     let mut mask = 1;
     while mask < n {
         if v & mask != 0 {
@@ -223,11 +224,21 @@ pub fn reduce_binomial(
             break;
         }
         if v + mask < n {
-            b.recv(tree.abs(v + mask), other, 0, len);
+            // The root folds its last child straight into its result.
+            let last = v + 2 * mask >= n;
+            let into = match spare.take() {
+                _ if last && v == 0 && me == root && acc != recv => recv,
+                Some(t) => t,
+                None => b.tmp(len),
+            };
+            b.recv(tree.abs(v + mask), into, 0, len);
             b.fence();
             // The child's part comes from higher ranks: acc ∘ child.
-            b.reduce(acc, 0, other, 0, len);
-            std::mem::swap(&mut acc, &mut other);
+            b.reduce(acc, 0, into, 0, len);
+            if acc != mine {
+                spare = Some(acc);
+            }
+            acc = into;
         }
         mask <<= 1;
     }
@@ -737,14 +748,7 @@ pub fn reduce_scatter_reduce_scatterv(
     let t = b.tmp(total);
     reduce_binomial(b, Some(mine), t, total, 0, commutative);
     b.fence();
-    let displs: Vec<usize> = counts
-        .iter()
-        .scan(0, |acc, &c| {
-            let d = *acc;
-            *acc += c;
-            Some(d)
-        })
-        .collect();
+    let displs = offsets(counts);
     scatterv_linear(b, t, counts, &displs, Some(recv), counts[me], 0);
 }
 
@@ -761,14 +765,7 @@ pub fn reduce_scatter_ring(b: &mut Builder, send: Option<Buf>, recv: Buf, counts
         b.copy(input, 0, recv, 0, counts[0]);
         return;
     }
-    let displs: Vec<usize> = counts
-        .iter()
-        .scan(0, |acc, &c| {
-            let d = *acc;
-            *acc += c;
-            Some(d)
-        })
-        .collect();
+    let displs = offsets(counts);
     let widest = counts.iter().copied().max().unwrap_or(0);
     let acc = [b.tmp(widest), b.tmp(widest)];
     let (right, left) = ((me + 1) % n, (me + n - 1) % n);
@@ -787,6 +784,18 @@ pub fn reduce_scatter_ring(b: &mut Builder, send: Option<Buf>, recv: Buf, counts
     }
     // The last block in was this rank's own.
     b.copy(acc[(n - 2) % 2], 0, recv, 0, counts[me]);
+}
+
+/// Where each block starts when blocks of `counts` bytes lie end to end.
+fn offsets(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect()
 }
 
 /// Inclusive prefix reduction by recursive doubling (keeps rank order).
