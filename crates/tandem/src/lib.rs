@@ -8,6 +8,7 @@
 //! shared by all layers and by the `tandem` command.
 
 pub mod bootstrap;
+pub mod buf_pool;
 pub mod coll;
 pub mod comm;
 pub mod datatype;

@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use crate::buf_pool::BufPool;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Envelope, P2p, ReqId, SendMode, Status};
 
@@ -239,7 +240,7 @@ pub struct Builder {
     acts: Vec<Act>,
     temps: Vec<Vec<u8>>,
     /// Staging buffers of finished schedules, for [`Builder::tmp`].
-    free_temps: Vec<Vec<u8>>,
+    free_temps: BufPool,
     pub(crate) reducer: Option<ReducerRef>,
     /// Room for the schedule's pending requests.
     pending: Vec<Pending>,
@@ -250,17 +251,26 @@ pub struct Builder {
 /// staging buffer, fresh, faults its pages in one by one (glibc returns big
 /// freed blocks to the kernel), which made a 4 MiB reduce ten times slower
 /// than its copies and arithmetic.
-#[derive(Default)]
 pub struct Spare {
     acts: Vec<Act>,
     pending: Vec<Pending>,
-    temps: Vec<Vec<u8>>,
+    temps: BufPool,
 }
 
 impl Spare {
     /// Staging memory kept at most per spare, in bytes and in buffers.
     const TEMP_BYTES: usize = 64 << 20;
     const TEMP_COUNT: usize = 16;
+}
+
+impl Default for Spare {
+    fn default() -> Spare {
+        Spare {
+            acts: Vec::new(),
+            pending: Vec::new(),
+            temps: BufPool::new(Spare::TEMP_BYTES, Spare::TEMP_COUNT),
+        }
+    }
 }
 
 impl Builder {
@@ -291,14 +301,8 @@ impl Builder {
     /// A zeroed staging buffer of `len` bytes: the smallest one a finished
     /// schedule left that holds it, or a new one.
     pub fn tmp(&mut self, len: usize) -> Buf {
-        let fit = (self.free_temps.iter().enumerate())
-            .filter(|(_, t)| t.capacity() >= len)
-            .min_by_key(|(_, t)| t.capacity())
-            .map(|(i, _)| i);
-        let t = match fit {
-            Some(i) => {
-                let mut t = self.free_temps.swap_remove(i);
-                t.clear();
+        let t = match self.free_temps.take(len) {
+            Some(mut t) => {
                 t.resize(len, 0);
                 t
             }
@@ -460,7 +464,7 @@ pub struct Schedule {
     next: usize,
     temps: Temps,
     /// Staging buffers it did not need, handed on with its own.
-    free_temps: Vec<Vec<u8>>,
+    free_temps: BufPool,
     reducer: Option<ReducerRef>,
     /// The requests of the phase that ran last.
     pending: Vec<Pending>,
@@ -490,18 +494,9 @@ impl Schedule {
         } = self;
         acts.clear();
         pending.clear();
-        kept.extend(temps.bufs.into_iter().filter(|t| t.capacity() > 0));
-        // Largest first: they cost the most to fault in again.
-        kept.sort_unstable_by_key(|t| std::cmp::Reverse(t.capacity()));
-        kept.truncate(Spare::TEMP_COUNT);
-        let mut bytes = 0;
-        kept.retain(|t| {
-            let fits = bytes + t.capacity() <= Spare::TEMP_BYTES;
-            if fits {
-                bytes += t.capacity();
-            }
-            fits
-        });
+        for t in temps.bufs {
+            kept.give(t);
+        }
         Spare {
             acts,
             pending,
@@ -969,8 +964,7 @@ mod tests {
             b.tmp(Spare::TEMP_BYTES / 8);
         }
         let spare = b.finish(1, 1, Arc::from(vec![0u32])).into_spare();
-        let kept: usize = spare.temps.iter().map(Vec::capacity).sum();
-        assert!(kept <= Spare::TEMP_BYTES && spare.temps.len() <= Spare::TEMP_COUNT);
+        assert!(spare.temps.bytes() <= Spare::TEMP_BYTES);
         assert_eq!(spare.temps.len(), 8);
     }
 }

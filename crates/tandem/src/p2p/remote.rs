@@ -15,6 +15,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use crate::buf_pool::BufPool;
 use crate::int_map::IntMap;
 
 use crate::datatype::{PairKind, Prim};
@@ -225,8 +226,10 @@ pub(super) struct Remote {
     in_flight_total: u64,
     /// Reply payloads being sent, by token.
     replies: HashMap<u64, Vec<u8>>,
-    /// Buffers of replies already sent, for the next snapshots.
-    spare: SparePool,
+    /// Buffers of replies already sent, for the next snapshots: with many
+    /// gets outstanding, replies in fresh memory cost two to four times
+    /// the copy itself.
+    spare: BufPool,
     next_reply: u64,
     /// Per peer: the put (origin op, refusal) or read reply (origin op)
     /// whose payload is arriving.
@@ -339,7 +342,7 @@ impl Remote {
             in_flight: vec![0; size as usize],
             in_flight_total: 0,
             replies: HashMap::new(),
-            spare: SparePool::default(),
+            spare: reply_pool(),
             next_reply: 1,
             filling: vec![None; size as usize],
             smalls: VecDeque::new(),
@@ -421,7 +424,7 @@ impl Remote {
         let known = self.dynamic.remove(&key).is_some() | self.regions.remove(&key).is_some();
         if self.regions.is_empty() && self.dynamic.is_empty() {
             // Nothing left to read from: give the memory back.
-            self.spare = SparePool::default();
+            self.spare = reply_pool();
         }
         known
     }
@@ -621,7 +624,9 @@ impl Remote {
     pub(super) fn send_done(&mut self, token: u64) {
         if token & REPLY_BIT != 0 {
             if let Some(v) = self.replies.remove(&(token & !(TOKEN_BIT | REPLY_BIT))) {
-                self.spare.recycle(v);
+                if v.capacity() >= REPLY_POOL_MIN {
+                    self.spare.give(v);
+                }
             }
         } else {
             self.local_done(token & !TOKEN_BIT);
@@ -892,7 +897,7 @@ impl Remote {
                     // point in the frame order.
                     // SAFETY: `check` proved [addr, addr+len) lies inside a
                     // region its owner exposed and has not withdrawn.
-                    let data = self.spare.copy_of(unsafe {
+                    let data = self.snapshot(unsafe {
                         std::slice::from_raw_parts(addr as *const u8, h.len as usize)
                     });
                     let o = self.reply(peer, h.sreq, data);
@@ -927,6 +932,16 @@ impl Remote {
         Ok(())
     }
 
+    /// A copy of `src` for a reply, in a kept buffer when it is large.
+    fn snapshot(&mut self, src: &[u8]) -> Vec<u8> {
+        let kept = (src.len() >= REPLY_POOL_MIN)
+            .then(|| self.spare.take(src.len()))
+            .flatten();
+        let mut v = kept.unwrap_or_else(|| Vec::with_capacity(src.len()));
+        v.extend_from_slice(src);
+        v
+    }
+
     /// Applies an accumulate to the target's memory; returns the previous
     /// contents (for fetching forms).
     fn apply_acc(&mut self, h: &Header, data: &[u8]) -> std::result::Result<Vec<u8>, ErrorClass> {
@@ -950,7 +965,7 @@ impl Remote {
         let target = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n) };
         // Only the fetching forms answer with the previous contents.
         let old = if h.tag & (ACC_FETCH | ACC_CAS) != 0 {
-            self.spare.copy_of(target)
+            self.snapshot(target)
         } else {
             Vec::new()
         };
@@ -1081,49 +1096,14 @@ impl Remote {
     }
 }
 
-/// Buffers of sent replies, kept to hold the next snapshots. A fresh
-/// buffer of a MiB faults its pages in one by one, and glibc returns large
-/// freed blocks to the kernel, so with many gets outstanding every reply
-/// paid for new memory (two to four times the time of the copy itself).
-#[derive(Default)]
-struct SparePool {
-    buffers: Vec<Vec<u8>>,
-    bytes: usize,
-}
+/// Reply buffers kept: at most so many bytes and buffers, none smaller than
+/// `REPLY_POOL_MIN` (below it malloc's bins serve as well).
+const REPLY_POOL_BYTES: usize = 64 << 20;
+const REPLY_POOL_COUNT: usize = 64;
+const REPLY_POOL_MIN: usize = 64 << 10;
 
-impl SparePool {
-    /// Below this malloc's bins serve as well.
-    const MIN: usize = 64 << 10;
-    /// The most kept.
-    const MAX_BYTES: usize = 64 << 20;
-
-    /// A copy of `src`, in the smallest kept buffer that holds it.
-    fn copy_of(&mut self, src: &[u8]) -> Vec<u8> {
-        let fit = if src.len() < Self::MIN {
-            None
-        } else {
-            (self.buffers.iter().enumerate())
-                .filter(|(_, b)| b.capacity() >= src.len())
-                .min_by_key(|(_, b)| b.capacity())
-                .map(|(i, _)| i)
-        };
-        let Some(i) = fit else {
-            return src.to_vec();
-        };
-        let mut v = self.buffers.swap_remove(i);
-        self.bytes -= v.capacity();
-        v.clear();
-        v.extend_from_slice(src);
-        v
-    }
-
-    /// Keeps `v` for a later copy if it is large and there is room.
-    fn recycle(&mut self, v: Vec<u8>) {
-        if v.capacity() >= Self::MIN && self.bytes + v.capacity() <= Self::MAX_BYTES {
-            self.bytes += v.capacity();
-            self.buffers.push(v);
-        }
-    }
+fn reply_pool() -> BufPool {
+    BufPool::new(REPLY_POOL_BYTES, REPLY_POOL_COUNT)
 }
 
 /// The payload of a scattered operation: the table of `blocks`, then
@@ -1839,35 +1819,5 @@ mod tests {
         };
         assert_eq!(r.apply_acc(&h3, &add), Err(ErrorClass::RmaRange));
         assert_eq!(mem, [99, 22, 33, 44]);
-    }
-
-    #[test]
-    fn spare_pool_reuses_the_smallest_fitting_buffer() {
-        let mut pool = SparePool::default();
-        let big = vec![1u8; 4 * SparePool::MIN];
-        let small = vec![2u8; SparePool::MIN];
-        let (big_at, small_at) = (big.as_ptr(), small.as_ptr());
-        pool.recycle(big);
-        pool.recycle(small);
-        pool.recycle(vec![0u8; 100]); // too small to keep
-        assert_eq!(pool.buffers.len(), 2);
-        // The smaller buffer fits and is chosen; its contents are the copy's.
-        let src = vec![9u8; SparePool::MIN];
-        let v = pool.copy_of(&src);
-        assert_eq!(v.as_ptr(), small_at);
-        assert!(v == src);
-        let src = vec![7u8; 2 * SparePool::MIN];
-        let w = pool.copy_of(&src);
-        assert_eq!(w.as_ptr(), big_at);
-        assert!(w == src);
-        // Nothing left that fits: a fresh buffer.
-        let x = pool.copy_of(&src);
-        assert!(x == src);
-        assert_eq!((pool.buffers.len(), pool.bytes), (0, 0));
-        // Never more than the limit kept.
-        for _ in 0..(SparePool::MAX_BYTES / SparePool::MIN + 4) {
-            pool.recycle(vec![0u8; SparePool::MIN]);
-        }
-        assert!(pool.bytes <= SparePool::MAX_BYTES);
     }
 }
