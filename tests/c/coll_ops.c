@@ -260,6 +260,24 @@ static void predefined_ops(void)
         CHECK_MPI(MPI_Reduce_local(a, b, 3, MPI_INT, MPI_SUM));
         CHECK(b[0] == 11 && b[1] == 22 && b[2] == 33, "MPI_Reduce_local sum");
     }
+    {
+        /* Large, and the input left as it was. */
+        enum { BIG = 1 << 18 };
+        double *x = malloc(BIG * sizeof *x), *y = malloc(BIG * sizeof *y);
+        int i, bad = 0;
+        CHECK(x && y, "malloc");
+        for (i = 0; i < BIG; i++) {
+            x[i] = i;
+            y[i] = 0.5 * i;
+        }
+        CHECK_MPI(MPI_Reduce_local(x, y, BIG, MPI_DOUBLE, MPI_MAX));
+        CHECK_MPI(MPI_Reduce_local(x, y, BIG, MPI_DOUBLE, MPI_SUM));
+        for (i = 0; i < BIG; i++)
+            bad += x[i] != i || y[i] != 2.0 * i;
+        CHECK_EQ(0, bad, "MPI_Reduce_local of %d doubles: wrong elements", BIG);
+        free(x);
+        free(y);
+    }
 }
 
 static void user_ops(void)
@@ -280,6 +298,14 @@ static void user_ops(void)
     CHECK_EQ(1, commute, "MPI_Op_commutative of xor");
     CHECK_MPI(MPI_Op_commutative(MPI_SUM, &commute));
     CHECK_EQ(1, commute, "MPI_Op_commutative of MPI_SUM");
+
+    /* MPI_Reduce_local with it: inoutbuf = inbuf o inoutbuf, in that order. */
+    for (i = 0; i < 3; i++) {
+        in[i] = mat_of(1, i);
+        out[i] = mat_of(2, i);
+    }
+    CHECK_MPI(MPI_Reduce_local(in, out, 3, mt, mop));
+    check_mats(out, 3, 1, 3, "MPI_Reduce_local with a non-commutative op");
 
     for (i = 0; i < 3; i++)
         in[i] = mat_of(rank, i);
