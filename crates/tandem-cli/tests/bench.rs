@@ -285,6 +285,43 @@ fn coll_kernel() {
     check_document(&read_json(&json), "coll", "coll", 10);
 }
 
+#[test]
+fn coll_kernel_reductions() {
+    let dir = out_dir("coll-reductions");
+    let json = dir.join("r.json");
+    let o = bench(&[
+        "coll",
+        "--np",
+        "2",
+        "--sizes",
+        "3,64k",
+        "--repeat",
+        "3",
+        "--set",
+        "ops=allreduce,reduce,reduce_scatter",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    ok(&o);
+    // 3 ops x 2 sizes x node count 2.
+    let doc = read_json(&json);
+    check_document(&doc, "coll", "coll", 6);
+    let ops: std::collections::BTreeSet<&str> = doc["runs"][0]["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["op"].as_str())
+        .collect();
+    assert_eq!(
+        ops,
+        ["allreduce", "reduce", "reduce_scatter"].into(),
+        "{doc}"
+    );
+    let bad = bench(&["coll", "--np", "2", "--set", "ops=allreduce,telepathy"]);
+    assert!(!bad.status.success());
+    assert!(bad.stderr.contains("reduce_scatter"), "{}", bad.describe());
+}
+
 /// Seed 003's comparison: RWAPI writes beside MPI send/receive, for each
 /// of the three fixed-duration kernels, on shared memory and TCP.
 #[test]

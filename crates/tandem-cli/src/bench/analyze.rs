@@ -245,7 +245,16 @@ fn overhead_table(records: &[Value], params: &BTreeMap<String, String>) -> Table
 }
 
 fn coll_table(records: &[Value]) -> Table {
-    let order = ["alltoall", "bcast", "gather", "scatter", "p2p"];
+    let order = [
+        "alltoall",
+        "bcast",
+        "gather",
+        "scatter",
+        "p2p",
+        "allreduce",
+        "reduce",
+        "reduce_scatter",
+    ];
     // (op order, size, nodes, op) -> every time measured (all launches).
     let mut times: BTreeMap<(usize, u64, u64, String), Vec<f64>> = BTreeMap::new();
     for r in of_type(records, "coll") {

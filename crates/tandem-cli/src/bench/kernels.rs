@@ -161,7 +161,7 @@ pub static KERNELS: &[Kernel] = &[
             P_WARMUP_N,
             Param {
                 name: "ops",
-                help: "alltoall,bcast,gather,scatter,p2p (default all)",
+                help: "alltoall,bcast,gather,scatter,p2p (default: these, seed 002's), also allreduce,reduce,reduce_scatter (float sums)",
             },
             Param {
                 name: "nodes",

@@ -886,8 +886,9 @@ fn log2_ceil(p: u64) -> f64 {
 
 /// Predicted (linear, tree) times of a `coll` point from a Hockney fit,
 /// including the closing barrier of the procedure (a dissemination
-/// barrier: ceil(log2 p) empty messages).
-pub fn predict_coll(h: &HockneyFit, op: &str, p: u64, m: f64) -> (f64, f64) {
+/// barrier: ceil(log2 p) empty messages); `None` for the reductions, which
+/// seed 002 does not model (their time includes arithmetic).
+pub fn predict_coll(h: &HockneyFit, op: &str, p: u64, m: f64) -> Option<(f64, f64)> {
     let t = |x: f64| h.predict(x);
     let steps = log2_ceil(p);
     let barrier = steps * t(0.0);
@@ -901,9 +902,10 @@ pub fn predict_coll(h: &HockneyFit, op: &str, p: u64, m: f64) -> (f64, f64) {
         ),
         // Pairwise exchange (p-1 steps) against Bruck (log p steps of p/2 blocks).
         "alltoall" => ((p - 1) as f64 * t(m), steps * t(p as f64 / 2.0 * m)),
-        _ => (t(m), t(m)),
+        "p2p" => (t(m), t(m)),
+        _ => return None,
     };
-    (linear + barrier, tree + barrier)
+    Some((linear + barrier, tree + barrier))
 }
 
 /// Points (size, seconds) of a table's first metric (microseconds), each
@@ -1142,7 +1144,9 @@ pub fn fit(
             let Some(mrt) = r.values.first().copied().flatten() else {
                 continue;
             };
-            let (lin, tree) = predict_coll(&h, &op, nodes, size as f64);
+            let Some((lin, tree)) = predict_coll(&h, &op, nodes, size as f64) else {
+                continue;
+            };
             result
                 .collectives
                 .push((op, nodes, size, mrt.median * 1e-6, lin, tree));
@@ -2334,12 +2338,13 @@ mod tests {
     fn collective_predictions() {
         let h = fit_hockney(&[(0.0, 10e-6), (1e6, 10e-6 + 1e-3)]).unwrap();
         // 8 nodes, 1 MB: linear bcast 7 * 1010 us, tree 3 * 1010 us, + barrier 3 * 10 us.
-        let (lin, tree) = predict_coll(&h, "bcast", 8, 1e6);
+        let (lin, tree) = predict_coll(&h, "bcast", 8, 1e6).unwrap();
         assert!((lin - (7.0 * 1010e-6 + 30e-6)).abs() < 1e-9);
         assert!((tree - (3.0 * 1010e-6 + 30e-6)).abs() < 1e-9);
         // Scatter tree: 3 latencies + 7 MB of data.
-        let (_, tree) = predict_coll(&h, "scatter", 8, 1e6);
+        let (_, tree) = predict_coll(&h, "scatter", 8, 1e6).unwrap();
         assert!((tree - (30e-6 + 7e-3 + 30e-6)).abs() < 1e-9);
+        assert!(predict_coll(&h, "allreduce", 8, 1e6).is_none());
         assert_eq!(parse_size_text("64 KiB"), Some(65536));
         assert_eq!(parse_size_text("3 B"), Some(3));
     }
