@@ -259,7 +259,7 @@ pub struct Spare {
 
 impl Spare {
     /// Staging memory kept at most per spare, in bytes and in buffers.
-    const TEMP_BYTES: usize = 64 << 20;
+    const TEMP_BYTES: usize = 32 << 20;
     const TEMP_COUNT: usize = 16;
 }
 
