@@ -166,35 +166,20 @@ impl Stage {
         (p, bytes, offs)
     }
 
-    /// Blocks anywhere in memory, each its own datatype and count: one
-    /// base address and the byte counts and displacements from it (the
-    /// user's memory when every block is contiguous, else a packed staging
-    /// buffer, unpacked at the end when `write`).
+    /// Blocks anywhere in memory, each its own datatype and count, used as
+    /// `used` says: one base address and the byte counts and displacements
+    /// from it (the user's memory when every block is contiguous, unless a
+    /// snapshot is asked for; else a packed staging buffer, unpacked at the
+    /// end for [`BlockUse::Write`]).
     pub(crate) fn typed_blocks(
         &mut self,
         blocks: Vec<Typed>,
-        write: bool,
+        used: BlockUse,
     ) -> (*mut u8, Vec<usize>, Vec<usize>) {
-        self.typed_blocks_with(blocks, write, false)
-    }
-
-    /// A packed copy of typed blocks (for `MPI_IN_PLACE`), always.
-    pub(crate) fn typed_blocks_copy(
-        &mut self,
-        blocks: Vec<Typed>,
-    ) -> (*mut u8, Vec<usize>, Vec<usize>) {
-        self.typed_blocks_with(blocks, false, true)
-    }
-
-    fn typed_blocks_with(
-        &mut self,
-        blocks: Vec<Typed>,
-        write: bool,
-        force_copy: bool,
-    ) -> (*mut u8, Vec<usize>, Vec<usize>) {
+        let write = used == BlockUse::Write;
         let bytes: Vec<usize> = blocks.iter().map(Typed::bytes).collect();
         let direct: Option<Vec<*mut u8>> = blocks.iter().map(Typed::direct).collect();
-        if let (Some(at), false) = (direct, force_copy) {
+        if let (Some(at), false) = (direct, used == BlockUse::Snapshot) {
             let base = at.iter().copied().min().unwrap_or(std::ptr::null_mut());
             let offs = at.iter().map(|&p| p as usize - base as usize).collect();
             return (base, bytes, offs);
@@ -1881,9 +1866,7 @@ pub(crate) type WSide = (
     *const MPI_Datatype,
 );
 
-/// Per-block datatypes at byte displacements: the user's memory when every
-/// block is contiguous (and not a [`BlockUse::Snapshot`]), else packed into
-/// one staging buffer (see [`Stage::typed_blocks`]).
+/// Per-block datatypes at byte displacements (see [`Stage::typed_blocks`]).
 ///
 /// # Safety
 /// The arrays hold `n` entries; the buffer holds every block (MPI contract).
@@ -1911,10 +1894,7 @@ pub(crate) unsafe fn w_blocks(
         let base = (buf as *mut u8).wrapping_offset(d[i]);
         blocks.push(datatype::typed(comm, base.cast(), c[i] as c_int, dt)?);
     }
-    Ok(match used {
-        BlockUse::Snapshot => st.typed_blocks_copy(blocks),
-        u => st.typed_blocks(blocks, u == BlockUse::Write),
-    })
+    Ok(st.typed_blocks(blocks, used))
 }
 
 pub(crate) fn alltoallw(

@@ -74,20 +74,17 @@ pub(crate) fn alloc_pages(n: usize, align: usize) -> *mut c_void {
 }
 
 /// Memory for `MPI_Alloc_mem`: huge pages from [`HUGE_PAGE`] on (see
-/// [`alloc_pages`]), else plain. Null if out of memory.
+/// [`alloc_pages`]), else aligned as malloc's; at least one byte, so that
+/// a valid pointer comes back. Null if out of memory.
 fn alloc_mem(n: usize) -> *mut c_void {
-    if n >= HUGE_PAGE {
-        return alloc_pages(n, HUGE_PAGE);
-    }
-    // SAFETY: plain allocation; at least one byte so that a valid pointer comes back.
-    unsafe { libc::malloc(n.max(1)) }
+    alloc_pages(n.max(1), 16)
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Free_mem(base: *mut c_void) -> c_int {
     call_local("MPI_Free_mem", || {
-        // SAFETY: `base` came from MPI_Alloc_mem (malloc or posix_memalign,
-        // both released by free) or is NULL.
+        // SAFETY: `base` came from MPI_Alloc_mem (posix_memalign, released
+        // by free) or is NULL.
         unsafe { libc::free(base) };
         Ok(())
     })

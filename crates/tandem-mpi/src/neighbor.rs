@@ -14,7 +14,7 @@ use tandem::ErrorClass;
 
 use crate::abi::*;
 use crate::args;
-use crate::coll::{counts, displs, run, Stage};
+use crate::coll::{counts, displs, run, BlockUse, Stage};
 use crate::datatype::{self, Typed};
 use crate::persistent_coll::init;
 use crate::state::{call, Fail, State};
@@ -41,16 +41,19 @@ fn exchange(
     let (rslots, sslots, nin, nout) = neighbourhood(s, comm, id)?;
     let mut st = Stage::default();
     let b = recv(nin)?;
-    let (recv, rcounts, rdispls) =
-        st.typed_blocks(rslots.iter().map(|&(_, k)| b[k].clone()).collect(), true);
+    let (recv, rcounts, rdispls) = st.typed_blocks(
+        rslots.iter().map(|&(_, k)| b[k].clone()).collect(),
+        BlockUse::Write,
+    );
     let (send, scounts, sdispls) = match send(nout)? {
         Sends::Same(t) => {
             let p = st.input(&t) as *mut u8;
             (p, vec![t.bytes(); sslots.len()], vec![0; sslots.len()])
         }
-        Sends::PerSlot(b) => {
-            st.typed_blocks(sslots.iter().map(|&(_, k)| b[k].clone()).collect(), false)
-        }
+        Sends::PerSlot(b) => st.typed_blocks(
+            sslots.iter().map(|&(_, k)| b[k].clone()).collect(),
+            BlockUse::Read,
+        ),
     };
     let c = CollCall::Neighbor {
         sources: rslots.iter().map(|x| x.0).collect(),

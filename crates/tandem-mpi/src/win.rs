@@ -686,17 +686,17 @@ fn target_runs(
             .wrapping_add((disp as u64).wrapping_mul(tg.disp_unit))
     };
     let mut runs: Vec<(u64, usize)> = Vec::new();
-    match layout.blocks.as_slice() {
-        // Elements whose one block fills their extent (a predefined type,
-        // a contiguous one) make one run, found without a look at each
-        // element (1.4 ms for a put of 1 MiB as MPI_BYTE, a loop of a
-        // million turns, before).
-        [b] if b.len as isize == layout.extent => {
-            if count > 0 {
-                runs.push((start.wrapping_add(b.off as i64 as u64), b.len * count));
+    match layout.contiguous_at() {
+        // Elements without gaps (a predefined type, a contiguous one) make
+        // one run, found without a look at each element (1.4 ms for a put
+        // of 1 MiB as MPI_BYTE, a loop of a million turns, before).
+        Some(off) => {
+            let len = layout.size * count;
+            if len > 0 {
+                runs.push((start.wrapping_add(off as i64 as u64), len));
             }
         }
-        _ => push_element_runs(&mut runs, start, count, layout),
+        None => push_element_runs(&mut runs, start, count, layout),
     }
     if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
         let end = tg.base + tg.size;

@@ -907,7 +907,7 @@ impl Remote {
             },
             FrameKind::Acc => {
                 let data = data.ok_or("accumulate without its payload")?;
-                let fetch = h.tag & (ACC_FETCH | ACC_CAS) != 0;
+                let fetch = answers_with_old(h.tag);
                 match self.apply_acc(h, &data) {
                     Ok(old) if fetch => {
                         let o = self.reply(peer, h.sreq, old);
@@ -964,7 +964,7 @@ impl Remote {
         // business, as for any one-sided target memory.
         let target = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, n) };
         // Only the fetching forms answer with the previous contents.
-        let old = if h.tag & (ACC_FETCH | ACC_CAS) != 0 {
+        let old = if answers_with_old(h.tag) {
             self.snapshot(target)
         } else {
             Vec::new()
@@ -1076,7 +1076,7 @@ impl Remote {
                 self.finish(h.sreq, r.err().map(|c| refused(c, me)));
             }
             FrameKind::Acc => {
-                let fetch = h.tag & (ACC_FETCH | ACC_CAS) != 0;
+                let fetch = answers_with_old(h.tag);
                 let r = self.apply_acc(h, data);
                 if let (true, Ok(old), Some((dest, len))) =
                     (fetch, &r, self.ops.get(&h.sreq).and_then(|p| p.dest))
@@ -1094,6 +1094,12 @@ impl Remote {
         }
         Ok(())
     }
+}
+
+/// Whether an accumulate's tag asks for the previous contents back
+/// (fetching forms and compare-and-swap).
+fn answers_with_old(tag: i32) -> bool {
+    tag & (ACC_FETCH | ACC_CAS) != 0
 }
 
 /// Reply buffers kept: at most so many bytes and buffers, none smaller than
