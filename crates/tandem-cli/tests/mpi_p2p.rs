@@ -96,6 +96,11 @@ pass_tests! {
     rma_large_np3_tcp: "rma_large", 3, "--set", "transports=tcp";
     rma_request_np2: "rma_request", 2;
     rma_request_np3: "rma_request", 3;
+    // Windows from MPI_Win_allocate between ranks of one host are shared
+    // memory, operated on directly: these go through the engine instead.
+    rma_scattered_np3_engine: "rma_scattered", 3, "--set", "rma_direct=0";
+    rma_request_np2_engine: "rma_request", 2, "--set", "rma_direct=0";
+    rma_self_progress_np3_engine: "rma_self_progress", 3, "--set", "rma_direct=0";
     // A target polling its own window serves the others' operations.
     rma_self_progress_np3: "rma_self_progress", 3;
     rma_self_progress_np4: "rma_self_progress", 4;
@@ -348,6 +353,54 @@ fn rwapi_direct_writes_need_no_target_call() {
         let outcome = run(2, opts, &prog, args, JOB_TIMEOUT);
         assert_pass(&outcome, "rwapi_direct");
     }
+}
+
+/// MPI windows whose ranks share a host (MPI_Win_allocate and
+/// MPI_Win_allocate_shared): locks, accumulates, compare-and-swap and
+/// fetch-and-op from every rank at once stay exclusive and atomic, and
+/// operate while the target makes no call at all. Through the engine
+/// (`rma_direct=0`, TCP) the same program checks the same counts with
+/// the target driving progress.
+#[test]
+fn rma_direct_operations_need_no_target_call() {
+    let prog = compile("rma_direct");
+    let configs: &[(u32, &[&str], &[&str])] = &[
+        (3, &[], &["nocalls"]),
+        (4, &[], &["nocalls", "shared"]),
+        // More ranks than cores: lock and mutex holders get descheduled.
+        (6, &[], &["nocalls"]),
+        (3, &["--set", "progress=thread"], &["nocalls"]),
+        (3, &["--set", "rma_direct=0"], &[]),
+        (2, &["--set", "rma_direct=0"], &["shared"]),
+        (3, &["--set", "transports=tcp"], &[]),
+    ];
+    for (np, opts, args) in configs {
+        eprintln!(
+            "rma_direct on {np} ranks, launcher options [{}] {args:?}",
+            opts.join(" ")
+        );
+        let outcome = run(*np, opts, &prog, args, JOB_TIMEOUT);
+        assert_pass(&outcome, "rma_direct");
+    }
+}
+
+/// The check above has teeth: through the engine, a target that makes no
+/// call grants no lock and applies nothing.
+#[test]
+fn rma_engine_operations_wait_for_the_target() {
+    let prog = compile("rma_direct");
+    let outcome = run(
+        3,
+        &["--set", "rma_direct=0"],
+        &prog,
+        &["nocalls=2"],
+        JOB_TIMEOUT,
+    );
+    assert!(
+        !outcome.stdout.contains("PASS") && outcome.stderr.contains("without calls"),
+        "{}",
+        outcome.describe()
+    );
 }
 
 /// The check above has teeth: through the engine, a target that makes no

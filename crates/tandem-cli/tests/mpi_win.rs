@@ -1,7 +1,8 @@
 //! Shared-memory windows end to end: the self-checking C program
 //! `win_shared.c` built with `tandem cc` and run with `tandem run` on
 //! several job sizes, over TCP (the window's memory is shared by the
-//! host's ranks whatever the transport) and with the progress thread.
+//! host's ranks whatever the transport), with the progress thread, and
+//! with one-sided operations through the engine (`rma_direct=0`).
 
 mod common;
 
@@ -32,4 +33,6 @@ pass_tests! {
     // The helper thread applies the one-sided operations while ranks load
     // and store.
     win_shared_np3_thread: "win_shared", 3, "--set", "progress=thread";
+    // Operations through the engine, not loads and stores.
+    win_shared_np3_engine: "win_shared", 3, "--set", "rma_direct=0";
 }

@@ -19,9 +19,14 @@
 //! * Lock requests are queued at the target by its progress engine and
 //!   granted in order (shared ones together); `MPI_Win_lock` returns once
 //!   granted.
+//! * Windows whose memory every member maps (MPI_Win_allocate_shared, and
+//!   MPI_Win_allocate when every member is on this host) skip all of this:
+//!   operations are loads and stores, locks and accumulates words in that
+//!   memory ([`direct`]).
 
 use std::alloc::Layout as AllocLayout;
 use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use tandem::datatype::{Layout, Prim};
@@ -35,6 +40,8 @@ use crate::args::{self, put};
 use crate::datatype::{self, Typed};
 use crate::state::{call, call_with, Fail, Outcome, State};
 use crate::{errhandler, group, info, ops, request};
+
+mod direct;
 
 /// First handle value of windows.
 const WIN_BASE: usize = 0x30000;
@@ -53,27 +60,57 @@ struct Target {
     disp_unit: u64,
 }
 
-/// A shared-memory window's memory: one memory file holding every
-/// member's segment, mapped by every member (at its own address).
+/// Bytes of each member's lock words at the start of a shared window's
+/// file: its reader-writer word, and a line further its accumulate mutex
+/// (apart, so that accumulates do not take the line lock waiters poll).
+const CTRL_STRIDE: usize = 128;
+const MUTEX_AT: usize = 64;
+
+/// A shared window's memory: one memory file holding every member's lock
+/// words and segment, mapped by every member (at its own address).
 struct Shared {
-    /// `None` when every member asked for 0 bytes.
-    map: Option<SharedMapping>,
+    map: SharedMapping,
     /// Each member's segment: where it starts in the file, and its size.
     segments: Vec<(usize, usize)>,
+    /// One-sided operations are loads and stores into this memory
+    /// ([`direct`]); otherwise they go through the engine.
+    direct: bool,
 }
 
 impl Shared {
     /// This process's address of `rank`'s segment; null for an empty one
     /// (as MPICH does: a program may test for it).
     fn address(&self, rank: usize) -> *mut c_void {
-        match (&self.map, self.segments[rank]) {
-            (Some(m), (offset, size)) if size > 0 => {
-                // SAFETY: non-empty segments lie within the mapping, laid
-                // out when it was made.
-                unsafe { m.base().add(offset) }.cast()
-            }
+        match self.segments[rank] {
+            (_, size) if size > 0 => self.start(rank).cast(),
             _ => std::ptr::null_mut(),
         }
+    }
+
+    /// Where `rank`'s segment starts in this process, even an empty one.
+    fn start(&self, rank: usize) -> *mut u8 {
+        // SAFETY: every segment starts within the mapping or at its end,
+        // laid out when it was made.
+        unsafe { self.map.base().add(self.segments[rank].0) }
+    }
+
+    /// `rank`'s reader-writer lock word.
+    fn lock_word(&self, rank: usize) -> &AtomicU64 {
+        self.word(rank * CTRL_STRIDE)
+    }
+
+    /// `rank`'s accumulate mutex word.
+    fn mutex_word(&self, rank: usize) -> &AtomicU64 {
+        self.word(rank * CTRL_STRIDE + MUTEX_AT)
+    }
+
+    fn word(&self, at: usize) -> &AtomicU64 {
+        debug_assert!(at + 8 <= self.segments.first().map_or(0, |s| s.0));
+        // SAFETY: the control area lies before the first segment, inside
+        // the mapping, page-aligned at its start, so `at` (a multiple of 64)
+        // is 8-byte aligned; the words are only ever used atomically, by
+        // every process mapping the file.
+        unsafe { &*self.map.base().add(at).cast::<AtomicU64>() }
     }
 }
 
@@ -95,6 +132,10 @@ enum LockHeld {
     No,
     /// Granted by the target.
     Yes,
+    /// Taken in the window's shared memory ([`direct::lock`]).
+    Word {
+        exclusive: bool,
+    },
     /// Under MPI_MODE_NOCHECK: no lock was asked for.
     NoCheck,
 }
@@ -364,30 +405,9 @@ unsafe fn win_allocate(
         args::out_ptr(comm, win, "win")?;
         args::out_ptr(comm, baseptr, "baseptr")?;
         check_size_disp(size, disp_unit)?;
-        let layout = AllocLayout::from_size_align((size as usize).max(1), ALLOC_ALIGN)
-            .map_err(|_| win_fail(ErrorClass::Size, "window size too large"))?;
-        // SAFETY: the layout has a non-zero size.
-        let mem = unsafe { std::alloc::alloc_zeroed(layout) };
-        if mem.is_null() {
-            return Err(win_fail(ErrorClass::NoMem, "cannot allocate the window"));
-        }
-        let h = create(
-            s,
-            mem,
-            size as usize,
-            disp_unit as usize,
-            comm,
-            MPI_WIN_FLAVOR_ALLOCATE,
-            Some((mem as usize, layout)),
-        );
-        let h = match h {
-            Ok(h) => h,
-            Err(f) => {
-                // SAFETY: allocated above with this layout, never exposed.
-                unsafe { std::alloc::dealloc(mem, layout) };
-                return Err(f);
-            }
-        };
+        let cid = args::intra_comm(s, comm)?;
+        let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
+        let (h, mem) = allocate_on(s, wcomm, comm, size as usize, disp_unit as usize)?;
         // SAFETY: checked non-null; baseptr points to a `void *` (MPI).
         unsafe {
             put(baseptr.cast::<*mut c_void>(), mem.cast());
@@ -395,6 +415,89 @@ unsafe fn win_allocate(
         }
         Ok(())
     })
+}
+
+/// Whether this member of `wcomm` reaches every other one through shared
+/// memory, so that a window's operations could be loads and stores.
+fn all_on_shm(s: &mut State, wcomm: CommId) -> Result<bool, Fail> {
+    let me = s.rt.rank();
+    let group = s.rt.comm(wcomm).map_err(engine_fail)?.group.clone();
+    let p2p = s.rt.p2p();
+    Ok(group.iter().all(|&p| p == me || p2p.is_shm_peer(p)))
+}
+
+/// MPI_Win_allocate's window on `wcomm`: in shared memory when every
+/// member is on this host (and `rma_direct` allows), so that operations
+/// are loads and stores; else in private memory, reached through the
+/// engine. The window and its memory; on failure `wcomm` is freed.
+fn allocate_on(
+    s: &mut State,
+    wcomm: CommId,
+    comm: MPI_Comm,
+    size: usize,
+    disp_unit: usize,
+) -> Result<(MPI_Win, *mut u8), Fail> {
+    let freeing = |s: &mut State, f: Fail| {
+        let _ = s.rt.comm_free(wcomm);
+        f
+    };
+    let direct = match all_on_shm(s, wcomm) {
+        Ok(all) => all && s.rt.settings().bool("rma_direct"),
+        Err(f) => return Err(freeing(s, f)),
+    };
+    // Segments on their own pages: no false sharing between members.
+    let shared = share_memory(s, wcomm, size, true, direct, Sharing::ForDirect)
+        .map_err(|f| freeing(s, f))?;
+    if let Some(shared) = shared {
+        let me = s.rt.comm(wcomm).map_err(engine_fail)?.rank as usize;
+        let mem = shared.start(me);
+        let h = create_on(
+            s,
+            wcomm,
+            comm,
+            mem,
+            size,
+            disp_unit,
+            MPI_WIN_FLAVOR_ALLOCATE,
+            None,
+            Some(shared),
+        )?;
+        return Ok((h, mem));
+    }
+    let Ok(layout) = AllocLayout::from_size_align(size.max(1), ALLOC_ALIGN) else {
+        return Err(freeing(
+            s,
+            win_fail(ErrorClass::Size, "window size too large"),
+        ));
+    };
+    // SAFETY: the layout has a non-zero size.
+    let mem = unsafe { std::alloc::alloc_zeroed(layout) };
+    if mem.is_null() {
+        return Err(freeing(
+            s,
+            win_fail(ErrorClass::NoMem, "cannot allocate the window"),
+        ));
+    }
+    // create_on frees `wcomm` when it fails.
+    let h = create_on(
+        s,
+        wcomm,
+        comm,
+        mem,
+        size,
+        disp_unit,
+        MPI_WIN_FLAVOR_ALLOCATE,
+        Some((mem as usize, layout)),
+        None,
+    );
+    match h {
+        Ok(h) => Ok((h, mem)),
+        Err(f) => {
+            // SAFETY: allocated above with this layout, never exposed.
+            unsafe { std::alloc::dealloc(mem, layout) };
+            Err(f)
+        }
+    }
 }
 
 #[no_mangle]
@@ -519,6 +622,10 @@ fn wait_serving(s: &mut State, mut ready: impl FnMut(&P2p) -> bool) {
 /// at their targets, then finishes reads into packed buffers.
 fn complete_ops(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<(), Fail> {
     let i = index(win).expect("validated window");
+    if s.wins[i].as_ref().is_some_and(direct::is_direct) {
+        direct::complete();
+        return Ok(());
+    }
     let (mut ids, targets): (Vec<OpId>, Vec<u32>) = {
         let w = s.wins[i].as_ref().expect("validated window");
         let ids = w
@@ -980,6 +1087,9 @@ fn put_op(
         return Ok(());
     };
     let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
+    if let Some(r) = direct::reach(get(s, win)?, a.target) {
+        return direct::put(s, &a, &r, &o);
+    }
     let (data, keep) = origin_bytes(&o);
     let mut ids = Vec::new();
     for piece in pieces(&a.runs) {
@@ -1088,6 +1198,9 @@ fn get_op(
         return Ok(());
     };
     let o = origin_typed(&a, origin_addr, origin_count, origin_datatype)?;
+    if let Some(r) = direct::reach(get(s, win)?, a.target) {
+        return direct::get_into(s, &a, &r, &o);
+    }
     let (dest, mut unpack) = landing(&o, a.target);
     if unpack.is_none() && read_directly(s, &a, dest) {
         return Ok(());
@@ -1215,6 +1328,20 @@ unsafe fn accumulate(
         (PredefOp::Replace | PredefOp::NoOp, Prim::Pair(_)) => Prim::Byte,
         _ => prim,
     };
+    if let Some(r) = direct::reach(get(s, win)?, a.target) {
+        let (data, _packed) = o.as_ref().map_or((std::ptr::null(), None), origin_bytes);
+        let landed = match result {
+            Some((p, c, dt)) => Some(landing(&origin_typed(&a, p, c, dt)?, a.target)),
+            None => None,
+        };
+        let fetch = landed.as_ref().map(|(p, _)| *p);
+        direct::accumulate(s, &a, &r, pop, prim, data, fetch)?;
+        if let Some((_, Some(u))) = landed {
+            // SAFETY: the result buffer was checked by `origin_typed`.
+            unsafe { u.dest.unpack(&u.data) };
+        }
+        return Ok(());
+    }
     let (data, keep) = match &o {
         Some(o) => origin_bytes(o),
         // MPI_NO_OP fetches only: the payload is ignored at the target.
@@ -1404,6 +1531,17 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
             })?;
         if origin_addr.is_null() || compare_addr.is_null() || result_addr.is_null() {
             return Err(win_fail(ErrorClass::Buffer, "NULL buffer"));
+        }
+        if let Some(r) = direct::reach(get(s, win)?, a.target) {
+            return direct::compare_and_swap(
+                s,
+                &a,
+                &r,
+                prim,
+                compare_addr.cast(),
+                origin_addr.cast(),
+                result_addr.cast(),
+            );
         }
         // SAFETY: one element each (checked non-null; MPI contract).
         let id = unsafe {
@@ -1617,6 +1755,9 @@ fn lock_one(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, assert: c_int)
         // `wait_serving`).
         s.rt.progress_once();
         LockHeld::NoCheck
+    } else if direct::is_direct(w) {
+        direct::lock(s, win, t, exclusive)?;
+        LockHeld::Word { exclusive }
     } else {
         let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
         let id =
@@ -1648,6 +1789,9 @@ fn unlock_one(s: &mut State, win: MPI_Win, t: u32) -> Outcome {
     }
     // The lock is released even when an operation failed.
     let done = complete_ops(s, win, Some(t));
+    if let LockHeld::Word { exclusive } = held {
+        direct::unlock(s, win, t, exclusive)?;
+    }
     if held == LockHeld::Yes {
         let w = get(s, win)?;
         let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
@@ -2112,27 +2256,52 @@ fn info_true(s: &State, h: MPI_Info, key: &str) -> Result<bool, Fail> {
         .any(|(k, v)| k == key && v.trim().eq_ignore_ascii_case("true")))
 }
 
+/// How [`share_memory`] is asked to share a window's memory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sharing {
+    /// MPI_Win_allocate_shared: the memory must be shared; members on
+    /// different hosts, or memory that cannot be made, are errors.
+    Required,
+    /// MPI_Win_allocate: shared only to let operations go direct, when every
+    /// member can; otherwise (other hosts, `rma_direct=0`, memory that
+    /// cannot be mapped) each member allocates its own.
+    ForDirect,
+}
+
 /// Makes the memory of a shared window on `wcomm` (collective): checks that
-/// every member is on this host, lays the segments out (contiguous unless
-/// some member asked for `noncontig`), has the first member make one memory
-/// file for them all and every member map it. All members return the same
-/// outcome.
+/// every member is on this host, lays out the lock words and the segments
+/// (contiguous unless some member asked for `noncontig`), has the first
+/// member make one memory file for them all and every member map it.
+/// `direct`: this member may do operations as loads and stores (they are
+/// direct only if every member may). All members return the same outcome;
+/// `None` when `ForDirect` sharing was not possible.
 fn share_memory(
     s: &mut State,
     wcomm: CommId,
     size: usize,
     noncontig: bool,
-) -> Result<Shared, Fail> {
+    direct: bool,
+    sharing: Sharing,
+) -> Result<Option<Shared>, Fail> {
     let c = s.rt.comm(wcomm).map_err(engine_fail)?;
     let (me, n) = (c.rank as usize, c.size() as usize);
     let all =
         s.rt.allgather_u64(
             wcomm,
-            &[crate::host::identity(), size as u64, noncontig as u64],
+            &[
+                crate::host::identity(),
+                size as u64,
+                noncontig as u64,
+                direct as u64,
+            ],
         )
         .map_err(engine_fail)?;
-    let members: Vec<&[u64]> = all.chunks_exact(3).collect();
+    let members: Vec<&[u64]> = all.chunks_exact(4).collect();
+    let direct = members.iter().all(|m| m[3] != 0);
     if let Some(r) = members.iter().position(|m| m[0] != members[0][0]) {
+        if sharing == Sharing::ForDirect {
+            return Ok(None);
+        }
         return Err(win_fail(
             ErrorClass::RmaShared,
             format!(
@@ -2141,9 +2310,17 @@ fn share_memory(
             ),
         ));
     }
+    if sharing == Sharing::ForDirect && !direct {
+        return Ok(None);
+    }
     let noncontig = members.iter().any(|m| m[2] != 0);
     let mut segments = Vec::with_capacity(n);
-    let mut end: usize = 0;
+    // The lock words come first, a page of them at least, so that segments
+    // start on a page boundary.
+    let mut end = n
+        .checked_mul(CTRL_STRIDE)
+        .and_then(|b| b.checked_next_multiple_of(NONCONTIG_ALIGN))
+        .ok_or_else(|| win_fail(ErrorClass::Size, "shared window too large"))?;
     for m in &members {
         let start = if noncontig {
             end.checked_next_multiple_of(NONCONTIG_ALIGN)
@@ -2157,12 +2334,6 @@ fn share_memory(
         };
         segments.push((start, len));
         end = next;
-    }
-    if end == 0 {
-        return Ok(Shared {
-            map: None,
-            segments,
-        });
     }
     // The first member makes the file and says where it is; the others map
     // it through /proc. Whoever fails says so in the second exchange, so
@@ -2209,19 +2380,26 @@ fn share_memory(
     // Every member has mapped the file (or failed): its descriptor can go,
     // the mappings keep the memory.
     drop(file);
-    if let Some(e) = error {
-        return Err(win_fail(
+    let failed = oks.iter().position(|&ok| ok == 0);
+    match (map, failed) {
+        (Some(map), None) => Ok(Some(Shared {
+            map,
+            segments,
+            direct,
+        })),
+        _ if sharing == Sharing::ForDirect => Ok(None),
+        (_, Some(r)) => Err(win_fail(
             ErrorClass::RmaShared,
-            format!("MPI_Win_allocate_shared: {e}"),
-        ));
+            format!(
+                "MPI_Win_allocate_shared: {}",
+                error.unwrap_or_else(|| format!("rank {r} could not map the window's memory"))
+            ),
+        )),
+        (None, None) => Err(win_fail(
+            ErrorClass::Intern,
+            "MPI_Win_allocate_shared: no mapping, and no member failed",
+        )),
     }
-    if let Some(r) = oks.iter().position(|&ok| ok == 0) {
-        return Err(win_fail(
-            ErrorClass::RmaShared,
-            format!("MPI_Win_allocate_shared: rank {r} could not map the window's memory"),
-        ));
-    }
-    Ok(Shared { map, segments })
 }
 
 unsafe fn win_allocate_shared(
@@ -2241,8 +2419,17 @@ unsafe fn win_allocate_shared(
         let noncontig = info_true(s, info_, NONCONTIG_KEY)?;
         let cid = args::intra_comm(s, comm)?;
         let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
-        let shared = match share_memory(s, wcomm, size as usize, noncontig) {
-            Ok(m) => m,
+        let direct = s.rt.settings().bool("rma_direct");
+        let shared = match share_memory(
+            s,
+            wcomm,
+            size as usize,
+            noncontig,
+            direct,
+            Sharing::Required,
+        ) {
+            Ok(Some(m)) => m,
+            Ok(None) => unreachable!("required sharing either shares or fails"),
             Err(f) => {
                 let _ = s.rt.comm_free(wcomm);
                 return Err(f);
@@ -2332,7 +2519,13 @@ fn shared_segment(s: &State, win: MPI_Win, rank: c_int) -> Result<(u64, u64, *mu
         }
     };
     let tg = w.targets[t];
-    match &w.shared {
+    // Windows from MPI_Win_allocate may share memory too (see
+    // `allocate_on`), but only for the library's own use.
+    match w
+        .shared
+        .as_ref()
+        .filter(|_| w.flavor == MPI_WIN_FLAVOR_SHARED)
+    {
         Some(sh) => Ok((tg.size, tg.disp_unit, sh.address(t))),
         None => {
             let me = s.rt.comm(w.comm).map_err(engine_fail)?.rank as usize;

@@ -57,6 +57,10 @@ pub struct Counters {
     /// the heap, a heap the kernel would not let this rank map, or
     /// `rwapi_direct=0`).
     pub rwapi_engine: u64,
+    /// MPI one-sided operations carried out as loads and stores in a
+    /// window's shared memory (members on this host; the target takes no
+    /// part).
+    pub rma_direct: u64,
     /// Blocking collectives run on shared flags (coll/shm.rs), not by
     /// messages.
     pub coll_flag_calls: u64,
@@ -72,7 +76,7 @@ pub struct Counters {
 }
 
 /// How many counters there are.
-pub const COUNTERS: usize = 27;
+pub const COUNTERS: usize = 28;
 
 impl Counters {
     /// Names and values, in a stable order.
@@ -101,6 +105,7 @@ impl Counters {
             ("prematched_writes", self.prematched_writes),
             ("rwapi_direct", self.rwapi_direct),
             ("rwapi_engine", self.rwapi_engine),
+            ("rma_direct", self.rma_direct),
             ("coll_flag_calls", self.coll_flag_calls),
             ("single_copy_reads", self.single_copy_reads),
             ("path_switches", self.path_switches),
@@ -141,6 +146,9 @@ impl Counters {
             }
             "rwapi_direct" => "RWAPI writes copied straight into a peer's mapped heap",
             "rwapi_engine" => "RWAPI writes sent through the engine",
+            "rma_direct" => {
+                "MPI one-sided operations done as loads and stores in a window's shared memory"
+            }
             "coll_flag_calls" => "blocking collectives run on shared flags, without messages",
             "single_copy_reads" => {
                 "rendezvous messages read straight from the sender's memory (process_vm_readv)"
@@ -180,6 +188,7 @@ impl Counters {
             "prematched_writes" => &mut self.prematched_writes,
             "rwapi_direct" => &mut self.rwapi_direct,
             "rwapi_engine" => &mut self.rwapi_engine,
+            "rma_direct" => &mut self.rma_direct,
             "coll_flag_calls" => &mut self.coll_flag_calls,
             "single_copy_reads" => &mut self.single_copy_reads,
             "path_switches" => &mut self.path_switches,
