@@ -154,6 +154,40 @@ pub fn layout(comm: MPI_Comm, dt: MPI_Datatype) -> Result<Arc<Layout>, Fail> {
     }
 }
 
+/// Bytes of `count` elements of `elem` bytes at `buf`, checked as
+/// [`typed`] checks a buffer of a predefined datatype.
+#[inline(always)]
+pub fn packed_len(
+    comm: MPI_Comm,
+    buf: *const c_void,
+    count: MPI_Count,
+    elem: usize,
+) -> Result<usize, Fail> {
+    let Some(len) = usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(elem))
+        .filter(|&len| len <= isize::MAX as usize)
+    else {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Count,
+            if count < 0 {
+                format!("negative count {count}")
+            } else {
+                format!("count {count} of {elem}-byte elements is more than memory holds")
+            },
+        ));
+    };
+    if len > 0 && buf.is_null() {
+        return Err(Fail::new(
+            comm,
+            ErrorClass::Buffer,
+            format!("NULL buffer for {count} elements"),
+        ));
+    }
+    Ok(len)
+}
+
 /// Bytes per element of a predefined datatype whose elements lie packed in
 /// memory, one after the other (every predefined type but the padded
 /// value-index pairs): the point-to-point fast paths move such buffers as

@@ -40,40 +40,6 @@ struct PackedRecv {
     tag: Option<i32>,
 }
 
-/// Bytes of `count` elements of `elem` bytes at `buf`, checked as
-/// [`datatype::typed`] checks a buffer of a predefined datatype.
-#[inline(always)]
-fn packed_len(
-    comm: MPI_Comm,
-    buf: *const c_void,
-    count: MPI_Count,
-    elem: usize,
-) -> Result<usize, Fail> {
-    let Some(len) = usize::try_from(count)
-        .ok()
-        .and_then(|n| n.checked_mul(elem))
-        .filter(|&len| len <= isize::MAX as usize)
-    else {
-        return Err(Fail::new(
-            comm,
-            ErrorClass::Count,
-            if count < 0 {
-                format!("negative count {count}")
-            } else {
-                format!("count {count} of {elem}-byte elements is more than memory holds")
-            },
-        ));
-    };
-    if len > 0 && buf.is_null() {
-        return Err(Fail::new(
-            comm,
-            ErrorClass::Buffer,
-            format!("NULL buffer for {count} elements"),
-        ));
-    }
-    Ok(len)
-}
-
 /// The arguments of a send when its datatype is a packed predefined one,
 /// checked in the order of [`xfer::send_args`]; `None` for any other
 /// datatype (the general path).
@@ -90,7 +56,7 @@ fn packed_send_args(
     let elem = datatype::packed_predefined(dt)?;
     let check = || {
         let id = args::comm(s, comm)?;
-        let len = packed_len(comm, buf, count, elem)?;
+        let len = datatype::packed_len(comm, buf, count, elem)?;
         let tag = args::send_tag(comm, tag)?;
         // The communicator is looked up once, for the check and the envelope.
         let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
@@ -126,7 +92,7 @@ fn packed_recv_args(
     let elem = datatype::packed_predefined(dt)?;
     let check = || {
         let id = args::comm(s, comm)?;
-        let cap = packed_len(comm, buf, count, elem)?;
+        let cap = datatype::packed_len(comm, buf, count, elem)?;
         let tag = args::recv_tag(comm, tag)?;
         let c = s.rt.comm(id).map_err(|error| Fail { comm, error })?;
         let from = match src {

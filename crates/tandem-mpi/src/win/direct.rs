@@ -22,9 +22,8 @@ use tandem::datatype::Prim;
 use tandem::ops::{self, PredefOp};
 use tandem::shm_lock::{MutexWord, RwWord};
 
-use super::{engine_fail, get, landing, origin_bytes, win_fail, Access, Win};
+use super::{engine_fail, get, landing, origin_bytes, win_fail, Access, Origin, Win};
 use crate::abi::MPI_Win;
-use crate::datatype::Typed;
 use crate::state::{Outcome, State};
 use tandem::ErrorClass;
 
@@ -50,6 +49,7 @@ impl Reach {
 }
 
 /// How `t` of window `w` is reached directly, if its operations go so.
+#[inline(always)]
 pub(super) fn reach(w: &Win, t: u32) -> Option<Reach> {
     let sh = w.shared.as_ref().filter(|sh| sh.direct)?;
     let start = sh.start(t as usize) as u64;
@@ -62,6 +62,7 @@ pub(super) fn reach(w: &Win, t: u32) -> Option<Reach> {
 }
 
 /// Whether window `w`'s operations are loads and stores.
+#[inline(always)]
 pub(super) fn is_direct(w: &Win) -> bool {
     w.shared.as_ref().is_some_and(|sh| sh.direct)
 }
@@ -71,10 +72,11 @@ fn counted(s: &mut State) {
 }
 
 /// `MPI_Put` into `a`'s runs, from origin `o` (as many bytes, checked).
-pub(super) fn put(s: &mut State, a: &Access, r: &Reach, o: &Typed) -> Outcome {
+#[inline(always)]
+pub(super) fn put(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outcome {
     let (data, _packed) = origin_bytes(o);
     let mut pos = 0;
-    for &(addr, len) in &a.runs {
+    for &(addr, len) in a.runs.iter() {
         // SAFETY: `target_runs` checked every run lies in the target's
         // segment, which this process maps; `data` holds the packed origin
         // data of `a.bytes` bytes. The origin may lie in the window itself
@@ -87,10 +89,11 @@ pub(super) fn put(s: &mut State, a: &Access, r: &Reach, o: &Typed) -> Outcome {
 }
 
 /// `MPI_Get` from `a`'s runs into origin `o`.
-pub(super) fn get_into(s: &mut State, a: &Access, r: &Reach, o: &Typed) -> Outcome {
+#[inline(always)]
+pub(super) fn get_into(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outcome {
     let (dest, unpack) = landing(o, a.target);
     let mut pos = 0;
-    for &(addr, len) in &a.runs {
+    for &(addr, len) in a.runs.iter() {
         // SAFETY: as in `put`, the other way; `dest` is the user's
         // contiguous buffer or `unpack`'s, of `a.bytes` bytes.
         unsafe { std::ptr::copy(r.at(addr), dest.add(pos), len) };
@@ -146,7 +149,7 @@ pub(super) fn accumulate(
     hold(s, &mutex)?;
     let mut pos = 0;
     let mut fail = None;
-    for &(addr, len) in &a.runs {
+    for &(addr, len) in a.runs.iter() {
         let target = r.at(addr);
         // SAFETY: runs lie in the target's mapped segment (checked by
         // `target_runs`); `fetch_to` and `data` hold `a.bytes` bytes and
