@@ -373,6 +373,7 @@ fn rma_direct_operations_need_no_target_call() {
         (3, &["--set", "rma_direct=0"], &[]),
         (2, &["--set", "rma_direct=0"], &["shared"]),
         (3, &["--set", "transports=tcp"], &[]),
+        (2, &["--set", "transports=tcp"], &["shared"]),
     ];
     for (np, opts, args) in configs {
         eprintln!(

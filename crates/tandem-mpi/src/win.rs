@@ -418,7 +418,8 @@ unsafe fn win_allocate(
 }
 
 /// Whether this member of `wcomm` reaches every other one through shared
-/// memory, so that a window's operations could be loads and stores.
+/// memory, so that a window's operations could be loads and stores (and
+/// an unlock can wake a member asleep on its lock word).
 fn all_on_shm(s: &mut State, wcomm: CommId) -> Result<bool, Fail> {
     let me = s.rt.rank();
     let group = s.rt.comm(wcomm).map_err(engine_fail)?.group.clone();
@@ -2492,7 +2493,15 @@ unsafe fn win_allocate_shared(
         let noncontig = info_true(s, info_, NONCONTIG_KEY)?;
         let cid = args::intra_comm(s, comm)?;
         let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
-        let direct = s.rt.settings().bool("rma_direct");
+        // Members reached by TCP (`transports=tcp`) could not wake a rank
+        // asleep on a lock word: their operations keep the engine.
+        let direct = match all_on_shm(s, wcomm) {
+            Ok(all) => all && s.rt.settings().bool("rma_direct"),
+            Err(f) => {
+                let _ = s.rt.comm_free(wcomm);
+                return Err(f);
+            }
+        };
         let shared = match share_memory(
             s,
             wcomm,
