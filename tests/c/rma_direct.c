@@ -16,6 +16,14 @@
  *              the values fetched from cell 0 are 0..n*ITERS-1, each once;
  *   exclusive: every rank, ITERS/4 times, under an exclusive lock of rank 0
  *              gets cell 3, adds one and puts it back: no update is lost;
+ *   pairs:     MPI_MAXLOC and MPI_MINLOC accumulates of MPI_SHORT_INT (a
+ *              short and an int with padding between) from every rank, and
+ *              a fetching one: the winner's value and rank come out;
+ *   writer:    the other ranks read 64 KiB of rank 1's window in lock_all
+ *              epochs back to back while rank 0 takes 20 exclusive locks
+ *              of rank 1, a millisecond apart: it gets them within 10 s
+ *              (a lock that let readers in while a writer waited kept it
+ *              out for seconds per lock with 8 ranks on 2 cores);
  *   range:     a put past the end of a window fails with MPI_ERR_RMA_RANGE
  *              (errors returned) and writes nothing;
  *   nocalls[=SECONDS]: the last rank polls its own cell 4 with plain loads
@@ -29,7 +37,12 @@
 
 #define NAME "rma_direct"
 #define ITERS 2000
-#define CELLS 8
+#define CELLS 10
+/* Longs of the block readers read in the writer phase, after the cells. */
+#define BLOCK 8192
+/* Exclusive locks rank 0 takes in the writer phase, and its time limit. */
+#define WRITES 20
+#define WRITER_LIMIT 10.0
 
 static int cmp_long(const void *a, const void *b)
 {
@@ -58,11 +71,12 @@ int main(int argc, char **argv)
     long *base;
     MPI_Win win;
     if (shared)
-        CHECK_MPI(MPI_Win_allocate_shared(CELLS * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD,
-                                          &base, &win));
+        CHECK_MPI(MPI_Win_allocate_shared((CELLS + BLOCK) * sizeof(long), sizeof(long), MPI_INFO_NULL,
+                                          MPI_COMM_WORLD, &base, &win));
     else
-        CHECK_MPI(MPI_Win_allocate(CELLS * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win));
-    for (int i = 0; i < CELLS; i++)
+        CHECK_MPI(MPI_Win_allocate((CELLS + BLOCK) * sizeof(long), sizeof(long), MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                                   &win));
+    for (int i = 0; i < CELLS + BLOCK; i++)
         base[i] = 0;
     base[5] = 500 + rank;
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
@@ -121,16 +135,85 @@ int main(int argc, char **argv)
     if (rank == 0)
         CHECK_EQ((long)n * (ITERS / 4), base[3], "read-modify-writes under exclusive locks");
 
+    /* pairs: rank r offers (v, r) with v = (r * 7) % n; the largest v
+     * (smallest rank on ties) wins MAXLOC, the smallest v MINLOC. */
+    typedef struct {
+        short v;
+        int i;
+    } short_int;
+    short_int *loc = (short_int *)&base[6];
+    if (rank == 0) {
+        loc[0].v = -1, loc[0].i = -1;
+        loc[1].v = 30000, loc[1].i = -1;
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    short_int mine = {(short)((rank * 7) % n), rank}, seen = {-2, -2};
+    CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, 0, 0, win));
+    CHECK_MPI(MPI_Accumulate(&mine, 1, MPI_SHORT_INT, 0, 6, 1, MPI_SHORT_INT, MPI_MAXLOC, win));
+    CHECK_MPI(MPI_Get_accumulate(&mine, 1, MPI_SHORT_INT, &seen, 1, MPI_SHORT_INT, 0, 7, 1, MPI_SHORT_INT,
+                                 MPI_MINLOC, win));
+    CHECK_MPI(MPI_Win_unlock(0, win));
+    CHECK(seen.v >= 0 && seen.v <= 30000, "MINLOC fetched (%d, %d)", seen.v, seen.i);
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+        short best = -1, least = 30000;
+        int at_best = -1, at_least = -1;
+        for (int r = 0; r < n; r++) {
+            short v = (short)((r * 7) % n);
+            if (v > best)
+                best = v, at_best = r;
+            if (v < least)
+                least = v, at_least = r;
+        }
+        CHECK(loc[0].v == best && loc[0].i == at_best, "MAXLOC (%d, %d), not (%d, %d)", loc[0].v, loc[0].i, best,
+              at_best);
+        CHECK(loc[1].v == least && loc[1].i == at_least, "MINLOC (%d, %d), not (%d, %d)", loc[1].v, loc[1].i, least,
+              at_least);
+    }
+
+    /* writer: cell 8 of rank `wt` says when the readers may stop. */
+    int wt = n > 2 ? 1 : 0;
+    if (rank == 0) {
+        double t0 = MPI_Wtime();
+        long v;
+        for (int i = 0; i < WRITES; i++) {
+            tc_sleep_ms(1);
+            v = i;
+            CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, wt, 0, win));
+            CHECK_MPI(MPI_Put(&v, 1, MPI_LONG, wt, CELLS, 1, MPI_LONG, win));
+            CHECK_MPI(MPI_Win_unlock(wt, win));
+        }
+        double took = MPI_Wtime() - t0;
+        CHECK(took < WRITER_LIMIT, "%d exclusive locks took %.1f s while readers kept reading", WRITES, took);
+        v = 1;
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, wt, 0, win));
+        CHECK_MPI(MPI_Put(&v, 1, MPI_LONG, wt, 8, 1, MPI_LONG, win));
+        CHECK_MPI(MPI_Win_unlock(wt, win));
+    } else {
+        long *block = malloc(BLOCK * sizeof(long)), stop = 0;
+        CHECK(block != NULL, "malloc");
+        double t0 = MPI_Wtime();
+        while (!stop) {
+            CHECK_MPI(MPI_Win_lock_all(0, win));
+            CHECK_MPI(MPI_Get(block, BLOCK, MPI_LONG, wt, CELLS, BLOCK, MPI_LONG, win));
+            CHECK_MPI(MPI_Get(&stop, 1, MPI_LONG, wt, 8, 1, MPI_LONG, win));
+            CHECK_MPI(MPI_Win_unlock_all(win));
+            tc_deadline(t0, 2 * WRITER_LIMIT, "readers waiting for the writer");
+        }
+        free(block);
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+
     /* range */
     CHECK_MPI(MPI_Win_set_errhandler(win, MPI_ERRORS_RETURN));
     long pair[2] = {-7, -7};
     CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, last, 0, win));
-    int rc = MPI_Put(pair, 2, MPI_LONG, last, CELLS - 1, 2, MPI_LONG, win);
+    int rc = MPI_Put(pair, 2, MPI_LONG, last, CELLS + BLOCK - 1, 2, MPI_LONG, win);
     tc_expect_class(rc, MPI_ERR_RMA_RANGE, "a put past the window's end");
     CHECK_MPI(MPI_Win_unlock(last, win));
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == last)
-        CHECK_EQ(0, base[CELLS - 1], "the last cell after a refused put");
+        CHECK_EQ(0, base[CELLS + BLOCK - 1], "the last cell after a refused put");
     CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
 
     /* nocalls */

@@ -356,9 +356,10 @@ fn rwapi_direct_writes_need_no_target_call() {
 }
 
 /// MPI windows whose ranks share a host (MPI_Win_allocate and
-/// MPI_Win_allocate_shared): locks, accumulates, compare-and-swap and
-/// fetch-and-op from every rank at once stay exclusive and atomic, and
-/// operate while the target makes no call at all. Through the engine
+/// MPI_Win_allocate_shared): locks, accumulates (MAXLOC of a padded pair
+/// type too), compare-and-swap and fetch-and-op from every rank at once
+/// stay exclusive and atomic, a writer gets its locks while readers keep
+/// reading, and all of it works while the target makes no call at all. Through the engine
 /// (`rma_direct=0`, TCP) the same program checks the same counts with
 /// the target driving progress.
 #[test]
@@ -367,8 +368,9 @@ fn rma_direct_operations_need_no_target_call() {
     let configs: &[(u32, &[&str], &[&str])] = &[
         (3, &[], &["nocalls"]),
         (4, &[], &["nocalls", "shared"]),
-        // More ranks than cores: lock and mutex holders get descheduled.
-        (6, &[], &["nocalls"]),
+        // More ranks than cores: lock and mutex holders get descheduled,
+        // and seven readers must not keep a writer out.
+        (8, &[], &["nocalls"]),
         (3, &["--set", "progress=thread"], &["nocalls"]),
         (3, &["--set", "rma_direct=0"], &[]),
         (2, &["--set", "rma_direct=0"], &["shared"]),

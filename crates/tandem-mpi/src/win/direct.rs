@@ -75,15 +75,13 @@ fn counted(s: &mut State) {
 #[inline(always)]
 pub(super) fn put(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outcome {
     let (data, _packed) = origin_bytes(o);
-    let mut pos = 0;
-    for &(addr, len) in a.runs.iter() {
-        // SAFETY: `target_runs` checked every run lies in the target's
-        // segment, which this process maps; `data` holds the packed origin
-        // data of `a.bytes` bytes. The origin may lie in the window itself
-        // (a program may put from its own segment), hence `copy`.
-        unsafe { std::ptr::copy(data.add(pos), r.at(addr), len) };
-        pos += len;
-    }
+    // SAFETY: `target_runs` checked every run lies in the target's
+    // segment, which this process maps; `data` holds the packed origin
+    // data of `a.bytes` bytes. The origin may lie in the window itself (a
+    // program may put from its own segment), hence `copy`.
+    each_run(a, r, |pos, target, len| unsafe {
+        std::ptr::copy(data.add(pos), target, len)
+    });
     counted(s);
     Ok(())
 }
@@ -92,13 +90,11 @@ pub(super) fn put(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outcome {
 #[inline(always)]
 pub(super) fn get_into(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outcome {
     let (dest, unpack) = landing(o, a.target);
-    let mut pos = 0;
-    for &(addr, len) in a.runs.iter() {
-        // SAFETY: as in `put`, the other way; `dest` is the user's
-        // contiguous buffer or `unpack`'s, of `a.bytes` bytes.
-        unsafe { std::ptr::copy(r.at(addr), dest.add(pos), len) };
-        pos += len;
-    }
+    // SAFETY: as in `put`, the other way; `dest` is the user's contiguous
+    // buffer or `unpack`'s, of `a.bytes` bytes.
+    each_run(a, r, |pos, target, len| unsafe {
+        std::ptr::copy(target, dest.add(pos), len)
+    });
     if let Some(u) = unpack {
         // SAFETY: the origin buffer was checked by `datatype::typed`.
         unsafe { u.dest.unpack(&u.data) };
@@ -121,18 +117,24 @@ pub(super) fn accumulate(
     fetch: Option<*mut u8>,
 ) -> Outcome {
     let combines = !matches!(op, PredefOp::Replace | PredefOp::NoOp);
-    if combines
+    // A pair type with padding (MPI_SHORT_INT ...) lies in runs that are
+    // not whole elements: those are gathered into whole ones, combined,
+    // and put back, all under the mutex.
+    let split = combines
         && a.runs
             .iter()
-            .any(|&(_, len)| !len.is_multiple_of(prim.size()))
-    {
-        // Through the engine the target refuses these alike: a run that is
-        // not whole elements (a pair type with padding) cannot be combined.
+            .any(|&(_, len)| !len.is_multiple_of(prim.size()));
+    if split && !a.bytes.is_multiple_of(prim.size()) {
         return Err(win_fail(
             ErrorClass::Type,
-            "accumulate of elements the target datatype splits",
+            "accumulate of a part of an element",
         ));
     }
+    let mut gathered = if split {
+        vec![0u8; a.bytes]
+    } else {
+        Vec::new()
+    };
     // Buffers inside the window's memory could overlap the target: they
     // are read, and written, through copies of their own.
     // SAFETY: `data` holds `a.bytes` bytes (the packed origin data).
@@ -147,34 +149,46 @@ pub(super) fn accumulate(
     // window, and the window outlives this call.
     let mutex = MutexWord(unsafe { &*r.mutex });
     hold(s, &mutex)?;
-    let mut pos = 0;
     let mut fail = None;
-    for &(addr, len) in a.runs.iter() {
-        let target = r.at(addr);
-        // SAFETY: runs lie in the target's mapped segment (checked by
-        // `target_runs`); `fetch_to` and `data` hold `a.bytes` bytes and
-        // do not overlap the target (copies above where they might). Other
-        // members change these bytes only under the mutex held here; the
-        // target's own stores meanwhile are the program's business, as for
-        // any one-sided target memory.
-        unsafe {
+    // SAFETY: runs lie in the target's mapped segment (checked by
+    // `target_runs`) and hold `a.bytes` bytes in all; `fetch_to` and
+    // `data` hold `a.bytes` bytes and do not overlap the target (copies
+    // above where they might), `gathered` too when split. Other members
+    // change these bytes only under the mutex held here; the target's own
+    // stores meanwhile are the program's business, as for any one-sided
+    // target memory.
+    unsafe {
+        if split {
+            each_run(a, r, |pos, target, len| {
+                std::ptr::copy_nonoverlapping(target, gathered.as_mut_ptr().add(pos), len)
+            });
             if let Some(f) = fetch_to {
-                std::ptr::copy_nonoverlapping(target, f.add(pos), len);
+                std::ptr::copy_nonoverlapping(gathered.as_ptr(), f, a.bytes);
             }
-            match op {
-                PredefOp::NoOp => {}
-                PredefOp::Replace => std::ptr::copy_nonoverlapping(data.add(pos), target, len),
-                _ => {
-                    let inp = std::slice::from_raw_parts(data.add(pos), len);
-                    let inout = std::slice::from_raw_parts_mut(target, len);
-                    if let Err(e) = ops::apply(op, prim, inp, inout) {
-                        fail = Some(e);
-                        break;
+            let inp = std::slice::from_raw_parts(data, a.bytes);
+            fail = ops::apply(op, prim, inp, &mut gathered).err();
+            if fail.is_none() {
+                each_run(a, r, |pos, target, len| {
+                    std::ptr::copy_nonoverlapping(gathered.as_ptr().add(pos), target, len)
+                });
+            }
+        } else {
+            each_run(a, r, |pos, target, len| {
+                if let Some(f) = fetch_to {
+                    std::ptr::copy_nonoverlapping(target, f.add(pos), len);
+                }
+                match op {
+                    PredefOp::NoOp => {}
+                    PredefOp::Replace => std::ptr::copy_nonoverlapping(data.add(pos), target, len),
+                    _ if fail.is_some() => {}
+                    _ => {
+                        let inp = std::slice::from_raw_parts(data.add(pos), len);
+                        let inout = std::slice::from_raw_parts_mut(target, len);
+                        fail = ops::apply(op, prim, inp, inout).err();
                     }
                 }
-            }
+            });
         }
-        pos += len;
     }
     mutex.unlock();
     if let Some(e) = fail {
@@ -186,6 +200,16 @@ pub(super) fn accumulate(
     }
     counted(s);
     Ok(())
+}
+
+/// Calls `f(pos, target, len)` for each of `a`'s runs in turn: where it
+/// starts in the packed data, where it lies in this process, its bytes.
+fn each_run(a: &Access, r: &Reach, mut f: impl FnMut(usize, *mut u8, usize)) {
+    let mut pos = 0;
+    for &(addr, len) in a.runs.iter() {
+        f(pos, r.at(addr), len);
+        pos += len;
+    }
 }
 
 /// Compare-and-swap of one element of `prim` at `a`'s only run.
@@ -303,6 +327,9 @@ pub(super) fn lock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outc
         }
         gone.is_some()
     });
+    if exclusive && gone.is_some() {
+        word.give_up();
+    }
     match gone {
         Some(p) => Err(win_fail(
             ErrorClass::ProcAborted,

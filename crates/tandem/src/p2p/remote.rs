@@ -999,19 +999,51 @@ impl Remote {
             return Err(ErrorClass::Intern);
         }
         let size = prim.size();
+        if size == 0 {
+            return Err(ErrorClass::Type);
+        }
+        // SAFETY: `check_blocks` proved every block lies inside an exposed
+        // region (this rank's own accesses to it are the application's
+        // business, as for any one-sided target).
+        let target = |b: &Strided, i: u32| unsafe {
+            std::slice::from_raw_parts_mut(b.at(i) as usize as *mut u8, b.len as usize)
+        };
+        let combines = !matches!(op, PredefOp::NoOp | PredefOp::Replace);
+        if combines
+            && blocks
+                .iter()
+                .any(|b| !(b.len as usize).is_multiple_of(size))
+        {
+            // A pair type with padding (MPI_SHORT_INT) lies in blocks that
+            // are not whole elements: they are gathered into whole ones,
+            // combined, and put back.
+            if !total.is_multiple_of(size) {
+                return Err(ErrorClass::Type);
+            }
+            let mut whole = Vec::with_capacity(total);
+            for b in &blocks {
+                for i in 0..b.count {
+                    whole.extend_from_slice(target(b, i));
+                }
+            }
+            let old = if fetch { whole.clone() } else { Vec::new() };
+            ops::apply(op, prim, data, &mut whole).map_err(|_| ErrorClass::Op)?;
+            let mut pos = 0;
+            for b in &blocks {
+                for i in 0..b.count {
+                    let t = target(b, i);
+                    t.copy_from_slice(&whole[pos..pos + t.len()]);
+                    pos += t.len();
+                }
+            }
+            return Ok(old);
+        }
         let mut old = Vec::with_capacity(if fetch { total } else { 0 });
         let mut pos = 0;
         for b in &blocks {
             let len = b.len as usize;
-            if size == 0 || !len.is_multiple_of(size) {
-                return Err(ErrorClass::Type);
-            }
             for i in 0..b.count {
-                // SAFETY: `check_blocks` proved every block lies inside an
-                // exposed region (this rank's own accesses to it are the
-                // application's business, as for any one-sided target).
-                let target =
-                    unsafe { std::slice::from_raw_parts_mut(b.at(i) as usize as *mut u8, len) };
+                let target = target(b, i);
                 if fetch {
                     old.extend_from_slice(target);
                 }
