@@ -1853,7 +1853,9 @@ fn lock_one(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, assert: c_int)
     Ok(())
 }
 
-fn unlock_one(s: &mut State, win: MPI_Win, t: u32) -> Outcome {
+/// Gives back the lock of `t`; `wake`: members asleep on a lock word look
+/// again (MPI_Win_unlock_all wakes them once, after the last).
+fn unlock_one(s: &mut State, win: MPI_Win, t: u32, wake: bool) -> Outcome {
     let held = get(s, win)?.locks[t as usize];
     if held == LockHeld::No {
         return Err(win_fail(
@@ -1864,7 +1866,7 @@ fn unlock_one(s: &mut State, win: MPI_Win, t: u32) -> Outcome {
     // The lock is released even when an operation failed.
     let done = complete_ops(s, win, Some(t));
     if let LockHeld::Word { exclusive } = held {
-        direct::unlock(s, win, t, exclusive)?;
+        direct::unlock(s, win, t, exclusive, wake)?;
     }
     if held == LockHeld::Yes {
         let w = get(s, win)?;
@@ -1937,7 +1939,7 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
                 "MPI_Win_unlock inside MPI_Win_lock_all",
             ));
         }
-        unlock_one(s, win, t)
+        unlock_one(s, win, t, true)
     })
 }
 
@@ -1975,8 +1977,9 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
                 "MPI_Win_unlock_all without MPI_Win_lock_all",
             ));
         }
-        for t in 0..w.targets.len() as u32 {
-            unlock_one(s, win, t)?;
+        let n = w.targets.len() as u32;
+        for t in 0..n {
+            unlock_one(s, win, t, t + 1 == n)?;
         }
         get_mut(s, win)?.lock_all = false;
         Ok(())

@@ -292,7 +292,6 @@ pub(super) fn lock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outc
         .as_ref()
         .expect("a direct window shares its memory");
     let word: *const AtomicU64 = sh.lock_word(t as usize);
-    let members = w.group.clone();
     let me = s.rt.rank();
     // SAFETY: the word lies in the window's mapping, which outlives this
     // call (only MPI_Win_free drops it).
@@ -307,6 +306,7 @@ pub(super) fn lock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outc
     if attempt(&word) {
         return Ok(());
     }
+    let members = get(s, win)?.group.clone();
     let (mut held, mut gone) = (false, None);
     let mut polls: u32 = 0;
     // The condition may be asked again after it held once: the lock is
@@ -339,8 +339,9 @@ pub(super) fn lock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outc
     }
 }
 
-/// Gives target `t`'s lock back; members asleep in a wait look again.
-pub(super) fn unlock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outcome {
+/// Gives target `t`'s lock back; with `wake`, members asleep in a wait
+/// look again.
+pub(super) fn unlock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, wake: bool) -> Outcome {
     let w = get(s, win)?;
     let sh = w
         .shared
@@ -352,8 +353,10 @@ pub(super) fn unlock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Ou
     } else {
         word.release_shared();
     }
-    let members = w.group.clone();
-    s.rt.p2p().wake_peers(&members);
+    if wake {
+        let members = w.group.clone();
+        s.rt.p2p().wake_peers(&members);
+    }
     Ok(())
 }
 
