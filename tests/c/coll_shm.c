@@ -1,9 +1,10 @@
 /*
  * coll_shm.c - small blocking collectives among ranks of one host, which
  * Tandem runs on shared flags (coll_shm_max): results checked call by
- * call (barrier, broadcast, reduce, allreduce, gather, allgather, scatter,
- * all-to-all) while members run ahead of each other, across the size limit,
- * in place, with a non-commutative operation, beside a non-blocking
+ * call (barrier, broadcast, reduce, allreduce, gather, allgather and
+ * allgatherv, scatter, all-to-all) while members run ahead of each other,
+ * across the size limit, in place, with a non-commutative operation,
+ * beside a non-blocking
  * collective in flight, on sub-communicators made and freed in a loop,
  * and with counts that disagree. Any MPI runs it; the first failed check
  * (tests/c/check.h) names itself and ends the job; "PASS coll_shm" at the
@@ -124,7 +125,7 @@ static int val(int from, int to, int k, int i)
     return from * 1000003 + to * 1009 + k * 7 + i;
 }
 
-/* Allgather, gather, scatter and all-to-all of `count` ints per block,
+/* Allgather(v), gather, scatter and all-to-all of `count` ints per block,
  * in place and not, roots in turn, members napping now and then. */
 static void blocks(MPI_Comm comm, int count, int iters)
 {
@@ -150,6 +151,32 @@ static void blocks(MPI_Comm comm, int count, int iters)
                     j = n;
                     break;
                 }
+        /* allgatherv: rank j's block of cnt[j] ints (counts differ), the
+         * blocks in reverse rank order with one untouched int after each */
+        int *cnt = malloc(sizeof(int) * n), *dsp = malloc(sizeof(int) * n), total = 0;
+        for (int j = n - 1; j >= 0; j--) {
+            cnt[j] = j % 2 ? count : (count + 1) / 2 + j;
+            dsp[j] = total;
+            total += cnt[j] + 1;
+        }
+        int *vb = malloc(sizeof(int) * total);
+        for (int k = 0; k < total; k++)
+            vb[k] = -1;
+        for (int k = 0; k < cnt[r]; k++)
+            (inplace ? vb + dsp[r] : sb)[k] = val(r, 4, k, i);
+        MPI_Allgatherv(inplace ? MPI_IN_PLACE : sb, cnt[r], MPI_INT, vb, cnt, dsp, MPI_INT, comm);
+        for (int j = 0; j < n; j++) {
+            for (int k = 0; k < cnt[j]; k++)
+                if (vb[dsp[j] + k] != val(j, 4, k, i)) {
+                    CHECK(0, "allgatherv of %d ints from %d, call %d: element %d is %d", cnt[j], j, i, k,
+                          vb[dsp[j] + k]);
+                    break;
+                }
+            CHECK(vb[dsp[j] + cnt[j]] == -1, "allgatherv, call %d: the int after block %d was written", i, j);
+        }
+        free(cnt);
+        free(dsp);
+        free(vb);
         /* gather to root */
         for (int k = 0; k < count * n; k++)
             rb[k] = -1;

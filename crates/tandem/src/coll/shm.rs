@@ -15,9 +15,10 @@
 //! * broadcast and scatter: the root copies the data (scatter: every
 //!   block) into its buffer and publishes; the others publish (they took
 //!   part) and copy out theirs once the root's number shows it.
-//! * allgather, gather and all-to-all: every member publishes its block
-//!   (all-to-all: its whole row); each reads its blocks from the others'
-//!   buffers (gather: only the root waits and reads).
+//! * allgather (and allgatherv, whose counts every member knows), gather
+//!   and all-to-all: every member publishes its block (all-to-all: its
+//!   whole row); each reads its blocks from the others' buffers (gather:
+//!   only the root waits and reads).
 //!
 //! A slot's buffers serve calls in turn ([`BUFFERS`] of them); before
 //! writing one a member waits until every member has reached the call
@@ -153,6 +154,14 @@ impl Runtime {
             CollCall::Allreduce { len, .. } => (OpKind::Allreduce, len),
             CollCall::Gather { len, .. } => (OpKind::Gather, len),
             CollCall::Allgather { len, .. } => (OpKind::Allgather, len),
+            // Every member knows every count, so all decide alike.
+            CollCall::Allgatherv {
+                ref counts,
+                ref displs,
+                ..
+            } if counts.len() == n && displs.len() == n => {
+                (OpKind::Allgatherv, counts.iter().copied().max()?)
+            }
             CollCall::Scatter { len, .. } => (OpKind::Scatter, len.checked_mul(n)?),
             CollCall::Alltoall { len, .. } => (OpKind::Alltoall, len.checked_mul(n)?),
             _ => return None,
@@ -337,6 +346,38 @@ impl Runtime {
                     own_block(v, send, recv, len);
                     gather_parts(v, seq, recv, len, 0, len)
                 }
+            }
+            CollCall::Allgatherv {
+                send,
+                recv,
+                ref counts,
+                ref displs,
+            } => {
+                let me = v.me as usize;
+                // In place, this member's block of `recv` is its part.
+                let input = send.unwrap_or(recv.wrapping_add(displs[me]).cast_const());
+                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
+                self.shm_publish(v, seq, world, Some((input, counts[me])));
+                self.shm_wait(v, seq, world, all)?;
+                if let Some(send) = send {
+                    // SAFETY: `send` holds counts[me] bytes and `recv` that
+                    // many at displs[me] (the caller's promise), apart.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(send, recv.add(displs[me]), counts[me])
+                    };
+                }
+                for i in (0..v.n).filter(|&i| i != v.me) {
+                    let (len, at) = (counts[i as usize], displs[i as usize]);
+                    // SAFETY: every part is published.
+                    let part = unsafe { read(v, i, seq) };
+                    disagree(i, part.len, len)?;
+                    // SAFETY: `recv` holds `len` bytes at `at` (the
+                    // caller's promise); the part holds as many.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(part.bytes.as_ptr(), recv.add(at), len)
+                    };
+                }
+                Ok(())
             }
             CollCall::Gather {
                 send,
