@@ -449,36 +449,29 @@ fn allocate_on(
     // Segments on their own pages: no false sharing between members.
     let shared = share_memory(s, wcomm, size, true, direct, Sharing::ForDirect)
         .map_err(|f| freeing(s, f))?;
-    if let Some(shared) = shared {
-        let me = s.rt.comm(wcomm).map_err(engine_fail)?.rank as usize;
-        let mem = shared.start(me);
-        let h = create_on(
-            s,
-            wcomm,
-            comm,
-            mem,
-            size,
-            disp_unit,
-            MPI_WIN_FLAVOR_ALLOCATE,
-            None,
-            Some(shared),
-        )?;
-        return Ok((h, mem));
-    }
-    let Ok(layout) = AllocLayout::from_size_align(size.max(1), ALLOC_ALIGN) else {
-        return Err(freeing(
-            s,
-            win_fail(ErrorClass::Size, "window size too large"),
-        ));
+    let (mem, owned) = match &shared {
+        Some(sh) => match s.rt.comm(wcomm) {
+            Ok(c) => (sh.start(c.rank as usize), None),
+            Err(e) => return Err(freeing(s, engine_fail(e))),
+        },
+        None => {
+            let Ok(layout) = AllocLayout::from_size_align(size.max(1), ALLOC_ALIGN) else {
+                return Err(freeing(
+                    s,
+                    win_fail(ErrorClass::Size, "window size too large"),
+                ));
+            };
+            // SAFETY: the layout has a non-zero size.
+            let mem = unsafe { std::alloc::alloc_zeroed(layout) };
+            if mem.is_null() {
+                return Err(freeing(
+                    s,
+                    win_fail(ErrorClass::NoMem, "cannot allocate the window"),
+                ));
+            }
+            (mem, Some((mem as usize, layout)))
+        }
     };
-    // SAFETY: the layout has a non-zero size.
-    let mem = unsafe { std::alloc::alloc_zeroed(layout) };
-    if mem.is_null() {
-        return Err(freeing(
-            s,
-            win_fail(ErrorClass::NoMem, "cannot allocate the window"),
-        ));
-    }
     // create_on frees `wcomm` when it fails.
     let h = create_on(
         s,
@@ -488,14 +481,16 @@ fn allocate_on(
         size,
         disp_unit,
         MPI_WIN_FLAVOR_ALLOCATE,
-        Some((mem as usize, layout)),
-        None,
+        owned,
+        shared,
     );
     match h {
         Ok(h) => Ok((h, mem)),
         Err(f) => {
-            // SAFETY: allocated above with this layout, never exposed.
-            unsafe { std::alloc::dealloc(mem, layout) };
+            if let Some((mem, layout)) = owned {
+                // SAFETY: allocated above with this layout, never exposed.
+                unsafe { std::alloc::dealloc(mem as *mut u8, layout) };
+            }
             Err(f)
         }
     }
