@@ -1,6 +1,8 @@
 //! One-sided operations as loads and stores, on windows whose memory every
 //! member maps: those of MPI_Win_allocate_shared, and those of
-//! MPI_Win_allocate when every member is on this host (`rma_direct`).
+//! MPI_Win_allocate when every member is on this host; both only when
+//! every member reaches the others through shared memory (an unlock must
+//! be able to wake a sleeping waiter) and `rma_direct` is on.
 //!
 //! * A put or get is a copy between the origin buffer and the target's
 //!   segment as this process maps it; it is complete, at origin and
@@ -10,8 +12,9 @@
 //!   a word in the shared memory, for the whole operation: every member
 //!   goes this way for such a window, so they are atomic with respect to
 //!   each other, as MPI requires.
-//! * `MPI_Win_lock` takes the target's reader-writer word; unlocking gives
-//!   it back and wakes members that sleep in a wait, to look again.
+//! * `MPI_Win_lock` takes the target's reader-writer word (an exclusive
+//!   request that waits bars new shared holders); unlocking gives it back
+//!   and wakes members that sleep in a wait, to look again.
 //! * Through the engine an operation took a message to the target and an
 //!   answer back, and the target's progress engine had to run: 0.6-1.2 us
 //!   for a small put, get or fetch-and-op between two ranks of one host.
