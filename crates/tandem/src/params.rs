@@ -166,7 +166,7 @@ pub static REGISTRY: &[Param] = &[
         name: "rma_direct",
         kind: Kind::Bool,
         default: "1",
-        help: "MPI windows from MPI_Win_allocate whose members all share this host live in shared memory (as those of MPI_Win_allocate_shared do), and one-sided operations on both kinds are loads and stores into the target's memory, with locks and accumulates kept atomic by words in that memory (the target takes no part); 0 sends them through the engine, carried out by the target's progress engine",
+        help: "MPI windows from MPI_Win_allocate whose members all share this host, reached through shared memory (not with transports=tcp), live in shared memory as those of MPI_Win_allocate_shared do, and one-sided operations on both kinds are loads and stores into the target's memory, with locks and accumulates kept atomic by words in that memory (the target takes no part); 0 sends them through the engine, carried out by the target's progress engine",
     },
     Param {
         name: "rwapi_heap",
