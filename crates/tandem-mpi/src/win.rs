@@ -421,10 +421,8 @@ unsafe fn win_allocate(
 /// memory, so that a window's operations could be loads and stores (and
 /// an unlock can wake a member asleep on its lock word).
 fn all_on_shm(s: &mut State, wcomm: CommId) -> Result<bool, Fail> {
-    let me = s.rt.rank();
     let group = s.rt.comm(wcomm).map_err(engine_fail)?.group.clone();
-    let p2p = s.rt.p2p();
-    Ok(group.iter().all(|&p| p == me || p2p.is_shm_peer(p)))
+    Ok(s.rt.p2p().all_shm_peers(&group))
 }
 
 /// MPI_Win_allocate's window on `wcomm`: in shared memory when every

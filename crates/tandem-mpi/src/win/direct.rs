@@ -331,7 +331,9 @@ pub(super) fn lock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outc
         gone.is_some()
     });
     if exclusive && gone.is_some() {
+        // Readers it kept out may sleep: they look again.
         word.give_up();
+        s.rt.p2p().wake_peers(&members);
     }
     match gone {
         Some(p) => Err(win_fail(

@@ -203,10 +203,7 @@ impl Runtime {
         let c = self.comm(comm)?;
         let (me, world) = (c.rank, c.group.clone());
         let n = world.len() as u32;
-        if !world
-            .iter()
-            .all(|&w| w == self.rank() || self.p2p.is_shm_peer(w))
-        {
+        if !self.p2p.all_shm_peers(&world) {
             return Ok(None);
         }
         // Every member computes the same, so all give up alike.
@@ -344,7 +341,12 @@ impl Runtime {
                 // (the caller's promise); every part is published.
                 unsafe {
                     own_block(v, send, recv, len);
-                    gather_parts(v, seq, recv, len, 0, len)
+                    gather_parts(v, seq, recv, |i| Place {
+                        to: i * len,
+                        from: 0,
+                        len,
+                        whole: len,
+                    })
                 }
             }
             CollCall::Allgatherv {
@@ -366,18 +368,16 @@ impl Runtime {
                         std::ptr::copy_nonoverlapping(send, recv.add(displs[me]), counts[me])
                     };
                 }
-                for i in (0..v.n).filter(|&i| i != v.me) {
-                    let (len, at) = (counts[i as usize], displs[i as usize]);
-                    // SAFETY: every part is published.
-                    let part = unsafe { read(v, i, seq) };
-                    disagree(i, part.len, len)?;
-                    // SAFETY: `recv` holds `len` bytes at `at` (the
-                    // caller's promise); the part holds as many.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(part.bytes.as_ptr(), recv.add(at), len)
-                    };
+                // SAFETY: every part is published; `recv` holds counts[i]
+                // bytes at displs[i] (the caller's promise).
+                unsafe {
+                    gather_parts(v, seq, recv, |i| Place {
+                        to: displs[i],
+                        from: 0,
+                        len: counts[i],
+                        whole: counts[i],
+                    })
                 }
-                Ok(())
             }
             CollCall::Gather {
                 send,
@@ -401,7 +401,12 @@ impl Runtime {
                 // SAFETY: as for allgather (at the root; null is in place).
                 unsafe {
                     own_block(v, (!input.is_null()).then_some(input), recv, len);
-                    gather_parts(v, seq, recv, len, 0, len)
+                    gather_parts(v, seq, recv, |i| Place {
+                        to: i * len,
+                        from: 0,
+                        len,
+                        whole: len,
+                    })
                 }
             }
             CollCall::Scatter {
@@ -458,7 +463,14 @@ impl Runtime {
                     unsafe { std::ptr::copy_nonoverlapping(send.add(mine), recv.add(mine), len) };
                 }
                 // SAFETY: every part is published; `recv` holds n blocks.
-                unsafe { gather_parts(v, seq, recv, len, mine, n * len) }
+                unsafe {
+                    gather_parts(v, seq, recv, |i| Place {
+                        to: i * len,
+                        from: mine,
+                        len,
+                        whole: n * len,
+                    })
+                }
             }
             _ => unreachable!("coll_shm admits no other collective"),
         }
@@ -538,31 +550,40 @@ unsafe fn own_block(v: View, send: Option<*const u8>, recv: *mut u8, len: usize)
     }
 }
 
-/// Block `i` of `recv` (`len` bytes) from bytes `at..at + len` of every
-/// other member `i`'s part of call `seq`, which must be `whole` bytes.
+/// Where [`gather_parts`] puts a member's bytes: `len` bytes from `from`
+/// in its part (which must be `whole` bytes) to `to` in `recv`.
+struct Place {
+    to: usize,
+    from: usize,
+    len: usize,
+    whole: usize,
+}
+
+/// Copies from every other member `i`'s part of call `seq` into `recv`,
+/// where `place(i)` says.
 ///
 /// # Safety
-/// As [`combine`]; `recv` must hold `n * len` bytes.
+/// As [`combine`]; `recv` must hold `len` bytes at `to` for every place.
 unsafe fn gather_parts(
     v: View,
     seq: u64,
     recv: *mut u8,
-    len: usize,
-    at: usize,
-    whole: usize,
+    place: impl Fn(usize) -> Place,
 ) -> Result<()> {
     for i in (0..v.n).filter(|&i| i != v.me) {
+        let Place {
+            to,
+            from,
+            len,
+            whole,
+        } = place(i as usize);
         // SAFETY: published (the caller's promise).
         let part = unsafe { read(v, i, seq) };
         disagree(i, part.len, whole)?;
-        // SAFETY: block `i` of `recv` holds `len` bytes (the caller's
-        // promise); the part holds `whole >= at + len`.
+        // SAFETY: `recv` holds `len` bytes at `to` (the caller's promise);
+        // the part holds `whole >= from + len`.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                part.bytes[at..][..len].as_ptr(),
-                recv.add(i as usize * len),
-                len,
-            )
+            std::ptr::copy_nonoverlapping(part.bytes[from..][..len].as_ptr(), recv.add(to), len)
         };
     }
     Ok(())

@@ -1210,6 +1210,12 @@ impl super::P2p {
         peer < self.size && self.engine.is_shm_peer(peer)
     }
 
+    /// Whether every one of `ranks` but this rank is reached through shared
+    /// memory (so all of them can map one segment, and wake each other).
+    pub fn all_shm_peers(&self, ranks: &[u32]) -> bool {
+        ranks.iter().all(|&p| p == self.rank || self.is_shm_peer(p))
+    }
+
     /// A key for a set of regions that changes ([`P2p::attach`],
     /// [`P2p::detach_region`]).
     pub fn expose_dynamic(&mut self) -> u32 {
