@@ -143,3 +143,39 @@ fn ranks_and_helpers_are_placed_apart() {
         }
     }
 }
+
+/// The shared heap (`shm_heap`): large blocks from malloc and its relatives
+/// live in a memory file peers map when a host has more than one rank, and
+/// behave as the C library's would (contents, zeroing, alignment, fork);
+/// large messages between them arrive intact and are copied through the
+/// peer's heap (`heap_copies`). With `shm_heap=0`, or one rank on the host,
+/// no block is there and nothing is copied that way.
+#[test]
+fn large_blocks_live_in_a_heap_peers_map() {
+    let prog = compile("shm_heap");
+    let heap_copies = |stdout: &str| -> u64 {
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["type"] == "counters")
+            .map(|v| v["heap_copies"].as_u64().expect("heap_copies counter"))
+            .sum()
+    };
+    for (ranks, options, mode, copies) in [
+        (2, &[][..], "heap", true),
+        (3, &[][..], "heap", true),
+        (2, &["--set", "shm_heap=0"][..], "libc", false),
+        (2, &["--set", "shm_single_copy=0"][..], "heap", false),
+        (1, &[][..], "libc", false),
+    ] {
+        let options = [options, &["--set", "stats=json"][..]].concat();
+        let outcome = run(ranks, &options, &prog, &[mode], JOB_TIMEOUT);
+        assert!(
+            outcome.status.success() && outcome.has_line("PASS shm_heap"),
+            "{}",
+            outcome.describe()
+        );
+        let n = heap_copies(&outcome.stdout);
+        assert_eq!(copies, n > 0, "heap_copies = {n}\n{}", outcome.describe());
+    }
+}

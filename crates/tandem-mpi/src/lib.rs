@@ -33,6 +33,7 @@ mod host;
 mod info;
 mod intercomm;
 mod large_count;
+mod malloc;
 mod misc;
 mod neighbor;
 mod ops;

@@ -22,6 +22,7 @@ pub mod params;
 pub mod progress;
 pub mod runtime;
 pub mod shared_mapping;
+pub mod shm_heap;
 pub mod shm_lock;
 pub mod stats;
 pub mod transport;

@@ -133,6 +133,18 @@ pub static REGISTRY: &[Param] = &[
         help: "let receivers read large messages straight from the sender's memory (process_vm_readv) where the kernel permits; 0 forces the pipelined copy through the rings",
     },
     Param {
+        name: "shm_heap",
+        kind: Kind::Bool,
+        default: "1",
+        help: "with more than one rank on the host, place allocations of at least shm_heap_min bytes (malloc and its relatives, which libmpi_abi exports) in a memory file the host's other ranks map, so that a large message between such buffers is copied with memcpy instead of the kernel's slower cross-process copy; needs the same permission as shm_single_copy; 0 leaves all allocation to the C library",
+    },
+    Param {
+        name: "shm_heap_min",
+        kind: Kind::Bytes,
+        default: "256k",
+        help: "smallest allocation placed in the shared heap (see shm_heap; at least 64k)",
+    },
+    Param {
         name: "shm_direct_write",
         kind: Kind::Bool,
         default: "1",

@@ -514,6 +514,9 @@ impl Engine {
     pub fn counters(&self) -> Counters {
         let mut c = self.counters;
         c.merge(&self.tcp.counters);
+        if let Some(shm) = &self.shm {
+            c.heap_copies += shm.heap_copies;
+        }
         c
     }
 

@@ -70,34 +70,33 @@ impl SharedMapping {
     /// undumpable); the descriptor opened here is closed again at once,
     /// the mapping keeps the file alive.
     pub fn of_process(pid: u32, fd: RawFd, len: usize) -> io::Result<SharedMapping> {
-        let path = CString::new(format!("/proc/{pid}/fd/{fd}"))
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // SAFETY: a valid C string; the result is checked.
-        let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor we own.
-        let file = unsafe { OwnedFd::from_raw_fd(raw) };
-        // The file must be what its owner said: its length (a descriptor
-        // number reused for another file would not be).
-        // SAFETY: `stat` is plain integers, for which all zeroes is a value.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: a valid descriptor and out-parameter.
-        if unsafe { libc::fstat(file.as_raw_fd(), &mut st) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if u64::try_from(st.st_size).ok() != Some(len as u64) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!(
-                    "{} is {} bytes long, not {len}",
-                    path.to_string_lossy(),
-                    st.st_size
-                ),
-            ));
-        }
+        let file = open_of_process(pid, fd, len)?;
         SharedMapping::new(file.as_raw_fd(), len)
+    }
+
+    /// Maps `len` bytes of `fd` from `offset` (a multiple of the page size).
+    pub fn new_at(fd: RawFd, offset: u64, len: usize) -> io::Result<SharedMapping> {
+        let offset = libc::off_t::try_from(offset)
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: a fresh mapping of a descriptor the caller holds; the
+        // kernel picks the address; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                offset,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SharedMapping {
+            base: p.cast(),
+            len,
+        })
     }
 
     /// The first byte (page-aligned).
@@ -158,6 +157,42 @@ pub fn page_size() -> usize {
         .ok()
         .filter(|&p| p > 0)
         .unwrap_or(4096)
+}
+
+/// Opens file `fd` of process `pid` (of this host) through
+/// `/proc/<pid>/fd/<fd>`, checking that it is `len` bytes long (a
+/// descriptor number reused for another file would not be). The kernel
+/// allows this to a process that may inspect `pid` (same user, not made
+/// undumpable).
+pub fn open_of_process(pid: u32, fd: RawFd, len: usize) -> io::Result<OwnedFd> {
+    let path = CString::new(format!("/proc/{pid}/fd/{fd}"))
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: a valid C string; the result is checked.
+    let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor we own.
+    let file = unsafe { OwnedFd::from_raw_fd(raw) };
+    // The file must be what its owner said: its length (a descriptor
+    // number reused for another file would not be).
+    // SAFETY: `stat` is plain integers, for which all zeroes is a value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid descriptor and out-parameter.
+    if unsafe { libc::fstat(file.as_raw_fd(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if u64::try_from(st.st_size).ok() != Some(len as u64) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} is {} bytes long, not {len}",
+                path.to_string_lossy(),
+                st.st_size
+            ),
+        ));
+    }
+    Ok(file)
 }
 
 #[cfg(test)]

@@ -73,10 +73,13 @@ pub struct Counters {
     /// Chunks of single-copy messages this rank, their sender, wrote into
     /// the receiver's buffer while the receiver read the others (copy help).
     pub helped_chunks: u64,
+    /// Single-copy transfers done with `memcpy` through a peer's shared
+    /// heap (`shm_heap`) instead of the kernel's cross-process copy.
+    pub heap_copies: u64,
 }
 
 /// How many counters there are.
-pub const COUNTERS: usize = 28;
+pub const COUNTERS: usize = 29;
 
 impl Counters {
     /// Names and values, in a stable order.
@@ -110,6 +113,7 @@ impl Counters {
             ("single_copy_reads", self.single_copy_reads),
             ("path_switches", self.path_switches),
             ("helped_chunks", self.helped_chunks),
+            ("heap_copies", self.heap_copies),
         ]
     }
 
@@ -159,6 +163,9 @@ impl Counters {
             "helped_chunks" => {
                 "chunks of single-copy messages this rank, their sender, wrote into the receiver's buffer while the receiver read the others"
             }
+            "heap_copies" => {
+                "single-copy reads and writes done with memcpy through a peer's shared heap (shm_heap)"
+            }
             _ => return None,
         })
     }
@@ -193,6 +200,7 @@ impl Counters {
             "single_copy_reads" => &mut self.single_copy_reads,
             "path_switches" => &mut self.path_switches,
             "helped_chunks" => &mut self.helped_chunks,
+            "heap_copies" => &mut self.heap_copies,
             _ => return None,
         })
     }

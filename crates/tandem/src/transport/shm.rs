@@ -65,6 +65,13 @@ const C_WORLD: usize = 0;
 const C_PID: usize = 4;
 const C_READY: usize = 8;
 const C_PROBE_ADDR: usize = 16;
+/// Where the rank's shared heap is (see `shm_heap`): its file descriptor
+/// number, the start of its range and its length (0: no heap).
+const C_HEAP_FD: usize = 24;
+const C_HEAP_BASE: usize = 32;
+const C_HEAP_LEN: usize = 40;
+/// A peer's heap is mapped this many bytes at a time, as copies reach it.
+const HEAP_WINDOW: u64 = 1 << 30;
 /// Alone on its cache line: who wants to be woken when a frame arrives
 /// (the `WAKE_*` bits); written only by the thread that owns the rank's
 /// communication state, read by every sender.
@@ -421,12 +428,29 @@ pub struct ShmTransport {
     helping: Vec<bool>,
     /// The generation of the last copy-help opened.
     help_generation: u32,
+    /// By local peer: its shared heap, where a copy to or from it is a
+    /// `memcpy` instead of a cross-process copy.
+    heaps: Vec<PeerHeap>,
+    /// Copies done through a peer's heap (see [`ShmTransport::read_remote`]).
+    pub heap_copies: u64,
     /// Never read here: peers read it through `process_vm_readv` to probe
     /// whether single-copy reads are permitted; it must live as long as we do.
     _probe_word: Box<u64>,
 }
 
 const PROBE_VALUE: u64 = 0x5441_4e44_454d_2121;
+
+/// A peer's shared heap (`shm_heap`), mapped in windows of
+/// [`HEAP_WINDOW`] bytes as copies reach them.
+#[derive(Default)]
+struct PeerHeap {
+    fd: RawFd,
+    base: u64,
+    /// 0: the peer has no heap (or it cannot be mapped from here).
+    len: u64,
+    file: Option<OwnedFd>,
+    windows: Vec<Option<SharedMapping>>,
+}
 
 fn parse_fd(text: &str) -> Option<RawFd> {
     text.trim().parse::<RawFd>().ok().filter(|&fd| fd >= 0)
@@ -515,6 +539,13 @@ impl ShmTransport {
         map.u64_at(ctrl + C_PROBE_ADDR)
             .store(&*probe_word as *const u64 as u64, Ordering::Relaxed);
         map.u32_at(ctrl + C_SLEEPING).store(0, Ordering::Relaxed);
+        let (heap_fd, heap_base, heap_len) = crate::shm_heap::published().unwrap_or((-1, 0, 0));
+        map.u32_at(ctrl + C_HEAP_FD)
+            .store(heap_fd as u32, Ordering::Relaxed);
+        map.u64_at(ctrl + C_HEAP_BASE)
+            .store(heap_base, Ordering::Relaxed);
+        map.u64_at(ctrl + C_HEAP_LEN)
+            .store(heap_len, Ordering::Relaxed);
         map.u32_at(ctrl + C_READY).store(1, Ordering::Release);
         Ok(ShmTransport {
             map,
@@ -549,6 +580,8 @@ impl ShmTransport {
             advert_generation: 0,
             helping: vec![false; n],
             help_generation: 0,
+            heaps: (0..n).map(|_| PeerHeap::default()).collect(),
+            heap_copies: 0,
             _probe_word: probe_word,
         })
     }
@@ -570,6 +603,19 @@ impl ShmTransport {
             let pid = self.map.u32_at(ctrl + C_PID).load(Ordering::Relaxed) as i32;
             self.pids[i as usize] = pid;
             if i != self.me {
+                let len = self.map.u64_at(ctrl + C_HEAP_LEN).load(Ordering::Relaxed);
+                self.heaps[i as usize] = PeerHeap {
+                    fd: self.map.u32_at(ctrl + C_HEAP_FD).load(Ordering::Relaxed) as RawFd,
+                    base: self.map.u64_at(ctrl + C_HEAP_BASE).load(Ordering::Relaxed),
+                    // Whole windows only (the heap's length is whole GiB).
+                    len: if len.is_multiple_of(HEAP_WINDOW) {
+                        len
+                    } else {
+                        0
+                    },
+                    file: None,
+                    windows: Vec::new(),
+                };
                 // SAFETY: plain syscall; a failure only loses the early
                 // death notice (the launcher still reports the death).
                 let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
@@ -1190,6 +1236,8 @@ impl ShmTransport {
         self.live.retain(|&p| p != peer);
         self.out[peer as usize].queue.clear();
         self.pidfds[peer as usize] = None;
+        // Its heap's file lives on while mapped: let it go.
+        self.heaps[peer as usize] = PeerHeap::default();
         sink.on_peer_lost(self.world[peer as usize], reason);
     }
 
@@ -1201,7 +1249,10 @@ impl ShmTransport {
             .any(|(i, o)| !o.queue.is_empty() && self.lost[i].is_none())
     }
 
-    /// Reads `len` bytes at `addr` in local peer `peer`'s memory into `dst`.
+    /// Reads `len` bytes at `addr` in local peer `peer`'s memory into `dst`,
+    /// which must hold `len` writable bytes (as for [`ShmTransport::send`],
+    /// the engine's callers keep that promise).
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn read_remote(
         &mut self,
         peer: u32,
@@ -1212,6 +1263,10 @@ impl ShmTransport {
         if let Some(why) = &self.lost[peer as usize] {
             return Err(ReadRemoteError::Failed(why.clone()));
         }
+        // SAFETY: the caller's promise: `dst` holds `len` writable bytes.
+        if unsafe { self.heap_copy(peer, addr, dst, len, false) } {
+            return Ok(());
+        }
         let r = read_process(self.pids[peer as usize], addr, dst, len);
         if matches!(r, Err(ReadRemoteError::NotPermitted)) {
             self.cma = false;
@@ -1220,7 +1275,9 @@ impl ShmTransport {
     }
 
     /// Writes `len` bytes from `src` to `addr` in local peer `peer`'s memory
-    /// (the receiver asked for it: clear to write).
+    /// (the receiver asked for it: clear to write); `src` must hold `len`
+    /// readable bytes.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn write_remote(
         &mut self,
         peer: u32,
@@ -1230,6 +1287,10 @@ impl ShmTransport {
     ) -> Result<(), ReadRemoteError> {
         if let Some(why) = &self.lost[peer as usize] {
             return Err(ReadRemoteError::Failed(why.clone()));
+        }
+        // SAFETY: the caller's promise: `src` holds `len` readable bytes.
+        if unsafe { self.heap_copy(peer, addr, src as *mut u8, len, true) } {
+            return Ok(());
         }
         let r = write_process(self.pids[peer as usize], addr, src, len);
         if matches!(r, Err(ReadRemoteError::NotPermitted)) {
@@ -1555,6 +1616,76 @@ impl ShmTransport {
     pub fn helped(&self, peer: u32) -> u32 {
         self.help_word(self.me, peer, C_HELPED)
             .load(Ordering::Acquire) as u32
+    }
+
+    /// Copies `len` bytes between `local` and `addr` in local peer `peer`'s
+    /// memory with `memcpy`, when that range lies in the peer's shared heap
+    /// and the heap can be mapped here: to the peer when `to_peer`, else
+    /// from it. False (nothing copied) otherwise: the caller then uses the
+    /// cross-process copy, which also reports a range the peer does not have.
+    ///
+    /// # Safety
+    /// `local` must hold `len` bytes, writable when reading from the peer.
+    unsafe fn heap_copy(
+        &mut self,
+        peer: u32,
+        addr: u64,
+        local: *mut u8,
+        len: usize,
+        to_peer: bool,
+    ) -> bool {
+        let pid = self.pids[peer as usize];
+        let h = &mut self.heaps[peer as usize];
+        let off = addr.wrapping_sub(h.base);
+        if len == 0 || off >= h.len || len as u64 > h.len - off {
+            return false;
+        }
+        if h.file.is_none() {
+            match crate::shared_mapping::open_of_process(pid as u32, h.fd, h.len as usize) {
+                Ok(f) => h.file = Some(f),
+                Err(_) => {
+                    h.len = 0;
+                    return false;
+                }
+            }
+            h.windows = (0..h.len / HEAP_WINDOW).map(|_| None).collect();
+        }
+        let fd = h.file.as_ref().map_or(-1, |f| f.as_raw_fd());
+        let (first, last) = (off / HEAP_WINDOW, (off + len as u64 - 1) / HEAP_WINDOW);
+        for w in first..=last {
+            let slot = &mut h.windows[w as usize];
+            if slot.is_none() {
+                match SharedMapping::new_at(fd, w * HEAP_WINDOW, HEAP_WINDOW as usize) {
+                    Ok(m) => *slot = Some(m),
+                    Err(_) => return false,
+                }
+            }
+        }
+        let mut done = 0usize;
+        while done < len {
+            let at = off + done as u64;
+            let w = h.windows[(at / HEAP_WINDOW) as usize]
+                .as_ref()
+                .expect("mapped above");
+            let in_window = (at % HEAP_WINDOW) as usize;
+            let n = (len - done).min(HEAP_WINDOW as usize - in_window);
+            // SAFETY: `in_window + n` lies inside the window; `local` holds
+            // `len` bytes (the caller's promise). The peer's pages are
+            // those of the message it told us about, which it leaves alone
+            // until the copy is reported done.
+            unsafe {
+                let theirs = w.base().add(in_window);
+                let ours = local.add(done);
+                if to_peer {
+                    copy_bytes(ours, theirs, n);
+                } else {
+                    copy_bytes(theirs, ours, n);
+                }
+            }
+            done += n;
+        }
+        self.heap_copies += 1;
+        true
     }
 
     /// Closes the copy with local rank `peer` (every chunk it claimed is
@@ -2099,6 +2230,49 @@ mod tests {
         a.read_remote(1, src.as_ptr() as u64, dst.as_mut_ptr(), dst.len())
             .unwrap();
         assert_eq!(src, dst);
+    }
+
+    #[test]
+    fn copies_through_a_peer_heap_cross_windows() {
+        let (mut a, _b) = pair(4, 256);
+        // A "peer heap" of two windows: a sparse memory file of this very
+        // process (the pair shares one pid), at a made-up address range.
+        let len = 2 * HEAP_WINDOW;
+        let file = crate::shared_mapping::memfd(c"test-heap", len as usize).unwrap();
+        let base = 0x7000_0000_0000u64;
+        a.heaps[1] = PeerHeap {
+            fd: file.as_raw_fd(),
+            base,
+            len,
+            file: None,
+            windows: Vec::new(),
+        };
+        let at = HEAP_WINDOW - 1000;
+        let src: Vec<u8> = (0..5000u32).map(|i| (i % 253) as u8).collect();
+        a.write_remote(1, base + at, src.as_ptr(), src.len())
+            .unwrap();
+        let mut back = vec![0u8; src.len()];
+        // SAFETY: reads into a live buffer from our own descriptor.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                back.as_mut_ptr().cast(),
+                back.len(),
+                at as libc::off_t,
+            )
+        };
+        assert_eq!(n as usize, src.len());
+        assert_eq!(back, src, "written across the window boundary");
+        let mut dst = vec![0u8; src.len()];
+        a.read_remote(1, base + at, dst.as_mut_ptr(), dst.len())
+            .unwrap();
+        assert_eq!(dst, src, "read across the window boundary");
+        assert_eq!(a.heap_copies, 2);
+        // Past the heap's end: not a heap copy (the cross-process copy
+        // then reports the address, which this process does not have).
+        let r = a.read_remote(1, base + len - 10, dst.as_mut_ptr(), 20);
+        assert!(r.is_err());
+        assert_eq!(a.heap_copies, 2);
     }
 
     #[test]
