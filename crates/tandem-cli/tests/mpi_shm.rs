@@ -148,8 +148,9 @@ fn ranks_and_helpers_are_placed_apart() {
 /// live in a memory file peers map when a host has more than one rank, and
 /// behave as the C library's would (contents, zeroing, alignment, fork);
 /// large messages between them arrive intact and are copied through the
-/// peer's heap (`heap_copies`). With `shm_heap=0`, or one rank on the host,
-/// no block is there and nothing is copied that way.
+/// peer's heap (`heap_copies`). With `shm_heap=0`, one rank on the host,
+/// no shared memory or no single copy, no block is there and nothing is
+/// copied that way.
 #[test]
 fn large_blocks_live_in_a_heap_peers_map() {
     let prog = compile("shm_heap");
@@ -165,7 +166,8 @@ fn large_blocks_live_in_a_heap_peers_map() {
         (2, &[][..], "heap", true),
         (3, &[][..], "heap", true),
         (2, &["--set", "shm_heap=0"][..], "libc", false),
-        (2, &["--set", "shm_single_copy=0"][..], "heap", false),
+        (2, &["--set", "shm_single_copy=0"][..], "libc", false),
+        (2, &["--set", "transports=tcp"][..], "libc", false),
         (1, &[][..], "libc", false),
     ] {
         let options = [options, &["--set", "stats=json"][..]].concat();

@@ -136,7 +136,7 @@ pub static REGISTRY: &[Param] = &[
         name: "shm_heap",
         kind: Kind::Bool,
         default: "1",
-        help: "with more than one rank on the host, place allocations of at least shm_heap_min bytes (malloc and its relatives, which libmpi_abi exports) in a memory file the host's other ranks map, so that a large message between such buffers is copied with memcpy instead of the kernel's slower cross-process copy; needs the same permission as shm_single_copy; 0 leaves all allocation to the C library",
+        help: "with more than one rank on the host, place allocations of at least shm_heap_min bytes (malloc and its relatives, which libmpi_abi exports) in a memory file the host's other ranks map, so that a large message between such buffers is copied with memcpy instead of the kernel's slower cross-process copy; only with shared memory among the transports and shm_single_copy on; needs the same permission as shm_single_copy; freed blocks up to 64 MiB in all are kept for reuse; 0 leaves all allocation to the C library (use it under valgrind memcheck, which does not see blocks from this heap)",
     },
     Param {
         name: "shm_heap_min",

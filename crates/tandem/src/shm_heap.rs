@@ -316,10 +316,14 @@ fn decide(b: &mut Blocks) {
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
         .unwrap_or(1);
-    let on = !matches!(
-        env_param("shm_heap"),
-        Some(crate::params::Value::Bool(false))
-    );
+    // Only where something reads it: shared memory among the transports,
+    // and single copy allowed.
+    let off = |name| matches!(env_param(name), Some(crate::params::Value::Bool(false)));
+    let shm = match env_param("transports") {
+        Some(crate::params::Value::Text(t)) => t.split(',').any(|t| t.trim() == "shm"),
+        _ => true,
+    };
+    let on = shm && !off("shm_heap") && !off("shm_single_copy");
     let min = match env_param("shm_heap_min") {
         Some(crate::params::Value::UInt(v)) => v as usize,
         _ => crate::params::lookup("shm_heap_min")
