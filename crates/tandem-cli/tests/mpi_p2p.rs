@@ -355,6 +355,37 @@ fn rwapi_direct_writes_need_no_target_call() {
     }
 }
 
+/// Large RWAPI writes between two nodes of one host that both poll: the
+/// target copies chunks of each write for its writer (`rwapi_helped`), and
+/// every write still lands whole before its last byte. Through the engine
+/// (TCP), without sharing (`shm_copy_help_min=0`, as on a host with more
+/// ranks than CPUs) and on the plain direct path the same data arrives, and
+/// no chunk is shared.
+#[test]
+fn rwapi_large_writes_are_shared_with_a_polling_target() {
+    let prog = compile("rwapi_shared");
+    let helped = |stdout: &str| -> u64 {
+        stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["type"] == "counters")
+            .map(|v| v["rwapi_helped"].as_u64().expect("rwapi_helped counter"))
+            .sum()
+    };
+    for (opts, shared) in [
+        (&[][..], true),
+        (&["--set", "progress=thread"][..], true),
+        (&["--set", "shm_copy_help_min=0"][..], false),
+        (&["--set", "transports=tcp"][..], false),
+    ] {
+        let opts = [opts, &["--set", "stats=json"][..]].concat();
+        let outcome = run(2, &opts, &prog, &[], JOB_TIMEOUT);
+        assert_pass(&outcome, "rwapi_shared");
+        let n = helped(&outcome.stdout);
+        assert_eq!(shared, n > 0, "rwapi_helped = {n}\n{}", outcome.describe());
+    }
+}
+
 /// MPI windows whose ranks share a host (MPI_Win_allocate and
 /// MPI_Win_allocate_shared): locks, accumulates (MAXLOC of a padded pair
 /// type too), compare-and-swap and fetch-and-op from every rank at once

@@ -92,7 +92,9 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
         shm_heap::free(p.cast());
         return std::ptr::null_mut();
     }
-    if ours && size <= old && size >= shm_heap::threshold() {
+    // Shrinking by up to half keeps the block; by more, it moves, so
+    // that the memory past the new end goes back.
+    if ours && size <= old && size >= old / 2 && size >= shm_heap::threshold() {
         return p;
     }
     // SAFETY: a fresh block of at least `size` bytes (or null).

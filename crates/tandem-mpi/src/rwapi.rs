@@ -136,6 +136,12 @@ struct Direct {
     /// Every node's heap, as announced at rwapi_init.
     infos: Vec<HeapInfo>,
     paths: Vec<Path>,
+    /// Nodes whose heaps are mapped here, in the order they were: the
+    /// writers a polling rank looks at for writes to share (`rwheap::help`).
+    mapped: Vec<u32>,
+    /// Whether large writes are shared with their targets (not on a host
+    /// with more ranks than CPUs, where the target may not be running).
+    share: bool,
     next_sid: u64,
     /// Nodes written to directly since the last flush.
     dirty: NodeSet,
@@ -328,12 +334,29 @@ fn start_direct(rt: &mut Runtime, comm: CommId) -> tandem::Result<Direct> {
         heap,
         infos,
         paths: (0..n).map(|_| Path::Untried).collect(),
+        mapped: Vec::new(),
+        share: rt.p2p().copy_help_min() != 0,
         next_sid: 0,
         dirty: NodeSet::new(n),
     })
 }
 
 impl Direct {
+    /// Copies this rank's part of large writes that writers whose heaps
+    /// are mapped here share with it; how many chunks it copied.
+    fn help_writers(&self, me: u32) -> u64 {
+        let Some(own) = self.heap.as_ref().filter(|_| self.share) else {
+            return 0;
+        };
+        let mut chunks = 0;
+        for &w in &self.mapped {
+            if let Path::Mapped(m) = &self.paths[w as usize] {
+                chunks += rwheap::help(own.mapping(), me, m);
+            }
+        }
+        chunks
+    }
+
     /// The mapping of `node`'s heap and where its owner maps it, deciding
     /// the path on the first call; `None`: through the engine.
     fn target(&mut self, p2p: &tandem::p2p::P2p, node: u32) -> Option<(&Mapping, u64)> {
@@ -345,7 +368,13 @@ impl Direct {
                 Path::Own
             } else if p2p.is_shm_peer(node) {
                 // Silently through the engine where the kernel refuses.
-                rwheap::map_peer(&self.infos[i]).map_or(Path::Engine, Path::Mapped)
+                match rwheap::map_peer(&self.infos[i]) {
+                    Some(m) => {
+                        self.mapped.push(node);
+                        Path::Mapped(m)
+                    }
+                    None => Path::Engine,
+                }
             } else {
                 Path::Engine
             };
@@ -529,12 +558,15 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
         return ERR_ARG;
     }
     with_rw("rwapi_receive", ERR_INIT, |rt, rw| {
+        // A writer on this host may be sharing a large write with us.
+        let helped = rw.direct.help_writers(rt.rank());
         let p2p = rt.p2p();
-        let mut moved = false;
+        p2p.engine().counters_mut().rwapi_helped += helped;
+        let mut moved = helped > 0;
         let got = match p2p.take_small() {
             Some(m) => Some(m),
             None => {
-                moved = p2p.progress();
+                moved |= p2p.progress();
                 // Nothing moved, nothing new to take.
                 if moved {
                     p2p.take_small()
@@ -638,7 +670,27 @@ fn direct_write(
 ) -> Option<i64> {
     let p2p = rt.p2p();
     let gone = p2p.peer_known_gone(node);
-    let (map, owner_addr) = rw.direct.target(p2p, node)?;
+    rw.direct.target(p2p, node)?;
+    let d = &rw.direct;
+    let (map, owner_addr) = match &d.paths[node as usize] {
+        Path::Mapped(m) => (m, d.infos[node as usize].addr),
+        Path::Own => (d.heap.as_ref()?.mapping(), d.infos[node as usize].addr),
+        Path::Untried | Path::Engine => return None,
+    };
+    // A large write to another rank is shared with it if it polls.
+    let mut alive = || {
+        rt.p2p().progress();
+        !rt.p2p().peer_known_gone(node)
+    };
+    let share = match (&d.paths[node as usize], &d.heap) {
+        (Path::Mapped(_), Some(own)) if d.share => Some(rwheap::Share {
+            own: own.mapping(),
+            own_addr: own.addr(),
+            target: node,
+            alive: &mut alive,
+        }),
+        _ => None,
+    };
     let outcome = if gone {
         Err(ErrorClass::ProcAborted)
     } else {
@@ -652,11 +704,13 @@ fn direct_write(
                 remote.addr,
                 local.addr as usize as *const u8,
                 size,
+                share,
             )
         }
         .map_err(|r| match r {
             Refused::Region => ErrorClass::Win,
             Refused::Range => ErrorClass::RmaRange,
+            Refused::Gone => ErrorClass::ProcAborted,
         })
     };
     rw.direct.next_sid += 1;

@@ -79,8 +79,10 @@ struct Slot {
 
 const SLOT_SIZE: usize = std::mem::size_of::<Slot>();
 const _: () = assert!(SLOT_SIZE == 32);
-/// Where blocks start: after the table, page-aligned.
-const DATA_START: usize = (SLOTS as usize * SLOT_SIZE).next_multiple_of(PAGE);
+/// Where the owner's write-help slot lies: right after the table.
+const HELP_AT: usize = SLOTS as usize * SLOT_SIZE;
+/// Where blocks start: after the table and the help slot, page-aligned.
+const DATA_START: usize = (HELP_AT + std::mem::size_of::<HelpSlot>()).next_multiple_of(PAGE);
 const PAGE: usize = 4096;
 /// Blocks below a page are aligned to a cache line, larger ones to a page.
 const SMALL_ALIGN: usize = 64;
@@ -93,6 +95,36 @@ const PUNCH_MIN: usize = 256 * 1024;
 const FREE_WAIT: Duration = Duration::from_millis(2);
 /// How long an allocation that found no room waits for such spaces.
 const ALLOC_WAIT: Duration = Duration::from_millis(200);
+
+/// A large write its writer shares with its target (see [`write`]): in
+/// the writer's heap, where the target, which maps it, finds it when it
+/// polls. One at a time per writer (a write is done when its call returns).
+#[repr(C)]
+struct HelpSlot {
+    /// Generation << 1 | 1 while the write's chunks may be claimed.
+    state: AtomicU64,
+    /// Generation << 32 | the next chunk nobody has claimed.
+    claim: AtomicU64,
+    /// Generation << 32 | chunks the target claimed and copied.
+    done: AtomicU64,
+    /// The target's rank, and the write: source offset in the writer's
+    /// heap, destination offset in the target's, bytes the target may
+    /// copy (all but the last), chunk size.
+    target: AtomicU64,
+    src_off: AtomicU64,
+    dst_off: AtomicU64,
+    len: AtomicU64,
+    chunk: AtomicU64,
+}
+
+/// Writes from this size on are shared with a target that polls (when the
+/// source is in the writer's heap and the host has a CPU for each rank).
+pub const HELP_MIN: usize = 256 * 1024;
+/// The pieces a shared write is claimed in: halves, from this size...
+const HELP_CHUNK_MIN: u64 = 128 * 1024;
+/// ...to this one (as the MPI path's copy help, p2p/copy_help.rs, which
+/// measured them best).
+const HELP_CHUNK_MAX: u64 = 1024 * 1024;
 
 /// The key of generation `generation` of slot `slot`.
 fn key_of(slot: u32, generation: u32) -> u32 {
@@ -145,6 +177,12 @@ impl Mapping {
         // valid for any bit pattern; the mapping outlives the borrow.
         unsafe { &*self.base().add(i as usize * SLOT_SIZE).cast::<Slot>() }
     }
+
+    fn help_slot(&self) -> &HelpSlot {
+        // SAFETY: as for `slot`: inside every mapping (before DATA_START),
+        // 8-byte aligned, only atomics.
+        unsafe { &*self.base().add(HELP_AT).cast::<HelpSlot>() }
+    }
 }
 
 /// Maps peer `info`'s heap through /proc; `None` if the kernel refuses
@@ -166,6 +204,19 @@ pub enum Refused {
     Region,
     /// Outside its block.
     Range,
+    /// The target died while it shared the copy: the data may be partial.
+    Gone,
+}
+
+/// What a writer offers its target for sharing a large write.
+pub struct Share<'a> {
+    /// The writer's own heap, and where the writer maps it.
+    pub own: &'a Mapping,
+    pub own_addr: u64,
+    /// The target's rank.
+    pub target: u32,
+    /// Whether the target still lives (asked while waiting for its chunks).
+    pub alive: &'a mut dyn FnMut() -> bool,
 }
 
 /// Copies `size` bytes from `src` to `addr` in the heap `map` maps, whose
@@ -177,6 +228,12 @@ pub enum Refused {
 /// a flag at the end of a write, read with Acquire, says the whole write
 /// is there.
 ///
+/// With `share`, a write of [`HELP_MIN`] bytes or more whose source lies
+/// in the writer's own heap is offered to the target, which copies chunks
+/// of it while it polls (see [`help`]): two CPUs copy instead of one. The
+/// writer copies what the target does not claim, waits for what it did,
+/// and still stores the last byte last.
+///
 /// # Safety
 /// `src` must be valid for reads of `size` bytes.
 pub unsafe fn write(
@@ -186,6 +243,7 @@ pub unsafe fn write(
     addr: u64,
     src: *const u8,
     size: usize,
+    share: Option<Share<'_>>,
 ) -> Result<(), Refused> {
     let (slot_i, generation) = split_key(key);
     let off = addr.checked_sub(owner_addr).ok_or(Refused::Range)?;
@@ -209,14 +267,153 @@ pub unsafe fn write(
             // owner will not reuse while `writers` counts us; `src` is the
             // caller's promise. A concurrent access by the owner's program
             // is that program's own business, as with any RWAPI write.
-            unsafe { copy_last_byte_last(src, map.base().add(off as usize), size) };
-            Ok(())
+            let dst = unsafe { map.base().add(off as usize) };
+            match share.and_then(|sh| {
+                let src_off = (src as u64).checked_sub(sh.own_addr)?;
+                let fits = src_off
+                    .checked_add(size as u64)
+                    .is_some_and(|e| e <= sh.own.len() as u64);
+                (size >= HELP_MIN && src_off >= DATA_START as u64 && fits).then_some((sh, src_off))
+            }) {
+                // SAFETY: as above; the source is inside the writer's heap.
+                Some((sh, src_off)) => unsafe { shared_copy(sh, src_off, off, src, dst, size) },
+                None => {
+                    // SAFETY: as above.
+                    unsafe { copy_last_byte_last(src, dst, size) };
+                    Ok(())
+                }
+            }
         } else {
             Err(Refused::Range)
         }
     };
     slot.writers.fetch_sub(1, Ordering::Release);
     r
+}
+
+/// Copies a write of `size` (>= [`HELP_MIN`]) bytes from `src` (at
+/// `src_off` in the writer's heap) to `dst` (at `dst_off` in the target's)
+/// together with the target: publishes it in the writer's help slot,
+/// claims and copies chunks until none is left, waits for the target's,
+/// then stores the last byte last.
+///
+/// # Safety
+/// `src` valid for reads and `dst` for writes of `size` bytes.
+unsafe fn shared_copy(
+    sh: Share<'_>,
+    src_off: u64,
+    dst_off: u64,
+    src: *const u8,
+    dst: *mut u8,
+    size: usize,
+) -> Result<(), Refused> {
+    let h = sh.own.help_slot();
+    let body = size as u64 - 1;
+    let chunk = (body / 2)
+        .clamp(HELP_CHUNK_MIN, HELP_CHUNK_MAX)
+        .next_multiple_of(4096);
+    let chunks = body.div_ceil(chunk);
+    let generation = (h.state.load(Ordering::Relaxed) >> 1) + 1;
+    // The parameters go before the claim word and the state that announce
+    // them (Release); a helper that claims a chunk of this generation
+    // (Acquire) reads these (see `help`).
+    h.target.store(u64::from(sh.target), Ordering::Relaxed);
+    h.src_off.store(src_off, Ordering::Relaxed);
+    h.dst_off.store(dst_off, Ordering::Relaxed);
+    h.len.store(body, Ordering::Relaxed);
+    h.chunk.store(chunk, Ordering::Relaxed);
+    h.done.store(generation << 32, Ordering::Relaxed);
+    h.claim.store(generation << 32, Ordering::Release);
+    h.state.store(generation << 1 | 1, Ordering::Release);
+    let mut mine = 0u64;
+    loop {
+        let i = h.claim.fetch_add(1, Ordering::AcqRel) & 0xffff_ffff;
+        if i >= chunks {
+            break;
+        }
+        let at = i * chunk;
+        let n = chunk.min(body - at) as usize;
+        // SAFETY: chunk `i` lies within the first `body` bytes of both.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(at as usize), dst.add(at as usize), n) };
+        mine += 1;
+    }
+    h.state.store(generation << 1, Ordering::Release);
+    // Every chunk is claimed now; the target's are a copy away from done.
+    let theirs = chunks - mine;
+    let mut spins = 0u32;
+    while h.done.load(Ordering::Acquire) & 0xffff_ffff != theirs {
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(1 << 12) && !(sh.alive)() {
+            return Err(Refused::Gone);
+        }
+        std::hint::spin_loop();
+    }
+    // SAFETY: the last byte, inside both buffers; stored after the rest
+    // (ours, and the target's, acquired through `done`).
+    unsafe {
+        fence(Ordering::Release);
+        let last = src.add(size - 1).read();
+        (*dst.add(size - 1).cast::<AtomicU8>()).store(last, Ordering::Release);
+    }
+    Ok(())
+}
+
+/// For a target that polls: copies chunks of the write `writer` (a peer
+/// heap mapped here) shares with rank `me`, if there is one, into this
+/// rank's heap `own`; how many chunks it copied.
+pub fn help(own: &Mapping, me: u32, writer: &Mapping) -> u64 {
+    let h = writer.help_slot();
+    let state = h.state.load(Ordering::Acquire);
+    if state & 1 == 0 || h.target.load(Ordering::Relaxed) != u64::from(me) {
+        return 0;
+    }
+    let generation = state >> 1;
+    let (src_off, dst_off, len, chunk) = (
+        h.src_off.load(Ordering::Relaxed),
+        h.dst_off.load(Ordering::Relaxed),
+        h.len.load(Ordering::Relaxed),
+        h.chunk.load(Ordering::Relaxed),
+    );
+    // A later write may have replaced these since `state` was read: only
+    // a chunk claimed under this generation uses them (the writer changes
+    // them only once every chunk of a write is claimed and copied). They
+    // are checked against both mappings all the same.
+    let within = |off: u64, map: &Mapping| {
+        off >= DATA_START as u64 && off.checked_add(len).is_some_and(|e| e <= map.len() as u64)
+    };
+    if chunk == 0 || !within(src_off, writer) || !within(dst_off, own) {
+        return 0;
+    }
+    let chunks = len.div_ceil(chunk);
+    let mut copied = 0;
+    loop {
+        let w = h.claim.load(Ordering::Acquire);
+        let i = w & 0xffff_ffff;
+        if w >> 32 != generation || i >= chunks {
+            return copied;
+        }
+        if h.claim
+            .compare_exchange_weak(w, w + 1, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            continue;
+        }
+        let at = i * chunk;
+        let n = chunk.min(len - at) as usize;
+        // SAFETY: both ranges lie inside their mappings (checked above);
+        // the chunk is this rank's alone (claimed), and the writer keeps
+        // its source and the destination block in place until it has
+        // seen the chunk done.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                writer.base().add((src_off + at) as usize),
+                own.base().add((dst_off + at) as usize),
+                n,
+            )
+        };
+        h.done.fetch_add(1, Ordering::Release);
+        copied += 1;
+    }
 }
 
 /// # Safety
@@ -295,6 +492,11 @@ impl Heap {
             len: self.map.len() as u64,
             addr: self.map.base() as u64,
         }
+    }
+
+    /// Where this process maps its heap.
+    pub fn addr(&self) -> u64 {
+        self.map.base() as u64
     }
 
     pub fn mapping(&self) -> &Mapping {
@@ -473,6 +675,7 @@ mod tests {
                 addr as u64,
                 data.as_ptr(),
                 data.len(),
+                None,
             )
         }
     }

@@ -76,10 +76,13 @@ pub struct Counters {
     /// Single-copy transfers done with `memcpy` through a peer's shared
     /// heap (`shm_heap`) instead of the kernel's cross-process copy.
     pub heap_copies: u64,
+    /// Chunks of large RWAPI writes this rank, their target, copied for
+    /// writers on its host while it polled (the writer copies the rest).
+    pub rwapi_helped: u64,
 }
 
 /// How many counters there are.
-pub const COUNTERS: usize = 29;
+pub const COUNTERS: usize = 30;
 
 impl Counters {
     /// Names and values, in a stable order.
@@ -114,6 +117,7 @@ impl Counters {
             ("path_switches", self.path_switches),
             ("helped_chunks", self.helped_chunks),
             ("heap_copies", self.heap_copies),
+            ("rwapi_helped", self.rwapi_helped),
         ]
     }
 
@@ -166,6 +170,9 @@ impl Counters {
             "heap_copies" => {
                 "single-copy reads and writes done with memcpy through a peer's shared heap (shm_heap)"
             }
+            "rwapi_helped" => {
+                "chunks of large RWAPI writes this rank, their target, copied for the writer while it polled"
+            }
             _ => return None,
         })
     }
@@ -201,6 +208,7 @@ impl Counters {
             "path_switches" => &mut self.path_switches,
             "helped_chunks" => &mut self.helped_chunks,
             "heap_copies" => &mut self.heap_copies,
+            "rwapi_helped" => &mut self.rwapi_helped,
             _ => return None,
         })
     }

@@ -914,6 +914,12 @@ impl P2p {
         }
     }
 
+    /// The smallest single-copy message a waiting sender helps copy (0:
+    /// never, as on a host with more ranks than CPUs).
+    pub fn copy_help_min(&self) -> u64 {
+        self.m.copy_help_min
+    }
+
     pub fn rank(&self) -> u32 {
         self.rank
     }
