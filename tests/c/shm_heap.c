@@ -17,6 +17,8 @@
  *     for a bad alignment;
  *   - a child made by fork writes into a large block: the parent's copy is
  *     unchanged, and the child can still allocate and free;
+ *   - four threads allocate, fill, grow, check and free large blocks of
+ *     varying sizes at once (the heap is shared by the process's threads);
  * then, on 2 or more ranks, pairs (0,1), ... exchange messages of 256 KiB to
  * 16 MiB between large blocks, also at unaligned offsets inside them, both
  * ways at once and one way, every byte verified with guard bytes.
@@ -26,6 +28,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,6 +152,51 @@ static void forked_child(int rank)
     free(b);
 }
 
+#define THREADS 4
+#define THREAD_ROUNDS 100
+
+static void *thread_churn(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    unsigned seed = 12345u + (unsigned)t;
+    unsigned char *keep[3] = {NULL, NULL, NULL};
+    size_t keep_n[3] = {0, 0, 0};
+    for (int i = 0; i < THREAD_ROUNDS; i++) {
+        int k = i % 3;
+        size_t n;
+        seed = seed * 1103515245u + 12345u;
+        n = (256u << 10) + (seed % (1u << 20));
+        if (keep[k] != NULL) {
+            tc_verify(keep[k], keep_n[k], t, k, "a block another thread's churn must not touch");
+            if (i % 2) {
+                unsigned char *g = realloc(keep[k], keep_n[k] + (512u << 10));
+                CHECK(g != NULL, "realloc in thread %d", t);
+                tc_verify(g, keep_n[k], t, k, "a block grown by realloc in a thread");
+                keep[k] = g;
+            }
+            free(keep[k]);
+        }
+        keep[k] = malloc(n);
+        CHECK(keep[k] != NULL, "malloc(%zu) in thread %d", n, t);
+        keep_n[k] = n;
+        tc_fill(keep[k], n, t, k);
+    }
+    for (int k = 0; k < 3; k++) {
+        tc_verify(keep[k], keep_n[k], t, k, "a thread's last blocks");
+        free(keep[k]);
+    }
+    return NULL;
+}
+
+static void threads_at_once(void)
+{
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++)
+        CHECK(pthread_create(&th[t], NULL, thread_churn, (void *)(intptr_t)t) == 0, "pthread_create");
+    for (int t = 0; t < THREADS; t++)
+        CHECK(pthread_join(th[t], NULL) == 0, "pthread_join");
+}
+
 static void exchange(int rank, int partner)
 {
     static const size_t sizes[] = {256u << 10, 1u << 20, 3u << 20, 4u << 20, 16u << 20};
@@ -197,6 +245,7 @@ int main(int argc, char **argv)
     want_heap = strcmp(argv[1], "heap") == 0;
     allocation_calls(rank);
     forked_child(rank);
+    threads_at_once();
     partner = tc_partner(rank, size);
     if (partner >= 0)
         exchange(rank, partner);
