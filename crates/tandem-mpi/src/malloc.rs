@@ -93,8 +93,12 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
         return std::ptr::null_mut();
     }
     // Shrinking by up to half keeps the block; by more, it moves, so
-    // that the memory past the new end goes back.
+    // that the memory past the new end goes back. Growing stays in place
+    // where the range after the block is free.
     if ours && size <= old && size >= old / 2 && size >= shm_heap::threshold() {
+        return p;
+    }
+    if ours && size > old && shm_heap::grow(p.cast(), size) {
         return p;
     }
     // SAFETY: a fresh block of at least `size` bytes (or null).

@@ -248,6 +248,58 @@ fn release(b: &mut Blocks, base: usize, off: usize, len: usize) {
     give_back(b, off, len);
 }
 
+/// Grows a block [`owns`] says is the heap's to at least `size` bytes
+/// where it lies, if the range after it is free: whether it did. (A
+/// growing buffer then costs no copy, as the C library's `mremap` of its
+/// large blocks.)
+pub fn grow(p: *mut u8, size: usize) -> bool {
+    let mut g = Guard::lock();
+    let b = g.blocks();
+    if b.forked {
+        return false;
+    }
+    let (base, fd) = (BASE.load(Ordering::Relaxed), FD.load(Ordering::Relaxed));
+    let off = p as usize - base;
+    let Some(&len) = b.used.get(&off) else {
+        return false;
+    };
+    let Some(new_len) = size.checked_add(PAGE - 1).map(|n| n & !(PAGE - 1)) else {
+        return false;
+    };
+    if new_len <= len {
+        return true;
+    }
+    let end = off + len;
+    let Some(&flen) = b.free.get(&end) else {
+        return false;
+    };
+    let extra = new_len - len;
+    if flen < extra {
+        return false;
+    }
+    // SAFETY: `end..end + extra` is free reservation of ours; MAP_FIXED
+    // replaces its inaccessible pages with the file's (holes: zero).
+    let q = unsafe {
+        libc::mmap(
+            (base + end) as *mut libc::c_void,
+            extra,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            fd,
+            end as libc::off_t,
+        )
+    };
+    if q == libc::MAP_FAILED {
+        return false;
+    }
+    b.free.remove(&end);
+    if flen > extra {
+        b.free.insert(end + extra, flen - extra);
+    }
+    b.used.insert(off, new_len);
+    true
+}
+
 /// The usable size of a block [`owns`] says is the heap's.
 pub fn usable_size(p: *const u8) -> usize {
     let mut g = Guard::lock();
