@@ -44,11 +44,11 @@
 //! good: that block's space is then never reused (the owner gives up
 //! waiting for it), which is safe.
 
-use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+use tandem::free_ranges::FreeRanges;
 use tandem::p2p::CALLER_KEY_BIT;
 use tandem::shared_mapping::{memfd, SharedMapping};
 
@@ -439,7 +439,7 @@ pub struct Heap {
     map: Mapping,
     fd: OwnedFd,
     /// Free spaces (offset → length), coalesced; every byte in them is zero.
-    free: BTreeMap<usize, usize>,
+    free: FreeRanges,
     /// Slots that may be used again (free, no writer), and the next slot
     /// never used.
     free_slots: Vec<u32>,
@@ -472,8 +472,8 @@ impl Heap {
         }
         let fd = memfd(c"tandem-rwapi", len).ok()?;
         let map = Mapping::of_fd(fd.as_raw_fd(), len)?;
-        let mut free = BTreeMap::new();
-        free.insert(DATA_START, len - DATA_START);
+        let mut free = FreeRanges::new();
+        free.give_back(DATA_START, len - DATA_START);
         Some(Heap {
             map,
             fd,
@@ -557,34 +557,11 @@ impl Heap {
     /// First fit: the lowest free space that holds `space` bytes at
     /// `align`; the rest stays free.
     fn carve(&mut self, align: usize, space: usize) -> Option<usize> {
-        let (&at, &len, start) = self.free.iter().find_map(|(at, len)| {
-            let start = at.next_multiple_of(align);
-            (start + space <= at + len).then_some((at, len, start))
-        })?;
-        self.free.remove(&at);
-        if start > at {
-            self.free.insert(at, start - at);
-        }
-        if start + space < at + len {
-            self.free.insert(start + space, at + len - start - space);
-        }
-        Some(start)
+        self.free.carve(0, align, space)
     }
 
-    /// Returns a zeroed space to the free list, coalescing.
-    fn give_back(&mut self, mut at: usize, mut len: usize) {
-        if let Some((&prev, &plen)) = self.free.range(..at).next_back() {
-            if prev + plen == at {
-                self.free.remove(&prev);
-                at = prev;
-                len += plen;
-            }
-        }
-        if let Some(&nlen) = self.free.get(&(at + len)) {
-            self.free.remove(&(at + len));
-            len += nlen;
-        }
-        self.free.insert(at, len);
+    fn give_back(&mut self, at: usize, len: usize) {
+        self.free.give_back(at, len);
     }
 
     /// Withdraws a block: writes to it are refused from now on; its space

@@ -13,6 +13,7 @@ pub mod coll;
 pub mod comm;
 pub mod datatype;
 pub mod error;
+pub mod free_ranges;
 pub mod group;
 pub mod int_map;
 pub mod intercomm;

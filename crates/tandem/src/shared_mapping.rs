@@ -43,25 +43,7 @@ unsafe impl Send for SharedMapping {}
 impl SharedMapping {
     /// Maps the first `len` bytes of `fd`.
     pub fn new(fd: RawFd, len: usize) -> io::Result<SharedMapping> {
-        // SAFETY: a fresh mapping of a descriptor the caller holds; the
-        // kernel picks the address; the result is checked.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(SharedMapping {
-            base: p.cast(),
-            len,
-        })
+        SharedMapping::new_at(fd, 0, len)
     }
 
     /// Maps file `fd` of process `pid` (of this host), which must be `len`

@@ -23,7 +23,8 @@
 //! library keeps freed memory for the same reason). Beyond that, freeing
 //! punches the pages out of the file (memory goes back to the system, and
 //! every peer's view of them is dropped) and returns the range to the
-//! reservation.
+//! reservation. `realloc` grows a block where it lies when the range after
+//! it is free (see [`grow`]).
 //!
 //! A child made by `fork` would share the pages with its parent (they are
 //! a shared mapping): in the child every block is replaced by a private
@@ -36,6 +37,8 @@
 use std::cell::UnsafeCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+use crate::free_ranges::FreeRanges;
 
 const PAGE: usize = 4096;
 
@@ -62,8 +65,8 @@ struct Blocks {
     decided: bool,
     /// After a fork, in the child: blocks are private copies now.
     forked: bool,
-    /// Offset -> length of free ranges, coalesced.
-    free: BTreeMap<usize, usize>,
+    /// The file's free ranges.
+    free: FreeRanges,
     /// Offset -> length of allocated blocks.
     used: BTreeMap<usize, usize>,
     /// Freed blocks kept mapped for reuse, oldest first, and their bytes.
@@ -84,7 +87,7 @@ static LOCKED: Locked = Locked {
     blocks: UnsafeCell::new(Blocks {
         decided: false,
         forked: false,
-        free: BTreeMap::new(),
+        free: FreeRanges::new(),
         used: BTreeMap::new(),
         cached: Vec::new(),
         cached_bytes: 0,
@@ -172,37 +175,31 @@ pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut u8> {
         }
         return Some(p);
     }
-    // First fit, at the start of a free range aligned as asked.
-    let (off, flen, start) = b.free.iter().find_map(|(&off, &flen)| {
-        let start = (base + off).checked_add(align - 1)? & !(align - 1);
-        let start = start - base;
-        (start + len <= off + flen).then_some((off, flen, start))
-    })?;
-    b.free.remove(&off);
-    if start > off {
-        b.free.insert(off, start - off);
+    let start = b.free.carve(base, align, len)?;
+    if !map_file_at(base, fd, start, len) {
+        b.free.give_back(start, len);
+        return None;
     }
-    if start + len < off + flen {
-        b.free.insert(start + len, off + flen - start - len);
-    }
-    // SAFETY: the range lies inside our reservation and is not in use;
-    // MAP_FIXED replaces the reservation's inaccessible pages there.
+    b.used.insert(start, len);
+    Some((base + start) as *mut u8)
+}
+
+/// Maps bytes `off..off + len` of the file at `base + off`, over the
+/// reservation there; whether the kernel did.
+fn map_file_at(base: usize, fd: i32, off: usize, len: usize) -> bool {
+    // SAFETY: the caller gives a range of our reservation that no block
+    // uses; MAP_FIXED replaces its inaccessible pages with the file's.
     let p = unsafe {
         libc::mmap(
-            (base + start) as *mut libc::c_void,
+            (base + off) as *mut libc::c_void,
             len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED | libc::MAP_FIXED,
             fd,
-            start as libc::off_t,
+            off as libc::off_t,
         )
     };
-    if p == libc::MAP_FAILED {
-        give_back(b, start, len);
-        return None;
-    }
-    b.used.insert(start, len);
-    Some(p.cast())
+    p != libc::MAP_FAILED
 }
 
 /// Frees a block [`owns`] says is the heap's.
@@ -245,7 +242,7 @@ fn release(b: &mut Blocks, base: usize, off: usize, len: usize) {
         );
         reserve((base + off) as *mut libc::c_void, len, libc::MAP_FIXED);
     }
-    give_back(b, off, len);
+    b.free.give_back(off, len);
 }
 
 /// Grows a block [`owns`] says is the heap's to at least `size` bytes
@@ -269,32 +266,14 @@ pub fn grow(p: *mut u8, size: usize) -> bool {
     if new_len <= len {
         return true;
     }
-    let end = off + len;
-    let Some(&flen) = b.free.get(&end) else {
-        return false;
-    };
-    let extra = new_len - len;
-    if flen < extra {
+    let (end, extra) = (off + len, new_len - len);
+    // The file's pages there are holes: the block grows by zeroes.
+    if !b.free.take_at(end, extra) {
         return false;
     }
-    // SAFETY: `end..end + extra` is free reservation of ours; MAP_FIXED
-    // replaces its inaccessible pages with the file's (holes: zero).
-    let q = unsafe {
-        libc::mmap(
-            (base + end) as *mut libc::c_void,
-            extra,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_FIXED,
-            fd,
-            end as libc::off_t,
-        )
-    };
-    if q == libc::MAP_FAILED {
+    if !map_file_at(base, fd, end, extra) {
+        b.free.give_back(end, extra);
         return false;
-    }
-    b.free.remove(&end);
-    if flen > extra {
-        b.free.insert(end + extra, flen - extra);
     }
     b.used.insert(off, new_len);
     true
@@ -305,21 +284,6 @@ pub fn usable_size(p: *const u8) -> usize {
     let mut g = Guard::lock();
     let off = p as usize - BASE.load(Ordering::Relaxed);
     g.blocks().used.get(&off).copied().unwrap_or(0)
-}
-
-/// Returns a range to the free map, merged with its neighbours.
-fn give_back(b: &mut Blocks, mut off: usize, mut len: usize) {
-    if let Some((&prev, &plen)) = b.free.range(..off).next_back() {
-        if prev + plen == off {
-            b.free.remove(&prev);
-            off = prev;
-            len += plen;
-        }
-    }
-    if let Some(next) = b.free.remove(&(off + len)) {
-        len += next;
-    }
-    b.free.insert(off, len);
 }
 
 /// Inaccessible address space that commits no memory.
@@ -403,7 +367,7 @@ fn decide(b: &mut Blocks) {
     if base == libc::MAP_FAILED {
         return;
     }
-    b.free.insert(0, len);
+    b.free.give_back(0, len);
     // SAFETY: handlers that only take and release the heap's mutex, and
     // in the child replace the blocks; registered once.
     unsafe {
@@ -481,26 +445,4 @@ extern "C" fn after_fork_in_child() {
     }
     // SAFETY: our descriptor; peers never reach the child's.
     unsafe { libc::close(FD.swap(-1, Ordering::Relaxed)) };
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn free_ranges_merge_with_their_neighbours() {
-        let mut b = Blocks {
-            decided: true,
-            forked: false,
-            free: BTreeMap::new(),
-            used: BTreeMap::new(),
-            cached: Vec::new(),
-            cached_bytes: 0,
-        };
-        give_back(&mut b, 0, PAGE);
-        give_back(&mut b, 2 * PAGE, PAGE);
-        assert_eq!(b.free.len(), 2);
-        give_back(&mut b, PAGE, PAGE);
-        assert_eq!(b.free.into_iter().collect::<Vec<_>>(), vec![(0, 3 * PAGE)]);
-    }
 }
