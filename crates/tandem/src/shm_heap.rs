@@ -6,7 +6,8 @@
 //! the sender's pages copies them with a plain `memcpy` instead. So, in a
 //! job with more than one rank on the host, allocations of at least
 //! `shm_heap_min` bytes (`malloc` and its relatives, which the C library
-//! exports to the program: see the MPI layer's malloc.rs) are placed in
+//! exports to the program: see the MPI layer's malloc.rs) are placed, with
+//! `shm_heap=1` (off by default for now), in
 //! one memory file per process, which peers map through
 //! `/proc/<pid>/fd/<fd>` (the same permission as the cross-process copy).
 //! Nothing else changes for the program: the memory is private to the
@@ -315,15 +316,20 @@ fn fatal(msg: &[u8]) -> ! {
     }
 }
 
-/// A parameter as the launcher passes it, read without allocating much
-/// (this runs inside `malloc`): `None` when unset or unreadable.
-fn env_param(name: &str) -> Option<crate::params::Value> {
-    let value = std::env::var(crate::params::env_name(name)).ok()?;
-    crate::params::lookup(name)?.parse(&value).ok()
+/// A parameter as the launcher passes it (this runs inside `malloc`, so
+/// not through `Settings`), or its registered default when unset or
+/// unreadable (`Settings` reports that at start-up).
+fn param(name: &str) -> Option<crate::params::Value> {
+    let p = crate::params::lookup(name)?;
+    std::env::var(crate::params::env_name(name))
+        .ok()
+        .and_then(|v| p.parse(&v).ok())
+        .or_else(|| p.parse(p.default).ok())
 }
 
 /// On first need: whether this process gets a heap, and if so makes it.
 fn decide(b: &mut Blocks) {
+    use crate::params::Value;
     if b.decided {
         return;
     }
@@ -332,22 +338,17 @@ fn decide(b: &mut Blocks) {
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
         .unwrap_or(1);
-    // Only where something reads it: shared memory among the transports,
-    // and single copy allowed.
-    let off = |name| matches!(env_param(name), Some(crate::params::Value::Bool(false)));
-    let shm = match env_param("transports") {
-        Some(crate::params::Value::Text(t)) => t.split(',').any(|t| t.trim() == "shm"),
-        _ => true,
+    // Asked for, and only where something reads it: shared memory among
+    // the transports, and single copy allowed.
+    let on = |name| matches!(param(name), Some(Value::Bool(true)));
+    let shm = match param("transports") {
+        Some(Value::Text(t)) => t.split(',').any(|t| t.trim() == "shm"),
+        _ => false,
     };
-    let on = shm && !off("shm_heap") && !off("shm_single_copy");
-    let min = match env_param("shm_heap_min") {
-        Some(crate::params::Value::UInt(v)) => v as usize,
-        _ => crate::params::lookup("shm_heap_min")
-            .and_then(|p| match p.parse(p.default) {
-                Ok(crate::params::Value::UInt(v)) => Some(v as usize),
-                _ => None,
-            })
-            .unwrap_or(usize::MAX),
+    let on = shm && on("shm_heap") && on("shm_single_copy");
+    let min = match param("shm_heap_min") {
+        Some(Value::UInt(v)) => v as usize,
+        _ => usize::MAX,
     }
     .max(FLOOR);
     MIN.store(usize::MAX, Ordering::Relaxed);
