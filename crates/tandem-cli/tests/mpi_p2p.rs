@@ -12,8 +12,8 @@ use std::net::TcpListener;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::{
-    alive, assert_pass, compile, compile_source, mentions_rank, printed_pids, repo_root, run,
-    run_command, Outcome, JOB_TIMEOUT,
+    alive, assert_pass, compile, compile_source, counter_total, mentions_rank, printed_pids,
+    repo_root, run, run_command, Outcome, JOB_TIMEOUT,
 };
 
 /// The transport configurations every program runs under: shared memory
@@ -364,14 +364,6 @@ fn rwapi_direct_writes_need_no_target_call() {
 #[test]
 fn rwapi_large_writes_are_shared_with_a_polling_target() {
     let prog = compile("rwapi_shared");
-    let helped = |stdout: &str| -> u64 {
-        stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v["type"] == "counters")
-            .map(|v| v["rwapi_helped"].as_u64().expect("rwapi_helped counter"))
-            .sum()
-    };
     for (opts, shared) in [
         (&[][..], true),
         (&["--set", "progress=thread"][..], true),
@@ -381,7 +373,7 @@ fn rwapi_large_writes_are_shared_with_a_polling_target() {
         let opts = [opts, &["--set", "stats=json"][..]].concat();
         let outcome = run(2, &opts, &prog, &[], JOB_TIMEOUT);
         assert_pass(&outcome, "rwapi_shared");
-        let n = helped(&outcome.stdout);
+        let n = counter_total(&outcome.stdout, "rwapi_helped");
         assert_eq!(shared, n > 0, "rwapi_helped = {n}\n{}", outcome.describe());
     }
 }

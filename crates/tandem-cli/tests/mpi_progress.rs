@@ -5,24 +5,7 @@
 
 mod common;
 
-use common::{assert_pass, compile, run, JOB_TIMEOUT};
-
-/// The counters of each rank, from `--set stats=json`.
-fn counters(stdout: &str) -> Vec<serde_json::Value> {
-    let mut rows: Vec<serde_json::Value> = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|v| v["type"] == "counters")
-        .collect();
-    rows.sort_by_key(|v| v["rank"].as_u64());
-    rows
-}
-
-fn field(v: &serde_json::Value, name: &str) -> u64 {
-    v[name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no counter {name} in {v}"))
-}
+use common::{assert_pass, compile, counter_total, counters, field, run, JOB_TIMEOUT};
 
 #[test]
 fn counters_count_exactly_what_was_sent() {
@@ -151,8 +134,7 @@ fn receives_complete_during_malloc_heavy_computation_under_thread_and_signal() {
             let options = [&["--set", "stats=json"][..], config].concat();
             let outcome = run(2, &options, &prog, &["1000"], JOB_TIMEOUT);
             assert_pass(&outcome, "progress_stress");
-            let rows = counters(&outcome.stdout);
-            let total = |name: &str| rows.iter().map(|v| field(v, name)).sum::<u64>();
+            let total = |name: &str| counter_total(&outcome.stdout, name);
             answered_in_handler += total("signal_rndv_answered");
             written_by_senders += total("direct_writes");
         }
@@ -238,8 +220,7 @@ fn receivers_on_one_host_measure_both_ways_unless_told_which() {
         let options = [&["--set", "stats=json"][..], config].concat();
         let outcome = run(2, &options, &prog, &["4194304"], JOB_TIMEOUT);
         assert_pass(&outcome, "pingpong_sizes");
-        let rows = counters(&outcome.stdout);
-        let total = |name: &str| rows.iter().map(|v| field(v, name)).sum::<u64>();
+        let total = |name: &str| counter_total(&outcome.stdout, name);
         let (read, rendezvous) = (total("single_copy_reads"), total("rendezvous_msgs"));
         let ok = match *expect {
             "both" => read > 0 && read < rendezvous,
@@ -281,8 +262,7 @@ fn senders_on_one_host_help_copy_what_their_receivers_read() {
         let options = [&["--set", "stats=json"][..], config].concat();
         let outcome = run(*np, &options, &prog, &["4194304"], JOB_TIMEOUT);
         assert_pass(&outcome, "pingpong_sizes");
-        let rows = counters(&outcome.stdout);
-        let total = |name: &str| rows.iter().map(|v| field(v, name)).sum::<u64>();
+        let total = |name: &str| counter_total(&outcome.stdout, name);
         let (chunks, read) = (total("helped_chunks"), total("single_copy_reads"));
         assert!(read > 0, "[{}]: no single-copy reads", config.join(" "));
         assert_eq!(

@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{compile, compile_source, repo_root, run, JOB_TIMEOUT};
+use common::{compile, compile_source, counter_total, repo_root, run, JOB_TIMEOUT};
 
 fn example(name: &str) -> std::path::PathBuf {
     compile_source(
@@ -154,14 +154,6 @@ fn ranks_and_helpers_are_placed_apart() {
 #[test]
 fn large_blocks_live_in_a_heap_peers_map() {
     let prog = compile("shm_heap");
-    let heap_copies = |stdout: &str| -> u64 {
-        stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v["type"] == "counters")
-            .map(|v| v["heap_copies"].as_u64().expect("heap_copies counter"))
-            .sum()
-    };
     const ON: [&str; 2] = ["--set", "shm_heap=1"];
     for (ranks, options, mode, copies) in [
         (2, &ON[..], "heap", true),
@@ -188,7 +180,7 @@ fn large_blocks_live_in_a_heap_peers_map() {
             "{}",
             outcome.describe()
         );
-        let n = heap_copies(&outcome.stdout);
+        let n = counter_total(&outcome.stdout, "heap_copies");
         assert_eq!(copies, n > 0, "heap_copies = {n}\n{}", outcome.describe());
     }
 }

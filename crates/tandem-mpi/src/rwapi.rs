@@ -670,6 +670,8 @@ fn direct_write(
 ) -> Option<i64> {
     let p2p = rt.p2p();
     let gone = p2p.peer_known_gone(node);
+    // Decides the path; looked at again below, with the writer's own heap
+    // beside it (`target`'s answer borrows all of `Direct`).
     rw.direct.target(p2p, node)?;
     let d = &rw.direct;
     let (map, owner_addr) = match &d.paths[node as usize] {

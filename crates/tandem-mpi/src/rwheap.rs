@@ -350,11 +350,7 @@ unsafe fn shared_copy(
     }
     // SAFETY: the last byte, inside both buffers; stored after the rest
     // (ours, and the target's, acquired through `done`).
-    unsafe {
-        fence(Ordering::Release);
-        let last = src.add(size - 1).read();
-        (*dst.add(size - 1).cast::<AtomicU8>()).store(last, Ordering::Release);
-    }
+    unsafe { copy_last_byte_last(src.add(size - 1), dst.add(size - 1), 1) };
     Ok(())
 }
 

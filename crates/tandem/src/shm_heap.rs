@@ -160,7 +160,7 @@ pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut u8> {
         return None;
     }
     let (base, fd) = (BASE.load(Ordering::Relaxed), FD.load(Ordering::Relaxed));
-    let len = size.checked_add(PAGE - 1)? & !(PAGE - 1);
+    let len = whole_pages(size)?;
     let align = align.max(PAGE);
     // A kept block of about this size (at most a quarter more) first.
     if let Some(i) = b.cached.iter().position(|&(off, clen)| {
@@ -183,6 +183,11 @@ pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut u8> {
     }
     b.used.insert(start, len);
     Some((base + start) as *mut u8)
+}
+
+/// `size` rounded up to whole pages (`None` past the address space).
+fn whole_pages(size: usize) -> Option<usize> {
+    Some(size.checked_add(PAGE - 1)? & !(PAGE - 1))
 }
 
 /// Maps bytes `off..off + len` of the file at `base + off`, over the
@@ -261,7 +266,7 @@ pub fn grow(p: *mut u8, size: usize) -> bool {
     let Some(&len) = b.used.get(&off) else {
         return false;
     };
-    let Some(new_len) = size.checked_add(PAGE - 1).map(|n| n & !(PAGE - 1)) else {
+    let Some(new_len) = whole_pages(size) else {
         return false;
     };
     if new_len <= len {
@@ -334,6 +339,9 @@ fn decide(b: &mut Blocks) {
         return;
     }
     b.decided = true;
+    // Off while deciding: what follows allocates, and a large allocation
+    // here must not come back for the mutex this thread holds.
+    MIN.store(usize::MAX, Ordering::Relaxed);
     let local = std::env::var("TANDEM_JOB_LOCAL_SIZE")
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
@@ -351,7 +359,6 @@ fn decide(b: &mut Blocks) {
         _ => usize::MAX,
     }
     .max(FLOOR);
-    MIN.store(usize::MAX, Ordering::Relaxed);
     if local < 2 || !on {
         return;
     }

@@ -437,3 +437,26 @@ fn wait_marked_gone(marker: &str, grace: Duration) -> Vec<u32> {
         thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The counters of each rank a job printed with `--set stats=json`, by rank.
+pub fn counters(stdout: &str) -> Vec<serde_json::Value> {
+    let mut rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "counters")
+        .collect();
+    rows.sort_by_key(|v| v["rank"].as_u64());
+    rows
+}
+
+/// Counter `name` of one rank's row (see [`counters`]).
+pub fn field(v: &serde_json::Value, name: &str) -> u64 {
+    v[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {name} in {v}"))
+}
+
+/// Counter `name` summed over every rank a job printed (see [`counters`]).
+pub fn counter_total(stdout: &str, name: &str) -> u64 {
+    counters(stdout).iter().map(|v| field(v, name)).sum()
+}

@@ -1657,7 +1657,11 @@ impl ShmTransport {
             if slot.is_none() {
                 match SharedMapping::new_at(fd, w * HEAP_WINDOW, HEAP_WINDOW as usize) {
                     Ok(m) => *slot = Some(m),
-                    Err(_) => return false,
+                    Err(_) => {
+                        // No room here: the kernel copy, from now on.
+                        h.len = 0;
+                        return false;
+                    }
                 }
             }
         }
