@@ -468,25 +468,74 @@ static void datatypes(void)
     CHECK_MPI(MPI_Type_create_resized_c(MPI_INT, -4, 12, &b));
     same_type(a, b, "resized_c");
 
-    /* Envelope and contents: what the int forms say, no large counts. */
+    /* Envelope and contents: a _c constructor's counts are large counts
+     * (MPI-4), which the int forms of the decoding calls cannot return. */
     CHECK_MPI(MPI_Type_vector_c(3, 2, 4, MPI_INT, &b));
     MPI_Count ni, na, nl, nd;
-    int comb, ints[8];
+    int comb, ints[8], ini, ina, ind;
     MPI_Aint addrs[2];
-    MPI_Count larges[2];
+    MPI_Count larges[8];
     MPI_Datatype dts[2];
     CHECK_MPI(MPI_Type_get_envelope_c(b, &ni, &na, &nl, &nd, &comb));
     CHECK_EQ(MPI_COMBINER_VECTOR, comb, "envelope_c combiner");
-    CHECK_EQ(3, ni, "envelope_c integers");
+    CHECK_EQ(0, ni, "envelope_c integers");
     CHECK_EQ(0, na, "envelope_c addresses");
-    CHECK_EQ(0, nl, "envelope_c large counts");
+    CHECK_EQ(3, nl, "envelope_c large counts");
     CHECK_EQ(1, nd, "envelope_c datatypes");
-    CHECK_MPI(MPI_Type_get_contents_c(b, 8, 2, 2, 2, ints, addrs, larges, dts));
-    CHECK_EQ(3, ints[0], "contents_c count");
-    CHECK_EQ(2, ints[1], "contents_c blocklength");
-    CHECK_EQ(4, ints[2], "contents_c stride");
+    CHECK_MPI(MPI_Type_get_contents_c(b, 8, 2, 8, 2, ints, addrs, larges, dts));
+    CHECK_EQ(3, larges[0], "contents_c count");
+    CHECK_EQ(2, larges[1], "contents_c blocklength");
+    CHECK_EQ(4, larges[2], "contents_c stride");
     CHECK(dts[0] == MPI_INT, "contents_c datatype");
+    tc_expect_class(MPI_Type_get_contents_c(b, 8, 2, 2, 2, ints, addrs, larges, dts), MPI_ERR_ARG,
+                    "contents_c with room for 2 of 3 large counts");
+    tc_expect_class(MPI_Type_get_envelope(b, &ini, &ina, &ind, &comb), MPI_ERR_TYPE,
+                    "int envelope of a _c vector");
+    tc_expect_class(MPI_Type_get_contents(b, 8, 2, 2, ints, addrs, dts), MPI_ERR_TYPE,
+                    "int contents of a _c vector");
     CHECK_MPI(MPI_Type_free(&b));
+    /* The int form's envelope has ints and addresses, no large counts. */
+    CHECK_MPI(MPI_Type_create_hvector(3, 2, 20, MPI_INT, &a));
+    CHECK_MPI(MPI_Type_get_envelope_c(a, &ni, &na, &nl, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_HVECTOR && ni == 2 && na == 1 && nl == 0 && nd == 1,
+          "envelope_c of an int hvector: %d %lld %lld %lld %lld", comb, (long long)ni, (long long)na,
+          (long long)nl, (long long)nd);
+    CHECK_MPI(MPI_Type_get_contents(a, 8, 2, 2, ints, addrs, dts));
+    CHECK(ints[0] == 3 && ints[1] == 2 && addrs[0] == 20, "contents of an int hvector");
+    CHECK_MPI(MPI_Type_free(&a));
+    /* hindexed_c: count, block lengths, then displacements, all large. */
+    CHECK_MPI(MPI_Type_create_hindexed_c(3, cbl, cby, MPI_INT, &b));
+    CHECK_MPI(MPI_Type_get_envelope_c(b, &ni, &na, &nl, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_HINDEXED && ni == 0 && na == 0 && nl == 7 && nd == 1, "envelope_c of hindexed_c");
+    CHECK_MPI(MPI_Type_get_contents_c(b, 8, 2, 8, 2, ints, addrs, larges, dts));
+    CHECK(larges[0] == 3 && larges[1] == 1 && larges[3] == 3 && larges[4] == 0 && larges[6] == 36,
+          "contents_c of hindexed_c");
+    CHECK_MPI(MPI_Type_free(&b));
+    /* subarray_c: ndims and order stay ints, the sizes are large. */
+    CHECK_MPI(MPI_Type_create_subarray_c(2, csz, csub, cst, MPI_ORDER_FORTRAN, MPI_INT, &b));
+    CHECK_MPI(MPI_Type_get_envelope_c(b, &ni, &na, &nl, &nd, &comb));
+    CHECK(comb == MPI_COMBINER_SUBARRAY && ni == 2 && na == 0 && nl == 6 && nd == 1, "envelope_c of subarray_c");
+    CHECK_MPI(MPI_Type_get_contents_c(b, 8, 2, 8, 2, ints, addrs, larges, dts));
+    CHECK(ints[0] == 2 && ints[1] == MPI_ORDER_FORTRAN && larges[0] == 6 && larges[3] == 3 && larges[5] == 2,
+          "contents_c of subarray_c");
+    CHECK_MPI(MPI_Type_free(&b));
+
+    /* A message of a _c type moves like one of its int twin. */
+    {
+        int out[12], in[12];
+        for (int i = 0; i < 12; i++) {
+            out[i] = me * 100 + i;
+            in[i] = -1;
+        }
+        CHECK_MPI(MPI_Type_vector_c(4, 2, 3, MPI_INT, &b));
+        CHECK_MPI(MPI_Type_commit(&b));
+        CHECK_MPI(MPI_Sendrecv(out, 1, b, next, 61, in, 1, b, prev, 61, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        for (int i = 0; i < 12; i++) {
+            int want = i % 3 == 2 ? -1 : prev * 100 + i;
+            CHECK_EQ(want, in[i], "vector_c message, int %d", i);
+        }
+        CHECK_MPI(MPI_Type_free(&b));
+    }
 
     /* Beyond int: a 3 GiB datatype (never allocated) and a 5 GiB status. */
     MPI_Datatype mib, gib, big;
@@ -524,9 +573,49 @@ static void datatypes(void)
     CHECK_MPI(MPI_Type_free(&big));
     CHECK_MPI(MPI_Type_free(&gib));
 
+    /* Counts past int in the constructors themselves (nothing allocated). */
+    CHECK_MPI(MPI_Type_contiguous_c(5LL << 30, MPI_CHAR, &b));
+    CHECK_MPI(MPI_Type_size_c(b, &size));
+    CHECK_EQ(5LL << 30, size, "contiguous_c of 5 GiB chars");
+    CHECK_MPI(MPI_Type_get_envelope_c(b, &ni, &na, &nl, &nd, &comb));
+    CHECK_MPI(MPI_Type_get_contents_c(b, 8, 2, 8, 2, ints, addrs, larges, dts));
+    CHECK(nl == 1 && larges[0] == 5LL << 30, "contents_c of contiguous_c keeps 5 GiB");
+    CHECK_MPI(MPI_Type_free(&b));
+    CHECK_MPI(MPI_Type_vector_c(2, (MPI_Count)INT_MAX + 1, 1, MPI_BYTE, &b));
+    CHECK_MPI(MPI_Type_size_c(b, &size));
+    CHECK_EQ(2 * ((MPI_Count)INT_MAX + 1), size, "vector_c of two 2 GiB blocks");
+    CHECK_MPI(MPI_Type_get_extent_c(b, &lb, &extent));
+    CHECK_EQ((MPI_Count)INT_MAX + 2, extent, "vector_c of two 2 GiB blocks, extent");
+    CHECK_MPI(MPI_Type_free(&b));
+    {
+        /* 256 blocks of 2,291,328 ints each: 2,346,319,872 bytes. */
+        MPI_Count blk = 2346319872LL / 256 / 4, d256[256];
+        for (int i = 0; i < 256; i++)
+            d256[i] = i * blk;
+        CHECK_MPI(MPI_Type_create_indexed_block_c(256, blk, d256, MPI_INT, &b));
+        CHECK_MPI(MPI_Type_size_c(b, &size));
+        CHECK_EQ(2346319872LL, size, "indexed_block_c past 2 GiB");
+        CHECK_MPI(MPI_Type_get_true_extent_c(b, &lb, &extent));
+        CHECK(lb == 0 && extent == size, "indexed_block_c true extent %lld", (long long)extent);
+        CHECK_MPI(MPI_Type_free(&b));
+        int gd = MPI_DISTRIBUTE_BLOCK, ga = MPI_DISTRIBUTE_DFLT_DARG, gp = 1;
+        MPI_Count gs = 3000000000LL;
+        CHECK_MPI(MPI_Type_create_darray_c(1, 0, 1, &gs, &gd, &ga, &gp, MPI_ORDER_C, MPI_CHAR, &b));
+        CHECK_MPI(MPI_Type_size_c(b, &size));
+        CHECK_EQ(3000000000LL, size, "darray_c of 3e9 chars");
+        CHECK_MPI(MPI_Type_get_envelope_c(b, &ni, &na, &nl, &nd, &comb));
+        CHECK(comb == MPI_COMBINER_DARRAY && ni == 7 && nl == 1, "envelope_c of darray_c: %lld ints %lld large",
+              (long long)ni, (long long)nl);
+        CHECK_MPI(MPI_Type_get_contents_c(b, 8, 2, 8, 2, ints, addrs, larges, dts));
+        CHECK(larges[0] == gs && ints[2] == 1 && ints[6] == MPI_ORDER_C, "contents_c of darray_c");
+        CHECK_MPI(MPI_Type_free(&b));
+    }
     tc_expect_class(MPI_Type_contiguous_c(-1, MPI_INT, &b), MPI_ERR_COUNT, "Type_contiguous_c count -1");
-    tc_expect_class(MPI_Type_vector_c(2, (MPI_Count)INT_MAX + 1, 1, MPI_BYTE, &b), MPI_ERR_COUNT,
-                    "Type_vector_c blocklength INT_MAX+1");
+    tc_expect_class(MPI_Type_vector_c(2, -5, 1, MPI_BYTE, &b), MPI_ERR_COUNT, "Type_vector_c blocklength -5");
+    tc_expect_class(MPI_Type_vector_c(3, 1, (MPI_Count)1 << 62, MPI_INT, &b), MPI_ERR_ARG,
+                    "Type_vector_c stride past the address space");
+    tc_expect_class(MPI_Type_contiguous_c((MPI_Count)1 << 62, MPI_INT, &b), MPI_ERR_ARG,
+                    "Type_contiguous_c size past the address space");
     tc_expect_class(MPI_Status_set_elements_c(&st, MPI_INT, -2), MPI_ERR_COUNT, "Status_set_elements_c -2");
     tc_expect_class(MPI_Pack_size_c(-1, MPI_INT, MPI_COMM_WORLD, &size), MPI_ERR_COUNT, "Pack_size_c -1");
 }

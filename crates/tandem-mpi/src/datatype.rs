@@ -1,5 +1,5 @@
 //! Datatypes: the predefined ones (mapped to the core's primitives) and the
-//! derived ones (`MPI_Type_contiguous` ... `MPI_Type_create_resized`), kept
+//! derived ones (made in `datatype_ctor` and `datatype_dist`), kept
 //! in a process-wide registry; their queries, `MPI_Pack`/`MPI_Unpack`, and
 //! [`Typed`], the buffer description every communication function uses.
 //!
@@ -97,6 +97,8 @@ pub struct Contents {
     pub combiner: c_int,
     pub ints: Vec<c_int>,
     pub aints: Vec<MPI_Aint>,
+    /// The counts of a large-count (`_c`) constructor (MPI-4).
+    pub large: Vec<MPI_Count>,
     pub types: Vec<MPI_Datatype>,
 }
 
@@ -377,16 +379,6 @@ pub(crate) fn register_committed(layout: Layout, contents: Contents) -> MPI_Data
     h
 }
 
-pub(crate) fn count_arg(n: c_int, what: &str) -> Result<usize, Fail> {
-    usize::try_from(n).map_err(|_| {
-        Fail::new(
-            MPI_COMM_WORLD,
-            ErrorClass::Count,
-            format!("negative {what} {n}"),
-        )
-    })
-}
-
 /// Reads `n` entries of a C array (an empty slice when `n == 0`).
 ///
 /// # Safety
@@ -404,10 +396,6 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&
     }
     // SAFETY: the caller's promise.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
-}
-
-pub(crate) fn counts(v: &[c_int], what: &str) -> Result<Vec<usize>, Fail> {
-    v.iter().map(|&x| count_arg(x, what)).collect()
 }
 
 pub(crate) fn build_error(e: String) -> Fail {
@@ -437,311 +425,18 @@ pub(crate) fn contents(
         combiner,
         ints: ints.to_vec(),
         aints: aints.to_vec(),
+        large: Vec::new(),
         types: types.to_vec(),
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_contiguous(
-    count: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_contiguous", || {
-        create(newtype, || {
-            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-            let n = count_arg(count, "count")?;
-            let l = Layout::contiguous(n, &old).map_err(build_error)?;
-            Ok((
-                l,
-                contents(MPI_COMBINER_CONTIGUOUS, &[count], &[], &[oldtype]),
-            ))
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_vector(
-    count: c_int,
-    blocklength: c_int,
-    stride: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_vector", || {
-        create(newtype, || {
-            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-            let l = Layout::vector(
-                count_arg(count, "count")?,
-                count_arg(blocklength, "blocklength")?,
-                stride as isize,
-                &old,
-            )
-            .map_err(build_error)?;
-            Ok((
-                l,
-                contents(
-                    MPI_COMBINER_VECTOR,
-                    &[count, blocklength, stride],
-                    &[],
-                    &[oldtype],
-                ),
-            ))
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hvector(
-    count: c_int,
-    blocklength: c_int,
-    stride: MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_create_hvector", || {
-        create(newtype, || {
-            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-            let l = Layout::hvector(
-                count_arg(count, "count")?,
-                count_arg(blocklength, "blocklength")?,
-                stride,
-                &old,
-            )
-            .map_err(build_error)?;
-            Ok((
-                l,
-                contents(
-                    MPI_COMBINER_HVECTOR,
-                    &[count, blocklength],
-                    &[stride],
-                    &[oldtype],
-                ),
-            ))
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_indexed(
-    count: c_int,
-    blocklengths: *const c_int,
-    displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_indexed", || {
-        create(newtype, || {
-            let n = count_arg(count, "count")?;
-            // SAFETY: MPI contract: `count` entries each.
-            let (bl, d) = unsafe {
-                (
-                    array(blocklengths, n, "blocklengths")?,
-                    array(displacements, n, "displacements")?,
-                )
-            };
-            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-            let disps: Vec<isize> = d.iter().map(|&x| x as isize).collect();
-            let l =
-                Layout::indexed(&counts(bl, "blocklength")?, &disps, &old).map_err(build_error)?;
-            let mut ints = vec![count];
-            ints.extend_from_slice(bl);
-            ints.extend_from_slice(d);
-            Ok((l, contents(MPI_COMBINER_INDEXED, &ints, &[], &[oldtype])))
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed(
-    count: c_int,
-    blocklengths: *const c_int,
-    displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_create_hindexed", || {
-        create(newtype, || {
-            let n = count_arg(count, "count")?;
-            // SAFETY: MPI contract: `count` entries each.
-            let (bl, d) = unsafe {
-                (
-                    array(blocklengths, n, "blocklengths")?,
-                    array(displacements, n, "displacements")?,
-                )
-            };
-            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-            let l = Layout::hindexed(&counts(bl, "blocklength")?, d, &old).map_err(build_error)?;
-            let mut ints = vec![count];
-            ints.extend_from_slice(bl);
-            Ok((l, contents(MPI_COMBINER_HINDEXED, &ints, d, &[oldtype])))
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_indexed_block(
-    count: c_int,
-    blocklength: c_int,
-    displacements: *const c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_create_indexed_block", || {
-        create(newtype, || {
-            let n = count_arg(count, "count")?;
-            let bl = count_arg(blocklength, "blocklength")?;
-            // SAFETY: MPI contract: `count` entries.
-            let d = unsafe { array(displacements, n, "displacements")? };
-            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-            let disps: Vec<isize> = d.iter().map(|&x| x as isize).collect();
-            let l = Layout::indexed(&vec![bl; n], &disps, &old).map_err(build_error)?;
-            let mut ints = vec![count, blocklength];
-            ints.extend_from_slice(d);
-            Ok((
-                l,
-                contents(MPI_COMBINER_INDEXED_BLOCK, &ints, &[], &[oldtype]),
-            ))
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_hindexed_block(
-    count: c_int,
-    blocklength: c_int,
-    displacements: *const MPI_Aint,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_create_hindexed_block", || {
-        create(newtype, || {
-            let n = count_arg(count, "count")?;
-            let bl = count_arg(blocklength, "blocklength")?;
-            // SAFETY: MPI contract: `count` entries.
-            let d = unsafe { array(displacements, n, "displacements")? };
-            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-            let l = Layout::hindexed(&vec![bl; n], d, &old).map_err(build_error)?;
-            Ok((
-                l,
-                contents(
-                    MPI_COMBINER_HINDEXED_BLOCK,
-                    &[count, blocklength],
-                    d,
-                    &[oldtype],
-                ),
-            ))
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_struct(
-    count: c_int,
-    blocklengths: *const c_int,
-    displacements: *const MPI_Aint,
-    types_: *const MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_create_struct", || {
-        create(newtype, || {
-            let n = count_arg(count, "count")?;
-            // SAFETY: MPI contract: `count` entries each.
-            let (bl, d, ts) = unsafe {
-                (
-                    array(blocklengths, n, "blocklengths")?,
-                    array(displacements, n, "displacements")?,
-                    array(types_, n, "types")?,
-                )
-            };
-            let layouts = ts
-                .iter()
-                .map(|&t| layout_any(MPI_COMM_WORLD, t))
-                .collect::<Result<Vec<_>, _>>()?;
-            let refs: Vec<&Layout> = layouts.iter().map(|l| &**l).collect();
-            let l = Layout::create_struct(&counts(bl, "blocklength")?, d, &refs)
-                .map_err(build_error)?;
-            let mut ints = vec![count];
-            ints.extend_from_slice(bl);
-            Ok((l, contents(MPI_COMBINER_STRUCT, &ints, d, ts)))
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_resized(
-    oldtype: MPI_Datatype,
-    lb: MPI_Aint,
-    extent: MPI_Aint,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_create_resized", || {
-        create(newtype, || {
-            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-            Ok((
-                Layout::resized(&old, lb, extent),
-                contents(MPI_COMBINER_RESIZED, &[], &[lb, extent], &[oldtype]),
-            ))
-        })
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_create_subarray(
-    ndims: c_int,
-    sizes: *const c_int,
-    subsizes: *const c_int,
-    starts: *const c_int,
-    order: c_int,
-    oldtype: MPI_Datatype,
-    newtype: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_create_subarray", || {
-        create(newtype, || {
-            let n = count_arg(ndims, "ndims")?;
-            if n == 0 {
-                return Err(Fail::new(
-                    MPI_COMM_WORLD,
-                    ErrorClass::Arg,
-                    "ndims must be positive",
-                ));
-            }
-            // SAFETY: MPI contract: `ndims` entries each.
-            let (sz, sub, st) = unsafe {
-                (
-                    array(sizes, n, "sizes")?,
-                    array(subsizes, n, "subsizes")?,
-                    array(starts, n, "starts")?,
-                )
-            };
-            let c_order = match order {
-                MPI_ORDER_C => true,
-                MPI_ORDER_FORTRAN => false,
-                _ => {
-                    return Err(Fail::new(
-                        MPI_COMM_WORLD,
-                        ErrorClass::Arg,
-                        format!("invalid order {order}"),
-                    ))
-                }
-            };
-            let old = layout_any(MPI_COMM_WORLD, oldtype)?;
-            let l = Layout::subarray(
-                &counts(sz, "size")?,
-                &counts(sub, "subsize")?,
-                &counts(st, "start")?,
-                c_order,
-                &old,
-            )
-            .map_err(build_error)?;
-            let mut ints = vec![ndims];
-            ints.extend_from_slice(sz);
-            ints.extend_from_slice(sub);
-            ints.extend_from_slice(st);
-            ints.push(order);
-            Ok((l, contents(MPI_COMBINER_SUBARRAY, &ints, &[], &[oldtype])))
-        })
-    })
+/// What derived datatype `dt` was made from.
+pub(crate) fn entry_contents(dt: MPI_Datatype) -> Result<Contents, Fail> {
+    let i = user_index(dt)?;
+    Ok(types()[i]
+        .as_ref()
+        .map(|e| e.contents.clone())
+        .unwrap_or_default())
 }
 
 #[no_mangle]
@@ -1107,85 +802,6 @@ pub unsafe extern "C" fn MPI_Type_get_name(
             }
         };
         write_name(&text, name, resultlen)
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_envelope(
-    datatype: MPI_Datatype,
-    num_integers: *mut c_int,
-    num_addresses: *mut c_int,
-    num_datatypes: *mut c_int,
-    combiner: *mut c_int,
-) -> c_int {
-    call_local("MPI_Type_get_envelope", || {
-        for p in [num_integers, num_addresses, num_datatypes, combiner] {
-            args::out_ptr(MPI_COMM_WORLD, p, "output")?;
-        }
-        let c = if is_predefined(datatype) {
-            Contents {
-                combiner: MPI_COMBINER_NAMED,
-                ..Contents::default()
-            }
-        } else {
-            let i = user_index(datatype)?;
-            types()[i]
-                .as_ref()
-                .map(|e| e.contents.clone())
-                .unwrap_or_default()
-        };
-        // SAFETY: all checked non-null.
-        unsafe {
-            put(num_integers, c.ints.len() as c_int);
-            put(num_addresses, c.aints.len() as c_int);
-            put(num_datatypes, c.types.len() as c_int);
-            put(combiner, c.combiner);
-        }
-        Ok(())
-    })
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn MPI_Type_get_contents(
-    datatype: MPI_Datatype,
-    max_integers: c_int,
-    max_addresses: c_int,
-    max_datatypes: c_int,
-    integers: *mut c_int,
-    addresses: *mut MPI_Aint,
-    datatypes: *mut MPI_Datatype,
-) -> c_int {
-    call_local("MPI_Type_get_contents", || {
-        if is_predefined(datatype) {
-            return Err(Fail::new(
-                MPI_COMM_WORLD,
-                ErrorClass::Type,
-                "MPI_Type_get_contents of a predefined datatype",
-            ));
-        }
-        let i = user_index(datatype)?;
-        let c = types()[i]
-            .as_ref()
-            .map(|e| e.contents.clone())
-            .unwrap_or_default();
-        if (max_integers as usize) < c.ints.len()
-            || (max_addresses as usize) < c.aints.len()
-            || (max_datatypes as usize) < c.types.len()
-        {
-            return Err(Fail::new(
-                MPI_COMM_WORLD,
-                ErrorClass::Arg,
-                "output arrays too small for the datatype's contents",
-            ));
-        }
-        // SAFETY: the arrays hold at least as many entries as checked above
-        // (MPI contract); null only when nothing is written.
-        unsafe {
-            std::ptr::copy_nonoverlapping(c.ints.as_ptr(), integers, c.ints.len());
-            std::ptr::copy_nonoverlapping(c.aints.as_ptr(), addresses, c.aints.len());
-            std::ptr::copy_nonoverlapping(c.types.as_ptr(), datatypes, c.types.len());
-        }
-        Ok(())
     })
 }
 

@@ -144,13 +144,20 @@ fn darray_layout(
 }
 
 /// Both forms of `MPI_Type_create_darray`.
+/// The global sizes as the call gave them: ints, or (`_c`) large counts,
+/// which the envelope keeps apart (MPI-4).
+enum Given {
+    Ints(Vec<c_int>),
+    Large(Vec<MPI_Count>),
+}
+
 #[allow(clippy::too_many_arguments)]
 unsafe fn darray(
     size: c_int,
     rank: c_int,
     ndims: c_int,
     gsizes: Vec<usize>,
-    gsizes_ints: Vec<c_int>,
+    gsizes_given: Given,
     distribs: *const c_int,
     dargs: *const c_int,
     psizes: *const c_int,
@@ -189,12 +196,18 @@ unsafe fn darray(
         let old = layout_any(MPI_COMM_WORLD, oldtype)?;
         let l = darray_layout(size, rank, &dims, order, &old)?;
         let mut ints = vec![size, rank, ndims];
-        ints.extend_from_slice(&gsizes_ints);
+        if let Given::Ints(g) = &gsizes_given {
+            ints.extend_from_slice(g);
+        }
         ints.extend_from_slice(dist);
         ints.extend_from_slice(darg);
         ints.extend_from_slice(ps);
         ints.push(order);
-        Ok((l, contents(MPI_COMBINER_DARRAY, &ints, &[], &[oldtype])))
+        let mut c = contents(MPI_COMBINER_DARRAY, &ints, &[], &[oldtype]);
+        if let Given::Large(g) = gsizes_given {
+            c.large = g;
+        }
+        Ok((l, c))
     })
 }
 
@@ -230,7 +243,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray(
                 rank,
                 ndims,
                 sizes,
-                g.to_vec(),
+                Given::Ints(g.to_vec()),
                 array_of_distribs,
                 array_of_dargs,
                 array_of_psizes,
@@ -260,18 +273,6 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
         // SAFETY: `ndims` entries (MPI contract).
         let g = unsafe { array(array_of_gsizes, n, "array_of_gsizes")? };
         let sizes = g.iter().map(|&x| usize::try_from(x).unwrap_or(0)).collect();
-        // The envelope records the sizes as ints; larger ones cannot be told.
-        let ints = g
-            .iter()
-            .map(|&x| c_int::try_from(x))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| {
-                Fail::new(
-                    MPI_COMM_WORLD,
-                    ErrorClass::Count,
-                    "a global size beyond 2^31 - 1",
-                )
-            })?;
         // SAFETY: the MPI contract on the arrays.
         unsafe {
             darray(
@@ -279,7 +280,7 @@ pub unsafe extern "C" fn MPI_Type_create_darray_c(
                 rank,
                 ndims,
                 sizes,
-                ints,
+                Given::Large(g.to_vec()),
                 array_of_distribs,
                 array_of_dargs,
                 array_of_psizes,

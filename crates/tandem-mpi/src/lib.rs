@@ -15,6 +15,7 @@ mod coll;
 mod comm;
 mod datarep;
 mod datatype;
+mod datatype_ctor;
 mod datatype_dist;
 mod dynamic;
 mod env;

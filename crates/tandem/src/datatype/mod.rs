@@ -185,6 +185,8 @@ fn push_block(blocks: &mut Vec<Block>, b: Block) {
 
 /// Widens the bounds `lb`..`ub` and adds to `size` for `n` copies of `t`
 /// placed at `disp`, one extent apart.
+const OVERFLOW: &str = "datatype extent overflows";
+
 fn n_copies_done(
     lb: &mut Option<isize>,
     ub: &mut Option<isize>,
@@ -193,7 +195,6 @@ fn n_copies_done(
     n: usize,
     t: &Layout,
 ) -> std::result::Result<(), String> {
-    const OVERFLOW: &str = "datatype extent overflows";
     let first = disp.checked_add(t.lb).ok_or(OVERFLOW)?;
     let last = isize::try_from(n - 1)
         .ok()
@@ -301,7 +302,7 @@ impl Layout {
                     push_block(
                         &mut blocks,
                         Block {
-                            off: disp + b.off,
+                            off: disp.checked_add(b.off).ok_or(OVERFLOW)?,
                             len,
                         },
                     );
@@ -318,12 +319,15 @@ impl Layout {
                 .ok_or("the datatype has too many separate blocks")?;
             blocks.reserve(total - blocks.len());
             for j in 0..n {
-                let base = disp + j as isize * t.extent;
+                let base = (j as isize)
+                    .checked_mul(t.extent)
+                    .and_then(|x| x.checked_add(disp))
+                    .ok_or(OVERFLOW)?;
                 for b in &t.blocks {
                     push_block(
                         &mut blocks,
                         Block {
-                            off: base + b.off,
+                            off: base.checked_add(b.off).ok_or(OVERFLOW)?,
                             len: b.len,
                         },
                     );
@@ -395,15 +399,22 @@ impl Layout {
         if count > MAX_BLOCKS {
             return Err("the datatype has too many separate blocks".into());
         }
-        let parts: Vec<(isize, usize, &Layout)> = (0..count)
-            .map(|i| (i as isize * stride, blocklen, old))
-            .collect();
+        let parts = (0..count)
+            .map(|i| {
+                Ok((
+                    (i as isize).checked_mul(stride).ok_or(OVERFLOW)?,
+                    blocklen,
+                    old,
+                ))
+            })
+            .collect::<std::result::Result<Vec<(isize, usize, &Layout)>, String>>()?;
         Self::compose(&parts, false)
     }
 
     /// `MPI_Type_vector` (`stride` in elements of `old`).
     pub fn vector(count: usize, blocklen: usize, stride: isize, old: &Layout) -> BuildResult {
-        Self::hvector(count, blocklen, stride * old.extent, old)
+        let bytes = stride.checked_mul(old.extent).ok_or(OVERFLOW)?;
+        Self::hvector(count, blocklen, bytes, old)
     }
 
     /// `MPI_Type_create_hindexed` (displacements in bytes).
@@ -418,7 +429,13 @@ impl Layout {
 
     /// `MPI_Type_indexed` (displacements in elements of `old`).
     pub fn indexed(blocklens: &[usize], disps: &[isize], old: &Layout) -> BuildResult {
-        let bytes: Vec<isize> = disps.iter().map(|&d| d * old.extent).collect();
+        let bytes = disps
+            .iter()
+            .map(|&d| {
+                d.checked_mul(old.extent)
+                    .ok_or_else(|| OVERFLOW.to_string())
+            })
+            .collect::<std::result::Result<Vec<isize>, String>>()?;
         Self::hindexed(blocklens, &bytes, old)
     }
 
@@ -462,15 +479,26 @@ impl Layout {
         let mut stride = old.extent;
         let mut offset: isize = 0;
         for &d in &order {
-            if subsizes[d] + starts[d] > sizes[d] || subsizes[d] == 0 {
+            if subsizes[d]
+                .checked_add(starts[d])
+                .is_none_or(|end| end > sizes[d])
+                || subsizes[d] == 0
+            {
                 return Err(format!(
                     "subarray dimension {d}: start {} + subsize {} exceeds size {}",
                     starts[d], subsizes[d], sizes[d]
                 ));
             }
-            offset += starts[d] as isize * stride;
+            offset = isize::try_from(starts[d])
+                .ok()
+                .and_then(|s| s.checked_mul(stride))
+                .and_then(|x| x.checked_add(offset))
+                .ok_or(OVERFLOW)?;
             t = Self::hvector(subsizes[d], 1, stride, &t)?;
-            stride *= sizes[d] as isize;
+            stride = isize::try_from(sizes[d])
+                .ok()
+                .and_then(|n| n.checked_mul(stride))
+                .ok_or(OVERFLOW)?;
         }
         let shifted = Self::hindexed(&[1], &[offset], &t)?;
         Ok(Self::resized(&shifted, old.lb, stride))
