@@ -5,15 +5,16 @@
 //!   that the largest relative error is least (relative, so that 8 B
 //!   counts as much as 4 MiB; minimax, since a model is judged by its
 //!   worst size) with l >= 0: as one line over every size, and per protocol
-//!   regime, a latency each for the sizes sent eagerly, by rendezvous and
-//!   by single copy, since a protocol switch changes the start-up cost
-//!   (the seeds' models are per protocol too), with a bandwidth per memory
-//!   cell within it, since a working set past a cache level or the TLB's
-//!   reach changes the cost per byte (see [`memory_limits`]). Tandem's
-//!   limits come from its parameters (`eager_limit`,
-//!   `shm_single_copy_min`, `tcp_send_chunk`, with the run's `--set`
-//!   values), the caches from the machine; for other libraries, whose
-//!   limits tandem bench does not know, the breaks are put where two or
+//!   regime, a latency each for the sizes sent eagerly, by rendezvous, by
+//!   single copy and with copy help, since a protocol switch changes the
+//!   start-up cost (the seeds' models are per protocol too), with a
+//!   bandwidth per memory cell within it for the bytes past the cell's
+//!   limit, since a working set past a cache level or the TLB's reach
+//!   changes the cost per byte (see [`memory_limits`], [`fit_cells`]).
+//!   Tandem's limits come from its parameters (`eager_limit`,
+//!   `shm_single_copy_min`, `shm_copy_help_min`, `shm_heap`,
+//!   `tcp_send_chunk`, with the run's `--set` values), the caches from the
+//!   machine; for other libraries, whose limits tandem bench does not know, the breaks are put where two or
 //!   three lines fit best, as PLogP does for LogP.
 //! * LogGP, T(m) = o_s + (m-1)G + L + o_r, from the other kernels as
 //!   Kielmann and Bal measure it: o_s and o_r are the MPI_Isend and
