@@ -437,10 +437,21 @@ fn model_from_measurements() {
     for f in fits {
         assert!(f["segments"][0]["b"].as_f64().unwrap() > 0.0, "{f}");
     }
-    // 1 B .. 16 MiB: two sizes past all of the last cache of a machine
-    // like the test VM; each with its fastest and median time.
+    // Every power of two from 1 B to 16 MiB, and halfway sizes (3 x 2^k)
+    // where the machine's memory cells need more (which depends on its
+    // caches); each with its fastest and median time.
     let pingpong = doc["pingpong"].as_array().unwrap();
-    assert_eq!(pingpong.len(), 25);
+    let sizes: Vec<u64> = pingpong
+        .iter()
+        .map(|p| p["size"].as_f64().unwrap() as u64)
+        .collect();
+    for k in 0..=24 {
+        assert!(sizes.contains(&(1 << k)), "no {} B: {sizes:?}", 1u64 << k);
+    }
+    for m in &sizes {
+        let odd = m >> m.trailing_zeros();
+        assert!(odd == 1 || odd == 3, "{m} B: {sizes:?}");
+    }
     for p in pingpong {
         assert!(
             p["measured"].as_f64().unwrap() <= p["median"].as_f64().unwrap(),

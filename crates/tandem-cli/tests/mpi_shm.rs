@@ -144,34 +144,23 @@ fn ranks_and_helpers_are_placed_apart() {
     }
 }
 
-/// The shared heap (`shm_heap=1`): large blocks from malloc and its relatives
-/// live in a memory file peers map when a host has more than one rank, and
-/// behave as the C library's would (contents, zeroing, alignment, fork);
-/// large messages between them arrive intact and are copied through the
-/// peer's heap (`heap_copies`). By default (`shm_heap=0`), with one rank
-/// on the host, no shared memory or no single copy, no block is there and
-/// nothing is copied that way.
+/// The shared heap (`shm_heap`, on by default): large blocks from malloc
+/// and its relatives live in a memory file peers map when a host has more
+/// than one rank, and behave as the C library's would (contents, zeroing,
+/// alignment, fork); large messages between them arrive intact and are
+/// copied through the peer's heap (`heap_copies`). With `shm_heap=0`, one
+/// rank on the host, no shared memory or no single copy, no block is there
+/// and nothing is copied that way.
 #[test]
 fn large_blocks_live_in_a_heap_peers_map() {
     let prog = compile("shm_heap");
-    const ON: [&str; 2] = ["--set", "shm_heap=1"];
     for (ranks, options, mode, copies) in [
-        (2, &ON[..], "heap", true),
-        (3, &ON[..], "heap", true),
-        (2, &[][..], "libc", false),
-        (
-            2,
-            &[&ON[..], &["--set", "shm_single_copy=0"][..]].concat()[..],
-            "libc",
-            false,
-        ),
-        (
-            2,
-            &[&ON[..], &["--set", "transports=tcp"][..]].concat()[..],
-            "libc",
-            false,
-        ),
-        (1, &ON[..], "libc", false),
+        (2, &[][..], "heap", true),
+        (3, &[][..], "heap", true),
+        (2, &["--set", "shm_heap=0"][..], "libc", false),
+        (2, &["--set", "shm_single_copy=0"][..], "libc", false),
+        (2, &["--set", "transports=tcp"][..], "libc", false),
+        (1, &[][..], "libc", false),
     ] {
         let options = [options, &["--set", "stats=json"][..]].concat();
         let outcome = run(ranks, &options, &prog, &[mode], JOB_TIMEOUT);

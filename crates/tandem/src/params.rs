@@ -135,8 +135,8 @@ pub static REGISTRY: &[Param] = &[
     Param {
         name: "shm_heap",
         kind: Kind::Bool,
-        default: "0",
-        help: "1: with more than one rank on the host, place allocations of at least shm_heap_min bytes (malloc and its relatives, which libmpi_abi exports) in a memory file the host's other ranks map, so that a large message between such buffers is copied with memcpy instead of the kernel's slower cross-process copy; only with shared memory among the transports and shm_single_copy on; needs the same permission as shm_single_copy; freed blocks up to 64 MiB in all are kept for reuse; a page's first touch costs about 1 us more than a private page's here; off by default until the ping-pong model describes the two-CPU copies it brings (README); leave it off under valgrind memcheck, which does not see blocks from this heap",
+        default: "1",
+        help: "with more than one rank on the host, place allocations of at least shm_heap_min bytes (malloc and its relatives, which libmpi_abi exports) in a memory file the host's other ranks map, so that a large message between such buffers is copied with memcpy instead of the kernel's slower cross-process copy; only with shared memory among the transports and shm_single_copy on; needs the same permission as shm_single_copy; freed blocks up to 64 MiB in all are kept for reuse; a page's first touch costs about 1 us more than a private page's here; 0 leaves all allocation to the C library (use it under valgrind memcheck, which does not see blocks from this heap)",
     },
     Param {
         name: "shm_heap_min",

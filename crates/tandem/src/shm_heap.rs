@@ -6,10 +6,10 @@
 //! the sender's pages copies them with a plain `memcpy` instead. So, in a
 //! job with more than one rank on the host, allocations of at least
 //! `shm_heap_min` bytes (`malloc` and its relatives, which the C library
-//! exports to the program: see the MPI layer's malloc.rs) are placed, with
-//! `shm_heap=1` (off by default for now), in
-//! one memory file per process, which peers map through
-//! `/proc/<pid>/fd/<fd>` (the same permission as the cross-process copy).
+//! exports to the program: see the MPI layer's malloc.rs) are placed
+//! (unless `shm_heap=0`) in one memory file per process, which peers map
+//! through `/proc/<pid>/fd/<fd>` (the same permission as the cross-process
+//! copy).
 //! Nothing else changes for the program: the memory is private to the
 //! process in every respect but that its peers may read and write the
 //! pages of a message they were told about.

@@ -5,15 +5,16 @@
 //!   that the largest relative error is least (relative, so that 8 B
 //!   counts as much as 4 MiB; minimax, since a model is judged by its
 //!   worst size) with l >= 0: as one line over every size, and per protocol
-//!   regime, a latency each for the sizes sent eagerly, by rendezvous and
-//!   by single copy, since a protocol switch changes the start-up cost
-//!   (the seeds' models are per protocol too), with a bandwidth per memory
-//!   cell within it, since a working set past a cache level or the TLB's
-//!   reach changes the cost per byte (see [`memory_limits`]). Tandem's
-//!   limits come from its parameters (`eager_limit`,
-//!   `shm_single_copy_min`, `tcp_send_chunk`, with the run's `--set`
-//!   values), the caches from the machine; for other libraries, whose
-//!   limits tandem bench does not know, the breaks are put where two or
+//!   regime, a latency each for the sizes sent eagerly, by rendezvous, by
+//!   single copy and with copy help, since a protocol switch changes the
+//!   start-up cost (the seeds' models are per protocol too), with a
+//!   bandwidth per memory cell within it for the bytes past the cell's
+//!   limit, since a working set past a cache level or the TLB's reach
+//!   changes the cost per byte (see [`memory_limits`], [`fit_cells`]).
+//!   Tandem's limits come from its parameters (`eager_limit`,
+//!   `shm_single_copy_min`, `shm_copy_help_min`, `shm_heap`,
+//!   `tcp_send_chunk`, with the run's `--set` values), the caches from the
+//!   machine; for other libraries, whose limits tandem bench does not know, the breaks are put where two or
 //!   three lines fit best, as PLogP does for LogP.
 //! * LogGP, T(m) = o_s + (m-1)G + L + o_r, from the other kernels as
 //!   Kielmann and Bal measure it: o_s and o_r are the MPI_Isend and
@@ -57,8 +58,19 @@ pub struct Hockney {
     pub protocol: String,
     /// Latency, seconds (shared by the cells of one protocol).
     pub l: f64,
-    /// Bandwidth, bytes per second.
+    /// Bandwidth, bytes per second: of the bytes from `past` on (all of
+    /// them for a protocol's first line).
     pub b: f64,
+    /// Bytes from which `b` applies: 0, or for a later memory cell of the
+    /// same protocol the limit it starts at (the bytes below still move at
+    /// the earlier cells' bandwidths, see [`fit_cells`]).
+    pub past: f64,
+    /// Seconds the bytes below `past` take at the earlier cells'
+    /// bandwidths, so that T(m) = l + before + (m - past)/b.
+    pub before: f64,
+    /// From this size on two CPUs copy a message (copy help), and its
+    /// bytes take the time of the busier one's share (see [`help_factor`]).
+    pub help_from: Option<f64>,
     /// Goodness of fit over this line's sizes: 1 - relative residual sum
     /// of squares / relative total sum of squares.
     pub r2: f64,
@@ -83,15 +95,44 @@ pub struct HockneyFit {
     pub median_error: f64,
 }
 
+impl Hockney {
+    /// T(m) = l + before + (m - past)/b, the bytes' time scaled by
+    /// [`help_factor`] under copy help.
+    pub fn predict(&self, m: f64) -> f64 {
+        self.line().predict(m)
+    }
+
+    fn line(&self) -> Line {
+        Line {
+            l: self.l,
+            b: self.b,
+            past: self.past,
+            before: self.before,
+            help_from: self.help_from,
+        }
+    }
+}
+
+/// How much longer the bytes of an m-byte message take than an even
+/// split between two CPUs would, where copy help starts at `from`: the
+/// busier CPU copies tandem's `copy_help_share(m)` bytes of it (chunks of
+/// at most 1 MiB claimed in turn: an odd number of chunks leaves one CPU
+/// a chunk more), so 2 share / m; 1 below `from` or without copy help.
+fn help_factor(from: Option<f64>, m: f64) -> f64 {
+    match from {
+        Some(f) if m >= f && m >= 1.0 => 2.0 * tandem::p2p::copy_help_share(m as u64) as f64 / m,
+        _ => 1.0,
+    }
+}
+
 impl HockneyFit {
     pub fn predict(&self, m: f64) -> f64 {
-        let seg = self
-            .segments
+        self.segments
             .iter()
             .find(|s| m <= s.to)
             .or(self.segments.last())
-            .expect("a fit has a segment");
-        seg.l + m / seg.b
+            .expect("a fit has a segment")
+            .predict(m)
     }
 
     fn with_errors(segments: Vec<Hockney>, breaks: &str, points: &[(f64, f64)]) -> HockneyFit {
@@ -108,9 +149,17 @@ impl HockneyFit {
     }
 }
 
-/// A line l + m/b over `points`, with its goodness of fit.
-fn segment(points: &[(f64, f64)], protocol: &str, regime: &str, l: f64, b: f64) -> Option<Hockney> {
-    let pairs = || points.iter().map(|&(m, t)| (l + m / b, t));
+/// Line `line` over `points`, with its goodness of fit; `line` has no
+/// error fields filled in yet.
+fn segment(points: &[(f64, f64)], protocol: &str, regime: &str, line: Line) -> Option<Hockney> {
+    let Line {
+        l,
+        b,
+        past,
+        before,
+        help_from,
+    } = line;
+    let pairs = || points.iter().map(|&(m, t)| (line.predict(m), t));
     let w = |t: f64| 1.0 / (t * t);
     let sw: f64 = points.iter().map(|p| w(p.1)).sum();
     let mean = points.iter().map(|p| w(p.1) * p.1).sum::<f64>() / sw;
@@ -121,6 +170,9 @@ fn segment(points: &[(f64, f64)], protocol: &str, regime: &str, l: f64, b: f64) 
         protocol: protocol.to_string(),
         l,
         b,
+        past,
+        before,
+        help_from,
         r2: if ss_tot > 0.0 {
             1.0 - ss_res / ss_tot
         } else {
@@ -134,11 +186,38 @@ fn segment(points: &[(f64, f64)], protocol: &str, regime: &str, l: f64, b: f64) 
     })
 }
 
+/// T(m) = l + before + (m - past)/b: a Hockney line, or the part of one
+/// past a memory limit (see [`Hockney`]).
+#[derive(Clone, Copy, Debug)]
+struct Line {
+    l: f64,
+    b: f64,
+    past: f64,
+    before: f64,
+    help_from: Option<f64>,
+}
+
+impl Line {
+    fn hockney(l: f64, b: f64) -> Line {
+        Line {
+            l,
+            b,
+            past: 0.0,
+            before: 0.0,
+            help_from: None,
+        }
+    }
+
+    fn predict(&self, m: f64) -> f64 {
+        self.l + help_factor(self.help_from, m) * (self.before + (m - self.past) / self.b)
+    }
+}
+
 /// The line of least largest relative error over `points` (see
 /// [`fit_shared_latency_minimax`]).
 fn fit_segment(points: &[(f64, f64)], regime: &str) -> Option<Hockney> {
-    let (l, xs) = fit_shared_latency_minimax(&[points])?;
-    segment(points, regime, regime, l, 1.0 / xs[0])
+    let (l, xs) = fit_shared_latency_minimax(&[points], &[0.0], None)?;
+    segment(points, regime, regime, Line::hockney(l, 1.0 / xs[0]))
 }
 
 /// Fits one Hockney line to (size, seconds) points sorted by size.
@@ -245,9 +324,12 @@ const PINGPONG_RANKS: usize = 2;
 
 /// The memory levels' limits for a ping-pong whose ranks each touch a
 /// send and a receive buffer of m bytes and `staging` bytes per direction
-/// of the transport's own memory (shared-memory ring cells) up to m: a
-/// rank's working set is 2m + 2 min(m, staging), and a cache shared by
-/// the cores of both ranks holds both. A level counts as left once the
+/// of the transport's own memory (shared-memory ring cells) up to m, for
+/// messages up to `staged_to` bytes (larger ones pass no staging): a
+/// rank's working set is 2m + 2 min(m, staging) (2m past `staged_to`),
+/// and a cache shared by the cores of both ranks holds both. (With copy
+/// help each CPU copies part of both directions, touching its share of
+/// all four buffers: the same bytes in all.) A level counts as left once the
 /// working set exceeds half of it: caches are set-associative and hold
 /// other data (the library, the stack, page tables, and in a virtual
 /// machine other guests' data in a shared cache), the usual allowance
@@ -259,20 +341,31 @@ const PINGPONG_RANKS: usize = 2;
 /// (on the test VM shared-memory ping-pong falls from 17 to 10 GB/s
 /// between 4 and 8 MiB, while both ranks' working sets grow from 18 to
 /// 34 MiB).
-pub fn memory_limits(levels: &[MemoryLevel], staging: f64) -> Vec<BandwidthLimit> {
+pub fn memory_limits(levels: &[MemoryLevel], staging: f64, staged_to: f64) -> Vec<BandwidthLimit> {
     let mut out = Vec::new();
-    // Largest m with 2m + 2 min(m, staging) <= usable.
+    // The size past which the working set first exceeds `usable`: the
+    // largest m with 2m + 2 min(m, staging) <= usable, or if every staged
+    // size fits, the largest with 2m <= usable.
     let largest = |usable: f64| {
-        if usable / 4.0 <= staging {
+        let staged = if usable / 4.0 <= staging {
             usable / 4.0
         } else {
             (usable - 2.0 * staging) / 2.0
+        };
+        if staged >= staged_to {
+            usable / 2.0
+        } else {
+            staged
         }
     };
-    let staging_text = if staging > 0.0 {
-        format!(" + ring cells 2 min(m, {})", size_text(staging as u64))
-    } else {
-        String::new()
+    let staging_text = match (staging > 0.0, staged_to.is_finite()) {
+        (false, _) => String::new(),
+        (true, false) => format!(" + ring cells 2 min(m, {})", size_text(staging as u64)),
+        (true, true) => format!(
+            " + ring cells 2 min(m, {}) up to {}",
+            size_text(staging as u64),
+            size_text(staged_to as u64)
+        ),
     };
     let last_cache = levels
         .iter()
@@ -332,6 +425,9 @@ pub struct Protocols {
     pub source: String,
     /// Sorted by limit.
     pub bandwidth: Vec<BandwidthLimit>,
+    /// The first size two CPUs copy (copy help, see
+    /// [`Protocols::add_copy_help`]); `None` where none do.
+    pub copy_help: Option<f64>,
 }
 
 impl Protocols {
@@ -356,28 +452,81 @@ impl Protocols {
             .map(|b| b.name.as_str())
     }
 
+    /// The smallest size of regime `i` is just above this.
+    fn lower(&self, i: usize) -> f64 {
+        i.checked_sub(1).map_or(0.0, |j| self.limits[j])
+    }
+
+    /// Copy help from `help` bytes on (`shm_copy_help_min`): over shared
+    /// memory a message read in place (single copy, or rendezvous under
+    /// `shm_path_choice`) from `help` bytes on is copied by two CPUs, its
+    /// sender writing part of it into the receive buffer while the
+    /// receiver reads the rest (p2p/copy_help.rs). That costs an
+    /// invitation at the start, a latency of its own, and moves the bytes
+    /// at up to twice one CPU's rate: a protocol switch. Splits the regime
+    /// `help` falls in and names those from it on "..., copy help".
+    fn add_copy_help(&mut self, help: f64, path_choice: bool) {
+        let read = |name: &str| {
+            name.starts_with("single copy") || (path_choice && name.starts_with("rendezvous"))
+        };
+        let last_without = help - 1.0;
+        let i = self.index(help);
+        if read(&self.names[i]) && last_without > self.lower(i) {
+            self.limits.insert(i, last_without);
+            let name = self.names[i].clone();
+            self.names.insert(i, name);
+        }
+        for j in 0..self.names.len() {
+            if self.lower(j) >= last_without && read(&self.names[j]) {
+                self.names[j] += ", copy help";
+                let first = (self.lower(j) + 1.0).max(help);
+                self.copy_help = Some(self.copy_help.map_or(first, |f: f64| f.min(first)));
+            }
+        }
+        if self.copy_help.is_some() {
+            let _ = write!(
+                self.source,
+                ", shm_copy_help_min = {}: from it a message read in place is copied by two \
+                 CPUs, the busier one's share of its chunks (at most 1 MiB each, claimed in \
+                 turn) setting the time",
+                size_text(help as u64)
+            );
+        }
+    }
+
     fn add_bandwidth(&mut self, mut limits: Vec<BandwidthLimit>) {
         self.bandwidth.append(&mut limits);
         self.bandwidth.sort_by(|a, b| a.limit.total_cmp(&b.limit));
     }
 }
 
-/// Tandem's protocol regimes under `settings`, for a run over `transport`
-/// on a machine with memory `levels`: eager up to `eager_limit`
+/// Tandem's protocol regimes under `settings`, for a ping-pong over
+/// `transport` on a machine with memory `levels` and `cpus` usable CPUs,
+/// whose ranks each allocate their send and receive buffers of `buffers`
+/// bytes (the largest size; bench/bench.h): eager up to `eager_limit`
 /// (`shm_eager_limit` over shared memory), rendezvous above; over shared
 /// memory, eager messages that fit one ring cell (`shm_cell_size` less its
 /// 64-byte header) apart from those spanning cells, whose copy-in and
 /// copy-out overlap, rendezvous read in place or pushed through the rings
-/// as the receiver measured faster (`shm_path_choice`), and single copy
-/// from `shm_single_copy_min` where it is enabled. Bandwidth limits: the
-/// memory levels (see [`memory_limits`]; the rings' cells are the
-/// staging over shared memory, TCP's socket buffers are the kernel's and
-/// not counted) and, over TCP, `tcp_send_chunk`, above which a message
-/// takes several send calls.
+/// as the receiver measured faster (`shm_path_choice`), single copy from
+/// `shm_single_copy_min` where it is enabled, and reads in place from
+/// `shm_copy_help_min` on apart from smaller ones (copy help, see
+/// [`Protocols::add_copy_help`]). Where the runtime lets a parameter left
+/// at its default give way on a host with more ranks than CPUs, so does
+/// this (`shm_eager_limit`, `shm_copy_help_min`). Bandwidth limits: the
+/// memory levels (see [`memory_limits`]; over shared memory the rings'
+/// cells are staging, for every message, or with the shared heap
+/// (`shm_heap`, which holds buffers from `shm_heap_min` on) for eager
+/// messages only, rendezvous data then being copied straight between the
+/// ranks' heaps; TCP's socket buffers are the kernel's and not counted)
+/// and, over TCP, `tcp_send_chunk`, above which a message takes several
+/// send calls.
 pub fn tandem_protocols(
     settings: &tandem::params::Settings,
     transport: &Transport,
     levels: &[MemoryLevel],
+    cpus: usize,
+    buffers: u64,
 ) -> Protocols {
     let shm = match transport {
         Transport::Tcp => false,
@@ -385,12 +534,20 @@ pub fn tandem_protocols(
         Transport::Default => settings.text("transports").split(',').any(|t| t == "shm"),
         Transport::Other(t) => t.split(',').any(|t| t == "shm"),
     };
+    // As the runtime decides (runtime.rs, default_on_oversubscribed_host).
+    let gives_way = |name: &str| {
+        PINGPONG_RANKS > cpus && settings.describe(name).1 == tandem::params::Source::Default
+    };
     let mut eager = settings.uint("eager_limit");
     let mut source = format!("eager_limit = {}", size_text(eager));
     let shm_eager = settings.uint("shm_eager_limit");
     if shm && shm_eager < eager {
-        eager = shm_eager;
-        source = format!("shm_eager_limit = {}", size_text(eager));
+        if gives_way("shm_eager_limit") {
+            source += " (shm_eager_limit, left at its default, gives way: more ranks than CPUs)";
+        } else {
+            eager = shm_eager;
+            source = format!("shm_eager_limit = {}", size_text(eager));
+        }
     }
     let eager = eager as f64;
     let mut p = Protocols {
@@ -398,9 +555,10 @@ pub fn tandem_protocols(
         names: vec!["eager".into(), "rendezvous".into()],
         source,
         bandwidth: Vec::new(),
+        copy_help: None,
     };
     if !shm {
-        p.add_bandwidth(memory_limits(levels, 0.0));
+        p.add_bandwidth(memory_limits(levels, 0.0, f64::INFINITY));
         let chunk = settings.uint("tcp_send_chunk");
         if chunk > 0 {
             p.add_bandwidth(vec![BandwidthLimit {
@@ -416,7 +574,6 @@ pub fn tandem_protocols(
     }
     let cell_size = settings.uint("shm_cell_size") as f64;
     let ring = settings.uint("shm_cells") as f64 * cell_size;
-    p.add_bandwidth(memory_limits(levels, ring));
     let cell = cell_size - 64.0;
     if cell > 0.0 && cell < eager {
         p.limits.insert(0, cell);
@@ -427,12 +584,14 @@ pub fn tandem_protocols(
         ];
         let _ = write!(p.source, ", one shm cell up to {}", size_text(cell as u64));
     }
-    if settings.bool("shm_single_copy") {
-        let min = settings.uint("shm_single_copy_min") as f64;
+    let single_copy = settings.bool("shm_single_copy");
+    let min = settings.uint("shm_single_copy_min") as f64;
+    let path_choice = settings.bool("shm_path_choice");
+    if single_copy {
         if min <= eager + 1.0 {
             *p.names.last_mut().expect("a regime") = "single copy".into();
         } else {
-            if settings.bool("shm_path_choice") {
+            if path_choice {
                 p.source += ", rendezvous read in place or through the rings as measured faster";
             }
             p.limits.push(min - 1.0);
@@ -444,17 +603,50 @@ pub fn tandem_protocols(
             size_text(min as u64)
         );
     }
+    // The shared heap holds the buffers, and every rendezvous message may
+    // be read in place (under shm_path_choice, as measured faster: a
+    // memcpy from the peer's heap against the rings' two copies).
+    let heap_min = settings
+        .uint("shm_heap_min")
+        .max(tandem::shm_heap::FLOOR as u64);
+    let heap = single_copy
+        && (path_choice || min <= eager + 1.0)
+        && settings.bool("shm_heap")
+        && buffers >= heap_min;
+    if heap {
+        let _ = write!(
+            p.source,
+            ", shm_heap: the ping-pong's buffers ({} each, shm_heap_min = {}) lie in the shared \
+             heap, so a rendezvous message is read in place with memcpy (faster than the rings' \
+             two copies) and the rings carry eager messages only",
+            size_text(buffers),
+            size_text(heap_min)
+        );
+        p.add_bandwidth(memory_limits(levels, ring.min(eager), eager));
+    } else {
+        p.add_bandwidth(memory_limits(levels, ring, f64::INFINITY));
+    }
+    let help = if gives_way("shm_copy_help_min") {
+        0
+    } else {
+        settings.uint("shm_copy_help_min")
+    };
+    if single_copy && help > 0 {
+        p.add_copy_help(help as f64, path_choice);
+    }
     p
 }
 
-/// The protocol regimes of a run of `library` with library parameters
-/// `lib_set` (NAME, VALUE) over `transport` on this machine: Tandem's
-/// from its parameter registry, the environment's `TANDEM_*` and
-/// `lib_set`; `None` for other libraries.
+/// The protocol regimes of a ping-pong of `library` with library
+/// parameters `lib_set` (NAME, VALUE) over `transport` on this machine,
+/// whose buffers hold `buffers` bytes (its largest size): Tandem's from
+/// its parameter registry, the environment's `TANDEM_*` and `lib_set`;
+/// `None` for other libraries.
 pub fn protocols_of(
     family: Family,
     lib_set: &[(String, String)],
     transport: &Transport,
+    buffers: u64,
 ) -> Result<Option<Protocols>, String> {
     if family != Family::Tandem {
         return Ok(None);
@@ -468,10 +660,13 @@ pub fn protocols_of(
             .map(|(k, v)| (tandem::params::env_name(k), v.clone())),
     );
     let settings = tandem::params::Settings::from_vars(vars)?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     Ok(Some(tandem_protocols(
         &settings,
         transport,
         &memory_levels(),
+        cpus,
+        buffers,
     )))
 }
 
@@ -566,56 +761,124 @@ fn fit_groups(
     }
 }
 
-/// Least relative squares of l + m x_j over cells j of (size, seconds)
-/// points, one x (seconds per byte) per cell and l >= 0 shared, each point
-/// also weighted by its entry in `weights` (one per point, cell by cell):
-/// for a given l each x_j is a weighted mean, which leaves l one unknown.
-/// Returns (l, x per cell).
-fn fit_shared_latency(cells: &[&[(f64, f64)]], weights: &[Vec<f64>]) -> Option<(f64, Vec<f64>)> {
-    let w = |t: f64, u: f64| u / (t * t);
-    // x_j(l) = a_j - l c_j.
-    let mut ac = Vec::new();
-    for (c, u) in cells.iter().zip(weights) {
-        let smm: f64 = c.iter().zip(u).map(|(p, &u)| w(p.1, u) * p.0 * p.0).sum();
-        if smm <= 0.0 || !smm.is_finite() {
-            return None;
-        }
-        let a = c
-            .iter()
-            .zip(u)
-            .map(|(p, &u)| w(p.1, u) * p.0 * p.1)
-            .sum::<f64>()
-            / smm;
-        let cc = c.iter().zip(u).map(|(p, &u)| w(p.1, u) * p.0).sum::<f64>() / smm;
-        ac.push((a, cc));
-    }
-    // Residual l (1 - m c_j) + m a_j - t, linear in l.
-    let (mut num, mut den) = (0.0, 0.0);
-    for ((c, u), &(a, cc)) in cells.iter().zip(weights).zip(&ac) {
-        for (p, &u) in c.iter().zip(u) {
-            let v = 1.0 - p.0 * cc;
-            num += w(p.1, u) * v * (p.1 - p.0 * a);
-            den += w(p.1, u) * v * v;
-        }
-    }
-    let l = if den > 0.0 { (num / den).max(0.0) } else { 0.0 };
-    let xs = ac.iter().map(|&(a, cc)| a - l * cc).collect();
-    Some((l, xs))
+/// Bytes of an m-byte message that block `k` of consecutive blocks
+/// starting at `starts` (sorted, the first 0) carries: those from its
+/// start up to the next block's.
+fn bytes_in(m: f64, starts: &[f64], k: usize) -> f64 {
+    let hi = starts.get(k + 1).copied().unwrap_or(f64::INFINITY);
+    (m.min(hi) - starts[k]).max(0.0)
 }
 
-/// The (l, x per cell) of [`fit_shared_latency`] whose largest relative
+/// T(m) = l + the sum over blocks k of bytes_in(m, k) x_k, the bytes'
+/// time scaled by [`help_factor`] from copy help's first size `help` on.
+fn blocks_time(l: f64, xs: &[f64], starts: &[f64], help: Option<f64>, m: f64) -> f64 {
+    l + help_factor(help, m)
+        * xs.iter()
+            .enumerate()
+            .map(|(k, x)| bytes_in(m, starts, k) * x)
+            .sum::<f64>()
+}
+
+/// The coefficients c that minimise the sum over rows i of
+/// w_i (rows_i . c - t_i)^2: the normal equations, columns scaled to a
+/// largest entry of 1, solved by Gaussian elimination with partial
+/// pivoting. `None` when they are singular.
+fn weighted_least_squares(rows: &[Vec<f64>], t: &[f64], w: &[f64]) -> Option<Vec<f64>> {
+    let n = rows.first()?.len();
+    let scale: Vec<f64> = (0..n)
+        .map(|j| rows.iter().map(|r| r[j].abs()).fold(0.0, f64::max))
+        .collect();
+    if scale.iter().any(|&s| !(s > 0.0 && s.is_finite())) {
+        return None;
+    }
+    let mut a = vec![vec![0.0; n + 1]; n];
+    for ((r, &ti), &wi) in rows.iter().zip(t).zip(w) {
+        for i in 0..n {
+            let ri = r[i] / scale[i];
+            for j in 0..n {
+                a[i][j] += wi * ri * r[j] / scale[j];
+            }
+            a[i][n] += wi * ri * ti;
+        }
+    }
+    let largest = (0..n).map(|i| a[i][i].abs()).fold(0.0, f64::max);
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&x, &y| a[x][col].abs().total_cmp(&a[y][col].abs()))?;
+        // Also catches NaN.
+        if a[pivot][col].abs().partial_cmp(&(largest * 1e-13)) != Some(std::cmp::Ordering::Greater)
+        {
+            return None;
+        }
+        a.swap(col, pivot);
+        let (above, below) = a.split_at_mut(col + 1);
+        let top = &above[col];
+        for row in below {
+            let f = row[col] / top[col];
+            for (x, y) in row[col..].iter_mut().zip(&top[col..]) {
+                *x -= f * y;
+            }
+        }
+    }
+    let mut c = vec![0.0; n];
+    for i in (0..n).rev() {
+        let rest: f64 = (i + 1..n).map(|j| a[i][j] * c[j]).sum();
+        c[i] = (a[i][n] - rest) / a[i][i];
+    }
+    let c: Vec<f64> = c.iter().zip(&scale).map(|(c, s)| c / s).collect();
+    c.iter().all(|c| c.is_finite()).then_some(c)
+}
+
+/// Least relative squares of T(m) = l + the sum over blocks k of
+/// bytes_in(m, k) x_k (see [`blocks_time`]) over consecutive blocks of
+/// (size, seconds) points, block k's bandwidth starting at `starts[k]`
+/// (the first at 0): one x (seconds per byte) per block, l >= 0 shared,
+/// each point also weighted by its entry in `weights` (one per point,
+/// block by block), the bytes' time scaled by [`help_factor`] from copy
+/// help's first size `help` on. With one block and no copy help, a
+/// Hockney line. Returns (l, x per block).
+fn fit_shared_latency(
+    cells: &[&[(f64, f64)]],
+    starts: &[f64],
+    help: Option<f64>,
+    weights: &[Vec<f64>],
+) -> Option<(f64, Vec<f64>)> {
+    let (mut rows, mut t, mut w) = (Vec::new(), Vec::new(), Vec::new());
+    for (c, u) in cells.iter().zip(weights) {
+        for (p, &u) in c.iter().zip(u) {
+            let mut row = vec![1.0];
+            let f = help_factor(help, p.0);
+            row.extend((0..cells.len()).map(|k| f * bytes_in(p.0, starts, k)));
+            rows.push(row);
+            t.push(p.1);
+            w.push(u / (p.1 * p.1));
+        }
+    }
+    let c = weighted_least_squares(&rows, &t, &w)?;
+    if c[0] >= 0.0 {
+        return Some((c[0], c[1..].to_vec()));
+    }
+    // The latency is held at 0: the bandwidths alone.
+    let rows: Vec<Vec<f64>> = rows.into_iter().map(|r| r[1..].to_vec()).collect();
+    Some((0.0, weighted_least_squares(&rows, &t, &w)?))
+}
+
+/// The (l, x per block) of [`fit_shared_latency`] whose largest relative
 /// error is least, rather than its sum of squares: the model is judged by
 /// its worst size ("within 15% at every size"), so that is what it is
 /// fitted for. Lawson's iteration: least relative squares, each point's
 /// weight then multiplied by its error, repeated, tends to the minimax
 /// line; it starts from plain least relative squares and keeps the best
 /// it meets, so it never does worse than that. `None` when no fit has a
-/// positive, finite cost per byte in every cell.
-fn fit_shared_latency_minimax(cells: &[&[(f64, f64)]]) -> Option<(f64, Vec<f64>)> {
+/// positive, finite cost per byte in every block.
+fn fit_shared_latency_minimax(
+    cells: &[&[(f64, f64)]],
+    starts: &[f64],
+    help: Option<f64>,
+) -> Option<(f64, Vec<f64>)> {
     let mut weights: Vec<Vec<f64>> = cells.iter().map(|c| vec![1.0; c.len()]).collect();
     let mut best: Option<(f64, (f64, Vec<f64>))> = None;
     for _ in 0..200 {
-        let Some((l, xs)) = fit_shared_latency(cells, &weights) else {
+        let Some((l, xs)) = fit_shared_latency(cells, starts, help, &weights) else {
             break;
         };
         if xs.iter().any(|&x| x <= 0.0 || !x.is_finite()) {
@@ -623,10 +886,9 @@ fn fit_shared_latency_minimax(cells: &[&[(f64, f64)]]) -> Option<(f64, Vec<f64>)
         }
         let errors: Vec<Vec<f64>> = cells
             .iter()
-            .zip(&xs)
-            .map(|(c, x)| {
+            .map(|c| {
                 c.iter()
-                    .map(|p| ((l + p.0 * x - p.1) / p.1).abs())
+                    .map(|p| ((blocks_time(l, &xs, starts, help, p.0) - p.1) / p.1).abs())
                     .collect()
             })
             .collect();
@@ -653,12 +915,22 @@ fn fit_shared_latency_minimax(cells: &[&[(f64, f64)]]) -> Option<(f64, Vec<f64>)
 
 /// The lines of one protocol regime over `pts` (sorted by size): its
 /// latency, and a bandwidth per block of neighbouring bandwidth cells.
-/// Every way of joining neighbouring cells into blocks of at least two
-/// sizes is tried, and the one with the least corrected Akaike criterion
-/// (AICc, on the relative residuals) kept: a cell past a cache level has
-/// a bandwidth of its own only where that explains the times better than
-/// the extra parameter costs, so noise does not buy lines. `None` when
-/// the regime has fewer than three sizes or no block grows with size.
+/// A block's bandwidth is that of the bytes past the limit it starts at:
+/// the bytes of a message below the limit move as they do in the smaller
+/// messages, so T(m) is continuous, with a kink at the limit. A working
+/// set past a cache level does not lose all of it: the bytes that still
+/// fit keep their speed (a last-level cache keeps part of a working set
+/// too large for it, and the fall spreads over sizes; on the 2-core test
+/// VM the shared-heap ping-pong's bandwidth falls from 80 to 19 GB/s
+/// between 4 and 16 MiB, while the time of each byte past the L3 stays
+/// near one value), so a cell's line continues the one before it rather
+/// than starting again from the latency. Every way of joining
+/// neighbouring cells into blocks of at least two sizes is tried, and the
+/// one with the least corrected Akaike criterion (AICc, on the relative
+/// residuals) kept: a cell past a cache level has a bandwidth of its own
+/// only where that explains the times better than the extra parameter
+/// costs, so noise does not buy lines. `None` when the regime has fewer
+/// than three sizes or no block grows with size.
 fn fit_cells(pts: &[(f64, f64)], name: &str, protocols: &Protocols) -> Option<Vec<Hockney>> {
     if pts.len() < 3 {
         return None;
@@ -690,17 +962,27 @@ fn fit_cells(pts: &[(f64, f64)], name: &str, protocols: &Protocols) -> Option<Ve
             continue;
         }
         let slices: Vec<&[(f64, f64)]> = blocks.iter().map(|b| &pts[b.0..b.1]).collect();
+        // Where each block's bandwidth starts: the first at no bytes, a
+        // later one at the limit below its first cell.
+        let starts: Vec<f64> = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| match (i, cells[b.2].0.checked_sub(1)) {
+                (0, _) | (_, None) => 0.0,
+                (_, Some(j)) => protocols.bandwidth[j].limit,
+            })
+            .collect();
         let ones: Vec<Vec<f64>> = slices.iter().map(|s| vec![1.0; s.len()]).collect();
-        let Some((l, xs)) = fit_shared_latency(&slices, &ones) else {
+        let help = protocols.copy_help;
+        let Some((l, xs)) = fit_shared_latency(&slices, &starts, help, &ones) else {
             continue;
         };
         if xs.iter().any(|&x| x <= 0.0 || !x.is_finite()) {
             continue;
         }
-        let rss: f64 = slices
+        let rss: f64 = pts
             .iter()
-            .zip(&xs)
-            .flat_map(|(s, x)| s.iter().map(move |p| ((l + p.0 * x - p.1) / p.1).powi(2)))
+            .map(|p| ((blocks_time(l, &xs, &starts, help, p.0) - p.1) / p.1).powi(2))
             .sum();
         // A floor keeps exact (synthetic) fits comparable: then the fewest
         // parameters win.
@@ -715,15 +997,15 @@ fn fit_cells(pts: &[(f64, f64)], name: &str, protocols: &Protocols) -> Option<Ve
         }
         // The blocks are chosen on least squares (the criterion needs a
         // likelihood); their lines are then the minimax ones.
-        let Some((l, xs)) = fit_shared_latency_minimax(&slices) else {
+        let Some((l, xs)) = fit_shared_latency_minimax(&slices, &starts, help) else {
             continue;
         };
         let multi = blocks.len() > 1;
         let segs: Option<Vec<Hockney>> = blocks
             .iter()
             .zip(&slices)
-            .zip(&xs)
-            .map(|((b, s), x)| {
+            .enumerate()
+            .map(|(i, (b, s))| {
                 // Named by what all its sizes have left, where it matters.
                 let band = cells[b.2].0;
                 let regime = match (protocols.band_name(band), protocols.bandwidth.first()) {
@@ -731,7 +1013,15 @@ fn fit_cells(pts: &[(f64, f64)], name: &str, protocols: &Protocols) -> Option<Ve
                     (None, Some(first)) if multi => format!("{name}, within {}", first.name),
                     _ => name.to_string(),
                 };
-                segment(s, name, &regime, l, 1.0 / x)
+                let before = (0..i).map(|j| (starts[j + 1] - starts[j]) * xs[j]).sum();
+                let line = Line {
+                    l,
+                    b: 1.0 / xs[i],
+                    past: starts[i],
+                    before,
+                    help_from: help,
+                };
+                segment(s, name, &regime, line)
             })
             .collect();
         if let Some(segs) = segs {
@@ -1185,8 +1475,13 @@ pub fn text(r: &ModelResult) -> String {
     );
     let _ = writeln!(o);
     let seg = |h: &Hockney| {
+        let past = if h.past > 0.0 {
+            format!(" past {}", size_text(h.past as u64))
+        } else {
+            String::new()
+        };
         format!(
-            "l = {} us, b = {} MB/s (R2 {:.4})",
+            "l = {} us, b = {} MB/s{past} (R2 {:.4})",
             us(h.l),
             num(h.b / 1e6),
             h.r2
@@ -1219,7 +1514,8 @@ pub fn text(r: &ModelResult) -> String {
             let _ = writeln!(
                 o,
                 "    (a cell keeps a bandwidth of its own where the corrected Akaike criterion \
-                 says it earns it; a regime of fewer than 3 sizes shares a neighbour's line)"
+                 says it earns it, that of the bytes past the limit it starts at; a regime of \
+                 fewer than 3 sizes shares a neighbour's line)"
             );
         } else {
             let _ = writeln!(
@@ -1630,16 +1926,63 @@ fn load_document(doc: &Value, mpi: &str) -> Result<LoadedRecords, String> {
     } else {
         Family::OpenMpi
     };
+    let protocols = protocols_of(family, &lib_set, &transport, largest_size(&params))?;
     Ok(LoadedRecords {
         kernel,
         records,
         params,
-        protocols: protocols_of(family, &lib_set, &transport)?,
+        protocols,
         core_probes,
     })
 }
 
-/// The measurements the model needs, as specs.
+/// The largest ping-pong size the model measures: the last cell past the
+/// last cache level then has sizes enough for a bandwidth of its own.
+pub const PINGPONG_MAX: u64 = 16 << 20;
+
+/// The ping-pong sizes the model is fitted to and checked against: every
+/// power of two from 1 B to `max`, and where a protocol regime would have
+/// fewer than three of them (its own line needs three) or a memory cell
+/// within one fewer than two (its own bandwidth needs two), the sizes
+/// halfway between powers of two (3 x 2^k) that fall in it. Without known
+/// protocols, the powers of two.
+pub fn pingpong_sizes(protocols: Option<&Protocols>, max: u64) -> Vec<u64> {
+    let powers: Vec<u64> = (0..64)
+        .map(|k| 1u64 << k)
+        .take_while(|&m| m <= max)
+        .collect();
+    let Some(p) = protocols else {
+        return powers;
+    };
+    let regime = |m: u64| p.index(m as f64);
+    let cell = |m: u64| (p.index(m as f64), p.band(m as f64));
+    let mut sizes = powers.clone();
+    for h in (0..63).map(|k| 3u64 << k).take_while(|&m| m <= max) {
+        let in_regime = powers.iter().filter(|&&m| regime(m) == regime(h)).count();
+        let in_cell = powers.iter().filter(|&&m| cell(m) == cell(h)).count();
+        if in_regime < 3 || in_cell < 2 {
+            sizes.push(h);
+        }
+    }
+    sizes.sort_unstable();
+    sizes
+}
+
+/// The largest of a kernel's `sizes` parameter (a comma list of bytes),
+/// [`PINGPONG_MAX`] when it has none.
+pub fn largest_size(params: &BTreeMap<String, String>) -> u64 {
+    params
+        .get("sizes")
+        .and_then(|s| {
+            s.split(',')
+                .filter_map(|v| v.trim().parse::<u64>().ok())
+                .max()
+        })
+        .unwrap_or(PINGPONG_MAX)
+}
+
+/// The measurements the model needs, as specs; the ping-pong over
+/// `pingpong` sizes (see [`pingpong_sizes`]).
 pub fn specs(
     lib: &mpi::Library,
     duration: f64,
@@ -1647,10 +1990,16 @@ pub fn specs(
     coll_np: u32,
     set: &[String],
     transport: &Transport,
+    pingpong: &[u64],
 ) -> Result<Vec<RunSpec>, String> {
     let mut out = Vec::new();
+    let pingpong = pingpong
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     let plan: [(&str, u32, &str, bool); 4] = [
-        ("pingpong", 2, "1:16m:2", true),
+        ("pingpong", 2, &pingpong, true),
         ("burst", 2, "1:4m:4", true),
         ("overhead", 2, "8,1k,64k,1m", false),
         ("coll", coll_np, "1k,64k,1m", false),
@@ -1737,6 +2086,18 @@ pub fn command(a: &ModelArgs) -> Result<(), String> {
     }
     let (tables, measurements, mut notes, protocols, core_probes) = if a.from.is_empty() {
         let lib = mpi::resolve(&a.mpi)?;
+        let kernel = kernels::find("pingpong").expect("kernel in the catalogue");
+        let lib_set: Vec<(String, String)> = split_set(
+            kernel,
+            &set,
+            std::slice::from_ref(&lib),
+            &mut BTreeMap::new(),
+        )?
+        .into_iter()
+        .filter(|(l, _, _)| l.is_empty() || *l == lib.name)
+        .map(|(_, k, v)| (k, v))
+        .collect();
+        let planned = protocols_of(lib.family, &lib_set, &transport, PINGPONG_MAX)?;
         let specs = specs(
             &lib,
             a.duration,
@@ -1744,18 +2105,14 @@ pub fn command(a: &ModelArgs) -> Result<(), String> {
             a.coll_np,
             &set,
             &transport,
+            &pingpong_sizes(planned.as_ref(), PINGPONG_MAX),
         )?;
-        let lib_set: Vec<(String, String)> = specs
+        // The ping-pong's buffers are as large as its largest size (a
+        // `--set sizes=...` may have changed them).
+        let largest = specs
             .first()
-            .map(|s| {
-                s.lib_set
-                    .iter()
-                    .filter(|(l, _, _)| l.is_empty() || *l == lib.name)
-                    .map(|(_, k, v)| (k.clone(), v.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let protocols = protocols_of(lib.family, &lib_set, &transport)?;
+            .map_or(PINGPONG_MAX, |s| largest_size(&s.params));
+        let protocols = protocols_of(lib.family, &lib_set, &transport, largest)?;
         let mut notes = Vec::new();
         let results = measure(&specs, &mut notes)?;
         let tables: Vec<(String, Table)> = results
@@ -1865,6 +2222,7 @@ mod tests {
             names: vec!["eager".into(), "rendezvous".into()],
             source: "test".into(),
             bandwidth: vec![],
+            copy_help: None,
         }
     }
 
@@ -1929,6 +2287,7 @@ mod tests {
             names: vec!["eager".into(), "rendezvous".into(), "single copy".into()],
             source: "test".into(),
             bandwidth: vec![],
+            copy_help: None,
         };
         let f = fit_hockney_protocols(&pts, &p).unwrap();
         let names: Vec<&str> = f.segments.iter().map(|s| s.regime.as_str()).collect();
@@ -1947,6 +2306,7 @@ mod tests {
             names: vec!["eager".into(), "rendezvous".into(), "single copy".into()],
             source: "test".into(),
             bandwidth: vec![],
+            copy_help: None,
         };
         let f = fit_hockney_protocols(&noisy, &p2).unwrap();
         let names: Vec<&str> = f.segments.iter().map(|s| s.regime.as_str()).collect();
@@ -1996,11 +2356,15 @@ mod tests {
             names: vec!["rendezvous".into()],
             source: "test".into(),
             bandwidth: vec![],
+            copy_help: None,
         };
         let f = fit_hockney_protocols(&pts, &p).unwrap();
         assert_eq!(f.segments[0].l, 0.0);
         assert!(f.segments[0].b > 0.0);
     }
+
+    /// A ping-pong's buffers: 16 MiB each, as the report's.
+    const BUFFERS: u64 = 16 << 20;
 
     #[test]
     fn tandem_regimes_from_parameters() {
@@ -2008,39 +2372,141 @@ mod tests {
         let vars = |v: &[(&str, &str)]| {
             Settings::from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
         };
-        let tcp = tandem_protocols(&vars(&[]), &Transport::Tcp, &[]);
+        let of = |v: &[(&str, &str)], t: &Transport| tandem_protocols(&vars(v), t, &[], 2, BUFFERS);
+        let tcp = of(&[], &Transport::Tcp);
         assert_eq!(tcp.limits, [65536.0]);
         assert_eq!(tcp.names, ["eager", "rendezvous"]);
+        assert_eq!(tcp.copy_help, None);
         // No bound on a send call by default; one set is a bandwidth regime.
         assert!(tcp.bandwidth.iter().all(|b| b.name != "one send call"));
-        let tcp = tandem_protocols(
-            &vars(&[("TANDEM_TCP_SEND_CHUNK", "512k")]),
-            &Transport::Tcp,
-            &[],
-        );
+        let tcp = of(&[("TANDEM_TCP_SEND_CHUNK", "512k")], &Transport::Tcp);
         let chunk: Vec<(f64, &str)> = tcp
             .bandwidth
             .iter()
             .map(|b| (b.limit, b.name.as_str()))
             .collect();
         assert_eq!(chunk, [(524288.0, "one send call")]);
-        let shm = tandem_protocols(&vars(&[]), &Transport::Shm, &[]);
-        assert_eq!(shm.limits, [16384.0, (64u64 << 20) as f64 - 1.0]);
-        assert_eq!(shm.names, ["eager", "rendezvous", "single copy"]);
+        // Over shared memory, from shm_copy_help_min (64 KiB) on two CPUs
+        // copy what is read in place: rendezvous under shm_path_choice,
+        // and single copy.
+        let shm = of(&[], &Transport::Shm);
+        assert_eq!(shm.limits, [16384.0, 65535.0, (64u64 << 20) as f64 - 1.0]);
+        assert_eq!(
+            shm.names,
+            [
+                "eager",
+                "rendezvous",
+                "rendezvous, copy help",
+                "single copy, copy help"
+            ]
+        );
+        assert_eq!(shm.copy_help, Some(65536.0));
         assert!(
             shm.source.contains("shm_eager_limit = 16 KiB")
                 && shm.source.contains("as measured faster")
-                && shm.source.contains("shm_single_copy_min = 64 MiB"),
+                && shm.source.contains("shm_single_copy_min = 64 MiB")
+                && shm.source.contains("shm_copy_help_min = 64 KiB"),
             "{}",
             shm.source
         );
-        let cells = tandem_protocols(
-            &vars(&[("TANDEM_SHM_EAGER_LIMIT", "64k")]),
-            &Transport::Shm,
-            &[],
-        );
+        let no_help = of(&[("TANDEM_SHM_COPY_HELP_MIN", "0")], &Transport::Shm);
+        assert_eq!(no_help.names, ["eager", "rendezvous", "single copy"]);
+        assert_eq!(no_help.copy_help, None);
+        let cells = of(&[("TANDEM_SHM_EAGER_LIMIT", "64k")], &Transport::Shm);
         assert_eq!(
             cells.names,
+            [
+                "eager, one cell",
+                "eager, across cells",
+                "rendezvous, copy help",
+                "single copy, copy help"
+            ]
+        );
+        assert_eq!(cells.copy_help, Some(65537.0));
+        let v = [
+            ("TANDEM_EAGER_LIMIT", "16k"),
+            ("TANDEM_SHM_SINGLE_COPY_MIN", "16k"),
+        ];
+        let low = of(&v, &Transport::Default);
+        assert_eq!(low.limits, [16384.0, 65535.0]);
+        assert_eq!(
+            low.names,
+            ["eager", "single copy", "single copy, copy help"]
+        );
+        let off = of(
+            &[
+                ("TANDEM_SHM_SINGLE_COPY", "0"),
+                ("TANDEM_SHM_CELL_SIZE", "128k"),
+            ],
+            &Transport::Shm,
+        );
+        assert_eq!(off.names, ["eager", "rendezvous"]);
+        assert_eq!(off.copy_help, None);
+        // Through protocols_of: --set values win; other libraries have none.
+        let p = protocols_of(
+            Family::Tandem,
+            &[("eager_limit".into(), "4k".into())],
+            &Transport::Tcp,
+            BUFFERS,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.limits, [4096.0]);
+        assert!(protocols_of(Family::OpenMpi, &[], &Transport::Tcp, BUFFERS)
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn copy_help_only_where_messages_are_read_in_place() {
+        use tandem::params::Settings;
+        let of = |v: &[(&str, &str)], cpus: usize| {
+            let s =
+                Settings::from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+            tandem_protocols(&s, &Transport::Shm, &[], cpus, BUFFERS)
+        };
+        // Rendezvous always through the rings below shm_single_copy_min:
+        // only single copy is read in place, and helped from its start.
+        let rings = of(
+            &[
+                ("TANDEM_SHM_PATH_CHOICE", "0"),
+                ("TANDEM_SHM_SINGLE_COPY_MIN", "1m"),
+            ],
+            2,
+        );
+        assert_eq!(rings.limits, [16384.0, 1048575.0]);
+        assert_eq!(
+            rings.names,
+            ["eager", "rendezvous", "single copy, copy help"]
+        );
+        assert_eq!(rings.copy_help, Some(1048576.0));
+        // Copy help starting inside single copy splits it.
+        let late = of(
+            &[
+                ("TANDEM_SHM_PATH_CHOICE", "0"),
+                ("TANDEM_SHM_SINGLE_COPY_MIN", "1m"),
+                ("TANDEM_SHM_COPY_HELP_MIN", "4m"),
+            ],
+            2,
+        );
+        assert_eq!(late.limits, [16384.0, 1048575.0, 4194303.0]);
+        assert_eq!(
+            late.names,
+            [
+                "eager",
+                "rendezvous",
+                "single copy",
+                "single copy, copy help"
+            ]
+        );
+        assert_eq!(late.copy_help, Some(4194304.0));
+        // More ranks than CPUs: shm_eager_limit and shm_copy_help_min left
+        // at their defaults give way, as the runtime lets them; set, they
+        // hold.
+        let one = of(&[], 1);
+        assert_eq!(one.limits, [32704.0, 65536.0, (64u64 << 20) as f64 - 1.0]);
+        assert_eq!(
+            one.names,
             [
                 "eager, one cell",
                 "eager, across cells",
@@ -2048,34 +2514,72 @@ mod tests {
                 "single copy"
             ]
         );
-        let v = vars(&[
-            ("TANDEM_EAGER_LIMIT", "16k"),
-            ("TANDEM_SHM_SINGLE_COPY_MIN", "16k"),
-        ]);
-        let low = tandem_protocols(&v, &Transport::Default, &[]);
-        assert_eq!(low.limits, [16384.0]);
-        assert_eq!(low.names, ["eager", "single copy"]);
-        let off = tandem_protocols(
-            &vars(&[
-                ("TANDEM_SHM_SINGLE_COPY", "0"),
-                ("TANDEM_SHM_CELL_SIZE", "128k"),
-            ]),
-            &Transport::Shm,
-            &[],
+        assert_eq!(one.copy_help, None);
+        assert!(one.source.contains("gives way"), "{}", one.source);
+        let set = of(
+            &[
+                ("TANDEM_SHM_EAGER_LIMIT", "16k"),
+                ("TANDEM_SHM_COPY_HELP_MIN", "64k"),
+            ],
+            1,
         );
-        assert_eq!(off.names, ["eager", "rendezvous"]);
-        // Through protocols_of: --set values win; other libraries have none.
-        let p = protocols_of(
-            Family::Tandem,
-            &[("eager_limit".into(), "4k".into())],
-            &Transport::Tcp,
-        )
-        .unwrap()
-        .unwrap();
-        assert_eq!(p.limits, [4096.0]);
-        assert!(protocols_of(Family::OpenMpi, &[], &Transport::Tcp)
-            .unwrap()
-            .is_none());
+        assert_eq!(set.copy_help, Some(65536.0));
+        assert_eq!(set.limits[0], 16384.0);
+    }
+
+    #[test]
+    fn the_shared_heap_takes_the_rings_out_of_rendezvous() {
+        use tandem::params::Settings;
+        let of = |v: &[(&str, &str)], buffers: u64| {
+            let s =
+                Settings::from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+            tandem_protocols(&s, &Transport::Shm, &vm_levels(), 2, buffers)
+        };
+        let limits = |p: &Protocols| -> Vec<(String, f64)> {
+            p.bandwidth
+                .iter()
+                .map(|b| (b.name.clone(), b.limit))
+                .collect()
+        };
+        const MI: f64 = 1048576.0;
+        // With the heap the rings carry eager messages (up to 16 KiB)
+        // only: a rendezvous rank's working set is its buffers, 2m.
+        let heap = of(&[("TANDEM_SHM_HEAP", "1")], BUFFERS);
+        assert_eq!(
+            limits(&heap),
+            [
+                ("L1d".to_string(), 4096.0),
+                ("L2".to_string(), 131072.0),
+                ("TLB".to_string(), 2.5 * MI),
+                ("L3".to_string(), 4.0 * MI),
+                ("all of L3".to_string(), 8.0 * MI),
+            ]
+        );
+        assert!(heap.source.contains("shm_heap"), "{}", heap.source);
+        assert!(
+            heap.bandwidth[1]
+                .why
+                .contains("ring cells 2 min(m, 16 KiB) up to 16 KiB"),
+            "{}",
+            heap.bandwidth[1].why
+        );
+        // Without it, or with buffers too small for it (below shm_heap_min),
+        // or with single copy off, every message passes the rings' cells.
+        let rings = [
+            ("L1d".to_string(), 4096.0),
+            ("L2".to_string(), 65536.0),
+            ("TLB".to_string(), 2.0 * MI),
+            ("L3".to_string(), 3.5 * MI),
+            ("all of L3".to_string(), 7.5 * MI),
+        ];
+        assert_eq!(limits(&of(&[("TANDEM_SHM_HEAP", "0")], BUFFERS)), rings);
+        assert_eq!(limits(&of(&[("TANDEM_SHM_HEAP", "1")], 128 << 10)), rings);
+        let no_copy = of(
+            &[("TANDEM_SHM_HEAP", "1"), ("TANDEM_SHM_SINGLE_COPY", "0")],
+            BUFFERS,
+        );
+        assert_eq!(limits(&no_copy), rings);
+        assert!(!no_copy.source.contains("shm_heap"), "{}", no_copy.source);
     }
 
     /// The test VM's hierarchy: L1d 32 KiB and L2 512 KiB per core, L3
@@ -2097,7 +2601,7 @@ mod tests {
     #[test]
     fn memory_limits_from_working_sets() {
         let limits = |staging: f64| -> Vec<(String, f64)> {
-            memory_limits(&vm_levels(), staging)
+            memory_limits(&vm_levels(), staging, f64::INFINITY)
                 .into_iter()
                 .map(|b| (b.name, b.limit))
                 .collect()
@@ -2136,21 +2640,30 @@ mod tests {
         assert_eq!(cpu_count("0"), 1);
     }
 
-    /// Rendezvous over shared memory on the VM's limits: 1 us + m / 20 GB/s
-    /// while the working set stays in the caches (up to 2 MiB), m / 7 GB/s
-    /// for all of a message once it has left them (4 and 8 MiB).
+    /// Rendezvous over shared memory through the rings (no shared heap,
+    /// no copy help) on the VM's limits: 1 us + m / 20 GB/s while the
+    /// working set stays in the caches (up to 2 MiB), and the bytes past
+    /// the L3's limit (half of it: 3.5 MiB) at 7 GB/s (4 and 8 MiB).
     fn cache_cliff() -> (Vec<(f64, f64)>, Protocols) {
-        let settings = tandem::params::Settings::from_vars(Vec::<(String, String)>::new()).unwrap();
-        let p = tandem_protocols(&settings, &Transport::Shm, &vm_levels());
+        let settings = tandem::params::Settings::from_vars(
+            [("TANDEM_SHM_HEAP", "0"), ("TANDEM_SHM_COPY_HELP_MIN", "0")]
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        )
+        .unwrap();
+        let p = tandem_protocols(&settings, &Transport::Shm, &vm_levels(), 2, BUFFERS);
         let pts = (17..=23)
             .map(|k| {
                 let m = (1u64 << k) as f64;
-                let b = if m <= 2097152.0 { 20e9 } else { 7e9 };
-                (m, 1e-6 + m / b)
+                (
+                    m,
+                    1e-6 + m.min(3.5 * MI) / 20e9 + (m - 3.5 * MI).max(0.0) / 7e9,
+                )
             })
             .collect();
         (pts, p)
     }
+
+    const MI: f64 = 1048576.0;
 
     #[test]
     fn a_message_past_the_caches_gets_its_own_bandwidth() {
@@ -2168,9 +2681,15 @@ mod tests {
             (a.from, a.to, b.from, b.to),
             (131072.0, 2097152.0, 4194304.0, 8388608.0)
         );
-        // One latency for the protocol, a bandwidth per cell.
+        // One latency for the protocol, a bandwidth per cell: that of the
+        // bytes past the limit the cell starts at.
         assert!((a.l - 1e-6).abs() < 1e-12 && a.l == b.l, "{f:?}");
         assert!((a.b - 20e9).abs() / 20e9 < 1e-6 && (b.b - 7e9).abs() / 7e9 < 1e-6);
+        assert_eq!((a.past, a.before), (0.0, 0.0));
+        assert_eq!(b.past, 3.5 * MI);
+        assert!((b.before - 3.5 * MI / 20e9).abs() < 1e-12, "{b:?}");
+        let t8 = 1e-6 + 3.5 * MI / 20e9 + 4.5 * MI / 7e9;
+        assert!((f.predict(8.0 * MI) - t8).abs() < 1e-12);
         assert!(a.r2 > 0.999999 && b.max_error < 1e-6 && b.sizes == 2);
         // LogGP's G comes from the protocol's line over most sizes.
         assert_eq!(long_messages(&f).unwrap().b, a.b);
@@ -2183,6 +2702,99 @@ mod tests {
         let g = fit_hockney_protocols(&pts, &plain).unwrap();
         assert_eq!(g.segments.len(), 1);
         assert!(g.max_error > TARGET_ERROR, "{g:?}");
+    }
+
+    /// The shared heap's ping-pong on the VM's limits (TLB 2.5 MiB, half
+    /// of the L3 4 MiB, all of it 8 MiB): 0.6 us + the bytes up to 4 MiB
+    /// at 90 GB/s, those up to 8 MiB at 25 GB/s and the rest at 13 GB/s,
+    /// each message's bytes taking the busier CPU's share of the copy.
+    fn heap_spill() -> (Vec<(f64, f64)>, Protocols) {
+        let settings = tandem::params::Settings::from_vars(
+            [("TANDEM_SHM_HEAP", "1")].map(|(k, v)| (k.to_string(), v.to_string())),
+        )
+        .unwrap();
+        let p = tandem_protocols(&settings, &Transport::Shm, &vm_levels(), 2, BUFFERS);
+        let bytes = |m: f64| {
+            m.min(4.0 * MI) / 90e9
+                + (m.min(8.0 * MI) - 4.0 * MI).max(0.0) / 25e9
+                + (m - 8.0 * MI).max(0.0) / 13e9
+        };
+        let pts = pingpong_sizes(Some(&p), BUFFERS)
+            .into_iter()
+            .filter(|&m| m >= 64 << 10)
+            .map(|m| {
+                let m = m as f64;
+                let share = tandem::p2p::copy_help_share(m as u64) as f64;
+                (m, 0.6e-6 + bytes(m) * 2.0 * share / m)
+            })
+            .collect();
+        (pts, p)
+    }
+
+    #[test]
+    fn a_gradual_spill_past_the_l3_is_followed() {
+        let (pts, p) = heap_spill();
+        assert!(pts.iter().any(|q| q.0 == 3.0 * MI) && pts.iter().any(|q| q.0 == 12.0 * MI));
+        let f = fit_hockney_protocols(&pts, &p).unwrap();
+        assert!(f.max_error < 1e-6, "{f:?}");
+        let lines: Vec<(&str, f64, f64)> = f
+            .segments
+            .iter()
+            .map(|s| (s.regime.as_str(), s.past, (s.b / 1e9 * 1e3).round() / 1e3))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("rendezvous, copy help, past L1d", 0.0, 90.0),
+                ("rendezvous, copy help, past L3", 4.0 * MI, 25.0),
+                ("rendezvous, copy help, past all of L3", 8.0 * MI, 13.0),
+            ],
+            "{f:?}"
+        );
+        // 3 MiB is three chunks of 1 MiB: one CPU copies two of them, so
+        // it takes as long as 4 MiB would split evenly.
+        let t3 = f.predict(3.0 * MI);
+        assert!((t3 - (0.6e-6 + 4.0 * MI / 90e9)).abs() < 1e-12, "{t3}");
+        // Without the copy's split no lines meet it and the others: the
+        // best miss by more than 10%.
+        let even = Protocols {
+            copy_help: None,
+            ..p.clone()
+        };
+        let g = fit_hockney_protocols(&pts, &even).unwrap();
+        assert!(g.max_error > 0.1, "{g:?}");
+    }
+
+    #[test]
+    fn the_ping_pong_measures_what_the_model_needs() {
+        use tandem::params::Settings;
+        let powers: Vec<u64> = (0..=24).map(|k| 1 << k).collect();
+        assert_eq!(pingpong_sizes(None, BUFFERS), powers);
+        let of = |v: &[(&str, &str)], t: &Transport| {
+            let s =
+                Settings::from_vars(v.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
+            tandem_protocols(&s, t, &vm_levels(), 2, BUFFERS)
+        };
+        let extra = |p: &Protocols| -> Vec<u64> {
+            pingpong_sizes(Some(p), BUFFERS)
+                .into_iter()
+                .filter(|m| !m.is_power_of_two())
+                .collect()
+        };
+        const K: u64 = 1024;
+        const M: u64 = 1024 * 1024;
+        // Shared memory with the heap: rendezvous read by one CPU (16 to
+        // 64 KiB) had one size, and the cells from the TLB's limit up one
+        // each.
+        let heap = of(&[("TANDEM_SHM_HEAP", "1")], &Transport::Shm);
+        assert_eq!(extra(&heap), [24 * K, 48 * K, 3 * M, 6 * M, 12 * M]);
+        // Without it the rings' cells move the limits: the cell from the
+        // TLB's 2 MiB to 3.5 MiB had no size, the one up to 7.5 MiB one (4
+        // MiB), the next two (8 and 16 MiB).
+        let rings = of(&[("TANDEM_SHM_HEAP", "0")], &Transport::Shm);
+        assert_eq!(extra(&rings), [24 * K, 48 * K, 3 * M, 6 * M]);
+        let tcp = of(&[], &Transport::Tcp);
+        assert_eq!(extra(&tcp), [96 * K, 3 * M, 6 * M, 12 * M]);
     }
 
     #[test]
@@ -2248,13 +2860,17 @@ mod tests {
 
     #[test]
     fn shared_latency_is_exact() {
-        let a: Vec<(f64, f64)> = (1..5).map(|k| (k as f64, 3.0 + 2.0 * k as f64)).collect();
-        let b: Vec<(f64, f64)> = (5..9).map(|k| (k as f64, 3.0 + 0.5 * k as f64)).collect();
+        // 3 + 2 per byte up to 4.5 bytes, 0.5 per byte past them.
+        let t = |m: f64| 3.0 + 2.0 * m.min(4.5) + 0.5 * (m - 4.5).max(0.0);
+        let a: Vec<(f64, f64)> = (1..5).map(|k| (k as f64, t(k as f64))).collect();
+        let b: Vec<(f64, f64)> = (5..9).map(|k| (k as f64, t(k as f64))).collect();
         let ones = [vec![1.0; 4], vec![1.0; 4]];
-        let (l, xs) = fit_shared_latency(&[&a, &b], &ones).unwrap();
+        let starts = [0.0, 4.5];
+        let (l, xs) = fit_shared_latency(&[&a, &b], &starts, None, &ones).unwrap();
         assert!((l - 3.0).abs() < 1e-9 && (xs[0] - 2.0).abs() < 1e-9 && (xs[1] - 0.5).abs() < 1e-9);
-        let (l, xs) = fit_shared_latency_minimax(&[&a, &b]).unwrap();
+        let (l, xs) = fit_shared_latency_minimax(&[&a, &b], &starts, None).unwrap();
         assert!((l - 3.0).abs() < 1e-9 && (xs[0] - 2.0).abs() < 1e-9 && (xs[1] - 0.5).abs() < 1e-9);
+        assert!((blocks_time(l, &xs, &starts, None, 8.0) - t(8.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -2270,10 +2886,10 @@ mod tests {
             .collect();
         pts[3].1 *= 1.2;
         let ones = [vec![1.0; pts.len()]];
-        let (l, xs) = fit_shared_latency(&[&pts], &ones).unwrap();
+        let (l, xs) = fit_shared_latency(&[&pts], &[0.0], None, &ones).unwrap();
         let worst = |l: f64, x: f64| max_relative_error(pts.iter().map(|&(m, t)| (l + m * x, t)));
         let squares = worst(l, xs[0]);
-        let (lm, xm) = fit_shared_latency_minimax(&[&pts]).unwrap();
+        let (lm, xm) = fit_shared_latency_minimax(&[&pts], &[0.0], None).unwrap();
         let minimax = worst(lm, xm[0]);
         assert!(squares > 0.14, "{squares}");
         assert!(minimax < 0.1 && minimax < squares, "{minimax} {squares}");

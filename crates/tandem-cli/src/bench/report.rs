@@ -123,7 +123,9 @@ struct Plan {
     params: Vec<(&'static str, String)>,
 }
 
-fn plans(a: &ReportArgs) -> Result<Vec<Plan>, String> {
+/// The report's kernels; the ping-pong over `pingpong` sizes (see
+/// [`model::pingpong_sizes`]).
+fn plans(a: &ReportArgs, pingpong: &[u64]) -> Result<Vec<Plan>, String> {
     let sizes = |s: &str| -> Result<String, String> {
         Ok(kernels::parse_sizes(s)?
             .iter()
@@ -144,7 +146,14 @@ fn plans(a: &ReportArgs) -> Result<Vec<Plan>, String> {
             title: "Ping-pong (seed 003): one-way latency and throughput",
             np: 2,
             params: vec![
-                ("sizes", sizes("1:16m:2")?),
+                (
+                    "sizes",
+                    pingpong
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
                 ("duration", d.clone()),
                 ("repeat", r.to_string()),
             ],
@@ -493,7 +502,19 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
         // The ping-pong run and its first library's records, for a second
         // pass (see below).
         let mut pingpong_run: Option<(RunSpec, Vec<Value>)> = None;
-        for p in plans(a)? {
+        // The ping-pong's sizes come from the model's regimes and cells.
+        let pingpong = kernels::find("pingpong").expect("kernel in the catalogue");
+        let lib_set: Vec<(String, String)> =
+            split_set(pingpong, &rest, &libs, &mut BTreeMap::new())?
+                .into_iter()
+                .filter(|(l, _, _)| l.is_empty() || *l == libs[0].name)
+                .map(|(_, k, v)| (k, v))
+                .collect();
+        let planned =
+            model::protocols_of(libs[0].family, &lib_set, &transport, model::PINGPONG_MAX)?;
+        let pingpong_sizes = model::pingpong_sizes(planned.as_ref(), model::PINGPONG_MAX);
+        let mut largest = model::PINGPONG_MAX;
+        for p in plans(a, &pingpong_sizes)? {
             let mut params: BTreeMap<String, String> = p
                 .params
                 .iter()
@@ -537,6 +558,7 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                         }
                     }
                     if p.kernel.name == "pingpong" {
+                        largest = model::largest_size(&spec.params);
                         pingpong_probes = res.core_probes();
                         pingpong_run = Some((spec.clone(), records_of(&res, &libs[0].name)));
                     }
@@ -552,14 +574,8 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
             }
         }
         if tables.contains_key("pingpong") {
-            let pingpong = kernels::find("pingpong").expect("kernel in the catalogue");
-            let lib_set: Vec<(String, String)> =
-                split_set(pingpong, &rest, &libs, &mut BTreeMap::new())?
-                    .into_iter()
-                    .filter(|(l, _, _)| l.is_empty() || *l == libs[0].name)
-                    .map(|(_, k, v)| (k, v))
-                    .collect();
-            let protocols = model::protocols_of(libs[0].family, &lib_set, &transport)?;
+            // Its buffers are as large as its largest size.
+            let protocols = model::protocols_of(libs[0].family, &lib_set, &transport, largest)?;
             let fit = |pingpong: Option<&Table>| {
                 model::fit(
                     &libs[0].name,

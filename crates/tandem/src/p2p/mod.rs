@@ -25,6 +25,7 @@
 
 mod advert;
 mod copy_help;
+pub use copy_help::copy_help_share;
 mod direct;
 mod handler;
 mod path;
