@@ -33,6 +33,12 @@ const TOKEN_TCP: u64 = u64::MAX;
 /// added about 0.02 us to an 8-byte shared-memory ping-pong (0.18 us).
 const IDLE_TCP_POLL_EVERY: u32 = 1024;
 const TOKEN_WAKE: u64 = u64::MAX - 1;
+/// Longest sleep of a rank whose frames wait for room in a peer's ring:
+/// the consumer that frees the room looks at the sleep word without a
+/// fence (see `ShmTransport::poll_ring`), so in a rare race it misses a
+/// sleep that began as it released the cells; the sleeper then finds the
+/// room by itself this much later.
+const QUEUED_SLEEP_MS: i32 = 10;
 
 /// Owns every transport of a rank.
 pub struct Engine {
@@ -300,7 +306,13 @@ impl Engine {
     /// peer's exit does), then drives what came.
     pub fn sleep_armed(&mut self, sink: &mut dyn FrameSink) -> bool {
         let mut did = false;
-        let timeout = if self.tcp.needs_timer() { 100 } else { -1 };
+        let timeout = if self.tcp.needs_timer() {
+            100
+        } else if self.shm.as_ref().is_some_and(|s| s.has_queued()) {
+            QUEUED_SLEEP_MS
+        } else {
+            -1
+        };
         self.counters.blocks += 1;
         let watch = Stopwatch::start(self.tcp.timing());
         let n = crate::transport::epoll_wait(self.epfd.as_raw_fd(), &mut self.events, timeout);

@@ -1028,8 +1028,13 @@ impl ShmTransport {
             let cell = self.cell(ring, slot);
             if self.map.u64_at(cell + CELL_SEQ).load(Ordering::Acquire) != pos + 1 {
                 if worked {
-                    // The producer may be asleep waiting for the cells we freed.
-                    self.wake_if_sleeping(peer, false);
+                    // The producer may be asleep waiting for the cells we
+                    // freed. No fence before looking (it would hold this
+                    // rank until its stores land, on the path from a
+                    // message to the answer): a producer that arms its sleep
+                    // while our release is still unseen sleeps at most
+                    // `QUEUED_SLEEP_MS` (see `Engine::sleep_armed`).
+                    self.ring_if_sleeping(peer, false);
                     return Polled::Worked;
                 }
                 return Polled::Idle;
