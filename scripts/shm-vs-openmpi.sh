@@ -3,7 +3,8 @@
 # transport on one host) and with Debian's Open MPI (its default vader
 # path), interleaved RUNS times, plus examples/memcpy_bw.c (one core's
 # memcpy of 4 MiB) in every round, and prints the medians of the 8-byte
-# latency and of the 1 MiB and 4 MiB bandwidths, with their ratios; then
+# latency and of the 1 MiB and 4 MiB bandwidths, with their ratios (and
+# the median of the 8-byte ratios within each round); then
 # the same with buffers from MPI_Alloc_mem (pingpong -a), which Tandem
 # backs with transparent huge pages from 2 MiB. Extra
 # arguments go to `tandem run` (e.g. --set shm_single_copy_min=1m). Needs
@@ -35,7 +36,7 @@ if [ "${FRESH:-0}" = 1 ]; then
         awk '/lib(mpi|open-pal|open-rte)\.so/ {print $3}')
     ompi_plugins=$(ompi_info --path pkglibdir --parsable | sed 's/^path:pkglibdir://')
 fi
-for _ in $(seq "$runs"); do
+for round in $(seq "$runs"); do
     if [ "${FRESH:-0}" = 1 ]; then
         rm -rf "$copies"/t "$copies"/o
         mkdir -p "$copies"/t "$copies"/o
@@ -46,8 +47,15 @@ for _ in $(seq "$runs"); do
         ompi=(env LD_LIBRARY_PATH="$copies"/o mpirun.openmpi -x LD_LIBRARY_PATH
             --mca mca_base_component_path "$copies"/o/plugins)
     fi
-    echo "tandem $(target/release/tandem run -n 2 "$@" target/examples/pingpong -r 20 | awk "$pick")" >>"$out"
-    echo "openmpi $("${ompi[@]}" -n 2 target/examples/pingpong.openmpi -r 20 | awk "$pick")" >>"$out"
+    # Launched in alternating order: a library launched second in a round
+    # can find the machine in another state than the first.
+    if [ $((round % 2)) = 0 ]; then
+        echo "openmpi $("${ompi[@]}" -n 2 target/examples/pingpong.openmpi -r 20 | awk "$pick")" >>"$out"
+        echo "tandem $(target/release/tandem run -n 2 "$@" target/examples/pingpong -r 20 | awk "$pick")" >>"$out"
+    else
+        echo "tandem $(target/release/tandem run -n 2 "$@" target/examples/pingpong -r 20 | awk "$pick")" >>"$out"
+        echo "openmpi $("${ompi[@]}" -n 2 target/examples/pingpong.openmpi -r 20 | awk "$pick")" >>"$out"
+    fi
     echo "tandem-a $(target/release/tandem run -n 2 "$@" target/examples/pingpong -a -r 20 | awk "$pick")" >>"$out"
     echo "openmpi-a $("${ompi[@]}" -n 2 target/examples/pingpong.openmpi -a -r 20 | awk "$pick")" >>"$out"
     echo "memcpy 0 0 $(target/examples/memcpy_bw | awk '{print $(NF-1)}')" >>"$out"
@@ -70,6 +78,13 @@ print(f"memcpy    4 MiB {med['memcpy'][2]:6.0f} MB/s ({rng('memcpy', 2)})")
 t, o = med["tandem"], med["openmpi"]
 print(f"tandem/openmpi: 8 B latency {t[0] / o[0]:.2f}x, 1 MiB bandwidth {t[1] / o[1]:.2f}x, "
       f"4 MiB bandwidth {t[2] / o[2]:.2f}x; tandem 4 MiB / memcpy {t[2] / med['memcpy'][2]:.2f}x")
+# The host moves the two CPUs closer or apart between launches, which
+# changes the 8-byte latency by 2-3x: a ratio of the two launches of one
+# round (seconds apart, usually in one placement) is steadier than the
+# ratio of medians.
+paired = sorted(a[0] / b[0] for a, b in zip(runs["tandem"], runs["openmpi"]))
+print(f"8 B latency, ratio within each round: median {statistics.median(paired):.3f}x "
+      f"({paired[0]:.3f}-{paired[-1]:.3f}x over {len(paired)} rounds)")
 t, o = med["tandem-a"], med["openmpi-a"]
 print(f"with MPI_Alloc_mem buffers (-a): 1 MiB bandwidth {t[1] / o[1]:.2f}x, 4 MiB bandwidth {t[2] / o[2]:.2f}x; "
       f"tandem 4 MiB / memcpy {t[2] / med['memcpy'][2]:.2f}x")
