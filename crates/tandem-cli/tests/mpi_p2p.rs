@@ -378,6 +378,33 @@ fn rwapi_large_writes_are_shared_with_a_polling_target() {
     }
 }
 
+/// Runs of small RWAPI writes to one node: over TCP all but the first of a
+/// run wait to leave together in one sendmsg (`tcp_batched`), and every
+/// byte still lands, before the notice that follows the run, after 20 ms
+/// of computing with no RWAPI call, and after rwapi_flush; over shared
+/// memory (direct writes, or the engine with `rwapi_direct=0`) nothing
+/// waits.
+#[test]
+fn rwapi_write_runs_leave_together_over_tcp() {
+    let prog = compile("rwapi_runs");
+    for (np, opts, batched) in [
+        (2, &["--set", "transports=tcp"][..], true),
+        (
+            3,
+            &["--set", "transports=tcp", "--set", "progress=thread"][..],
+            true,
+        ),
+        (3, &[][..], false),
+        (2, &["--set", "rwapi_direct=0"][..], false),
+    ] {
+        let opts = [opts, &["--set", "stats=json"][..]].concat();
+        let outcome = run(np, &opts, &prog, &[], JOB_TIMEOUT);
+        assert_pass(&outcome, "rwapi_runs");
+        let n = counter_total(&outcome.stdout, "tcp_batched");
+        assert_eq!(batched, n > 0, "tcp_batched = {n}\n{}", outcome.describe());
+    }
+}
+
 /// MPI windows whose ranks share a host (MPI_Win_allocate and
 /// MPI_Win_allocate_shared): locks, accumulates (MAXLOC of a padded pair
 /// type too), compare-and-swap and fetch-and-op from every rank at once

@@ -145,6 +145,23 @@ impl Engine {
         }
     }
 
+    /// As [`Engine::send`], for a frame that may wait over TCP to leave
+    /// with those after it in one system call (see
+    /// [`TcpTransport::send_batched`]); shared memory sends it at once.
+    pub fn send_batched(
+        &mut self,
+        peer: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+        token: Option<u64>,
+    ) -> Result<SendState> {
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
+            _ => self.tcp.send_batched(peer, header, payload, len, token),
+        }
+    }
+
     /// Hands a frame to the transport only if it can take it whole at once
     /// (shared memory, a free cell, nothing queued before it); returns
     /// whether it did. Then the payload memory is free again.

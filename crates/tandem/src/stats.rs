@@ -79,10 +79,13 @@ pub struct Counters {
     /// Chunks of large RWAPI writes this rank, their target, copied for
     /// writers on its host while it polled (the writer copies the rest).
     pub rwapi_helped: u64,
+    /// Frames that waited to leave over TCP with those after them in one
+    /// `sendmsg` (runs of RWAPI writes to one node).
+    pub tcp_batched: u64,
 }
 
 /// How many counters there are.
-pub const COUNTERS: usize = 30;
+pub const COUNTERS: usize = 31;
 
 impl Counters {
     /// Names and values, in a stable order.
@@ -118,6 +121,7 @@ impl Counters {
             ("helped_chunks", self.helped_chunks),
             ("heap_copies", self.heap_copies),
             ("rwapi_helped", self.rwapi_helped),
+            ("tcp_batched", self.tcp_batched),
         ]
     }
 
@@ -173,6 +177,9 @@ impl Counters {
             "rwapi_helped" => {
                 "chunks of large RWAPI writes this rank, their target, copied for the writer while it polled"
             }
+            "tcp_batched" => {
+                "frames that waited to leave over TCP with those after them in one sendmsg (runs of RWAPI writes)"
+            }
             _ => return None,
         })
     }
@@ -209,6 +216,7 @@ impl Counters {
             "helped_chunks" => &mut self.helped_chunks,
             "heap_copies" => &mut self.heap_copies,
             "rwapi_helped" => &mut self.rwapi_helped,
+            "tcp_batched" => &mut self.tcp_batched,
             _ => return None,
         })
     }

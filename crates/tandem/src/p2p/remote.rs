@@ -1340,7 +1340,9 @@ impl super::P2p {
     /// [`P2p::take_late_errors`]); otherwise it is tracked as a put is.
     /// Returns its id and whether it is over already. This spares a write
     /// that leaves at once the operation table, the per-peer counts and
-    /// the caller's later look-ups.
+    /// the caller's later look-ups. With `batch`, a write over TCP may
+    /// wait to leave with the writes after it in one system call (see
+    /// [`crate::progress::Engine::send_batched`]).
     ///
     /// # Safety
     /// As [`P2p::put`].
@@ -1351,6 +1353,7 @@ impl super::P2p {
         addr: u64,
         data: *const u8,
         len: usize,
+        batch: bool,
     ) -> Result<(OpId, bool)> {
         self.check_peer(peer)?;
         if peer == self.rank || self.m.lost[peer as usize].is_some() {
@@ -1359,7 +1362,13 @@ impl super::P2p {
         }
         let id = self.m.remote.next_id();
         let h = Self::header(FrameKind::Put, key, 0, len, id, addr);
-        match self.engine.send(peer, &h, data, len, Some(TOKEN_BIT | id)) {
+        let token = Some(TOKEN_BIT | id);
+        let sent = if batch {
+            self.engine.send_batched(peer, &h, data, len, token)
+        } else {
+            self.engine.send(peer, &h, data, len, token)
+        };
+        match sent {
             Ok(crate::transport::SendState::Done) => Ok((OpId(id), true)),
             Ok(crate::transport::SendState::Queued) => {
                 self.m.remote.track(id, peer, None, false, None, Vec::new());

@@ -67,8 +67,13 @@ const LISTENER_TOKEN: u64 = u64::MAX;
 /// Receive buffer per connection; payloads larger than what is buffered are
 /// read straight into their destination.
 const RBUF_LEN: usize = 64 * 1024;
-/// Most iovecs handed to one `sendmsg`.
-const MAX_IOV: usize = 64;
+/// Most iovecs handed to one `sendmsg` (two per frame).
+const MAX_IOV: usize = 256;
+/// Frames batched by [`TcpTransport::send_batched`] leave once this many
+/// bytes wait (or at the next progress pass, or with the next frame sent
+/// otherwise). Over loopback here one `sendmsg` of 1 MiB moves 8.4 GB/s,
+/// one of 256 KiB 5.8 (the kernel's cost per call is that large).
+const BATCH_BYTES: usize = 1024 * 1024;
 
 /// A frame waiting to leave. The payload pointer stays valid until the frame
 /// is reported done: the layer above owns that memory (a send buffer it may
@@ -95,6 +100,9 @@ struct Peer {
     /// A connection this rank opened that has not been answered yet.
     pending_out: Option<usize>,
     sendq: VecDeque<OutFrame>,
+    /// Bytes of frames [`TcpTransport::send_batched`] queued with no send
+    /// tried since (0: none).
+    batched: usize,
     lost: Option<String>,
 }
 
@@ -168,6 +176,12 @@ pub struct TcpTransport {
     live_conns: usize,
     /// Losses found outside `progress` (during `send`), reported at the next one.
     lost_pending: Vec<(u32, String)>,
+    /// Peers with frames [`TcpTransport::send_batched`] left waiting.
+    batched_peers: Vec<u32>,
+    /// Tokens of batched frames that left with a frame
+    /// [`TcpTransport::send`] took (which has no sink to report them to),
+    /// reported at the next progress pass.
+    done_tokens: Vec<u64>,
     /// What this transport did (readiness events and their handling).
     pub counters: Counters,
     pollfds: Vec<libc::pollfd>,
@@ -447,6 +461,8 @@ impl TcpTransport {
             handshakes: 0,
             live_conns: 0,
             lost_pending: Vec::new(),
+            batched_peers: Vec::new(),
+            done_tokens: Vec::new(),
             counters: Counters::default(),
             pollfds: Vec::new(),
         };
@@ -542,12 +558,19 @@ impl TcpTransport {
         self.peers[p].sendq.push_back(frame);
         match established {
             Some(c) => {
-                if self.peers[p].sendq.len() == 1 {
+                // Batched frames before it leave with it.
+                if self.peers[p].sendq.len() == 1 || self.peers[p].batched > 0 {
                     if let Served::Close(why) = self.flush(c, None) {
                         self.lose_peer_later(peer, why.clone());
                         return Err(Error::new(ErrorClass::ProcAborted, why));
                     }
                     if self.peers[p].sendq.is_empty() {
+                        // This frame's own end is the answer, not a report.
+                        if let Some(t) = token {
+                            if self.done_tokens.last() == Some(&t) {
+                                self.done_tokens.pop();
+                            }
+                        }
                         return Ok(SendState::Done);
                     }
                 }
@@ -562,6 +585,62 @@ impl TcpTransport {
             }
         }
         Ok(SendState::Queued)
+    }
+
+    /// As [`TcpTransport::send`], for a frame that may wait to leave with
+    /// those after it in one `sendmsg` (a run of one-sided writes, whose
+    /// caller looks for their completion later): it is queued, and the
+    /// queue is written once [`BATCH_BYTES`] wait, at the next progress
+    /// pass (the socket is watched for writability meanwhile), or with the
+    /// next frame [`TcpTransport::send`] takes. Never [`SendState::Done`]
+    /// unless it left at once.
+    pub fn send_batched(
+        &mut self,
+        peer: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+        token: Option<u64>,
+    ) -> Result<SendState, Error> {
+        let p = peer as usize;
+        if self.peers[p].conn.is_none() || self.peers[p].lost.is_some() {
+            return self.send(peer, header, payload, len, token);
+        }
+        if self.peers[p].batched + HEADER_LEN + len >= BATCH_BYTES {
+            return self.send(peer, header, payload, len, token);
+        }
+        if self.peers[p].batched == 0 {
+            self.batched_peers.push(peer);
+        }
+        self.peers[p].batched += HEADER_LEN + len;
+        self.counters.tcp_batched += 1;
+        self.peers[p].sendq.push_back(OutFrame {
+            header: header.encode(),
+            payload,
+            len,
+            written: 0,
+            token,
+        });
+        Ok(SendState::Queued)
+    }
+
+    /// Writes the frames [`TcpTransport::send_batched`] left waiting.
+    fn flush_batched(&mut self, sink: &mut dyn FrameSink) -> bool {
+        let mut did = false;
+        for peer in std::mem::take(&mut self.batched_peers) {
+            let p = peer as usize;
+            if self.peers[p].batched == 0 {
+                continue;
+            }
+            let Some(c) = self.peers[p].conn else {
+                continue;
+            };
+            did = true;
+            if let Served::Close(why) = self.flush(c, Some(sink)) {
+                self.close_conn(c, &why, sink);
+            }
+        }
+        did
     }
 
     fn lose_peer_later(&mut self, peer: u32, why: String) {
@@ -695,6 +774,13 @@ impl TcpTransport {
         }
         if !self.paused.is_empty() {
             did |= self.resume_paused(sink);
+        }
+        if !self.batched_peers.is_empty() {
+            did |= self.flush_batched(sink);
+        }
+        for t in std::mem::take(&mut self.done_tokens) {
+            sink.on_send_done(t);
+            did = true;
         }
         // Work found above must reach the caller before it may sleep.
         let timeout_ms = if did { 0 } else { timeout_ms };
@@ -1116,6 +1202,7 @@ impl TcpTransport {
         let conn = self.conns[c].as_ref().expect("live connection");
         let fd = conn.fd.as_raw_fd();
         let peer = conn.peer.expect("established connection has a peer") as usize;
+        self.peers[peer].batched = 0;
         loop {
             let q = &mut self.peers[peer].sendq;
             if q.is_empty() {
@@ -1185,9 +1272,12 @@ impl TcpTransport {
                 if f.written == f.total() {
                     let f = q.pop_front().unwrap();
                     // Without a sink (called from `send`), the caller learns
-                    // of completion from the emptied queue.
-                    if let (Some(t), Some(s)) = (f.token, sink.as_deref_mut()) {
-                        s.on_send_done(t);
+                    // of its frame's completion from the emptied queue, and
+                    // batched frames before it are reported later.
+                    match (f.token, sink.as_deref_mut()) {
+                        (Some(t), Some(s)) => s.on_send_done(t),
+                        (Some(t), None) => self.done_tokens.push(t),
+                        (None, _) => {}
                     }
                 }
             }
