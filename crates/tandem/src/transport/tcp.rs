@@ -590,10 +590,9 @@ impl TcpTransport {
     /// As [`TcpTransport::send`], for a frame that may wait to leave with
     /// those after it in one `sendmsg` (a run of one-sided writes, whose
     /// caller looks for their completion later): it is queued, and the
-    /// queue is written once [`BATCH_BYTES`] wait, at the next progress
-    /// pass (the socket is watched for writability meanwhile), or with the
-    /// next frame [`TcpTransport::send`] takes. Never [`SendState::Done`]
-    /// unless it left at once.
+    /// queue is written once [`BATCH_BYTES`] wait, at the start of the
+    /// next progress pass, or with the next frame [`TcpTransport::send`]
+    /// takes. Never [`SendState::Done`] unless it left at once.
     pub fn send_batched(
         &mut self,
         peer: u32,
