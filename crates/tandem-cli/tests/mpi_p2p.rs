@@ -405,6 +405,32 @@ fn rwapi_write_runs_leave_together_over_tcp() {
     }
 }
 
+/// Runs of MPI_Put to one target: over TCP all but the first of a run
+/// wait to leave together (`tcp_batched`), and every byte lands by the
+/// flush or fence that completes them, with accumulates breaking the runs
+/// and with the progress thread; through shared memory (direct windows, or
+/// the engine with `rma_direct=0`) nothing waits.
+#[test]
+fn rma_put_runs_leave_together_over_tcp() {
+    let prog = compile("rma_put_runs");
+    for (np, opts, batched) in [
+        (2, &["--set", "transports=tcp"][..], true),
+        (
+            3,
+            &["--set", "transports=tcp", "--set", "progress=thread"][..],
+            true,
+        ),
+        (3, &[][..], false),
+        (2, &["--set", "rma_direct=0"][..], false),
+    ] {
+        let opts = [opts, &["--set", "stats=json"][..]].concat();
+        let outcome = run(np, &opts, &prog, &[], JOB_TIMEOUT);
+        assert_pass(&outcome, "rma_put_runs");
+        let n = counter_total(&outcome.stdout, "tcp_batched");
+        assert_eq!(batched, n > 0, "tcp_batched = {n}\n{}", outcome.describe());
+    }
+}
+
 /// MPI windows whose ranks share a host (MPI_Win_allocate and
 /// MPI_Win_allocate_shared): locks, accumulates (MAXLOC of a padded pair
 /// type too), compare-and-swap and fetch-and-op from every rank at once

@@ -169,12 +169,6 @@ pub struct RwState {
     idle_polls: u32,
     /// Nodes written to through the engine since the last flush.
     dirty: NodeSet,
-    /// RWAPI calls so far, and the node and number of the last write
-    /// through the engine: a write that follows one to the same node with
-    /// no call between may wait over TCP to leave with those after it in
-    /// one system call (the first of a run leaves at once).
-    calls: u64,
-    last_write: Option<(u32, u64)>,
     direct: Direct,
 }
 
@@ -205,10 +199,7 @@ fn with_state<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut State) -> T) 
 /// Runs `body` with RWAPI initialized; `fail` otherwise.
 fn with_rw<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut Runtime, &mut RwState) -> T) -> T {
     with_state(func, fail, |s| match s.rwapi.as_mut() {
-        Some(rw) => {
-            rw.calls += 1;
-            body(&mut s.rt, rw)
-        }
+        Some(rw) => body(&mut s.rt, rw),
         None => fail,
     })
 }
@@ -296,8 +287,6 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
                     first_error: None,
                     idle_polls: 0,
                     dirty: NodeSet::new(s.rt.size() as usize),
-                    calls: 0,
-                    last_write: None,
                     direct,
                 });
                 OK
@@ -645,8 +634,6 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         }
         // SAFETY: the source lies inside a live local block (checked), which
         // rwapi_free keeps alive until no write reads it.
-        let batch = rw.last_write == Some((node as u32, rw.calls - 1));
-        rw.last_write = Some((node as u32, rw.calls));
         let r = unsafe {
             rt.p2p().put_untracked(
                 node as u32,
@@ -654,7 +641,6 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
                 remote.addr,
                 local.addr as usize as *const u8,
                 size,
-                batch,
             )
         };
         match r {

@@ -145,8 +145,8 @@ impl Engine {
         }
     }
 
-    /// As [`Engine::send`], for a frame that may wait over TCP to leave
-    /// with those after it in one system call (see
+    /// As [`Engine::send`], for a one-sided write that may wait over TCP
+    /// to leave with the writes after it in one system call (see
     /// [`TcpTransport::send_batched`]); shared memory sends it at once.
     pub fn send_batched(
         &mut self,

@@ -80,7 +80,7 @@ pub struct Counters {
     /// writers on its host while it polled (the writer copies the rest).
     pub rwapi_helped: u64,
     /// Frames that waited to leave over TCP with those after them in one
-    /// `sendmsg` (runs of RWAPI writes to one node).
+    /// `sendmsg` (runs of RWAPI writes or MPI puts to one rank).
     pub tcp_batched: u64,
 }
 
@@ -178,7 +178,7 @@ impl Counters {
                 "chunks of large RWAPI writes this rank, their target, copied for the writer while it polled"
             }
             "tcp_batched" => {
-                "frames that waited to leave over TCP with those after them in one sendmsg (runs of RWAPI writes)"
+                "frames that waited to leave over TCP with those after them in one sendmsg (runs of RWAPI writes or MPI puts)"
             }
             _ => return None,
         })

@@ -1283,10 +1283,15 @@ impl super::P2p {
             self.flush_outbox();
             return;
         }
-        match self
-            .engine
-            .send(peer, &header, payload, len, Some(TOKEN_BIT | id))
-        {
+        // Runs of puts may leave together over TCP (see
+        // `Engine::send_batched`): completion is asked for later anyway.
+        let token = Some(TOKEN_BIT | id);
+        let sent = if header.kind == FrameKind::Put {
+            self.engine.send_batched(peer, &header, payload, len, token)
+        } else {
+            self.engine.send(peer, &header, payload, len, token)
+        };
+        match sent {
             Ok(crate::transport::SendState::Done) => self.m.remote.local_done(id),
             Ok(crate::transport::SendState::Queued) => {}
             Err(e) => {
@@ -1340,8 +1345,8 @@ impl super::P2p {
     /// [`P2p::take_late_errors`]); otherwise it is tracked as a put is.
     /// Returns its id and whether it is over already. This spares a write
     /// that leaves at once the operation table, the per-peer counts and
-    /// the caller's later look-ups. With `batch`, a write over TCP may
-    /// wait to leave with the writes after it in one system call (see
+    /// the caller's later look-ups. Like a put, a write in a run of them
+    /// may wait over TCP to leave with the others in one system call (see
     /// [`crate::progress::Engine::send_batched`]).
     ///
     /// # Safety
@@ -1353,7 +1358,6 @@ impl super::P2p {
         addr: u64,
         data: *const u8,
         len: usize,
-        batch: bool,
     ) -> Result<(OpId, bool)> {
         self.check_peer(peer)?;
         if peer == self.rank || self.m.lost[peer as usize].is_some() {
@@ -1362,13 +1366,10 @@ impl super::P2p {
         }
         let id = self.m.remote.next_id();
         let h = Self::header(FrameKind::Put, key, 0, len, id, addr);
-        let token = Some(TOKEN_BIT | id);
-        let sent = if batch {
-            self.engine.send_batched(peer, &h, data, len, token)
-        } else {
-            self.engine.send(peer, &h, data, len, token)
-        };
-        match sent {
+        match self
+            .engine
+            .send_batched(peer, &h, data, len, Some(TOKEN_BIT | id))
+        {
             Ok(crate::transport::SendState::Done) => Ok((OpId(id), true)),
             Ok(crate::transport::SendState::Queued) => {
                 self.m.remote.track(id, peer, None, false, None, Vec::new());

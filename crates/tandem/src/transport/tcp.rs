@@ -178,6 +178,9 @@ pub struct TcpTransport {
     lost_pending: Vec<(u32, String)>,
     /// Peers with frames [`TcpTransport::send_batched`] left waiting.
     batched_peers: Vec<u32>,
+    /// The peer of the last frame [`TcpTransport::send_batched`] took, if
+    /// nothing else was sent and no progress pass ran since: a run.
+    run_peer: Option<u32>,
     /// Tokens of batched frames that left with a frame
     /// [`TcpTransport::send`] took (which has no sink to report them to),
     /// reported at the next progress pass.
@@ -462,6 +465,7 @@ impl TcpTransport {
             live_conns: 0,
             lost_pending: Vec::new(),
             batched_peers: Vec::new(),
+            run_peer: None,
             done_tokens: Vec::new(),
             counters: Counters::default(),
             pollfds: Vec::new(),
@@ -543,6 +547,7 @@ impl TcpTransport {
         len: usize,
         token: Option<u64>,
     ) -> Result<SendState, Error> {
+        self.run_peer = None;
         let p = peer as usize;
         if let Some(why) = &self.peers[p].lost {
             return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
@@ -588,11 +593,13 @@ impl TcpTransport {
     }
 
     /// As [`TcpTransport::send`], for a frame that may wait to leave with
-    /// those after it in one `sendmsg` (a run of one-sided writes, whose
-    /// caller looks for their completion later): it is queued, and the
-    /// queue is written once [`BATCH_BYTES`] wait, at the start of the
-    /// next progress pass, or with the next frame [`TcpTransport::send`]
-    /// takes. Never [`SendState::Done`] unless it left at once.
+    /// those after it in one `sendmsg` (one-sided writes, whose caller
+    /// looks for their completion later). The first of a run leaves at
+    /// once, as `send` would send it; one that follows it to the same peer
+    /// with nothing else sent and no progress pass between is queued, and
+    /// the queue is written once [`BATCH_BYTES`] wait, at the start of the
+    /// next progress pass, or with the next frame `send` takes. Never
+    /// [`SendState::Done`] unless it left at once.
     pub fn send_batched(
         &mut self,
         peer: u32,
@@ -602,11 +609,15 @@ impl TcpTransport {
         token: Option<u64>,
     ) -> Result<SendState, Error> {
         let p = peer as usize;
-        if self.peers[p].conn.is_none() || self.peers[p].lost.is_some() {
-            return self.send(peer, header, payload, len, token);
-        }
-        if self.peers[p].batched + HEADER_LEN + len >= BATCH_BYTES {
-            return self.send(peer, header, payload, len, token);
+        let in_run = self.run_peer == Some(peer);
+        if !in_run
+            || self.peers[p].conn.is_none()
+            || self.peers[p].lost.is_some()
+            || self.peers[p].batched + HEADER_LEN + len >= BATCH_BYTES
+        {
+            let sent = self.send(peer, header, payload, len, token);
+            self.run_peer = Some(peer);
+            return sent;
         }
         if self.peers[p].batched == 0 {
             self.batched_peers.push(peer);
@@ -767,6 +778,7 @@ impl TcpTransport {
     /// Returns whether any event was handled.
     pub fn progress(&mut self, sink: &mut dyn FrameSink, timeout_ms: i32) -> bool {
         let mut did = false;
+        self.run_peer = None;
         for (peer, why) in std::mem::take(&mut self.lost_pending) {
             sink.on_peer_lost(peer, &why);
             did = true;
