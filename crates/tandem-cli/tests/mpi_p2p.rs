@@ -378,15 +378,12 @@ fn rwapi_large_writes_are_shared_with_a_polling_target() {
     }
 }
 
-/// Runs of small RWAPI writes to one node: over TCP all but the first of a
-/// run wait to leave together in one sendmsg (`tcp_batched`), and every
-/// byte still lands, before the notice that follows the run, after 20 ms
-/// of computing with no RWAPI call, and after rwapi_flush; over shared
-/// memory (direct writes, or the engine with `rwapi_direct=0`) nothing
-/// waits.
-#[test]
-fn rwapi_write_runs_leave_together_over_tcp() {
-    let prog = compile("rwapi_runs");
+/// Runs `name` (a program making runs of one-sided writes) over TCP, where
+/// writes must wait to leave together (`tcp_batched`), with the progress
+/// thread too, and over shared memory, directly or through the engine
+/// (`engine_opt`), where none may wait; the program checks every byte.
+fn one_sided_runs(name: &str, engine_opt: &str) {
+    let prog = compile(name);
     for (np, opts, batched) in [
         (2, &["--set", "transports=tcp"][..], true),
         (
@@ -395,40 +392,31 @@ fn rwapi_write_runs_leave_together_over_tcp() {
             true,
         ),
         (3, &[][..], false),
-        (2, &["--set", "rwapi_direct=0"][..], false),
+        (2, &["--set", engine_opt][..], false),
     ] {
         let opts = [opts, &["--set", "stats=json"][..]].concat();
         let outcome = run(np, &opts, &prog, &[], JOB_TIMEOUT);
-        assert_pass(&outcome, "rwapi_runs");
+        assert_pass(&outcome, name);
         let n = counter_total(&outcome.stdout, "tcp_batched");
         assert_eq!(batched, n > 0, "tcp_batched = {n}\n{}", outcome.describe());
     }
 }
 
+/// Runs of small RWAPI writes to one node: over TCP all but the first of a
+/// run wait to leave together in one sendmsg, and every byte still lands,
+/// before the notice that follows the run, after 20 ms of computing with
+/// no RWAPI call, and after rwapi_flush.
+#[test]
+fn rwapi_write_runs_leave_together_over_tcp() {
+    one_sided_runs("rwapi_runs", "rwapi_direct=0");
+}
+
 /// Runs of MPI_Put to one target: over TCP all but the first of a run
-/// wait to leave together (`tcp_batched`), and every byte lands by the
-/// flush or fence that completes them, with accumulates breaking the runs
-/// and with the progress thread; through shared memory (direct windows, or
-/// the engine with `rma_direct=0`) nothing waits.
+/// wait to leave together, and every byte lands by the flush or fence
+/// that completes them, with accumulates breaking the runs.
 #[test]
 fn rma_put_runs_leave_together_over_tcp() {
-    let prog = compile("rma_put_runs");
-    for (np, opts, batched) in [
-        (2, &["--set", "transports=tcp"][..], true),
-        (
-            3,
-            &["--set", "transports=tcp", "--set", "progress=thread"][..],
-            true,
-        ),
-        (3, &[][..], false),
-        (2, &["--set", "rma_direct=0"][..], false),
-    ] {
-        let opts = [opts, &["--set", "stats=json"][..]].concat();
-        let outcome = run(np, &opts, &prog, &[], JOB_TIMEOUT);
-        assert_pass(&outcome, "rma_put_runs");
-        let n = counter_total(&outcome.stdout, "tcp_batched");
-        assert_eq!(batched, n > 0, "tcp_batched = {n}\n{}", outcome.describe());
-    }
+    one_sided_runs("rma_put_runs", "rma_direct=0");
 }
 
 /// MPI windows whose ranks share a host (MPI_Win_allocate and
