@@ -1,8 +1,8 @@
 /*
- * rma_put_runs.c - runs of MPI_Put to one target with no other call
- * between them, which over TCP wait to leave together in one sendmsg
- * (counter tcp_batched): every byte arrives by the synchronisation that
- * completes them.
+ * rma_put_runs.c - runs of MPI_Put (and MPI_Accumulate) to one target
+ * with no other call between them, which over TCP wait to leave together
+ * in one sendmsg (counter tcp_batched): every byte arrives by the
+ * synchronisation that completes them.
  *
  * Each rank puts 400 small blocks (1 B to 3 KiB, with untouched gaps) into
  * its right neighbour's window, on a ring, in four kinds of epoch:
@@ -10,7 +10,7 @@
  *  1. passive, completed by MPI_Win_flush_local_all, then MPI_Win_flush;
  *  2. active (MPI_Win_fence);
  *  3. passive, the puts interleaved with MPI_Accumulate (MPI_SUM, ints)
- *     into a separate region, which break the runs.
+ *     into a separate region, which join the runs.
  * The target checks every byte after a barrier.
  */
 #include "check.h"

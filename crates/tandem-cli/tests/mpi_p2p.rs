@@ -411,9 +411,9 @@ fn rwapi_write_runs_leave_together_over_tcp() {
     one_sided_runs("rwapi_runs", "rwapi_direct=0");
 }
 
-/// Runs of MPI_Put to one target: over TCP all but the first of a run
-/// wait to leave together, and every byte lands by the flush or fence
-/// that completes them, with accumulates breaking the runs.
+/// Runs of MPI_Put, some with MPI_Accumulate among them, to one target:
+/// over TCP all but the first of a run wait to leave together, and every
+/// byte and sum lands by the flush or fence that completes them.
 #[test]
 fn rma_put_runs_leave_together_over_tcp() {
     one_sided_runs("rma_put_runs", "rma_direct=0");

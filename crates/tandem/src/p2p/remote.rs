@@ -1283,10 +1283,13 @@ impl super::P2p {
             self.flush_outbox();
             return;
         }
-        // Runs of puts may leave together over TCP (see
-        // `Engine::send_batched`): completion is asked for later anyway.
+        // Runs of puts and plain accumulates (neither answered unless
+        // refused) may leave together over TCP (see `Engine::send_batched`):
+        // completion is asked for later anyway, and one stream keeps them
+        // in order.
         let token = Some(TOKEN_BIT | id);
-        let sent = if header.kind == FrameKind::Put {
+        let quiet_acc = header.kind == FrameKind::Acc && header.tag & ACC_QUIET != 0;
+        let sent = if header.kind == FrameKind::Put || quiet_acc {
             self.engine.send_batched(peer, &header, payload, len, token)
         } else {
             self.engine.send(peer, &header, payload, len, token)
