@@ -616,6 +616,8 @@ static void datatypes(void)
                     "Type_vector_c stride past the address space");
     tc_expect_class(MPI_Type_contiguous_c((MPI_Count)1 << 62, MPI_INT, &b), MPI_ERR_ARG,
                     "Type_contiguous_c size past the address space");
+    tc_expect_class(MPI_Type_indexed_c((MPI_Count)1 << 61, cbl, cdi, MPI_INT, &b), MPI_ERR_COUNT,
+                    "Type_indexed_c with arrays longer than memory");
     tc_expect_class(MPI_Status_set_elements_c(&st, MPI_INT, -2), MPI_ERR_COUNT, "Status_set_elements_c -2");
     tc_expect_class(MPI_Pack_size_c(-1, MPI_INT, MPI_COMM_WORLD, &size), MPI_ERR_COUNT, "Pack_size_c -1");
 }

@@ -394,7 +394,16 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&
             format!("NULL {what} array"),
         ));
     }
-    // SAFETY: the caller's promise.
+    // No array that long can exist (a 64-bit count from a `_c` call can
+    // ask for one): refused before a slice is formed over it.
+    if n > isize::MAX as usize / std::mem::size_of::<T>().max(1) {
+        return Err(Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Count,
+            format!("{what} array of {n} entries"),
+        ));
+    }
+    // SAFETY: the caller's promise; the length fits the address space.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 

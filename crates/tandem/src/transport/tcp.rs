@@ -88,6 +88,16 @@ struct OutFrame {
 }
 
 impl OutFrame {
+    fn new(header: &Header, payload: *const u8, len: usize, token: Option<u64>) -> OutFrame {
+        OutFrame {
+            header: header.encode(),
+            payload,
+            len,
+            written: 0,
+            token,
+        }
+    }
+
     fn total(&self) -> usize {
         HEADER_LEN + self.len
     }
@@ -552,13 +562,7 @@ impl TcpTransport {
         if let Some(why) = &self.peers[p].lost {
             return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
         }
-        let frame = OutFrame {
-            header: header.encode(),
-            payload,
-            len,
-            written: 0,
-            token,
-        };
+        let frame = OutFrame::new(header, payload, len, token);
         let established = self.peers[p].conn;
         self.peers[p].sendq.push_back(frame);
         match established {
@@ -624,13 +628,9 @@ impl TcpTransport {
         }
         self.peers[p].batched += HEADER_LEN + len;
         self.counters.tcp_batched += 1;
-        self.peers[p].sendq.push_back(OutFrame {
-            header: header.encode(),
-            payload,
-            len,
-            written: 0,
-            token,
-        });
+        self.peers[p]
+            .sendq
+            .push_back(OutFrame::new(header, payload, len, token));
         Ok(SendState::Queued)
     }
 
