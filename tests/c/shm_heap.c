@@ -121,6 +121,8 @@ static void allocation_calls(int rank)
     CHECK_EQ(0, (long long)((uintptr_t)al % 65536), "aligned_alloc alignment");
     free(al);
     CHECK_EQ(EINVAL, posix_memalign(&al, 3, 1u << 20), "posix_memalign with alignment 3");
+    errno = 0;
+    CHECK(aligned_alloc(96, 1u << 20) == NULL && errno == EINVAL, "aligned_alloc with alignment 96");
 }
 
 static void forked_child(int rank)

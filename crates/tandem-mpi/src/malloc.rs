@@ -149,6 +149,13 @@ pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
 /// The C contract of `aligned_alloc`.
 #[no_mangle]
 pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    // C11 and glibc from 2.38 refuse an alignment that is not a power of
+    // two (memalign rounds it up).
+    if !align.is_power_of_two() {
+        // SAFETY: errno is this thread's.
+        unsafe { *libc::__errno_location() = libc::EINVAL };
+        return std::ptr::null_mut();
+    }
     // SAFETY: as memalign.
     unsafe { memalign(align, size) }
 }
@@ -191,7 +198,14 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
         // definition, the next after this one.
         f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"malloc_usable_size".as_ptr()) } as usize;
         if f == 0 {
-            return 0;
+            // A live block's size unknown: realloc could not keep its
+            // contents, so nothing may go on.
+            const WHY: &[u8] = b"tandem: the C library's malloc_usable_size is missing\n";
+            // SAFETY: a valid buffer to stderr; abort has no preconditions.
+            unsafe {
+                libc::write(2, WHY.as_ptr().cast(), WHY.len());
+                libc::abort();
+            }
         }
         LIBC_USABLE_SIZE.store(f, Ordering::Relaxed);
     }

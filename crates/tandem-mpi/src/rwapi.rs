@@ -680,9 +680,11 @@ fn direct_write(
         Path::Untried | Path::Engine => return None,
     };
     // A large write to another rank is shared with it if it polls.
+    // Asks the kernel (the peer's pidfd): a target that died holding a
+    // chunk would otherwise never be noticed here.
     let mut alive = || {
         rt.p2p().progress();
-        !rt.p2p().peer_known_gone(node)
+        rt.p2p().peer_gone(node).is_none()
     };
     let share = match (&d.paths[node as usize], &d.heap) {
         (Path::Mapped(_), Some(own)) if d.share => Some(rwheap::Share {

@@ -120,11 +120,6 @@ struct HelpSlot {
 /// Writes from this size on are shared with a target that polls (when the
 /// source is in the writer's heap and the host has a CPU for each rank).
 pub const HELP_MIN: usize = 256 * 1024;
-/// The pieces a shared write is claimed in: halves, from this size...
-const HELP_CHUNK_MIN: u64 = 128 * 1024;
-/// ...to this one (as the MPI path's copy help, p2p/copy_help.rs, which
-/// measured them best).
-const HELP_CHUNK_MAX: u64 = 1024 * 1024;
 
 /// The key of generation `generation` of slot `slot`.
 fn key_of(slot: u32, generation: u32) -> u32 {
@@ -309,9 +304,9 @@ unsafe fn shared_copy(
 ) -> Result<(), Refused> {
     let h = sh.own.help_slot();
     let body = size as u64 - 1;
-    let chunk = (body / 2)
-        .clamp(HELP_CHUNK_MIN, HELP_CHUNK_MAX)
-        .next_multiple_of(4096);
+    // Claimed in the pieces MPI's copy help uses: halves of whole pages,
+    // at most 1 MiB, an even number of them.
+    let chunk = tandem::p2p::copy_help_chunk(body) as u64;
     let chunks = body.div_ceil(chunk);
     let generation = (h.state.load(Ordering::Relaxed) >> 1) + 1;
     // The parameters go before the claim word and the state that announce
@@ -342,9 +337,16 @@ unsafe fn shared_copy(
     let theirs = chunks - mine;
     let mut spins = 0u32;
     while h.done.load(Ordering::Acquire) & 0xffff_ffff != theirs {
-        spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(1 << 12) && !(sh.alive)() {
-            return Err(Refused::Gone);
+        spins = spins.saturating_add(1);
+        if spins.is_multiple_of(1 << 12) {
+            if !(sh.alive)() {
+                return Err(Refused::Gone);
+            }
+            // A target descheduled mid-chunk (more ranks than CPUs) needs
+            // this CPU: offer it once the wait is no longer short.
+            if spins >= 1 << 16 {
+                std::thread::yield_now();
+            }
         }
         std::hint::spin_loop();
     }

@@ -239,16 +239,21 @@ fn release(b: &mut Blocks, base: usize, off: usize, len: usize) {
     // SAFETY: the block is ours and no longer in use: its pages leave the
     // file (peers' views of them go too), and the range goes back to the
     // reservation.
-    unsafe {
-        libc::fallocate(
+    let punched = unsafe {
+        let r = libc::fallocate(
             FD.load(Ordering::Relaxed),
             libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
             off as libc::off_t,
             len as libc::off_t,
         );
         reserve((base + off) as *mut libc::c_void, len, libc::MAP_FIXED);
+        r == 0
+    };
+    // A range whose pages could not be dropped would not read as zeros
+    // (what a fresh block, calloc's included, relies on): it stays out of use.
+    if punched {
+        b.free.give_back(off, len);
     }
-    b.free.give_back(off, len);
 }
 
 /// Grows a block [`owns`] says is the heap's to at least `size` bytes
@@ -342,7 +347,7 @@ fn decide(b: &mut Blocks) {
     // Off while deciding: what follows allocates, and a large allocation
     // here must not come back for the mutex this thread holds.
     MIN.store(usize::MAX, Ordering::Relaxed);
-    let local = std::env::var("TANDEM_JOB_LOCAL_SIZE")
+    let local = std::env::var(crate::bootstrap::env::LOCAL_SIZE)
         .ok()
         .and_then(|v| v.parse::<u32>().ok())
         .unwrap_or(1);

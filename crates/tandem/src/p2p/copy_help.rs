@@ -33,12 +33,23 @@ use crate::wire::{FrameKind, Header};
 /// number is even, so that two CPUs claiming in turn copy alike (with
 /// 1 MiB chunks, 3 MiB left one CPU 2 MiB to copy: it took 50 us against
 /// 4 MiB's 60).
-fn chunk_of(n: u64) -> usize {
+/// (Rounding to pages can make the count odd again, 257 MiB for one: then
+/// the next even count is tried, a few times at most.)
+pub fn chunk_of(n: u64) -> usize {
     let n = n as usize;
-    let chunks = n.div_ceil(MAX_CHUNK).max(2).next_multiple_of(2);
-    n.div_ceil(chunks)
-        .next_multiple_of(page_size())
-        .min(MAX_CHUNK)
+    let mut chunks = n.div_ceil(MAX_CHUNK).max(2).next_multiple_of(2);
+    let mut chunk = 0;
+    for _ in 0..4 {
+        chunk = n
+            .div_ceil(chunks)
+            .next_multiple_of(page_size())
+            .min(MAX_CHUNK);
+        if n.div_ceil(chunk).is_multiple_of(2) {
+            break;
+        }
+        chunks += 2;
+    }
+    chunk
 }
 
 const MAX_CHUNK: usize = 1 << 20;
@@ -295,7 +306,7 @@ mod tests {
         // (Each of the busier CPU's three chunks rounds up by under a page.)
         assert!(copy_help_share(5 * MI) - 5 * MI / 2 < 3 * page);
         assert!(copy_help_share(4 * MI + 4096) - (2 * MI + 2048) < 3 * page);
-        for n in [3 * MI, 5 * MI, 7 * MI + 12345, 65 * MI] {
+        for n in [3 * MI, 5 * MI, 7 * MI + 12345, 65 * MI, 257 * MI] {
             let c = n.div_ceil(chunk_of(n) as u64);
             assert!(c.is_multiple_of(2), "{n} bytes in {c} chunks");
             assert!(chunk_of(n) as u64 <= MI);

@@ -25,7 +25,7 @@
 
 mod advert;
 mod copy_help;
-pub use copy_help::copy_help_share;
+pub use copy_help::{chunk_of as copy_help_chunk, copy_help_share};
 mod direct;
 mod handler;
 mod path;

@@ -1033,7 +1033,9 @@ impl ShmTransport {
                     // rank until its stores land, on the path from a
                     // message to the answer): a producer that arms its sleep
                     // while our release is still unseen sleeps at most
-                    // `QUEUED_SLEEP_MS` (see `Engine::sleep_armed`).
+                    // `QUEUED_SLEEP_MS` (see `Engine::sleep_armed`), its
+                    // progress helper thread at most its idle timeout
+                    // (50 ms): a stall in a rare race, never a hang.
                     self.ring_if_sleeping(peer, false);
                     return Polled::Worked;
                 }
@@ -1649,7 +1651,7 @@ impl ShmTransport {
             match crate::shared_mapping::open_of_process(pid as u32, h.fd, h.len as usize) {
                 Ok(f) => h.file = Some(f),
                 Err(_) => {
-                    h.len = 0;
+                    *h = PeerHeap::default();
                     return false;
                 }
             }
@@ -1663,8 +1665,9 @@ impl ShmTransport {
                 match SharedMapping::new_at(fd, w * HEAP_WINDOW, HEAP_WINDOW as usize) {
                     Ok(m) => *slot = Some(m),
                     Err(_) => {
-                        // No room here: the kernel copy, from now on.
-                        h.len = 0;
+                        // No room here: the kernel copy, from now on (the
+                        // file and the windows mapped so far go).
+                        *h = PeerHeap::default();
                         return false;
                     }
                 }
