@@ -74,6 +74,9 @@ const MAX_IOV: usize = 256;
 /// otherwise). Over loopback here one `sendmsg` of 1 MiB moves 8.4 GB/s,
 /// one of 256 KiB 5.8 (the kernel's cost per call is that large).
 const BATCH_BYTES: usize = 1024 * 1024;
+/// With one connection, how often a look still goes to epoll (see
+/// `TcpTransport::poll_sole_conn`).
+const SOLE_CONN_EPOLL_EVERY: u32 = 32;
 
 /// A frame waiting to leave. The payload pointer stays valid until the frame
 /// is reported done: the layer above owns that memory (a send buffer it may
@@ -182,6 +185,11 @@ pub struct TcpTransport {
     events: Vec<libc::epoll_event>,
     paused: Vec<usize>,
     handshakes: usize,
+    /// For [`TcpTransport::poll_sole_conn`]: looks made, the connection
+    /// last used, and bytes read so far (to tell whether a look found any).
+    sole_looks: u32,
+    sole_conn: Option<usize>,
+    bytes_read: u64,
     /// Connections in `conns` (so asking whether TCP is idle costs nothing).
     live_conns: usize,
     /// Losses found outside `progress` (during `send`), reported at the next one.
@@ -472,6 +480,9 @@ impl TcpTransport {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 64],
             paused: Vec::new(),
             handshakes: 0,
+            sole_looks: 0,
+            sole_conn: None,
+            bytes_read: 0,
             live_conns: 0,
             lost_pending: Vec::new(),
             batched_peers: Vec::new(),
@@ -812,6 +823,11 @@ impl TcpTransport {
             }
             return did;
         }
+        if timeout == 0 {
+            if let Some(did_read) = self.poll_sole_conn(sink) {
+                return did || did_read;
+            }
+        }
         let n = super::epoll_wait(self.epfd.as_raw_fd(), &mut self.events, timeout);
         for i in 0..n {
             let ev = self.events[i];
@@ -830,6 +846,52 @@ impl TcpTransport {
             self.expire_handshakes(sink);
         }
         did
+    }
+
+    /// A look that asks the socket itself instead of epoll, when this rank
+    /// has exactly one connection and only reading to do on it (the
+    /// 2-rank job, or one rank per host on two hosts): a message then costs
+    /// one `read` instead of `epoll_wait` and `read` (5% off an 8-byte TCP
+    /// round trip). Every `SOLE_CONN_EPOLL_EVERY`th look still goes to epoll,
+    /// for what only it reports (a new connection at the listener). `None`
+    /// when it does not apply; else whether anything was read.
+    fn poll_sole_conn(&mut self, sink: &mut dyn FrameSink) -> Option<bool> {
+        if self.live_conns != 1 || self.handshakes > 0 {
+            return None;
+        }
+        self.sole_looks = self.sole_looks.wrapping_add(1);
+        if self.sole_looks.is_multiple_of(SOLE_CONN_EPOLL_EVERY) {
+            return None;
+        }
+        let usable = |k: &Option<Conn>| {
+            k.as_ref().is_some_and(|k| {
+                k.state == ConnState::Established
+                    && !k.watching_out
+                    && !matches!(k.rx, RxState::Paused { .. })
+            })
+        };
+        let c = match self.sole_conn {
+            Some(c) if self.conns.get(c).is_some_and(usable) => c,
+            _ => {
+                let c = self.conns.iter().position(usable)?;
+                self.sole_conn = Some(c);
+                c
+            }
+        };
+        let before = self.bytes_read;
+        let watch = Stopwatch::start(self.cfg.timing);
+        let served = self.read_frames(c, sink);
+        let did_read = self.bytes_read != before;
+        if did_read {
+            // Counted as epoll would have: a readiness event, and its handling.
+            self.counters.recv_ready += 1;
+            watch.stop(&mut self.counters.recv_handling_ns);
+        }
+        if let Served::Close(why) = served {
+            self.close_conn(c, &why, sink);
+            return Some(true);
+        }
+        Some(did_read)
     }
 
     /// The select-style engine: every socket, every call, writability
@@ -1518,6 +1580,7 @@ impl TcpTransport {
             match result {
                 Ok(0) => return Served::Close("connection closed".into()),
                 Ok(n) => {
+                    self.bytes_read += n as u64;
                     if n < asked {
                         // The socket is drained for now; level-triggered epoll
                         // reports it again when more arrives.
