@@ -1229,7 +1229,11 @@ fn read_directly(s: &mut State, a: &Access, dest: *mut u8) -> bool {
     }
     // A refusal (not permitted, a peer gone) leaves the engine to do it,
     // and to report what went wrong.
-    p2p.engine().read_remote(a.world, addr, dest, len).is_ok()
+    // SAFETY: `dest` is the get's contiguous origin buffer, which holds the
+    // `len` bytes of the single run (the caller's check of the origin
+    // against the access), writable by the MPI contract until the get
+    // completes, which it does here.
+    unsafe { p2p.engine().read_remote(a.world, addr, dest, len) }.is_ok()
 }
 
 /// `MPI_Get`'s work, for it and `MPI_Rget`.

@@ -268,7 +268,10 @@ impl Engine {
     }
 
     /// Writes `len` bytes from `src` to `addr` in `peer`'s memory.
-    pub fn write_remote(
+    ///
+    /// # Safety
+    /// As for [`ShmTransport::write_remote`].
+    pub unsafe fn write_remote(
         &mut self,
         peer: u32,
         addr: u64,
@@ -276,13 +279,17 @@ impl Engine {
         len: usize,
     ) -> std::result::Result<(), ReadRemoteError> {
         match self.shm_peer_mut(peer) {
-            Some((local, shm)) => shm.write_remote(local, addr, src, len),
+            // SAFETY: the caller's promise, passed on.
+            Some((local, shm)) => unsafe { shm.write_remote(local, addr, src, len) },
             None => Err(ReadRemoteError::NotPermitted),
         }
     }
 
     /// Reads `len` bytes at `addr` in `peer`'s memory into `dst`.
-    pub fn read_remote(
+    ///
+    /// # Safety
+    /// As for [`ShmTransport::read_remote`].
+    pub unsafe fn read_remote(
         &mut self,
         peer: u32,
         addr: u64,
@@ -290,7 +297,8 @@ impl Engine {
         len: usize,
     ) -> std::result::Result<(), ReadRemoteError> {
         match self.shm_peer_mut(peer) {
-            Some((local, shm)) => shm.read_remote(local, addr, dst, len),
+            // SAFETY: the caller's promise, passed on.
+            Some((local, shm)) => unsafe { shm.read_remote(local, addr, dst, len) },
             None => Err(ReadRemoteError::NotPermitted),
         }
     }

@@ -194,7 +194,9 @@ impl P2p {
             sreq,
             rreq,
         };
-        match self.engine.write_remote(dest, addr, buf, len) {
+        // SAFETY: `buf` is send `id`'s buffer of `len` bytes, readable by the
+        // MPI contract until the send completes (here, or later on failure).
+        match unsafe { self.engine.write_remote(dest, addr, buf, len) } {
             Ok(()) => {
                 self.m.complete(id, len, None);
                 self.m.counters.direct_writes += 1;

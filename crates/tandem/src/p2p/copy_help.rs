@@ -188,9 +188,12 @@ impl P2p {
             let len = chunk.min(n as usize - off);
             // SAFETY: `off < n`, and `n` bytes fit the receive buffer.
             let dst = unsafe { buf.add(off) };
-            let r = self
-                .engine
-                .read_remote(p.peer, p.addr + off as u64, dst, len);
+            // SAFETY: `dst` is `off` bytes into the receive buffer, which
+            // holds `n >= off + len` writable bytes until the receive ends.
+            let r = unsafe {
+                self.engine
+                    .read_remote(p.peer, p.addr + off as u64, dst, len)
+            };
             if r.is_err() {
                 // Stop the sender too; the caller falls back once the
                 // chunks it claimed are written.
@@ -239,9 +242,12 @@ impl P2p {
             self.engine.close_help(peer);
             let mut read = w.read;
             if read.is_ok() && helped & HELP_FAILED != 0 {
-                read = self
-                    .engine
-                    .read_remote(peer, w.pull.addr, w.buf, w.n as usize);
+                // SAFETY: `w.buf` is the receive buffer, `w.n` bytes long,
+                // writable until the receive ends (at `finish_pull`).
+                read = unsafe {
+                    self.engine
+                        .read_remote(peer, w.pull.addr, w.buf, w.n as usize)
+                };
             }
             self.finish_pull(&w.pull, w.n, read, w.started);
         }
@@ -271,10 +277,12 @@ impl P2p {
                 // (checked when the invitation came); the send waits for
                 // FIN, so its buffer lives.
                 let src = unsafe { buf.add(off) };
-                let ok = self
-                    .engine
-                    .write_remote(inv.peer, inv.addr + off as u64, src, len)
-                    .is_ok();
+                // SAFETY: as for `src`: `len` bytes of the live send buffer.
+                let ok = unsafe {
+                    self.engine
+                        .write_remote(inv.peer, inv.addr + off as u64, src, len)
+                }
+                .is_ok();
                 self.engine.report_helped(inv.peer, inv.generation, ok);
                 if !ok {
                     break;

@@ -152,7 +152,10 @@ impl P2p {
                 sreq: p.sid.0,
                 rreq: p.rreq,
             };
-            match self.engine.write_remote(p.peer, p.addr, buf, p.len) {
+            // SAFETY: `buf` is the send's buffer, readable by the MPI
+            // contract until the send completes; `p.len` is at most its
+            // length (checked when the receiver's clear-to-write came).
+            match unsafe { self.engine.write_remote(p.peer, p.addr, buf, p.len) } {
                 Ok(()) => {
                     self.m.complete(p.sid, slen, None);
                     self.m.counters.direct_writes += 1;

@@ -1505,7 +1505,9 @@ impl P2p {
                     continue;
                 }
             }
-            let read = self.engine.read_remote(p.peer, p.addr, buf, n as usize);
+            // SAFETY: `buf` is the receive's buffer, writable by the MPI
+            // contract until it completes, and `n` is at most its length.
+            let read = unsafe { self.engine.read_remote(p.peer, p.addr, buf, n as usize) };
             self.finish_pull(&p, n, read, started);
         }
     }

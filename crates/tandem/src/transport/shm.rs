@@ -1256,11 +1256,12 @@ impl ShmTransport {
             .any(|(i, o)| !o.queue.is_empty() && self.lost[i].is_none())
     }
 
-    /// Reads `len` bytes at `addr` in local peer `peer`'s memory into `dst`,
-    /// which must hold `len` writable bytes (as for [`ShmTransport::send`],
-    /// the engine's callers keep that promise).
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn read_remote(
+    /// Reads `len` bytes at `addr` in local peer `peer`'s memory into `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `len` bytes, and not read or
+    /// written otherwise during the call.
+    pub unsafe fn read_remote(
         &mut self,
         peer: u32,
         addr: u64,
@@ -1282,10 +1283,11 @@ impl ShmTransport {
     }
 
     /// Writes `len` bytes from `src` to `addr` in local peer `peer`'s memory
-    /// (the receiver asked for it: clear to write); `src` must hold `len`
-    /// readable bytes.
-    #[allow(clippy::not_unsafe_ptr_arg_deref)]
-    pub fn write_remote(
+    /// (the receiver asked for it: clear to write).
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `len` bytes during the call.
+    pub unsafe fn write_remote(
         &mut self,
         peer: u32,
         addr: u64,
@@ -2130,8 +2132,8 @@ mod tests {
         }
         let src: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
         let mut dst = vec![0u8; src.len()];
-        a.write_remote(1, dst.as_mut_ptr() as u64, src.as_ptr(), src.len())
-            .unwrap();
+        // SAFETY: `src` is a live buffer of the length given.
+        unsafe { a.write_remote(1, dst.as_mut_ptr() as u64, src.as_ptr(), src.len()) }.unwrap();
         assert_eq!(src, dst);
     }
 
@@ -2239,8 +2241,8 @@ mod tests {
         }
         let src: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
         let mut dst = vec![0u8; src.len()];
-        a.read_remote(1, src.as_ptr() as u64, dst.as_mut_ptr(), dst.len())
-            .unwrap();
+        // SAFETY: `dst` is a live buffer of the length given.
+        unsafe { a.read_remote(1, src.as_ptr() as u64, dst.as_mut_ptr(), dst.len()) }.unwrap();
         assert_eq!(src, dst);
     }
 
@@ -2261,8 +2263,8 @@ mod tests {
         };
         let at = HEAP_WINDOW - 1000;
         let src: Vec<u8> = (0..5000u32).map(|i| (i % 253) as u8).collect();
-        a.write_remote(1, base + at, src.as_ptr(), src.len())
-            .unwrap();
+        // SAFETY: `src` is a live buffer of the length given.
+        unsafe { a.write_remote(1, base + at, src.as_ptr(), src.len()) }.unwrap();
         let mut back = vec![0u8; src.len()];
         // SAFETY: reads into a live buffer from our own descriptor.
         let n = unsafe {
@@ -2276,13 +2278,14 @@ mod tests {
         assert_eq!(n as usize, src.len());
         assert_eq!(back, src, "written across the window boundary");
         let mut dst = vec![0u8; src.len()];
-        a.read_remote(1, base + at, dst.as_mut_ptr(), dst.len())
-            .unwrap();
+        // SAFETY: `dst` is a live buffer of the length given.
+        unsafe { a.read_remote(1, base + at, dst.as_mut_ptr(), dst.len()) }.unwrap();
         assert_eq!(dst, src, "read across the window boundary");
         assert_eq!(a.heap_copies, 2);
         // Past the heap's end: not a heap copy (the cross-process copy
         // then reports the address, which this process does not have).
-        let r = a.read_remote(1, base + len - 10, dst.as_mut_ptr(), 20);
+        // SAFETY: `dst` holds 5000 bytes, more than the 20 asked for.
+        let r = unsafe { a.read_remote(1, base + len - 10, dst.as_mut_ptr(), 20) };
         assert!(r.is_err());
         assert_eq!(a.heap_copies, 2);
     }
