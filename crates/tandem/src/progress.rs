@@ -37,8 +37,9 @@ const TOKEN_WAKE: u64 = u64::MAX - 1;
 /// the consumer that frees the room looks at the sleep word without a
 /// fence (see `ShmTransport::poll_ring`), so in a rare race it misses a
 /// sleep that began as it released the cells; the sleeper then finds the
-/// room by itself this much later.
-const QUEUED_SLEEP_MS: i32 = 10;
+/// room by itself this much later. (The progress helper thread sleeps no
+/// longer either while frames wait: tandem-mpi's progress_thread.rs.)
+pub const QUEUED_SLEEP_MS: i32 = 10;
 
 /// Owns every transport of a rank.
 pub struct Engine {

@@ -1033,9 +1033,9 @@ impl ShmTransport {
                     // rank until its stores land, on the path from a
                     // message to the answer): a producer that arms its sleep
                     // while our release is still unseen sleeps at most
-                    // `QUEUED_SLEEP_MS` (see `Engine::sleep_armed`), its
-                    // progress helper thread at most its idle timeout
-                    // (50 ms): a stall in a rare race, never a hang.
+                    // `QUEUED_SLEEP_MS` (see `Engine::sleep_armed`), and so
+                    // does its progress helper thread: a stall in a rare
+                    // race, never a hang.
                     self.ring_if_sleeping(peer, false);
                     return Polled::Worked;
                 }
