@@ -12,6 +12,10 @@
  * byte and that nothing past the end was touched, clears it and writes its
  * own answer back. Each size goes ROUNDS times, with a different pattern.
  *
+ * With the argument "oneway" only node 0 writes: node 1 answers each write
+ * with a small message instead, and so never writes into node 0's heap
+ * (the target of a one-way stream must still be asked to help).
+ *
  * Prints "PASS rwapi_shared" on node 0.
  */
 #include <rwapi.h>
@@ -56,7 +60,7 @@ int main(int argc, char **argv)
 {
     static const size_t sizes[] = {(256u << 10) + 1, (1u << 20) - 3, 3u << 20, (8u << 20) - 1};
     const size_t off = 4099, room = (8u << 20) + off + GUARD;
-    int peer, first;
+    int peer, first, oneway = argc > 1 && strcmp(argv[1], "oneway") == 0;
     rwapi_net src_net, dst_net, peer_dst;
     unsigned char *src, *dst;
 
@@ -74,7 +78,7 @@ int main(int argc, char **argv)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t n = sizes[s];
         for (int round = 0; round < ROUNDS; round++) {
-            for (first = 0; first < 2; first++) {
+            for (first = 0; first < (oneway ? 1 : 2); first++) {
                 int writer = first; /* node 0 writes first, then node 1 */
                 if (me == writer) {
                     for (size_t i = 0; i < n; i++)
@@ -86,6 +90,14 @@ int main(int argc, char **argv)
                     while ((r = rwapi_issent(sid)) == 0)
                         ;
                     CHECK(r == 1, "rwapi_issent returned %d", r);
+                    if (oneway) {
+                        /* The target's answer: it has checked and cleared. */
+                        int from;
+                        rwapi_small m;
+                        while ((r = rwapi_receive(&from, &m)) == 0)
+                            ;
+                        CHECK(r == 1 && from == peer, "answer: rwapi_receive returned %d", r);
+                    }
                 } else {
                     volatile unsigned char *last = dst + off + n - 1;
                     unsigned char want = pattern(peer, round, n - 1, n);
@@ -102,6 +114,8 @@ int main(int argc, char **argv)
                     for (size_t i = off + n; i < room; i++)
                         CHECK(dst[i] == 0, "%zu-byte write: byte %zu past its end was touched", n, i - off);
                     memset(dst + off, 0, n);
+                    if (oneway)
+                        CHECK(rwapi_send(peer, msg_net(dst_net)) == RWAPI_OK, "rwapi_send of the answer");
                 }
             }
         }

@@ -360,18 +360,26 @@ fn rwapi_direct_writes_need_no_target_call() {
 /// every write still lands whole before its last byte. Through the engine
 /// (TCP), without sharing (`shm_copy_help_min=0`, as on a host with more
 /// ranks than CPUs) and on the plain direct path the same data arrives, and
-/// no chunk is shared.
+/// no chunk is shared. A one-way stream (the target answers with small
+/// messages, never writing back) is shared too: the writer asks its target
+/// to map its heap.
 #[test]
 fn rwapi_large_writes_are_shared_with_a_polling_target() {
     let prog = compile("rwapi_shared");
-    for (opts, shared) in [
-        (&[][..], true),
-        (&["--set", "progress=thread"][..], true),
-        (&["--set", "shm_copy_help_min=0"][..], false),
-        (&["--set", "transports=tcp"][..], false),
+    for (opts, args, shared) in [
+        (&[][..], &[][..], true),
+        (&[][..], &["oneway"][..], true),
+        (&["--set", "progress=thread"][..], &[][..], true),
+        (
+            &["--set", "shm_copy_help_min=0"][..],
+            &["oneway"][..],
+            false,
+        ),
+        (&["--set", "shm_copy_help_min=0"][..], &[][..], false),
+        (&["--set", "transports=tcp"][..], &["oneway"][..], false),
     ] {
         let opts = [opts, &["--set", "stats=json"][..]].concat();
-        let outcome = run(2, &opts, &prog, &[], JOB_TIMEOUT);
+        let outcome = run(2, &opts, &prog, args, JOB_TIMEOUT);
         assert_pass(&outcome, "rwapi_shared");
         let n = counter_total(&outcome.stdout, "rwapi_helped");
         assert_eq!(shared, n > 0, "rwapi_helped = {n}\n{}", outcome.describe());

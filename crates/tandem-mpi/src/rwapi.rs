@@ -145,6 +145,10 @@ struct Direct {
     next_sid: u64,
     /// Nodes written to directly since the last flush.
     dirty: NodeSet,
+    /// Nodes this rank asked to map its heap (see `rwheap::ask_help`).
+    asked: NodeSet,
+    /// The count of asks to map writers' heaps last acted on.
+    seen_asks: u64,
 }
 
 /// RWAPI's part of the library state.
@@ -338,10 +342,34 @@ fn start_direct(rt: &mut Runtime, comm: CommId) -> tandem::Result<Direct> {
         share: rt.p2p().copy_help_min() != 0,
         next_sid: 0,
         dirty: NodeSet::new(n),
+        asked: NodeSet::new(n),
+        seen_asks: 0,
     })
 }
 
 impl Direct {
+    /// Maps the heaps of writers that asked for it (they share large
+    /// writes with this rank, which writes nothing back to them).
+    fn map_askers(&mut self, p2p: &tandem::p2p::P2p) {
+        let Some(own) = self.heap.as_ref().filter(|_| self.share) else {
+            return;
+        };
+        let count = rwheap::ask_count(own.mapping());
+        if count == self.seen_asks {
+            return;
+        }
+        self.seen_asks = count;
+        for w in rwheap::askers(own.mapping()) {
+            if self
+                .paths
+                .get(w as usize)
+                .is_some_and(|p| matches!(p, Path::Untried))
+            {
+                let _ = self.target(p2p, w);
+            }
+        }
+    }
+
     /// Copies this rank's part of large writes that writers whose heaps
     /// are mapped here share with it; how many chunks it copied.
     fn help_writers(&self, me: u32) -> u64 {
@@ -559,6 +587,7 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
     }
     with_rw("rwapi_receive", ERR_INIT, |rt, rw| {
         // A writer on this host may be sharing a large write with us.
+        rw.direct.map_askers(rt.p2p());
         let helped = rw.direct.help_writers(rt.rank());
         let p2p = rt.p2p();
         p2p.engine().counters_mut().rwapi_helped += helped;
@@ -668,6 +697,7 @@ fn direct_write(
     remote: RwapiNet,
     size: usize,
 ) -> Option<i64> {
+    let me = rt.rank();
     let p2p = rt.p2p();
     let gone = p2p.peer_known_gone(node);
     // Decides the path; looked at again below, with the writer's own heap
@@ -679,6 +709,14 @@ fn direct_write(
         Path::Own => (d.heap.as_ref()?.mapping(), d.infos[node as usize].addr),
         Path::Untried | Path::Engine => return None,
     };
+    // The first large write to a target asks it to map this rank's heap,
+    // so that it can help (a target that writes back maps it anyway).
+    let ask = matches!(d.paths[node as usize], Path::Mapped(_))
+        && d.share
+        && d.heap.is_some()
+        && size >= rwheap::HELP_MIN
+        && !d.asked.contains(node)
+        && rwheap::ask_help(map, me);
     // A large write to another rank is shared with it if it polls.
     // Asks the kernel (the peer's pidfd): a target that died holding a
     // chunk would otherwise never be noticed here.
@@ -725,6 +763,9 @@ fn direct_write(
         rw.first_error.get_or_insert(class);
     }
     rw.direct.dirty.insert(node);
+    if ask {
+        rw.direct.asked.insert(node);
+    }
     Some(sid as i64)
 }
 

@@ -81,8 +81,11 @@ const SLOT_SIZE: usize = std::mem::size_of::<Slot>();
 const _: () = assert!(SLOT_SIZE == 32);
 /// Where the owner's write-help slot lies: right after the table.
 const HELP_AT: usize = SLOTS as usize * SLOT_SIZE;
-/// Where blocks start: after the table and the help slot, page-aligned.
-const DATA_START: usize = (HELP_AT + std::mem::size_of::<HelpSlot>()).next_multiple_of(PAGE);
+/// Where the owner's help asks lie: right after the help slot.
+const ASKS_AT: usize = HELP_AT + std::mem::size_of::<HelpSlot>();
+/// Where blocks start: after the table, the help slot and the asks,
+/// page-aligned.
+const DATA_START: usize = (ASKS_AT + std::mem::size_of::<HelpAsks>()).next_multiple_of(PAGE);
 const PAGE: usize = 4096;
 /// Blocks below a page are aligned to a cache line, larger ones to a page.
 const SMALL_ALIGN: usize = 64;
@@ -116,6 +119,22 @@ struct HelpSlot {
     len: AtomicU64,
     chunk: AtomicU64,
 }
+
+/// Writers that want the owner of this heap to map theirs, so that it can
+/// help with their large writes: a target maps a writer's heap when it
+/// writes to it, and a one-way stream never does. A writer sets its bit
+/// once, then counts; the owner, when it polls, looks at the count alone
+/// and reads the bits when it changed.
+#[repr(C)]
+struct HelpAsks {
+    count: AtomicU64,
+    bits: [AtomicU64; ASK_WORDS],
+}
+
+const ASK_WORDS: usize = 256;
+/// Writers of this rank or higher cannot ask (their large writes to a
+/// target that never writes back are copied by one CPU).
+const ASK_RANKS: u32 = ASK_WORDS as u32 * 64;
 
 /// Writes from this size on are shared with a target that polls (when the
 /// source is in the writer's heap and the host has a CPU for each rank).
@@ -178,6 +197,44 @@ impl Mapping {
         // 8-byte aligned, only atomics.
         unsafe { &*self.base().add(HELP_AT).cast::<HelpSlot>() }
     }
+
+    fn asks(&self) -> &HelpAsks {
+        // SAFETY: as for `slot`: inside every mapping (before DATA_START),
+        // 8-byte aligned, only atomics.
+        unsafe { &*self.base().add(ASKS_AT).cast::<HelpAsks>() }
+    }
+}
+
+/// Asks the owner of the heap `target` maps to map writer `writer`'s heap
+/// (see [`HelpAsks`]); false if the writer's rank is too high to ask.
+pub fn ask_help(target: &Mapping, writer: u32) -> bool {
+    if writer >= ASK_RANKS {
+        return false;
+    }
+    let a = target.asks();
+    a.bits[writer as usize / 64].fetch_or(1 << (writer % 64), Ordering::Relaxed);
+    // Release: the owner that reads the new count (Acquire) sees the bit.
+    a.count.fetch_add(1, Ordering::Release);
+    true
+}
+
+/// How many asks this rank's heap `own` has had (it changes when a writer
+/// asks to be mapped).
+pub fn ask_count(own: &Mapping) -> u64 {
+    own.asks().count.load(Ordering::Acquire)
+}
+
+/// The writers that asked this rank's heap `own` to map theirs.
+pub fn askers(own: &Mapping) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (i, w) in own.asks().bits.iter().enumerate() {
+        let mut bits = w.load(Ordering::Relaxed);
+        while bits != 0 {
+            out.push(i as u32 * 64 + bits.trailing_zeros());
+            bits &= bits - 1;
+        }
+    }
+    out
 }
 
 /// Maps peer `info`'s heap through /proc; `None` if the kernel refuses
