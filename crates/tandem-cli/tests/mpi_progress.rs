@@ -274,6 +274,28 @@ fn senders_on_one_host_help_copy_what_their_receivers_read() {
     }
 }
 
+/// A burst of large messages in flight (burst_helped: 4 rounds of 24
+/// non-blocking 1 MiB sends, every byte checked): the receiver reads them
+/// one at a time, each with the waiting sender's help, instead of reading
+/// all but the first of a batch alone. Each message is two chunks, so the
+/// sender can write 96; it wrote 5 when the receiver went alone, 96 alone
+/// on the machine now, 23 and more with four such jobs on its two CPUs.
+#[test]
+fn a_burst_of_large_sends_is_copied_with_the_senders_help() {
+    let prog = compile("burst_helped");
+    let options = ["--set", "stats=json", "--set", "shm_single_copy_min=64k"];
+    let outcome = run(2, &options, &prog, &[], JOB_TIMEOUT);
+    assert_pass(&outcome, "burst_helped");
+    let chunks = counter_total(&outcome.stdout, "helped_chunks");
+    let reads = counter_total(&outcome.stdout, "single_copy_reads");
+    assert_eq!(reads, 96, "single-copy reads\n{}", outcome.describe());
+    assert!(
+        chunks >= 20,
+        "the sender wrote {chunks} chunks of 96 messages\n{}",
+        outcome.describe()
+    );
+}
+
 /// With more ranks on a host than CPUs, `shm_eager_limit` left at its
 /// default gives way to `eager_limit` (a rendezvous would wait for its
 /// receiver to be scheduled): counted_exchange's 32 KiB blocks go eagerly

@@ -89,7 +89,7 @@ pub(super) struct Invitation {
 
 /// A read whose sender claimed chunks it has not written yet.
 pub(super) struct HelpWait {
-    pull: Pull,
+    pub(super) pull: Pull,
     buf: *mut u8,
     n: u64,
     /// Chunks the sender claimed.
