@@ -379,10 +379,19 @@ fn rwapi_large_writes_are_shared_with_a_polling_target() {
         (&["--set", "transports=tcp"][..], &["oneway"][..], false),
     ] {
         let opts = [opts, &["--set", "stats=json"][..]].concat();
-        let outcome = run(2, &opts, &prog, args, JOB_TIMEOUT);
-        assert_pass(&outcome, "rwapi_shared");
-        let n = counter_total(&outcome.stdout, "rwapi_helped");
-        assert_eq!(shared, n > 0, "rwapi_helped = {n}\n{}", outcome.describe());
+        // A target that polls helps when it catches a write in the act; on
+        // a loaded machine (other tests beside this one) its empty polls
+        // yield the CPU and it may miss every write of a run, so a run
+        // that should share gets three tries. Every run checks every byte.
+        for attempt in 1..=3 {
+            let outcome = run(2, &opts, &prog, args, JOB_TIMEOUT);
+            assert_pass(&outcome, "rwapi_shared");
+            let n = counter_total(&outcome.stdout, "rwapi_helped");
+            if !shared || n > 0 || attempt == 3 {
+                assert_eq!(shared, n > 0, "rwapi_helped = {n}\n{}", outcome.describe());
+                break;
+            }
+        }
     }
 }
 
