@@ -50,10 +50,11 @@ pub(crate) static SIGNALS_IGNORED: AtomicU64 = AtomicU64::new(0);
 /// Longest sleep: a safety net only (every wake-up is exact otherwise).
 pub(crate) const IDLE_TIMEOUT_MS: i32 = 50;
 /// Whether the last to leave the library (the application or the helper)
-/// left frames waiting to leave: the helper then sleeps at most
-/// `QUEUED_SLEEP_MS`, as the owner does (the consumer that frees ring room
-/// may miss the helper's doorbell request in a rare race; see
-/// `Engine::sleep_armed`).
+/// left frames waiting for ring room (over TCP the socket wakes the
+/// helper; looking there would cost a pass over every rank at each MPI
+/// call): the helper then sleeps at most `QUEUED_SLEEP_MS`, as the owner
+/// does (the consumer that frees ring room may miss the helper's doorbell
+/// request in a rare race; see `Engine::sleep_armed`).
 static LEFT_QUEUED: AtomicBool = AtomicBool::new(false);
 /// Rounds of progress per turn while work keeps coming.
 const ROUNDS_PER_TURN: u32 = 64;
@@ -201,7 +202,7 @@ pub(crate) fn on_leave(state: &mut State) {
         kick();
     }
     let engine = p2p.engine();
-    LEFT_QUEUED.store(engine.has_queued(), Ordering::Relaxed);
+    LEFT_QUEUED.store(engine.shm_has_queued(), Ordering::Relaxed);
     if !engine.arm_helper(WAKE_HELPER_ANY) {
         engine.ring_helper();
     }
@@ -339,7 +340,7 @@ fn serve(kick_fd: RawFd, news: &[RawFd]) {
         }
         let p2p = state.rt.p2p();
         p2p.set_async_matching(false);
-        LEFT_QUEUED.store(p2p.engine().has_queued(), Ordering::Relaxed);
+        LEFT_QUEUED.store(p2p.engine().shm_has_queued(), Ordering::Relaxed);
         // Ask peers to ring again; if something came meanwhile, go round.
         let idle = p2p.engine().arm_helper(WAKE_HELPER_ANY);
         drop(owner);

@@ -140,10 +140,7 @@ impl Engine {
         len: usize,
         token: Option<u64>,
     ) -> Result<SendState> {
-        match (self.routes[peer as usize], self.shm.as_mut()) {
-            (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
-            _ => self.tcp.send(peer, header, payload, len, token),
-        }
+        self.route(peer, header, payload, len, token, false)
     }
 
     /// As [`Engine::send`], for a one-sided write that may wait over TCP
@@ -157,9 +154,24 @@ impl Engine {
         len: usize,
         token: Option<u64>,
     ) -> Result<SendState> {
+        self.route(peer, header, payload, len, token, true)
+    }
+
+    /// [`Engine::send`] and [`Engine::send_batched`]: the frame goes to the
+    /// transport that reaches `peer` (`batched` matters to TCP only).
+    fn route(
+        &mut self,
+        peer: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+        token: Option<u64>,
+        batched: bool,
+    ) -> Result<SendState> {
         match (self.routes[peer as usize], self.shm.as_mut()) {
             (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
-            _ => self.tcp.send_batched(peer, header, payload, len, token),
+            _ if batched => self.tcp.send_batched(peer, header, payload, len, token),
+            _ => self.tcp.send(peer, header, payload, len, token),
         }
     }
 
@@ -334,7 +346,7 @@ impl Engine {
         let mut did = false;
         let timeout = if self.tcp.needs_timer() {
             100
-        } else if self.shm.as_ref().is_some_and(|s| s.has_queued()) {
+        } else if self.shm_has_queued() {
             QUEUED_SLEEP_MS
         } else {
             -1
@@ -560,7 +572,14 @@ impl Engine {
 
     /// Whether frames are still waiting to leave.
     pub fn has_queued(&self) -> bool {
-        self.tcp.has_queued() || self.shm.as_ref().is_some_and(|s| s.has_queued())
+        self.tcp.has_queued() || self.shm_has_queued()
+    }
+
+    /// Whether frames wait for room in a shared-memory peer's ring (TCP's
+    /// queued frames need no timer: the socket's writability wakes a
+    /// sleeper).
+    pub fn shm_has_queued(&self) -> bool {
+        self.shm.as_ref().is_some_and(|s| s.has_queued())
     }
 
     /// Closes every connection.
