@@ -86,6 +86,9 @@ const ASKS_AT: usize = HELP_AT + std::mem::size_of::<HelpSlot>();
 /// Where blocks start: after the table, the help slot and the asks,
 /// page-aligned.
 const DATA_START: usize = (ASKS_AT + std::mem::size_of::<HelpAsks>()).next_multiple_of(PAGE);
+/// The unit blocks are aligned to and holes punched in. On a kernel with
+/// larger pages a punched range that covers part of a page is zeroed
+/// rather than freed, which is still what `zero` needs.
 const PAGE: usize = 4096;
 /// Blocks below a page are aligned to a cache line, larger ones to a page.
 const SMALL_ALIGN: usize = 64;

@@ -36,12 +36,18 @@
 //! maps peers' heaps).
 
 use std::cell::UnsafeCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use crate::free_ranges::FreeRanges;
 
-const PAGE: usize = 4096;
+/// The system's page size, which the file's offsets mapped at fixed
+/// addresses must be multiples of (4 KiB here, 16 or 64 KiB on some ARM
+/// and POWER kernels).
+fn page() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(crate::shared_mapping::page_size)
+}
 
 /// The least `shm_heap_min` may be: allocations below it never look here.
 pub const FLOOR: usize = 64 * 1024;
@@ -71,7 +77,7 @@ struct Blocks {
     /// Offset -> length of allocated blocks.
     used: BTreeMap<usize, usize>,
     /// Freed blocks kept mapped for reuse, oldest first, and their bytes.
-    cached: Vec<(usize, usize)>,
+    cached: VecDeque<(usize, usize)>,
     cached_bytes: usize,
 }
 
@@ -90,7 +96,7 @@ static LOCKED: Locked = Locked {
         forked: false,
         free: FreeRanges::new(),
         used: BTreeMap::new(),
-        cached: Vec::new(),
+        cached: VecDeque::new(),
         cached_bytes: 0,
     }),
 };
@@ -161,12 +167,12 @@ pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut u8> {
     }
     let (base, fd) = (BASE.load(Ordering::Relaxed), FD.load(Ordering::Relaxed));
     let len = whole_pages(size)?;
-    let align = align.max(PAGE);
+    let align = align.max(page());
     // A kept block of about this size (at most a quarter more) first.
     if let Some(i) = b.cached.iter().position(|&(off, clen)| {
         clen >= len && clen - len <= len / 4 && (base + off).is_multiple_of(align)
     }) {
-        let (off, clen) = b.cached.remove(i);
+        let (off, clen) = b.cached.remove(i)?;
         b.cached_bytes -= clen;
         b.used.insert(off, clen);
         let p = (base + off) as *mut u8;
@@ -187,7 +193,8 @@ pub fn alloc(size: usize, align: usize, zeroed: bool) -> Option<*mut u8> {
 
 /// `size` rounded up to whole pages (`None` past the address space).
 fn whole_pages(size: usize) -> Option<usize> {
-    Some(size.checked_add(PAGE - 1)? & !(PAGE - 1))
+    let page = page();
+    Some(size.checked_add(page - 1)? & !(page - 1))
 }
 
 /// Maps bytes `off..off + len` of the file at `base + off`, over the
@@ -224,10 +231,12 @@ pub fn free(p: *mut u8) {
         unsafe { reserve(p.cast(), len, libc::MAP_FIXED) };
         return;
     }
-    b.cached.push((off, len));
+    b.cached.push_back((off, len));
     b.cached_bytes += len;
     while b.cached_bytes > CACHE_MAX {
-        let (off, len) = b.cached.remove(0);
+        let Some((off, len)) = b.cached.pop_front() else {
+            break;
+        };
         b.cached_bytes -= len;
         release(b, base, off, len);
     }
@@ -370,7 +379,7 @@ fn decide(b: &mut Blocks) {
     // As much address space as the machine has memory (no block could be
     // larger), at most 1 TiB.
     // SAFETY: sysconf has no preconditions.
-    let ram = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as usize * PAGE;
+    let ram = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0) as usize * page();
     let len = (ram.clamp(1 << 30, 1 << 40) + (1 << 30) - 1) & !((1 << 30) - 1);
     let Ok(fd) = crate::shared_mapping::memfd(c"tandem-heap", len) else {
         return;

@@ -341,12 +341,7 @@ impl Runtime {
                 // (the caller's promise); every part is published.
                 unsafe {
                     own_block(v, send, recv, len);
-                    gather_parts(v, seq, recv, |i| Place {
-                        to: i * len,
-                        from: 0,
-                        len,
-                        whole: len,
-                    })
+                    gather_parts(v, seq, recv, |i| Place::block(i, len))
                 }
             }
             CollCall::Allgatherv {
@@ -401,12 +396,7 @@ impl Runtime {
                 // SAFETY: as for allgather (at the root; null is in place).
                 unsafe {
                     own_block(v, (!input.is_null()).then_some(input), recv, len);
-                    gather_parts(v, seq, recv, |i| Place {
-                        to: i * len,
-                        from: 0,
-                        len,
-                        whole: len,
-                    })
+                    gather_parts(v, seq, recv, |i| Place::block(i, len))
                 }
             }
             CollCall::Scatter {
@@ -557,6 +547,19 @@ struct Place {
     from: usize,
     len: usize,
     whole: usize,
+}
+
+impl Place {
+    /// Member `i`'s whole part of `len` bytes, to block `i` of `recv`
+    /// (allgather and gather).
+    fn block(i: usize, len: usize) -> Place {
+        Place {
+            to: i * len,
+            from: 0,
+            len,
+            whole: len,
+        }
+    }
 }
 
 /// Copies from every other member `i`'s part of call `seq` into `recv`,
