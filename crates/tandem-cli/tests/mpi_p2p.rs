@@ -114,6 +114,12 @@ pass_tests! {
     // user error handler from threads other than the one that set them).
     serialized_threads_np2: "serialized_threads", 2;
     serialized_threads_np3: "serialized_threads", 3;
+    // MPI_THREAD_MULTIPLE: threads call at once; blocking receives, sends,
+    // probes, Waitany/Waitall and collectives on per-thread communicators
+    // let the other threads in (each part hangs where a blocked call keeps
+    // the library).
+    thread_multiple_np2: "thread_multiple", 2;
+    thread_multiple_np3: "thread_multiple", 3;
     wildcards_np2: "wildcards", 2;
     wildcards_np3: "wildcards", 3;
     wildcards_np4: "wildcards", 4;

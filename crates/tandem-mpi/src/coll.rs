@@ -20,7 +20,7 @@ use crate::datatype::{self, Typed};
 use crate::intercomm;
 use crate::ops;
 use crate::request::{self, Op};
-use crate::state::{call, Fail, State};
+use crate::state::{self, call, Fail, State};
 
 /// Staging buffers of one collective and what to unpack when it completes.
 #[derive(Default)]
@@ -231,13 +231,15 @@ pub fn run(
     st: Stage,
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
-    if req.is_null() {
+    if req.is_null() && !state::multiple() {
         // SAFETY: user buffers stay valid for the call (MPI contract); the
         // staging buffers stay in `st` until it returns.
         unsafe { s.rt.coll(id, c) }.map_err(|error| Fail { comm, error })?;
         st.finish();
         return Ok(());
     }
+    // Under MPI_THREAD_MULTIPLE a blocking collective is a started one
+    // waited for, so that its wait can let other threads in.
     // SAFETY: user buffers stay valid until the collective completes (MPI
     // contract: until the request completes); the staging buffers stay in
     // `st` until then.
@@ -256,9 +258,18 @@ pub(crate) fn complete_or_hand_out(
     req: *mut MPI_Request,
 ) -> Result<(), Fail> {
     if req.is_null() {
-        s.rt.coll_wait(sid).map_err(|error| Fail { comm, error })?;
-        st.finish();
-        return Ok(());
+        let mut st = Some(st);
+        return state::block_on(s, move |s, may_end| {
+            if may_end
+                && !s
+                    .rt
+                    .wait_until_or_hand_over(|_, c| c.is_complete(sid) != Some(false))
+            {
+                return None;
+            }
+            let done = s.rt.coll_wait(sid).map_err(|error| Fail { comm, error });
+            Some(done.map(|()| st.take().map_or((), Stage::finish)))
+        });
     }
     if !st.is_empty() {
         match s.rt.colls_mut().schedule_mut(sid) {

@@ -16,8 +16,9 @@ use crate::args::{self, put};
 use crate::state::{self, call, call_local, call_stateless, Fail, State};
 use crate::{errcodes, errhandler};
 
-/// Thread support Tandem provides: one thread in the library at a time.
-pub(crate) const THREAD_LEVEL: c_int = MPI_THREAD_SERIALIZED;
+/// Thread support Tandem provides: any thread may call at any time (one
+/// runs in the library at a time; blocked calls let the others in).
+pub(crate) const THREAD_LEVEL: c_int = MPI_THREAD_MULTIPLE;
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {

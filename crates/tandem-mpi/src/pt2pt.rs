@@ -201,28 +201,52 @@ fn start_recv(
 
 /// Waits for an operation (advancing everything in flight), writes its
 /// status, and reports its error.
+/// Ends the blocking call (see `state::block_on`).
 fn finish(s: &mut State, started: Started, status: *mut MPI_Status) -> Outcome {
-    let st = request::wait_op(s, started.op);
-    // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
-    unsafe { write_status(status, &st) };
-    match st.error {
-        Some(error) => Err(Fail {
-            comm: started.comm,
-            error,
-        }),
-        None => Ok(()),
-    }
+    let comm = started.comm;
+    let mut op = Some(started.op);
+    state::block_on(s, move |s, may_end| {
+        let st = request::wait_op_may_end(s, &mut op, may_end)?;
+        // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
+        unsafe { write_status(status, &st) };
+        Some(match st.error {
+            Some(error) => Err(Fail { comm, error }),
+            None => Ok(()),
+        })
+    })
 }
 
 /// [`finish`] for a plain point-to-point request.
 fn finish_p2p(s: &mut State, id: ReqId, comm: MPI_Comm, status: *mut MPI_Status) -> Outcome {
-    let st = request::wait_p2p(s, id);
-    // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
-    unsafe { write_status(status, &st) };
-    match st.error {
-        Some(error) => Err(Fail { comm, error }),
-        None => Ok(()),
+    if !state::multiple() {
+        // The short way, for the common case.
+        let st = request::wait_p2p(s, id);
+        // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
+        unsafe { write_status(status, &st) };
+        return st.error.map_or(Ok(()), |error| Err(Fail { comm, error }));
     }
+    state::block_on(s, move |s, may_end| {
+        let st = request::wait_p2p_may_end(s, id, may_end)?;
+        // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
+        unsafe { write_status(status, &st) };
+        Some(match st.error {
+            Some(error) => Err(Fail { comm, error }),
+            None => Ok(()),
+        })
+    })
+}
+
+/// Waits for `live` requests (all, or any one) as a blocking call (see
+/// `state::block_on`), then ends the call with `then`.
+fn wait_then(
+    s: &mut State,
+    live: Vec<Req>,
+    all: bool,
+    mut then: impl FnMut(&mut State) -> Outcome + 'static,
+) -> Outcome {
+    state::block_on(s, move |s, may_end| {
+        request::wait_may_end(s, &live, all, may_end).then(|| then(s))
+    })
 }
 
 /// The request handle of a started operation.
@@ -541,9 +565,30 @@ fn exchange(
             return Err(f);
         }
     };
-    let recv_result = finish(s, recv, status);
-    let send_result = finish(s, send, std::ptr::null_mut());
-    recv_result.and(send_result)
+    let (recv_comm, send_comm) = (recv.comm, send.comm);
+    let (mut recv_op, mut send_op) = (Some(recv.op), Some(send.op));
+    let mut recv_result = None;
+    state::block_on(s, move |s, may_end| {
+        if recv_result.is_none() {
+            let st = request::wait_op_may_end(s, &mut recv_op, may_end)?;
+            // SAFETY: `status` is MPI_STATUS_IGNORE or writable (MPI contract).
+            unsafe { write_status(status, &st) };
+            recv_result = Some(st.error.map_or(Ok(()), |error| {
+                Err(Fail {
+                    comm: recv_comm,
+                    error,
+                })
+            }));
+        }
+        let st = request::wait_op_may_end(s, &mut send_op, may_end)?;
+        let send_result = st.error.map_or(Ok(()), |error| {
+            Err(Fail {
+                comm: send_comm,
+                error,
+            })
+        });
+        Some(recv_result.take()?.and(send_result))
+    })
 }
 
 #[no_mangle]
@@ -745,24 +790,36 @@ pub unsafe extern "C" fn MPI_Wait(request: *mut MPI_Request, status: *mut MPI_St
         if let Req::P2p(id) = r {
             // The common case: a plain point-to-point request.
             let comm = s.request_comm(id);
-            let st = request::wait_p2p(s, id);
-            // SAFETY: as below.
+            if !state::multiple() {
+                let st = request::wait_p2p(s, id);
+                // SAFETY: as below.
+                unsafe {
+                    put(request, MPI_REQUEST_NULL);
+                    write_status(status, &st);
+                }
+                return st.error.map_or(Ok(()), |error| Err(Fail { comm, error }));
+            }
+            return state::block_on(s, move |s, may_end| {
+                let st = request::wait_p2p_may_end(s, id, may_end)?;
+                // SAFETY: as below.
+                unsafe {
+                    put(request, MPI_REQUEST_NULL);
+                    write_status(status, &st);
+                }
+                Some(st.error.map_or(Ok(()), |error| Err(Fail { comm, error })))
+            });
+        }
+        wait_then(s, vec![r], true, move |s| {
+            let done = request::complete(s, r);
+            // SAFETY: `request` and `status` as above (MPI contract).
             unsafe {
-                put(request, MPI_REQUEST_NULL);
-                write_status(status, &st);
+                if !done.keep {
+                    put(request, MPI_REQUEST_NULL);
+                }
+                write_completed(status, &done, false);
             }
-            return st.error.map_or(Ok(()), |error| Err(Fail { comm, error }));
-        }
-        request::wait(s, &[r], true);
-        let done = request::complete(s, r);
-        // SAFETY: as above.
-        unsafe {
-            if !done.keep {
-                put(request, MPI_REQUEST_NULL);
-            }
-            write_completed(status, &done, false);
-        }
-        done.error().map_or(Ok(()), Err)
+            done.error().map_or(Ok(()), Err)
+        })
     })
 }
 
@@ -1129,9 +1186,10 @@ pub unsafe extern "C" fn MPI_Waitall(
         // SAFETY: MPI contract: `count` entries.
         let ids = unsafe { request_array(s, count, requests)? };
         let live: Vec<Req> = ids.iter().flatten().copied().collect();
-        request::wait(s, &live, true);
-        // SAFETY: MPI contract: `count` entries.
-        unsafe { collect_all(s, ids, requests, statuses) }
+        wait_then(s, live, true, move |s| {
+            // SAFETY: MPI contract: `count` entries.
+            unsafe { collect_all(s, ids.clone(), requests, statuses) }
+        })
     })
 }
 
@@ -1182,15 +1240,37 @@ unsafe fn any(
         }
         return Ok(());
     }
+    let live: Vec<Req> = ids.iter().flatten().copied().collect();
+    let rest = move |s: &mut State| {
+        let found = ids
+            .iter()
+            .position(|id| id.is_some_and(|r| request::is_ready(s, r)));
+        // SAFETY: the pointers as `any` got them (its caller's promise,
+        // which holds until the call returns, however long it waits).
+        unsafe { any_found(s, &ids, found, requests, index, flag, status, finish) }
+    };
     if finish == Finish::Wait {
-        let live: Vec<Req> = ids.iter().flatten().copied().collect();
-        request::wait(s, &live, false);
-    } else {
-        request::poll(s);
+        return wait_then(s, live, false, rest);
     }
-    let found = ids
-        .iter()
-        .position(|id| id.is_some_and(|r| request::is_ready(s, r)));
+    request::poll(s);
+    rest(s)
+}
+
+/// The end of [`any`]: `found` is the index of a ready request, if any.
+///
+/// # Safety
+/// As [`any`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn any_found(
+    s: &mut State,
+    ids: &[Option<Req>],
+    found: Option<usize>,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+    finish: Finish,
+) -> Outcome {
     match found {
         None => {
             // SAFETY: index checked; flag non-null in Testany (checked by caller).
@@ -1278,31 +1358,34 @@ unsafe fn some(
             "NULL indices array",
         ));
     }
-    if finish == Finish::Wait {
-        let live: Vec<Req> = ids.iter().flatten().copied().collect();
-        request::wait(s, &live, false);
-    } else {
-        request::poll(s);
-    }
-    let mut n = 0usize;
-    let mut first = None;
-    for (i, id) in ids.iter().enumerate() {
-        let Some(r) = *id else { continue };
-        if !request::is_ready(s, r) {
-            continue;
-        }
-        // SAFETY: `i < incount`, `n <= i`; arrays have `incount` entries.
-        unsafe {
-            *indices.add(n) = i as c_int;
-            if let Some(f) = finish_one(s, r, requests, i, statuses, n, true, finish) {
-                first.get_or_insert(f);
+    let live: Vec<Req> = ids.iter().flatten().copied().collect();
+    let rest = move |s: &mut State| {
+        let mut n = 0usize;
+        let mut first = None;
+        for (i, id) in ids.iter().enumerate() {
+            let Some(r) = *id else { continue };
+            if !request::is_ready(s, r) {
+                continue;
             }
+            // SAFETY: `i < incount`, `n <= i`; arrays have `incount` entries
+            // (the caller's promise, which holds until the call returns).
+            unsafe {
+                *indices.add(n) = i as c_int;
+                if let Some(f) = finish_one(s, r, requests, i, statuses, n, true, finish) {
+                    first.get_or_insert(f);
+                }
+            }
+            n += 1;
         }
-        n += 1;
+        // SAFETY: checked non-null.
+        unsafe { put(outcount, n as c_int) };
+        in_status(first)
+    };
+    if finish == Finish::Wait {
+        return wait_then(s, live, false, rest);
     }
-    // SAFETY: checked non-null.
-    unsafe { put(outcount, n as c_int) };
-    in_status(first)
+    request::poll(s);
+    rest(s)
 }
 
 #[no_mangle]
@@ -1427,15 +1510,26 @@ pub unsafe extern "C" fn MPI_Probe(
 ) -> c_int {
     call("MPI_Probe", |s| {
         let (id, src, tag) = probe_args(s, source, tag, comm)?;
-        let st = match src {
-            Source::Null => Ok(proc_null_status()),
-            Source::Any => s.rt.probe(id, None, tag),
-            Source::Rank(r) => s.rt.probe(id, Some(r), tag),
-        }
-        .map_err(|error| Fail { comm, error })?;
-        // SAFETY: MPI contract.
-        unsafe { write_status(status, &st) };
-        Ok(())
+        let filter = match src {
+            Source::Null => {
+                // SAFETY: MPI contract.
+                unsafe { write_status(status, &proc_null_status()) };
+                return Ok(());
+            }
+            Source::Any => None,
+            Source::Rank(r) => Some(r),
+        };
+        state::block_on(s, move |s, may_end| {
+            let st = if may_end {
+                s.rt.probe_or_hand_over(id, filter, tag)?
+            } else {
+                s.rt.probe(id, filter, tag)
+            };
+            Some(st.map_err(|error| Fail { comm, error }).map(|st| {
+                // SAFETY: MPI contract.
+                unsafe { write_status(status, &st) };
+            }))
+        })
     })
 }
 
@@ -1559,25 +1653,37 @@ pub unsafe extern "C" fn MPI_Mprobe(
     call("MPI_Mprobe", |s| {
         args::out_ptr(comm, message, "message")?;
         let (id, src, tag) = probe_args(s, source, tag, comm)?;
-        let (h, st) = match src {
-            Source::Null => (MPI_MESSAGE_NO_PROC, proc_null_status()),
-            Source::Any | Source::Rank(_) => {
-                let filter = match src {
-                    Source::Rank(r) => Some(r),
-                    _ => None,
-                };
-                let (msg, st) =
-                    s.rt.mprobe(id, filter, tag)
-                        .map_err(|error| Fail { comm, error })?;
-                (message_handle(s, msg, comm), st)
+        let filter = match src {
+            Source::Null => {
+                // SAFETY: checked non-null / MPI contract.
+                unsafe {
+                    put(message, MPI_MESSAGE_NO_PROC);
+                    write_status(status, &proc_null_status());
+                }
+                return Ok(());
             }
+            Source::Any => None,
+            Source::Rank(r) => Some(r),
         };
-        // SAFETY: checked non-null / MPI contract.
-        unsafe {
-            put(message, h);
-            write_status(status, &st);
-        }
-        Ok(())
+        state::block_on(s, move |s, may_end| {
+            let found = if may_end {
+                s.rt.mprobe_or_hand_over(id, filter, tag)?
+            } else {
+                s.rt.mprobe(id, filter, tag)
+            };
+            Some(match found {
+                Ok((msg, st)) => {
+                    let h = message_handle(s, msg, comm);
+                    // SAFETY: checked non-null / MPI contract.
+                    unsafe {
+                        put(message, h);
+                        write_status(status, &st);
+                    }
+                    Ok(())
+                }
+                Err(error) => Err(Fail { comm, error }),
+            })
+        })
     })
 }
 
@@ -1706,6 +1812,10 @@ pub unsafe extern "C" fn MPI_Get_count_c(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Barrier(comm: MPI_Comm) -> c_int {
     call("MPI_Barrier", |s| {
+        if state::multiple() {
+            // As the other blocking collectives then (see coll::run).
+            return crate::coll::barrier(s, comm, std::ptr::null_mut());
+        }
         let id = args::comm(s, comm)?;
         s.rt.barrier(id).map_err(|error| Fail { comm, error })
     })

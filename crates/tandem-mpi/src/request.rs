@@ -491,6 +491,26 @@ pub fn wait(s: &mut State, reqs: &[Req], all: bool) {
     });
 }
 
+/// [`wait`], for a blocking call (see `state::block_on`): with `may_end`,
+/// false when it stopped waiting to let other threads in.
+pub fn wait_may_end(s: &mut State, reqs: &[Req], all: bool, may_end: bool) -> bool {
+    if !may_end {
+        wait(s, reqs, all);
+        return true;
+    }
+    sweep(s);
+    let State { rt, ext, .. } = s;
+    let t = &ext.reqs;
+    rt.wait_until_or_hand_over(|p, c| {
+        let mut it = reqs.iter().map(|&r| ready(t, p, c, r));
+        if all {
+            it.all(|x| x)
+        } else {
+            it.any(|x| x)
+        }
+    })
+}
+
 /// One round of progress without blocking.
 pub fn poll(s: &mut State) {
     s.rt.progress_once();
@@ -585,18 +605,43 @@ pub fn not_persistent(h: MPI_Request) -> Fail {
     }
 }
 
-/// Waits for one operation that has no handle (blocking calls) and releases it.
-pub fn wait_op(s: &mut State, op: Op) -> Status {
+/// Waits for one operation that has no handle (a blocking call's, see
+/// `state::block_on`), then takes it out of `op`, releases it and returns
+/// its status; with `may_end`, `None` (the operation left in `op`) when it
+/// stopped waiting to let other threads in.
+pub fn wait_op_may_end(s: &mut State, op: &mut Option<Op>, may_end: bool) -> Option<Status> {
     sweep(s);
-    s.rt.wait_until(|p, c| op.ready(p, c));
-    op.finish(&mut s.rt)
+    let o = op.as_ref()?;
+    if may_end {
+        if !s.rt.wait_until_or_hand_over(|p, c| o.ready(p, c)) {
+            return None;
+        }
+    } else {
+        s.rt.wait_until(|p, c| o.ready(p, c));
+    }
+    Some(op.take()?.finish(&mut s.rt))
 }
 
-/// [`wait_op`] for a plain point-to-point request.
+/// Waits for a plain point-to-point request and releases it.
 pub fn wait_p2p(s: &mut State, id: ReqId) -> Status {
     sweep(s);
     s.rt.wait_until(|p, _| p.is_complete(id) != Some(false));
     s.rt.p2p().take_if_complete(id).unwrap_or_default()
+}
+
+/// [`wait_p2p`] as [`wait_op_may_end`] waits.
+pub fn wait_p2p_may_end(s: &mut State, id: ReqId, may_end: bool) -> Option<Status> {
+    if !may_end {
+        return Some(wait_p2p(s, id));
+    }
+    sweep(s);
+    if !s
+        .rt
+        .wait_until_or_hand_over(|p, _| p.is_complete(id) != Some(false))
+    {
+        return None;
+    }
+    Some(s.rt.p2p().take_if_complete(id).unwrap_or_default())
 }
 
 /// Whether `r` is a persistent request that has not been started.

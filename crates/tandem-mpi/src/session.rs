@@ -128,7 +128,8 @@ pub unsafe extern "C" fn MPI_Session_init(
     if session.is_null() {
         return MPI_ERR_ARG;
     }
-    let rc = state::start_for_session("MPI_Session_init", crate::env::THREAD_LEVEL);
+    // Threads may call at once only where a session asks for it (below).
+    let rc = state::start_for_session("MPI_Session_init", MPI_THREAD_SERIALIZED);
     if rc != MPI_SUCCESS {
         return rc;
     }
@@ -159,6 +160,10 @@ pub unsafe extern "C" fn MPI_Session_init(
                         ErrorClass::InfoValue,
                         format!("thread_level {v:?} is not a thread level"),
                     ));
+                }
+                if v.trim().eq_ignore_ascii_case("MPI_THREAD_MULTIPLE") {
+                    s.thread_level = MPI_THREAD_MULTIPLE;
+                    state::allow_multiple(s);
                 }
             }
             let entry = Session {
@@ -336,7 +341,7 @@ pub unsafe extern "C" fn MPI_Session_create_errhandler(
     if errhandler.is_null() {
         return MPI_ERR_ARG;
     }
-    let rc = state::start_for_session("MPI_Session_create_errhandler", crate::env::THREAD_LEVEL);
+    let rc = state::start_for_session("MPI_Session_create_errhandler", MPI_THREAD_SERIALIZED);
     if rc != MPI_SUCCESS {
         return rc;
     }

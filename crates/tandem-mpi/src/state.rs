@@ -5,7 +5,7 @@
 use std::cell::UnsafeCell;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use tandem::p2p::ReqId;
 use tandem::{CommId, Error, ErrorClass, Runtime, SELF, WORLD};
@@ -44,6 +44,9 @@ pub struct State {
     pub files: crate::file::Files,
     /// Open sessions, by handle index (see session.rs).
     pub sessions: Vec<Option<crate::session::Session>>,
+    /// The rest of a blocking call that stopped waiting to let other
+    /// threads in (see [`block_on`]).
+    pub deferred: Option<Resume>,
 }
 
 impl State {
@@ -65,6 +68,7 @@ impl State {
             wins: Vec::new(),
             files: Default::default(),
             sessions: Vec::new(),
+            deferred: None,
         }
     }
 
@@ -135,10 +139,27 @@ const FINALIZED: u8 = 2;
 /// holder leaves; the application thread waits to enter (a helper holding
 /// the state then gives it back at once: the application drives
 /// communication itself, on its own core, as fast as it can).
-const FREE: u8 = 0;
-const HELD: u8 = 1;
-const WANTED: u8 = 2;
-const APP_WAITING: u8 = 4;
+const FREE: u32 = 0;
+const HELD: u32 = 1;
+const WANTED: u32 = 2;
+const APP_WAITING: u32 = 4;
+/// Under `MPI_THREAD_MULTIPLE`: threads sleep on the word (a futex) until
+/// the holder lets go, which then wakes them.
+const SLEEPERS: u32 = 8;
+
+/// How long a thread waiting to enter sleeps before looking again, should
+/// a wake-up be missed (none should be: the holder wakes sleepers when it
+/// lets go).
+const ENTRY_SLEEP: libc::timespec = libc::timespec {
+    tv_sec: 0,
+    tv_nsec: 10_000_000,
+};
+/// How many times a thread that wants to start a call yields while another
+/// holds the library before it sleeps until it is let in.
+const ENTRY_YIELDS: u32 = 64;
+/// How many times a blocked call that let others in yields for one of
+/// them to take the library before it takes it back itself.
+const LET_IN_YIELDS: u32 = 16;
 
 /// How communication is driven besides MPI calls (the `progress`
 /// parameter), for the hooks on entering and leaving the library.
@@ -157,7 +178,16 @@ struct Global {
     runtime: AtomicU8,
     /// Who holds the library: one atomic operation to enter and one to
     /// leave (see [`Owner`]).
-    busy: AtomicU8,
+    busy: AtomicU32,
+    /// `MPI_THREAD_MULTIPLE` was asked for: threads wanting in sleep on
+    /// `busy`, and a blocked call lets them in (see [`resume_blocked`]).
+    multiple: AtomicBool,
+    /// The runtime's kick descriptor (`Engine::kick_fd`), -1 before it
+    /// runs: a thread that wants in wakes a holder asleep in a wait.
+    kick_fd: AtomicI32,
+    /// Under `MPI_THREAD_MULTIPLE`: how many times a blocked call's wait
+    /// made progress (see [`hand_over_now`]).
+    epoch: AtomicU32,
     /// The thread that holds `busy` (its `pthread_self`), 0 when none: how
     /// a call made from inside a callback the library runs is recognised.
     /// (A thread-local flag would cost a `__tls_get_addr` call per look in
@@ -175,7 +205,10 @@ unsafe impl Sync for Global {}
 static GLOBAL: Global = Global {
     phase: AtomicU8::new(UNINIT),
     runtime: AtomicU8::new(UNINIT),
-    busy: AtomicU8::new(FREE),
+    busy: AtomicU32::new(FREE),
+    multiple: AtomicBool::new(false),
+    kick_fd: AtomicI32::new(-1),
+    epoch: AtomicU32::new(0),
     holder: AtomicUsize::new(0),
     policy: AtomicU8::new(POLICY_PLAIN),
     state: UnsafeCell::new(None),
@@ -262,16 +295,32 @@ impl Owner {
     }
 
     /// Takes the library for the calling thread, waiting for a helper
-    /// that holds it. A call from a thread that holds it already comes from
+    /// that holds it (or, under `MPI_THREAD_MULTIPLE`, another application
+    /// thread). A call from a thread that holds it already comes from
     /// a callback the library runs (a user-defined reduction; attribute
     /// callbacks run outside, see attr.rs): the state is in use further up that thread's stack and
     /// cannot be lent out, and waiting would wait for ever, so the call is a
     /// fatal error naming `func`.
+    #[inline(always)]
     pub(crate) fn acquire(func: &str) -> Owner {
-        let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
+        // The common case, kept short enough to inline into every call.
+        match GLOBAL
+            .busy
+            .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
+        {
+            Ok(_) => Owner::held(),
+            Err(cur) => Owner::acquire_contended(func, cur),
+        }
+    }
+
+    /// [`Owner::acquire`] when the library was not free at first look.
+    #[cold]
+    #[inline(never)]
+    fn acquire_contended(func: &str, mut cur: u32) -> Owner {
+        let mut yields = 0u32;
         loop {
             if cur & HELD == 0 {
-                // Free, perhaps with our own waiting flag: take it, clearing it.
+                // Free: take it.
                 match GLOBAL.busy.compare_exchange_weak(
                     cur,
                     HELD,
@@ -295,18 +344,96 @@ impl Owner {
                 );
             }
             if cur & APP_WAITING == 0 {
-                // Ask a helper that holds the state to give it back.
-                let _ = GLOBAL.busy.compare_exchange_weak(
+                // Ask the holder to let us in: a helper thread gives the
+                // state back at once, a call blocked in a wait at its next
+                // look (woken, should it sleep).
+                match GLOBAL.busy.compare_exchange_weak(
                     cur,
                     cur | APP_WAITING,
+                    Ordering::SeqCst,
                     Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
+                ) {
+                    Ok(_) => {
+                        cur |= APP_WAITING;
+                        if multiple() {
+                            kick_holder();
+                        }
+                    }
+                    Err(now) => {
+                        cur = now;
+                        continue;
+                    }
+                }
             }
-            // The progress helper is inside (or another application thread,
-            // which MPI_THREAD_SERIALIZED rules out); wait our turn.
+            if multiple() && yields >= ENTRY_YIELDS {
+                cur = sleep_while_held(cur);
+                continue;
+            }
+            // Our turn comes soon: the helper, or another application
+            // thread's call, lets go.
+            yields += 1;
             std::thread::yield_now();
             cur = GLOBAL.busy.load(Ordering::Relaxed);
+        }
+    }
+
+    /// Takes the library back for a blocked call that let other threads in
+    /// (see [`resume_blocked`]): sleeps until it is free, asking to be let
+    /// in only if progress was made since the call last looked at what it
+    /// waits for (`seen`, a [`Global::epoch`]); otherwise the holder lets it
+    /// in when it makes progress.
+    fn reacquire(seen: u32) -> Owner {
+        let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
+        loop {
+            if cur & HELD == 0 {
+                match GLOBAL.busy.compare_exchange_weak(
+                    cur,
+                    HELD,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return Owner::held(),
+                    Err(now) => {
+                        cur = now;
+                        continue;
+                    }
+                }
+            }
+            if cur & SLEEPERS == 0 {
+                match GLOBAL.busy.compare_exchange_weak(
+                    cur,
+                    cur | SLEEPERS,
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => cur |= SLEEPERS,
+                    Err(now) => {
+                        cur = now;
+                        continue;
+                    }
+                }
+            }
+            // The holder counts progress before it looks for sleepers, and
+            // we marked ourselves before looking at the count (both in one
+            // total order): either it saw us, or we see its progress.
+            if cur & APP_WAITING == 0 && GLOBAL.epoch.load(Ordering::SeqCst) != seen {
+                match GLOBAL.busy.compare_exchange_weak(
+                    cur,
+                    cur | APP_WAITING,
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        cur |= APP_WAITING;
+                        kick_holder();
+                    }
+                    Err(now) => {
+                        cur = now;
+                        continue;
+                    }
+                }
+            }
+            cur = sleep_while_held(cur);
         }
     }
 
@@ -320,16 +447,179 @@ impl Owner {
 impl Drop for Owner {
     fn drop(&mut self) {
         GLOBAL.holder.store(0, Ordering::Relaxed);
-        // Without a helper thread nobody asks to be told (WANTED): a plain
+        // Without a helper thread nobody asks to be told (WANTED), and
+        // without MPI_THREAD_MULTIPLE nobody sleeps on the word: a plain
         // store lets go, as in any spin lock (a read-modify-write costs
-        // some nanoseconds more, on every MPI call). With one, a single
-        // read-modify-write sees its WANTED set before it (same word), so
-        // no request to be told goes unanswered. (Helpers are stopped, and
-        // kicked, after the policy is reset to plain.)
-        if GLOBAL.policy.load(Ordering::Relaxed) == POLICY_PLAIN {
+        // some nanoseconds more, on every MPI call). Otherwise a single
+        // read-modify-write sees WANTED or SLEEPERS set before it (same
+        // word), so no request to be told goes unanswered. (Helpers are
+        // stopped, and kicked, after the policy is reset to plain.)
+        if GLOBAL.policy.load(Ordering::Relaxed) == POLICY_PLAIN && !multiple() {
             GLOBAL.busy.store(FREE, Ordering::Release);
-        } else if GLOBAL.busy.swap(FREE, Ordering::Release) & WANTED != 0 {
+            return;
+        }
+        let was = GLOBAL.busy.swap(FREE, Ordering::Release);
+        if was & WANTED != 0 {
             progress_thread::kick();
+        }
+        if was & SLEEPERS != 0 {
+            futex_wake_all(&GLOBAL.busy);
+        }
+    }
+}
+
+/// Whether `MPI_THREAD_MULTIPLE` is in force.
+#[inline]
+pub(crate) fn multiple() -> bool {
+    GLOBAL.multiple.load(Ordering::Relaxed)
+}
+
+/// Wakes the holder if it sleeps in a wait (see `Engine::kick_fd`).
+fn kick_holder() {
+    let fd = GLOBAL.kick_fd.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from `one` to an eventfd that lives as
+        // long as the runtime (cleared before it goes); a full counter
+        // fails harmlessly.
+        unsafe { libc::write(fd, (&raw const one).cast(), std::mem::size_of::<u64>()) };
+    }
+}
+
+/// Marks a sleeper on the held word `cur` and sleeps until the holder lets
+/// go (or [`ENTRY_SLEEP`] passes); the word as it is then.
+fn sleep_while_held(mut cur: u32) -> u32 {
+    if cur & SLEEPERS == 0 {
+        match GLOBAL
+            .busy
+            .compare_exchange(cur, cur | SLEEPERS, Ordering::SeqCst, Ordering::Relaxed)
+        {
+            Ok(_) => cur |= SLEEPERS,
+            Err(now) => return now,
+        }
+    }
+    // SAFETY: the futex word is a live, aligned u32 (a static); the
+    // kernel compares it with `cur` and sleeps only while they are equal.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            GLOBAL.busy.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            cur,
+            &ENTRY_SLEEP as *const libc::timespec,
+        )
+    };
+    GLOBAL.busy.load(Ordering::Relaxed)
+}
+
+fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: a live, aligned u32; waking has no other effect.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        )
+    };
+}
+
+/// Asked by a blocked call's wait under `MPI_THREAD_MULTIPLE` (set with
+/// `P2p::set_hand_over`), `did` saying whether progress was made since its
+/// last look: whether it should let other threads in now. Yes when a
+/// thread wants to start a call, or when threads sleep that waited for
+/// something this progress may have finished.
+fn hand_over_now(did: bool) -> bool {
+    if did {
+        GLOBAL.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+    let b = GLOBAL.busy.load(Ordering::SeqCst);
+    b & APP_WAITING != 0 || (did && b & SLEEPERS != 0)
+}
+
+/// What a blocking call does once it has started its operation: waits
+/// (`may_end` false: to the end) and finishes, or, with `may_end`, returns
+/// `None` when it stopped waiting to let other threads in.
+pub type Resume = Box<dyn FnMut(&mut State) -> Option<Outcome>>;
+
+/// Ends a blocking call: `step` waits and finishes. Under
+/// `MPI_THREAD_MULTIPLE` it may stop waiting to let other threads in (one
+/// thread's blocking receive must not keep out the thread that sends what
+/// it waits for); it is then run again, until it ends, by the call's
+/// boundary ([`call_with`]) after the library has been handed over and
+/// taken back. Must be the last thing a call's body does.
+pub fn block_on(
+    s: &mut State,
+    mut step: impl FnMut(&mut State, bool) -> Option<Outcome> + 'static,
+) -> Outcome {
+    if !multiple() {
+        return step(s, false).unwrap_or_else(|| {
+            Err(Fail::new(
+                MPI_COMM_WORLD,
+                ErrorClass::Intern,
+                "a wait that may not stop early stopped",
+            ))
+        });
+    }
+    match step(s, true) {
+        Some(outcome) => outcome,
+        None => {
+            s.deferred = Some(Box::new(move |s| step(s, true)));
+            Ok(())
+        }
+    }
+}
+
+/// The end of [`call_with`] under `MPI_THREAD_MULTIPLE`: a blocking call
+/// that stopped waiting to let other threads in is resumed until it ends.
+#[inline(never)]
+fn end_multiple(
+    func: &str,
+    mut owner: Owner,
+    mut outcome: Outcome,
+    raise: impl FnOnce(&mut State, &str, Fail) -> c_int,
+) -> c_int {
+    let resume = owner.slot().as_mut().and_then(|s| s.deferred.take());
+    if let Some(resume) = resume.filter(|_| outcome.is_ok()) {
+        (owner, outcome) = resume_blocked(func, owner, resume);
+    }
+    let Some(state) = owner.slot().as_mut() else {
+        errhandler::fatal_without_state(func, "MPI was finalized while this call waited");
+    };
+    let code = match outcome {
+        Ok(()) => MPI_SUCCESS,
+        Err(f) => raise(state, func, f),
+    };
+    leave(state);
+    code
+}
+
+/// Runs a blocked call's `resume` until it ends, handing the library to
+/// other threads each time it stops for them.
+fn resume_blocked(func: &str, mut owner: Owner, mut resume: Resume) -> (Owner, Outcome) {
+    loop {
+        let Some(state) = owner.slot().as_mut() else {
+            errhandler::fatal_without_state(func, "MPI was finalized while this call waited");
+        };
+        let seen = GLOBAL.epoch.load(Ordering::SeqCst);
+        if let Some(outcome) = resume(state) {
+            return (owner, outcome);
+        }
+        leave(state);
+        drop(owner);
+        // Let one of the threads that asked take it before we ask again.
+        for _ in 0..LET_IN_YIELDS {
+            if GLOBAL.busy.load(Ordering::Relaxed) & HELD != 0 {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        owner = Owner::reacquire(seen);
+        match owner.slot().as_mut() {
+            Some(state) => enter(state),
+            None => {
+                errhandler::fatal_without_state(func, "MPI was finalized while this call waited")
+            }
         }
     }
 }
@@ -412,7 +702,12 @@ pub fn call_with(
             errhandler::fatal_without_state(func, why);
         };
         enter(state);
-        let code = match body(state) {
+        let outcome = body(state);
+        if multiple() {
+            // Apart, to keep every call's exit as short as it was without.
+            return end_multiple(func, owner, outcome, raise);
+        }
+        let code = match outcome {
             Ok(()) => MPI_SUCCESS,
             Err(f) => raise(state, func, f),
         };
@@ -480,6 +775,9 @@ fn start_runtime(owner: &mut Owner, thread_level: c_int) -> Result<(), Error> {
         _ => POLICY_PLAIN,
     };
     let state = owner.slot().insert(State::new(rt, thread_level));
+    if thread_level == MPI_THREAD_MULTIPLE {
+        allow_multiple(state);
+    }
     let _ = MAIN_THREAD.set(std::thread::current().id());
     GLOBAL.runtime.store(ACTIVE, Ordering::Release);
     let started = match policy {
@@ -493,6 +791,16 @@ fn start_runtime(owner: &mut Owner, thread_level: c_int) -> Result<(), Error> {
     Ok(())
 }
 
+/// Lets threads call at once from now on (`MPI_THREAD_MULTIPLE`): blocked
+/// calls let others in.
+pub(crate) fn allow_multiple(state: &mut State) {
+    GLOBAL
+        .kick_fd
+        .store(state.rt.p2p().engine().kick_fd(), Ordering::Relaxed);
+    state.rt.p2p().set_hand_over(Some(hand_over_now));
+    GLOBAL.multiple.store(true, Ordering::Release);
+}
+
 /// Creates the state (MPI_Init), or joins the one open sessions started.
 pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
     call_stateless(func, || {
@@ -502,6 +810,9 @@ pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
         }
         if let Some(state) = owner.slot().as_mut() {
             state.thread_level = thread_level;
+            if thread_level == MPI_THREAD_MULTIPLE {
+                allow_multiple(state);
+            }
             let _ = MAIN_THREAD.set(std::thread::current().id());
         } else if let Err(e) = start_runtime(&mut owner, thread_level) {
             errhandler::fatal_without_state(func, &e.message);
@@ -621,6 +932,9 @@ fn teardown(func: &'static str) -> c_int {
         errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");
     };
     GLOBAL.runtime.store(FINALIZED, Ordering::Release);
+    // The descriptor closes with the runtime (no thread may call MPI
+    // during MPI_Finalize, so none is about to write to it).
+    GLOBAL.kick_fd.store(-1, Ordering::Relaxed);
     state.rt.p2p().engine().add_counters(&helped);
     let rwapi = state.rwapi.take();
     let done = state.rt.finalize();

@@ -33,6 +33,8 @@ const TOKEN_TCP: u64 = u64::MAX;
 /// added about 0.02 us to an 8-byte shared-memory ping-pong (0.18 us).
 const IDLE_TCP_POLL_EVERY: u32 = 1024;
 const TOKEN_WAKE: u64 = u64::MAX - 1;
+/// The rank's own kick descriptor (see [`Engine::kick_fd`]).
+const TOKEN_KICK: u64 = u64::MAX - 2;
 /// Longest sleep of a rank whose frames wait for room in a peer's ring:
 /// the consumer that frees the room looks at the sleep word without a
 /// fence (see `ShmTransport::poll_ring`), so in a rare race it misses a
@@ -47,6 +49,9 @@ pub struct Engine {
     shm: Option<ShmTransport>,
     routes: Vec<Route>,
     epfd: OwnedFd,
+    /// An eventfd in `epfd` that another thread of this process writes to
+    /// wake a wait sleeping here (see [`Engine::kick_fd`]).
+    kick: OwnedFd,
     events: Vec<libc::epoll_event>,
     single_copy_offer_min: usize,
     idle_tcp_skips: u32,
@@ -93,6 +98,17 @@ impl Engine {
         // SAFETY: fresh descriptor.
         let epfd = unsafe { OwnedFd::from_raw_fd(ep) };
         epoll_add(ep, tcp.fd(), TOKEN_TCP)?;
+        // SAFETY: plain syscall; checked.
+        let k = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if k < 0 {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("eventfd: {}", std::io::Error::last_os_error()),
+            ));
+        }
+        // SAFETY: fresh descriptor.
+        let kick = unsafe { OwnedFd::from_raw_fd(k) };
+        epoll_add(ep, k, TOKEN_KICK)?;
         let mut routes = vec![Route::Tcp; size as usize];
         if let Some(shm) = &shm {
             epoll_add(ep, shm.wake_fd(), TOKEN_WAKE)?;
@@ -108,6 +124,7 @@ impl Engine {
             shm,
             routes,
             epfd,
+            kick,
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 32],
             single_copy_offer_min,
             idle_tcp_skips: 0,
@@ -357,11 +374,27 @@ impl Engine {
         watch.stop(&mut self.counters.blocked_ns);
         if let Some(shm) = self.shm.as_mut() {
             shm.after_sleep();
-            for i in 0..n {
-                let token = self.events[i].u64;
-                if token != TOKEN_TCP && token != TOKEN_WAKE {
-                    shm.peer_exited(token as u32, sink);
-                    did = true;
+        }
+        for i in 0..n {
+            match self.events[i].u64 {
+                TOKEN_TCP | TOKEN_WAKE => {}
+                TOKEN_KICK => {
+                    let mut count = 0u64;
+                    // SAFETY: reads 8 bytes into `count`; a failure (nothing
+                    // to read) leaves it, and the descriptor, as they were.
+                    unsafe {
+                        libc::read(
+                            self.kick.as_raw_fd(),
+                            (&raw mut count).cast(),
+                            std::mem::size_of::<u64>(),
+                        )
+                    };
+                }
+                token => {
+                    if let Some(shm) = self.shm.as_mut() {
+                        shm.peer_exited(token as u32, sink);
+                        did = true;
+                    }
                 }
             }
         }
@@ -400,6 +433,13 @@ impl Engine {
             did |= self.tcp.progress(sink, 0);
         }
         did
+    }
+
+    /// A descriptor another thread of this process may write an 8-byte
+    /// count to, to wake this rank's wait from its sleep (the wait then
+    /// looks at what it waits for, and whether to hand the library over).
+    pub fn kick_fd(&self) -> RawFd {
+        self.kick.as_raw_fd()
     }
 
     /// The TCP transport's descriptor: readable when a socket has news.

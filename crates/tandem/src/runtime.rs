@@ -353,6 +353,40 @@ impl Runtime {
         self.p2p.mprobe(ctx, filter, tag)
     }
 
+    /// [`Runtime::probe`], ending early (`None`) as
+    /// [`P2p::wait_for_or_hand_over`] does.
+    pub fn probe_or_hand_over(
+        &mut self,
+        comm: CommId,
+        src: Option<u32>,
+        tag: Option<i32>,
+    ) -> Option<Result<Status>> {
+        let c = match self.comm(comm) {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e)),
+        };
+        let filter = src.map(|s| (s, c.peer_world_rank(s)));
+        let ctx = c.p2p_context();
+        self.p2p.probe_or_hand_over(ctx, filter, tag)
+    }
+
+    /// [`Runtime::mprobe`], ending early (`None`) as
+    /// [`P2p::wait_for_or_hand_over`] does.
+    pub fn mprobe_or_hand_over(
+        &mut self,
+        comm: CommId,
+        src: Option<u32>,
+        tag: Option<i32>,
+    ) -> Option<Result<(MsgId, Status)>> {
+        let c = match self.comm(comm) {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e)),
+        };
+        let filter = src.map(|s| (s, c.peer_world_rank(s)));
+        let ctx = c.p2p_context();
+        self.p2p.mprobe_or_hand_over(ctx, filter, tag)
+    }
+
     /// Takes a matching message out of matching if one has arrived (`MPI_Improbe`).
     pub fn improbe(
         &mut self,

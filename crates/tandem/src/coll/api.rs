@@ -97,17 +97,33 @@ impl Runtime {
     /// Drives progress until `ready` holds, advancing every schedule in
     /// flight on the way (so a rank waiting for anything still serves the
     /// non-blocking collectives others wait for).
-    pub fn wait_until(&mut self, mut ready: impl FnMut(&P2p, &Colls) -> bool) {
+    pub fn wait_until(&mut self, ready: impl FnMut(&P2p, &Colls) -> bool) {
+        self.wait_marked(ready, false);
+    }
+
+    /// [`Runtime::wait_until`], except that it returns false, without
+    /// `ready` holding, where [`P2p::wait_for_or_hand_over`] would.
+    pub fn wait_until_or_hand_over(&mut self, ready: impl FnMut(&P2p, &Colls) -> bool) -> bool {
+        self.wait_marked(ready, true)
+    }
+
+    fn wait_marked(&mut self, mut ready: impl FnMut(&P2p, &Colls) -> bool, may_end: bool) -> bool {
         loop {
             if self.colls.advance_all(&mut self.p2p) {
                 self.settle_dups();
             }
             if ready(&self.p2p, &self.colls) {
-                return;
+                return true;
             }
             let colls = &self.colls;
-            self.p2p
-                .wait_for(|p| ready(p, colls) || colls.can_advance(p));
+            let pred = |p: &P2p| ready(p, colls) || colls.can_advance(p);
+            if may_end {
+                if !self.p2p.wait_for_or_hand_over(pred) {
+                    return false;
+                }
+            } else {
+                self.p2p.wait_for(pred);
+            }
         }
     }
 

@@ -877,6 +877,10 @@ pub struct P2p {
     shm_eager_limit: usize,
     spin: Duration,
     yield_time: Duration,
+    /// Asked by waits that may end early (see [`P2p::wait_for_or_hand_over`]),
+    /// with whether progress was made since the last look: whether another
+    /// thread should have the library now.
+    hand_over: Option<fn(bool) -> bool>,
 }
 
 impl P2p {
@@ -918,6 +922,7 @@ impl P2p {
             shm_eager_limit: cfg.shm_eager_limit.min(cfg.eager_limit),
             spin: cfg.spin,
             yield_time: cfg.yield_time,
+            hand_over: None,
         }
     }
 
@@ -1294,10 +1299,33 @@ impl P2p {
         src: Option<(u32, u32)>,
         tag: Option<i32>,
     ) -> Result<(MsgId, Status)> {
-        self.probe(ctx, src, tag)?;
+        self.mprobe_marked(ctx, src, tag, false)
+            .expect("a probe that may not end early ends with a message")
+    }
+
+    /// [`P2p::mprobe`] as [`P2p::probe_or_hand_over`].
+    pub fn mprobe_or_hand_over(
+        &mut self,
+        ctx: u32,
+        src: Option<(u32, u32)>,
+        tag: Option<i32>,
+    ) -> Option<Result<(MsgId, Status)>> {
+        self.mprobe_marked(ctx, src, tag, true)
+    }
+
+    fn mprobe_marked(
+        &mut self,
+        ctx: u32,
+        src: Option<(u32, u32)>,
+        tag: Option<i32>,
+        may_end: bool,
+    ) -> Option<Result<(MsgId, Status)>> {
+        if let Err(e) = self.probe_marked(ctx, src, tag, may_end)? {
+            return Some(Err(e));
+        }
         // Nothing ran since the probe found it: the same message is first.
         let found = self.take_matched(ctx, src.map(|s| s.0), tag);
-        found.ok_or_else(|| Error::new(ErrorClass::Intern, "probed message vanished"))
+        Some(found.ok_or_else(|| Error::new(ErrorClass::Intern, "probed message vanished")))
     }
 
     /// The context a matched message belongs to, if `msg` names one.
@@ -1342,13 +1370,41 @@ impl P2p {
 
     /// Waits for a matching message without receiving it.
     pub fn probe(&mut self, ctx: u32, src: Option<(u32, u32)>, tag: Option<i32>) -> Result<Status> {
+        self.probe_marked(ctx, src, tag, false)
+            .expect("a probe that may not end early ends with a message")
+    }
+
+    /// [`P2p::probe`] as [`P2p::wait_for_or_hand_over`] waits: `None` when
+    /// it stopped for another thread.
+    pub fn probe_or_hand_over(
+        &mut self,
+        ctx: u32,
+        src: Option<(u32, u32)>,
+        tag: Option<i32>,
+    ) -> Option<Result<Status>> {
+        self.probe_marked(ctx, src, tag, true)
+    }
+
+    fn probe_marked(
+        &mut self,
+        ctx: u32,
+        src: Option<(u32, u32)>,
+        tag: Option<i32>,
+        may_end: bool,
+    ) -> Option<Result<Status>> {
         let filter = src.map(|s| s.0);
         let mut found = None;
-        self.wait_for(|p| {
-            found = p.peek(ctx, filter, tag);
-            found.is_some() || src.is_some_and(|s| p.m.lost[s.1 as usize].is_some())
-        });
-        match found {
+        let done = self.wait_marked(
+            |p| {
+                found = p.peek(ctx, filter, tag);
+                found.is_some() || src.is_some_and(|s| p.m.lost[s.1 as usize].is_some())
+            },
+            may_end,
+        );
+        if !done {
+            return None;
+        }
+        Some(match found {
             Some(st) => Ok(st),
             None => {
                 let why = src
@@ -1356,7 +1412,7 @@ impl P2p {
                     .unwrap_or_default();
                 Err(Error::new(ErrorClass::ProcAborted, why))
             }
-        }
+        })
     }
 
     /// Whether the request has completed (`None` for an unknown id).
@@ -1641,16 +1697,40 @@ impl P2p {
     /// that ranks sharing a core take turns), then blocks in the kernel
     /// until a peer wakes it.
     pub fn wait_for(&mut self, ready: impl FnMut(&P2p) -> bool) {
-        // Only a rank that waits helps copy (see copy_help.rs).
-        let outer = std::mem::replace(&mut self.m.waiting, true);
-        self.wait_until(ready);
-        self.m.waiting = outer;
+        self.wait_marked(ready, false);
     }
 
-    /// [`P2p::wait_for`], once marked waiting.
-    fn wait_until(&mut self, mut ready: impl FnMut(&P2p) -> bool) {
+    /// Sets what waits that may end early ask (see
+    /// [`P2p::wait_for_or_hand_over`]); `None`: they never do.
+    pub fn set_hand_over(&mut self, ask: Option<fn(bool) -> bool>) {
+        self.hand_over = ask;
+    }
+
+    /// [`P2p::wait_for`], except that it returns false, without `ready`
+    /// holding, when the function set by [`P2p::set_hand_over`] says
+    /// another thread should have the library (`MPI_THREAD_MULTIPLE`: the
+    /// caller lets go of it and waits again later).
+    pub fn wait_for_or_hand_over(&mut self, ready: impl FnMut(&P2p) -> bool) -> bool {
+        self.wait_marked(ready, true)
+    }
+
+    fn wait_marked(&mut self, ready: impl FnMut(&P2p) -> bool, may_end: bool) -> bool {
+        // Only a rank that waits helps copy (see copy_help.rs).
+        let outer = std::mem::replace(&mut self.m.waiting, true);
+        let done = self.wait_until(ready, may_end.then_some(self.hand_over).flatten());
+        self.m.waiting = outer;
+        done
+    }
+
+    /// [`P2p::wait_for`], once marked waiting; false when `hand_over` said
+    /// to stop.
+    fn wait_until(
+        &mut self,
+        mut ready: impl FnMut(&P2p) -> bool,
+        hand_over: Option<fn(bool) -> bool>,
+    ) -> bool {
         if ready(self) {
-            return;
+            return true;
         }
         // Reading the clock costs as much as a poll: idleness is timed from
         // the first look at the clock, after some empty polls, so a wait that
@@ -1658,12 +1738,16 @@ impl P2p {
         let mut idle_since: Option<Instant> = None;
         let mut idle_polls: u32 = 0;
         let tcp_busy = self.engine.tcp_active();
+        let mut woke = false;
         loop {
             let did = self.progress();
             // Looked at after empty polls too: what the caller waits for
             // may be memory a peer writes without a frame.
             if ready(self) {
-                return;
+                return true;
+            }
+            if hand_over.is_some_and(|ask| ask(did || std::mem::take(&mut woke))) {
+                return false;
             }
             if did {
                 idle_since = None;
@@ -1715,14 +1799,15 @@ impl P2p {
                 } else if self.engine.arm_sleep() {
                     if ready(self) {
                         self.engine.disarm_sleep();
-                        return;
+                        return true;
                     }
                     self.engine.sleep_armed(&mut self.m);
+                    woke = true;
                 }
             }
             self.finish_pass();
             if ready(self) {
-                return;
+                return true;
             }
             idle_since = None;
             idle_polls = 0;

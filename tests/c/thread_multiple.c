@@ -1,0 +1,241 @@
+/*
+ * thread_multiple.c - MPI_THREAD_MULTIPLE: threads of one rank call MPI at
+ * the same time, and a thread blocked in a call does not keep the others
+ * out (each part below hangs, and the launcher's deadline fails it, where a
+ * blocked call holds the library for its whole wait).
+ *
+ *   1. self: a thread blocks in MPI_Recv from its own rank; the main thread
+ *      sends it the message later (8 B, then 1 MiB, which also blocks the
+ *      sender until the receive takes it).
+ *   2. pairs: THREADS threads per rank; thread t of an even rank and thread
+ *      t of the next odd one ping-pong ROUNDS times with blocking MPI_Send
+ *      and MPI_Recv (tag t), eager and rendezvous sizes, every byte checked;
+ *      then a ring of MPI_Sendrecv per thread.
+ *   3. any: each thread posts receives and sends around the ring and
+ *      completes the receives with MPI_Waitany, the sends with MPI_Waitall.
+ *   4. collectives: each thread has its own duplicate of MPI_COMM_WORLD and
+ *      runs MPI_Allreduce and MPI_Barrier on it ROUNDS times, the threads
+ *      of odd ranks starting in the opposite order.
+ *   5. probe: a server thread per rank takes messages with
+ *      MPI_Probe(MPI_ANY_SOURCE) and MPI_Recv while the other threads of
+ *      every rank send them.
+ */
+#include "check.h"
+
+#include <pthread.h>
+
+#define THREADS 4
+#define ROUNDS 40
+#define BIG (256 * 1024 + 3)
+#define SELF_BIG (1024 * 1024)
+#define PROBE_EACH 25
+#define PROBE_TAG 99
+
+static int rank, size;
+static MPI_Comm comms[THREADS];
+static MPI_Comm probe_comm;
+
+static int right(void)
+{
+    return (rank + 1) % size;
+}
+
+static int left(void)
+{
+    return (rank + size - 1) % size;
+}
+
+/* ------------------------------------------------------------- 1. self */
+
+static void *self_receiver(void *arg)
+{
+    size_t n = *(size_t *)arg;
+    unsigned char *buf = tc_alloc(n);
+    MPI_Status st;
+    tc_prepare_recv(buf, n, rank, (int)n);
+    CHECK_MPI(MPI_Recv(buf, (int)n, MPI_BYTE, rank, 7, MPI_COMM_WORLD, &st));
+    tc_check_recv(buf, n, rank, (int)n, "message to self");
+    tc_check_status(&st, rank, 7, n, "message to self");
+    free(buf);
+    return NULL;
+}
+
+static void self_part(size_t n)
+{
+    pthread_t th;
+    unsigned char *buf = tc_alloc(n);
+    tc_fill(buf, n, rank, (int)n);
+    CHECK(pthread_create(&th, NULL, self_receiver, &n) == 0, "pthread_create");
+    tc_sleep_ms(30); /* the receiver is blocked in MPI_Recv by now */
+    CHECK_MPI(MPI_Send(buf, (int)n, MPI_BYTE, rank, 7, MPI_COMM_WORLD));
+    CHECK(pthread_join(th, NULL) == 0, "pthread_join");
+    free(buf);
+}
+
+/* ---------------------------------------------------------- 2. pairs */
+
+static void pairs(int t)
+{
+    int peer = rank ^ 1;
+    unsigned char *out = tc_alloc(BIG), *in = tc_alloc(BIG);
+    MPI_Status st;
+    if (peer < size) {
+        for (int r = 0; r < ROUNDS; r++) {
+            size_t n = (r % 2) ? BIG : (size_t)(8 + r);
+            int key = t * 1000 + r;
+            tc_fill(out, n, rank, key);
+            tc_prepare_recv(in, n, peer, key);
+            if (rank % 2 == 0) {
+                CHECK_MPI(MPI_Send(out, (int)n, MPI_BYTE, peer, t, MPI_COMM_WORLD));
+                CHECK_MPI(MPI_Recv(in, (int)n, MPI_BYTE, peer, t, MPI_COMM_WORLD, &st));
+            } else {
+                CHECK_MPI(MPI_Recv(in, (int)n, MPI_BYTE, peer, t, MPI_COMM_WORLD, &st));
+                CHECK_MPI(MPI_Send(out, (int)n, MPI_BYTE, peer, t, MPI_COMM_WORLD));
+            }
+            tc_check_recv(in, n, peer, key, "ping-pong between threads");
+            tc_check_status(&st, peer, t, n, "ping-pong between threads");
+        }
+    }
+    for (int r = 0; r < ROUNDS / 4; r++) {
+        size_t n = (r % 2) ? BIG : 64;
+        int key = 50000 + t * 100 + r;
+        tc_fill(out, n, rank, key);
+        tc_prepare_recv(in, n, left(), key);
+        CHECK_MPI(MPI_Sendrecv(out, (int)n, MPI_BYTE, right(), 100 + t, in, (int)n, MPI_BYTE, left(), 100 + t,
+                               MPI_COMM_WORLD, &st));
+        tc_check_recv(in, n, left(), key, "ring of MPI_Sendrecv");
+        tc_check_status(&st, left(), 100 + t, n, "ring of MPI_Sendrecv");
+    }
+    free(out);
+    free(in);
+}
+
+/* ------------------------------------------------------------ 3. any */
+
+#define ANY_N 4
+#define ANY_LEN 40000
+
+static void any(int t)
+{
+    unsigned char *out[ANY_N], *in[ANY_N];
+    MPI_Request rr[ANY_N], sr[ANY_N];
+    int seen[ANY_N] = {0};
+    for (int k = 0; k < ANY_N; k++) {
+        int tag = 200 + t * ANY_N + k;
+        out[k] = tc_alloc(ANY_LEN);
+        in[k] = tc_alloc(ANY_LEN);
+        tc_fill(out[k], ANY_LEN, rank, tag);
+        tc_prepare_recv(in[k], ANY_LEN, left(), tag);
+        CHECK_MPI(MPI_Irecv(in[k], ANY_LEN, MPI_BYTE, left(), tag, MPI_COMM_WORLD, &rr[k]));
+    }
+    for (int k = ANY_N - 1; k >= 0; k--)
+        CHECK_MPI(MPI_Isend(out[k], ANY_LEN, MPI_BYTE, right(), 200 + t * ANY_N + k, MPI_COMM_WORLD, &sr[k]));
+    for (int done = 0; done < ANY_N; done++) {
+        int idx = -1;
+        MPI_Status st;
+        CHECK_MPI(MPI_Waitany(ANY_N, rr, &idx, &st));
+        CHECK(idx >= 0 && idx < ANY_N && !seen[idx], "MPI_Waitany gave index %d twice or out of range", idx);
+        seen[idx] = 1;
+        CHECK_EQ(MPI_REQUEST_NULL, rr[idx], "request after MPI_Waitany");
+        tc_check_status(&st, left(), 200 + t * ANY_N + idx, ANY_LEN, "receive completed by MPI_Waitany");
+        tc_check_recv(in[idx], ANY_LEN, left(), 200 + t * ANY_N + idx, "receive completed by MPI_Waitany");
+    }
+    CHECK_MPI(MPI_Waitall(ANY_N, sr, MPI_STATUSES_IGNORE));
+    for (int k = 0; k < ANY_N; k++) {
+        free(out[k]);
+        free(in[k]);
+    }
+}
+
+/* ---------------------------------------------------- 4. collectives */
+
+static void collectives(int t)
+{
+    MPI_Comm c = comms[t];
+    for (int r = 0; r < ROUNDS; r++) {
+        long mine = (long)rank * 1000 + t * 10 + r, sum = -1;
+        long expected = 1000L * size * (size - 1) / 2 + (long)size * (t * 10 + r);
+        CHECK_MPI(MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, c));
+        CHECK_EQ(expected, sum, "thread %d round %d: MPI_Allreduce", t, r);
+        if (r % 8 == 0)
+            CHECK_MPI(MPI_Barrier(c));
+    }
+}
+
+/* ---------------------------------------------------------- 5. probe */
+
+static void *probe_server(void *arg)
+{
+    (void)arg;
+    int expected = (size - 1) * THREADS * PROBE_EACH;
+    for (int got = 0; got < expected; got++) {
+        MPI_Status st;
+        int n = -1;
+        CHECK_MPI(MPI_Probe(MPI_ANY_SOURCE, PROBE_TAG, probe_comm, &st));
+        CHECK_MPI(MPI_Get_count(&st, MPI_BYTE, &n));
+        CHECK(n >= 16 && n <= 16 + THREADS * PROBE_EACH, "probed size %d", n);
+        unsigned char *buf = tc_alloc((size_t)n);
+        int key = n; /* the sender keys a message by its size */
+        tc_prepare_recv(buf, (size_t)n, st.MPI_SOURCE, key);
+        CHECK_MPI(MPI_Recv(buf, n, MPI_BYTE, st.MPI_SOURCE, PROBE_TAG, probe_comm, MPI_STATUS_IGNORE));
+        tc_check_recv(buf, (size_t)n, st.MPI_SOURCE, key, "message taken after MPI_Probe");
+        free(buf);
+    }
+    return NULL;
+}
+
+static void probe_clients(int t)
+{
+    for (int k = 0; k < PROBE_EACH; k++) {
+        size_t n = 16 + (size_t)(t * PROBE_EACH + k);
+        unsigned char *buf = tc_alloc(n);
+        tc_fill(buf, n, rank, (int)n);
+        for (int p = 0; p < size; p++)
+            if (p != rank)
+                CHECK_MPI(MPI_Send(buf, (int)n, MPI_BYTE, p, PROBE_TAG, probe_comm));
+        free(buf);
+    }
+}
+
+/* ----------------------------------------------------------- threads */
+
+static void *worker(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    pairs(t);
+    any(t);
+    collectives(t);
+    probe_clients(t);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int provided = -1;
+    CHECK_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
+    CHECK_EQ(MPI_THREAD_MULTIPLE, provided, "MPI_Init_thread(MPI_THREAD_MULTIPLE) provided");
+    CHECK_MPI(MPI_Query_thread(&provided));
+    CHECK_EQ(MPI_THREAD_MULTIPLE, provided, "MPI_Query_thread");
+    rank = tc_rank();
+    size = tc_size();
+
+    self_part(8);
+    self_part(SELF_BIG);
+
+    for (int t = 0; t < THREADS; t++)
+        CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &comms[t]));
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &probe_comm));
+    pthread_t server, th[THREADS];
+    CHECK(pthread_create(&server, NULL, probe_server, NULL) == 0, "pthread_create");
+    for (int i = 0; i < THREADS; i++) {
+        int t = rank % 2 ? THREADS - 1 - i : i;
+        CHECK(pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t) == 0, "pthread_create");
+    }
+    for (int t = 0; t < THREADS; t++)
+        CHECK(pthread_join(th[t], NULL) == 0, "pthread_join");
+    CHECK(pthread_join(server, NULL) == 0, "pthread_join");
+    for (int t = 0; t < THREADS; t++)
+        CHECK_MPI(MPI_Comm_free(&comms[t]));
+    CHECK_MPI(MPI_Comm_free(&probe_comm));
+    return tc_finish("thread_multiple");
+}
