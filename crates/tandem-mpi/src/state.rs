@@ -239,6 +239,21 @@ impl Owner {
             .map(|_| Owner::held())
     }
 
+    /// Takes the library, seen free as `cur`; or the word as it is now.
+    fn take_free(cur: u32) -> Result<Owner, u32> {
+        GLOBAL
+            .busy
+            .compare_exchange_weak(cur, HELD, Ordering::Acquire, Ordering::Relaxed)
+            .map(|_| Owner::held())
+    }
+
+    /// Sets `flag` in the word, seen as `cur`; or the word as it is now.
+    fn mark(cur: u32, flag: u32) -> Result<u32, u32> {
+        GLOBAL
+            .busy
+            .compare_exchange(cur, cur | flag, Ordering::SeqCst, Ordering::Relaxed)
+    }
+
     /// Marks this thread as the holder (see [`Global::holder`]).
     fn held() -> Owner {
         GLOBAL.holder.store(this_thread(), Ordering::Relaxed);
@@ -321,13 +336,8 @@ impl Owner {
         loop {
             if cur & HELD == 0 {
                 // Free: take it.
-                match GLOBAL.busy.compare_exchange_weak(
-                    cur,
-                    HELD,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return Owner::held(),
+                match Owner::take_free(cur) {
+                    Ok(owner) => return owner,
                     Err(now) => {
                         cur = now;
                         continue;
@@ -347,12 +357,7 @@ impl Owner {
                 // Ask the holder to let us in: a helper thread gives the
                 // state back at once, a call blocked in a wait at its next
                 // look (woken, should it sleep).
-                match GLOBAL.busy.compare_exchange_weak(
-                    cur,
-                    cur | APP_WAITING,
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                ) {
+                match Owner::mark(cur, APP_WAITING) {
                     Ok(_) => {
                         cur |= APP_WAITING;
                         if multiple() {
@@ -386,13 +391,9 @@ impl Owner {
         let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
         loop {
             if cur & HELD == 0 {
-                match GLOBAL.busy.compare_exchange_weak(
-                    cur,
-                    HELD,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return Owner::held(),
+                // Free: take it.
+                match Owner::take_free(cur) {
+                    Ok(owner) => return owner,
                     Err(now) => {
                         cur = now;
                         continue;
@@ -400,12 +401,7 @@ impl Owner {
                 }
             }
             if cur & SLEEPERS == 0 {
-                match GLOBAL.busy.compare_exchange_weak(
-                    cur,
-                    cur | SLEEPERS,
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                ) {
+                match Owner::mark(cur, SLEEPERS) {
                     Ok(_) => cur |= SLEEPERS,
                     Err(now) => {
                         cur = now;
@@ -417,12 +413,7 @@ impl Owner {
             // we marked ourselves before looking at the count (both in one
             // total order): either it saw us, or we see its progress.
             if cur & APP_WAITING == 0 && GLOBAL.epoch.load(Ordering::SeqCst) != seen {
-                match GLOBAL.busy.compare_exchange_weak(
-                    cur,
-                    cur | APP_WAITING,
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                ) {
+                match Owner::mark(cur, APP_WAITING) {
                     Ok(_) => {
                         cur |= APP_WAITING;
                         kick_holder();
@@ -490,10 +481,7 @@ fn kick_holder() {
 /// go (or [`ENTRY_SLEEP`] passes); the word as it is then.
 fn sleep_while_held(mut cur: u32) -> u32 {
     if cur & SLEEPERS == 0 {
-        match GLOBAL
-            .busy
-            .compare_exchange(cur, cur | SLEEPERS, Ordering::SeqCst, Ordering::Relaxed)
-        {
+        match Owner::mark(cur, SLEEPERS) {
             Ok(_) => cur |= SLEEPERS,
             Err(now) => return now,
         }
