@@ -188,6 +188,9 @@ struct Global {
     /// Under `MPI_THREAD_MULTIPLE`: how many times a blocked call's wait
     /// made progress (see [`hand_over_now`]).
     epoch: AtomicU32,
+    /// The progress count when the holder last stopped its wait to let
+    /// others in: what it had looked at (see [`resume_blocked`]).
+    handed_at: AtomicU32,
     /// The thread that holds `busy` (its `pthread_self`), 0 when none: how
     /// a call made from inside a callback the library runs is recognised.
     /// (A thread-local flag would cost a `__tls_get_addr` call per look in
@@ -209,6 +212,7 @@ static GLOBAL: Global = Global {
     multiple: AtomicBool::new(false),
     kick_fd: AtomicI32::new(-1),
     epoch: AtomicU32::new(0),
+    handed_at: AtomicU32::new(0),
     holder: AtomicUsize::new(0),
     policy: AtomicU8::new(POLICY_PLAIN),
     state: UnsafeCell::new(None),
@@ -522,7 +526,15 @@ fn hand_over_now(did: bool) -> bool {
         GLOBAL.epoch.fetch_add(1, Ordering::SeqCst);
     }
     let b = GLOBAL.busy.load(Ordering::SeqCst);
-    b & APP_WAITING != 0 || (did && b & SLEEPERS != 0)
+    let go = b & APP_WAITING != 0 || (did && b & SLEEPERS != 0);
+    if go {
+        // Its own progress is seen: only later progress by others should
+        // make it ask to be let back in.
+        GLOBAL
+            .handed_at
+            .store(GLOBAL.epoch.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+    go
 }
 
 /// What a blocking call does once it has started its operation: waits
@@ -589,10 +601,11 @@ fn resume_blocked(func: &str, mut owner: Owner, mut resume: Resume) -> (Owner, O
         let Some(state) = owner.slot().as_mut() else {
             errhandler::fatal_without_state(func, "MPI was finalized while this call waited");
         };
-        let seen = GLOBAL.epoch.load(Ordering::SeqCst);
         if let Some(outcome) = resume(state) {
             return (owner, outcome);
         }
+        // Read while still holding: only the holder writes it.
+        let seen = GLOBAL.handed_at.load(Ordering::Relaxed);
         leave(state);
         drop(owner);
         // Let one of the threads that asked take it before we ask again.
