@@ -205,7 +205,20 @@ impl Layout {
     }
 
     fn ring_len(&self) -> usize {
-        LINE + self.cells as usize * self.cell_size as usize
+        LINE + self.cells as usize * self.cell_stride()
+    }
+
+    /// Distance between two cells of a ring: the cell size, plus a line
+    /// when that makes the count of lines odd. Cells a power of two apart
+    /// put every cell's first line (the header a poll reads, where a small
+    /// message travels whole) in the same set of the L1 cache, which holds
+    /// 8-12 lines: the rings to and from a peer then evicted each other's
+    /// headers on every message (8-byte ping-pong on this project's VM:
+    /// 0.159 us with 32 KiB cells, 512 lines, against 0.125 with 4160-byte
+    /// ones, 65 lines).
+    fn cell_stride(&self) -> usize {
+        let lines = self.cell_size as usize / LINE;
+        (lines | 1) * LINE
     }
 
     /// Offset of the ring carrying frames from `src` to `dst`.
@@ -680,7 +693,7 @@ impl ShmTransport {
 
     /// Offset of cell `slot` of `ring`.
     fn cell(&self, ring: usize, slot: u32) -> usize {
-        ring + LINE + slot as usize * self.layout.cell_size as usize
+        ring + LINE + slot as usize * self.layout.cell_stride()
     }
 
     /// At a ring's first use (by either end): the first page of every
@@ -2298,5 +2311,20 @@ mod tests {
         let l = Layout::new(3, 16, 32768).unwrap();
         assert!(l.total_len() >= 9 * 16 * 32768);
         assert_eq!(l.ring(0, 1) % LINE, 0);
+    }
+
+    #[test]
+    fn cell_headers_fall_in_different_cache_sets() {
+        // An L1 set is picked by bits 6-11 of the address: the first lines
+        // of a ring's cells must not all share them.
+        for cell_size in [4096, 4160, 32768, 65536] {
+            let l = Layout::new(2, 16, cell_size).unwrap();
+            let sets: std::collections::HashSet<usize> = (0..16)
+                .map(|i| (l.ring(0, 1) + LINE + i * l.cell_stride()) / LINE % 64)
+                .collect();
+            assert_eq!(sets.len(), 16, "cell size {cell_size}");
+            assert!(l.cell_stride() >= cell_size as usize);
+            assert!(l.total_len() >= l.ring(1, 1) + l.ring_len());
+        }
     }
 }
