@@ -19,6 +19,10 @@
  *   5. probe: a server thread per rank takes messages with
  *      MPI_Probe(MPI_ANY_SOURCE) and MPI_Recv while the other threads of
  *      every rank send them.
+ *   6. fence: every rank puts into its right neighbour's window; rank 0's
+ *      main thread then waits in MPI_Win_fence while another of its
+ *      threads sends, 30 ms later, the message rank 1 receives before its
+ *      own fence. The puts are checked after the fence.
  */
 #include "check.h"
 
@@ -30,6 +34,7 @@
 #define SELF_BIG (1024 * 1024)
 #define PROBE_EACH 25
 #define PROBE_TAG 99
+#define FENCE_TAG 98
 
 static int rank, size;
 static MPI_Comm comms[THREADS];
@@ -197,6 +202,48 @@ static void probe_clients(int t)
     }
 }
 
+/* ------------------------------------------------------------ 6. fence */
+
+static void *late_sender(void *arg)
+{
+    (void)arg;
+    int v = 4242;
+    tc_sleep_ms(30); /* rank 0 waits in its fence by now */
+    CHECK_MPI(MPI_Send(&v, 1, MPI_INT, 1, FENCE_TAG, MPI_COMM_WORLD));
+    return NULL;
+}
+
+static void fence_part(void)
+{
+    int *slots = NULL, me = rank;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_allocate((MPI_Aint)(size * sizeof(int)), sizeof(int), MPI_INFO_NULL,
+                               MPI_COMM_WORLD, &slots, &win));
+    for (int i = 0; i < size; i++)
+        slots[i] = -1;
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Put(&me, 1, MPI_INT, right(), rank, 1, MPI_INT, win));
+    if (rank == 0) {
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, late_sender, NULL) == 0, "pthread_create");
+        CHECK_MPI(MPI_Win_fence(0, win));
+        CHECK(pthread_join(th, NULL) == 0, "pthread_join");
+    } else {
+        if (rank == 1) {
+            int v = 0;
+            MPI_Status st;
+            CHECK_MPI(MPI_Recv(&v, 1, MPI_INT, 0, FENCE_TAG, MPI_COMM_WORLD, &st));
+            CHECK_EQ(4242, v, "message sent while rank 0 waits in its fence");
+        }
+        CHECK_MPI(MPI_Win_fence(0, win));
+    }
+    CHECK_EQ(left(), slots[left()], "put before the fence");
+    for (int i = 0; i < size; i++)
+        if (i != left())
+            CHECK_EQ(-1, slots[i], "slot nobody put into");
+    CHECK_MPI(MPI_Win_free(&win));
+}
+
 /* ----------------------------------------------------------- threads */
 
 static void *worker(void *arg)
@@ -237,5 +284,6 @@ int main(int argc, char **argv)
     for (int t = 0; t < THREADS; t++)
         CHECK_MPI(MPI_Comm_free(&comms[t]));
     CHECK_MPI(MPI_Comm_free(&probe_comm));
+    fence_part();
     return tc_finish("thread_multiple");
 }

@@ -38,7 +38,7 @@ use tandem::{CommId, Error, ErrorClass};
 use crate::abi::*;
 use crate::args::{self, put};
 use crate::datatype::{self, Typed};
-use crate::state::{call, call_with, Fail, Outcome, State};
+use crate::state::{self, call, call_with, Fail, Outcome, State};
 use crate::{errhandler, group, info, ops, request};
 
 mod direct;
@@ -615,72 +615,131 @@ fn wait_serving(s: &mut State, mut ready: impl FnMut(&P2p) -> bool) {
 /// Waits until this window's operations (to `target`, or all) are complete
 /// at their targets, then finishes reads into packed buffers.
 fn complete_ops(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<(), Fail> {
-    let i = index(win).expect("validated window");
-    if s.wins[i].as_ref().is_some_and(direct::is_direct) {
-        direct::complete();
-        return Ok(());
+    let mut c = Completion::start(s, win, target)?;
+    c.wait(s, false);
+    c.finish(s, win)
+}
+
+/// The wait of [`complete_ops`], in three steps so that a call whose wait
+/// lets other threads in (`MPI_THREAD_MULTIPLE`, see `state::block_on`)
+/// can stop and resume it.
+struct Completion {
+    target: Option<u32>,
+    /// The operations (and one sync per target) to wait for; `None` for a
+    /// window whose operations complete as they are made (direct).
+    ids: Option<Vec<OpId>>,
+    /// How many of `ids` were found complete: a put of a scattered datatype
+    /// is one operation per block (a million for a transposed 1000x1000
+    /// matrix), and the ones found done are not looked at again, or every
+    /// poll would scan them all.
+    done: usize,
+    waited: bool,
+}
+
+impl Completion {
+    fn start(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<Completion, Fail> {
+        let i = index(win).expect("validated window");
+        let mut c = Completion {
+            target,
+            ids: None,
+            done: 0,
+            waited: false,
+        };
+        if s.wins[i].as_ref().is_some_and(direct::is_direct) {
+            direct::complete();
+            return Ok(c);
+        }
+        let (mut ids, targets): (Vec<OpId>, Vec<u32>) = {
+            let w = s.wins[i].as_ref().expect("validated window");
+            let ids = w
+                .pending
+                .iter()
+                .filter(|p| target.is_none_or(|t| p.target == t))
+                .map(|p| p.id)
+                .collect();
+            let mut targets: Vec<u32> = w
+                .pending
+                .iter()
+                .filter(|p| target.is_none_or(|t| p.target == t))
+                .map(|p| w.group[p.target as usize])
+                .collect();
+            targets.sort_unstable();
+            targets.dedup();
+            (ids, targets)
+        };
+        // Writes and accumulates are answered only when refused: one sync
+        // per target says when everything before it is carried out.
+        for t in targets {
+            ids.push(s.rt.p2p().sync(t).map_err(engine_fail)?);
+        }
+        c.ids = Some(ids);
+        Ok(c)
     }
-    let (mut ids, targets): (Vec<OpId>, Vec<u32>) = {
-        let w = s.wins[i].as_ref().expect("validated window");
-        let ids = w
-            .pending
-            .iter()
-            .filter(|p| target.is_none_or(|t| p.target == t))
-            .map(|p| p.id)
-            .collect();
-        let mut targets: Vec<u32> = w
-            .pending
-            .iter()
-            .filter(|p| target.is_none_or(|t| p.target == t))
-            .map(|p| w.group[p.target as usize])
-            .collect();
-        targets.sort_unstable();
-        targets.dedup();
-        (ids, targets)
-    };
-    // Writes and accumulates are answered only when refused: one sync per
-    // target says when everything before it is carried out.
-    for t in targets {
-        ids.push(s.rt.p2p().sync(t).map_err(engine_fail)?);
-    }
-    // A put of a scattered datatype is one operation per block (a million
-    // for a transposed 1000x1000 matrix): the ones found done are not
-    // looked at again, or every poll would scan them all.
-    let mut done = 0;
-    wait_serving(s, |p2p| {
-        while let Some(&id) = ids.get(done) {
-            if matches!(
-                p2p.op_state(id),
-                Some(OpState::Pending | OpState::LocalDone)
-            ) {
+
+    /// Waits, as [`wait_serving`] does, until every operation is complete;
+    /// with `may_end`, false when it stopped to let other threads in.
+    fn wait(&mut self, s: &mut State, may_end: bool) -> bool {
+        let Some(ids) = &self.ids else {
+            return true;
+        };
+        let (done, waited) = (&mut self.done, &mut self.waited);
+        let mut ready = |p2p: &P2p| {
+            while let Some(&id) = ids.get(*done) {
+                if matches!(
+                    p2p.op_state(id),
+                    Some(OpState::Pending | OpState::LocalDone)
+                ) {
+                    *waited = true;
+                    return false;
+                }
+                *done += 1;
+            }
+            true
+        };
+        if may_end {
+            if !s.rt.wait_until_or_hand_over(|p2p, _| ready(p2p)) {
                 return false;
             }
-            done += 1;
+        } else {
+            s.rt.wait_until(|p2p, _| ready(p2p));
+        }
+        // As in `wait_serving`.
+        if !self.waited {
+            s.rt.progress_once();
         }
         true
-    });
-    let mut first: Option<Error> = None;
-    for &id in &ids {
-        if let Some(Err(e)) = s.rt.p2p().op_take(id) {
-            first.get_or_insert(e);
+    }
+
+    /// Collects the operations' outcomes (once [`Completion::wait`] said
+    /// true) and unpacks the reads into packed buffers.
+    fn finish(self, s: &mut State, win: MPI_Win) -> Result<(), Fail> {
+        let Some(ids) = self.ids else {
+            return Ok(());
+        };
+        let mut first: Option<Error> = None;
+        for &id in &ids {
+            if let Some(Err(e)) = s.rt.p2p().op_take(id) {
+                first.get_or_insert(e);
+            }
         }
-    }
-    let w = s.wins[i].as_mut().expect("validated window");
-    let mine = |t: u32| target.is_none_or(|x| x == t);
-    w.pending.retain(|p| !mine(p.target));
-    w.keep.retain(|(t, _)| !mine(*t));
-    let (done, rest): (Vec<Unpack>, Vec<Unpack>) = std::mem::take(&mut w.unpacks)
-        .into_iter()
-        .partition(|u| mine(u.target));
-    w.unpacks = rest;
-    for u in done {
-        // SAFETY: the origin buffer was checked when the read started and
-        // the application keeps it valid until the read completes (now).
-        unsafe { u.dest.unpack(&u.data) };
-    }
-    match first {
-        Some(e) => Err(engine_fail(e)),
-        None => Ok(()),
+        let target = self.target;
+        let w = get_mut(s, win)?;
+        let mine = |t: u32| target.is_none_or(|x| x == t);
+        w.pending.retain(|p| !mine(p.target));
+        w.keep.retain(|(t, _)| !mine(*t));
+        let (done, rest): (Vec<Unpack>, Vec<Unpack>) = std::mem::take(&mut w.unpacks)
+            .into_iter()
+            .partition(|u| mine(u.target));
+        w.unpacks = rest;
+        for u in done {
+            // SAFETY: the origin buffer was checked when the read started and
+            // the application keeps it valid until the read completes (now).
+            unsafe { u.dest.unpack(&u.data) };
+        }
+        match first {
+            Some(e) => Err(engine_fail(e)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -1804,12 +1863,64 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
             ));
         }
         let comm = w.comm;
+        let barrier = assert & MPI_MODE_NOPRECEDE == 0 || assert & MPI_MODE_NOSUCCEED == 0;
+        let open = assert & MPI_MODE_NOSUCCEED == 0;
+        if state::multiple() {
+            return fence_letting_others_in(s, win, comm, barrier, open);
+        }
         complete_ops(s, win, None)?;
-        if assert & MPI_MODE_NOPRECEDE == 0 || assert & MPI_MODE_NOSUCCEED == 0 {
+        if barrier {
             s.rt.barrier(comm).map_err(engine_fail)?;
         }
-        get_mut(s, win)?.fence_open = assert & MPI_MODE_NOSUCCEED == 0;
+        get_mut(s, win)?.fence_open = open;
         Ok(())
+    })
+}
+
+/// `MPI_Win_fence` under `MPI_THREAD_MULTIPLE`: the wait for the
+/// operations and the barrier let other threads in (a fence must not keep
+/// out the thread that sends what another rank waits for before its own
+/// fence), the barrier being a started one.
+fn fence_letting_others_in(
+    s: &mut State,
+    win: MPI_Win,
+    comm: CommId,
+    barrier: bool,
+    open: bool,
+) -> Outcome {
+    let mut ops = Some(Completion::start(s, win, None)?);
+    let mut started: Option<tandem::coll::SchedId> = None;
+    state::block_on(s, move |s, may_end| {
+        if let Some(c) = ops.as_mut() {
+            if !c.wait(s, may_end) {
+                return None;
+            }
+            let c = ops.take().expect("looked at above");
+            if let Err(f) = c.finish(s, win) {
+                return Some(Err(f));
+            }
+            if barrier {
+                // SAFETY: a barrier moves no user data.
+                match unsafe { s.rt.coll_start(comm, tandem::coll::CollCall::Barrier) } {
+                    Ok(sid) => started = Some(sid),
+                    Err(e) => return Some(Err(engine_fail(e))),
+                }
+            }
+        }
+        if let Some(sid) = started {
+            if may_end
+                && !s
+                    .rt
+                    .wait_until_or_hand_over(|_, c| c.is_complete(sid) != Some(false))
+            {
+                return None;
+            }
+            started = None;
+            if let Err(e) = s.rt.coll_wait(sid) {
+                return Some(Err(engine_fail(e)));
+            }
+        }
+        Some(get_mut(s, win).map(|w| w.fence_open = open))
     })
 }
 
