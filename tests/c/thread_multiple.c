@@ -23,6 +23,8 @@
  *      main thread then waits in MPI_Win_fence while another of its
  *      threads sends, 30 ms later, the message rank 1 receives before its
  *      own fence. The puts are checked after the fence.
+ *   7. dup: the same with MPI_Comm_dup of MPI_COMM_WORLD; the duplicate is
+ *      then used for an allreduce.
  */
 #include "check.h"
 
@@ -34,7 +36,7 @@
 #define SELF_BIG (1024 * 1024)
 #define PROBE_EACH 25
 #define PROBE_TAG 99
-#define FENCE_TAG 98
+#define LATE_TAG 98
 
 static int rank, size;
 static MPI_Comm comms[THREADS];
@@ -202,15 +204,40 @@ static void probe_clients(int t)
     }
 }
 
-/* ------------------------------------------------------------ 6. fence */
+/* ------------------------------------------- 6. fence and 7. dup */
 
 static void *late_sender(void *arg)
 {
     (void)arg;
     int v = 4242;
-    tc_sleep_ms(30); /* rank 0 waits in its fence by now */
-    CHECK_MPI(MPI_Send(&v, 1, MPI_INT, 1, FENCE_TAG, MPI_COMM_WORLD));
+    tc_sleep_ms(30); /* rank 0 waits in its collective call by now */
+    CHECK_MPI(MPI_Send(&v, 1, MPI_INT, 1, LATE_TAG, MPI_COMM_WORLD));
     return NULL;
+}
+
+/* Runs `collective` on every rank; rank 1 first receives a message that a
+ * second thread of rank 0 sends while rank 0's main thread is in it. */
+static void behind_late_send(void (*collective)(void *), void *arg, const char *what)
+{
+    if (rank == 0) {
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, late_sender, NULL) == 0, "pthread_create");
+        collective(arg);
+        CHECK(pthread_join(th, NULL) == 0, "pthread_join");
+    } else {
+        if (rank == 1) {
+            int v = 0;
+            MPI_Status st;
+            CHECK_MPI(MPI_Recv(&v, 1, MPI_INT, 0, LATE_TAG, MPI_COMM_WORLD, &st));
+            CHECK_EQ(4242, v, "message sent while rank 0 is in %s", what);
+        }
+        collective(arg);
+    }
+}
+
+static void fence(void *win)
+{
+    CHECK_MPI(MPI_Win_fence(0, *(MPI_Win *)win));
 }
 
 static void fence_part(void)
@@ -223,25 +250,29 @@ static void fence_part(void)
         slots[i] = -1;
     CHECK_MPI(MPI_Win_fence(0, win));
     CHECK_MPI(MPI_Put(&me, 1, MPI_INT, right(), rank, 1, MPI_INT, win));
-    if (rank == 0) {
-        pthread_t th;
-        CHECK(pthread_create(&th, NULL, late_sender, NULL) == 0, "pthread_create");
-        CHECK_MPI(MPI_Win_fence(0, win));
-        CHECK(pthread_join(th, NULL) == 0, "pthread_join");
-    } else {
-        if (rank == 1) {
-            int v = 0;
-            MPI_Status st;
-            CHECK_MPI(MPI_Recv(&v, 1, MPI_INT, 0, FENCE_TAG, MPI_COMM_WORLD, &st));
-            CHECK_EQ(4242, v, "message sent while rank 0 waits in its fence");
-        }
-        CHECK_MPI(MPI_Win_fence(0, win));
-    }
+    behind_late_send(fence, &win, "MPI_Win_fence");
     CHECK_EQ(left(), slots[left()], "put before the fence");
     for (int i = 0; i < size; i++)
         if (i != left())
             CHECK_EQ(-1, slots[i], "slot nobody put into");
     CHECK_MPI(MPI_Win_free(&win));
+}
+
+static void dup(void *out)
+{
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, (MPI_Comm *)out));
+}
+
+static void dup_part(void)
+{
+    MPI_Comm c = MPI_COMM_NULL;
+    int sum = 0, one = 1, r = -1;
+    behind_late_send(dup, &c, "MPI_Comm_dup");
+    CHECK_MPI(MPI_Comm_rank(c, &r));
+    CHECK_EQ(rank, r, "rank in the duplicate");
+    CHECK_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c));
+    CHECK_EQ(size, sum, "allreduce on the duplicate");
+    CHECK_MPI(MPI_Comm_free(&c));
 }
 
 /* ----------------------------------------------------------- threads */
@@ -285,5 +316,6 @@ int main(int argc, char **argv)
         CHECK_MPI(MPI_Comm_free(&comms[t]));
     CHECK_MPI(MPI_Comm_free(&probe_comm));
     fence_part();
+    dup_part();
     return tc_finish("thread_multiple");
 }

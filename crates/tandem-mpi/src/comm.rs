@@ -16,7 +16,7 @@ use crate::abi::*;
 use crate::args::{self, put};
 use crate::datatype::{read_name, write_name};
 use crate::ext::CommExt;
-use crate::state::{call, Fail, State};
+use crate::state::{self, call, Fail, State};
 use crate::{attr, group, info, request};
 
 /// Registers a new runtime communicator with the parent's error handler
@@ -74,6 +74,9 @@ fn dup(
     info_: Option<MPI_Info>,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
+    if state::multiple() {
+        return dup_letting_others_in(func, comm, info_, newcomm);
+    }
     attr::duplicate(
         func,
         attr::Kind::Comm,
@@ -96,6 +99,40 @@ fn dup(
             unsafe { put(newcomm, MPI_COMM_NULL) };
         },
     )
+}
+
+/// [`dup`] under `MPI_THREAD_MULTIPLE`: an idup waited for, so that the
+/// wait for the other members lets other threads in (see
+/// `state::block_on`; a thread of another member may be waiting for a
+/// message from one of this rank's before it joins). Attributes are copied
+/// before the wait, as for `MPI_Comm_idup`.
+fn dup_letting_others_in(
+    func: &'static str,
+    comm: MPI_Comm,
+    info_: Option<MPI_Info>,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    let mut req = MPI_REQUEST_NULL;
+    let rc = idup(func, comm, info_, newcomm, &mut req);
+    if rc != MPI_SUCCESS {
+        return rc;
+    }
+    call(func, move |s| {
+        let r = request::classify(s, req)?;
+        crate::pt2pt::wait_then(s, vec![r], true, move |s| {
+            let done = request::complete(s, r);
+            let Some(f) = done.error() else {
+                return Ok(());
+            };
+            // Never agreed on: the duplicate goes.
+            // SAFETY: checked non-null by `idup`, which wrote the handle.
+            unsafe {
+                discard(s, *newcomm);
+                put(newcomm, MPI_COMM_NULL);
+            }
+            Err(f)
+        })
+    })
 }
 
 #[no_mangle]

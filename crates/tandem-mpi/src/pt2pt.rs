@@ -238,7 +238,7 @@ fn finish_p2p(s: &mut State, id: ReqId, comm: MPI_Comm, status: *mut MPI_Status)
 
 /// Waits for `live` requests (all, or any one) as a blocking call (see
 /// `state::block_on`), then ends the call with `then`.
-fn wait_then(
+pub(crate) fn wait_then(
     s: &mut State,
     live: Vec<Req>,
     all: bool,
