@@ -25,6 +25,9 @@
  *      own fence. The puts are checked after the fence.
  *   7. dup: the same with MPI_Comm_dup of MPI_COMM_WORLD; the duplicate is
  *      then used for an allreduce.
+ *   8. lock: rank 1 holds an exclusive lock on rank 0's window (and has put
+ *      into it); rank 0 waits in MPI_Win_lock for it while rank 1 unlocks
+ *      only after the message from rank 0's second thread.
  */
 #include "check.h"
 
@@ -204,7 +207,7 @@ static void probe_clients(int t)
     }
 }
 
-/* ------------------------------------------- 6. fence and 7. dup */
+/* ------------------------------------------ 6. fence, 7. dup, 8. lock */
 
 static void *late_sender(void *arg)
 {
@@ -275,6 +278,39 @@ static void dup_part(void)
     CHECK_MPI(MPI_Comm_free(&c));
 }
 
+static MPI_Win lock_win;
+static int *lock_mem;
+
+static void lock_step(void *arg)
+{
+    (void)arg;
+    if (rank == 0) {
+        /* Granted once rank 1 unlocks, which it does after the message. */
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, lock_win));
+        CHECK_EQ(7, *lock_mem, "put by rank 1 under its lock");
+        CHECK_MPI(MPI_Win_unlock(0, lock_win));
+    } else if (rank == 1) {
+        CHECK_MPI(MPI_Win_unlock(0, lock_win));
+    }
+}
+
+static void lock_part(void)
+{
+    int seven = 7;
+    CHECK_MPI(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &lock_mem,
+                               &lock_win));
+    *lock_mem = 0;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 1) {
+        CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, 0, 0, lock_win));
+        CHECK_MPI(MPI_Put(&seven, 1, MPI_INT, 0, 0, 1, MPI_INT, lock_win));
+        CHECK_MPI(MPI_Win_flush(0, lock_win));
+    }
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    behind_late_send(lock_step, NULL, "MPI_Win_lock");
+    CHECK_MPI(MPI_Win_free(&lock_win));
+}
+
 /* ----------------------------------------------------------- threads */
 
 static void *worker(void *arg)
@@ -317,5 +353,6 @@ int main(int argc, char **argv)
     CHECK_MPI(MPI_Comm_free(&probe_comm));
     fence_part();
     dup_part();
+    lock_part();
     return tc_finish("thread_multiple");
 }

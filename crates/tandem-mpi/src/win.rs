@@ -599,17 +599,31 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
 /// would otherwise never carry out the others' operations nor grant their
 /// locks, and everyone would wait for ever: MPI requires progress for
 /// passive-target operations inside MPI calls. A wait that had to wait drove
-/// progress already, so remote operations pay nothing more.
-fn wait_serving(s: &mut State, mut ready: impl FnMut(&P2p) -> bool) {
-    let mut waited = false;
-    s.rt.wait_until(|p2p, _| {
+/// progress already, so remote operations pay nothing more. With `may_end`
+/// (`MPI_THREAD_MULTIPLE`, see `state::block_on`) false when it stopped to
+/// let other threads in; `waited` carries on across such stops.
+fn wait_serving(
+    s: &mut State,
+    mut ready: impl FnMut(&P2p) -> bool,
+    may_end: bool,
+    waited: &mut bool,
+) -> bool {
+    let mut look = |p2p: &P2p| {
         let r = ready(p2p);
-        waited |= !r;
+        *waited |= !r;
         r
-    });
-    if !waited {
+    };
+    if may_end {
+        if !s.rt.wait_until_or_hand_over(|p2p, _| look(p2p)) {
+            return false;
+        }
+    } else {
+        s.rt.wait_until(|p2p, _| look(p2p));
+    }
+    if !*waited {
         s.rt.progress_once();
     }
+    true
 }
 
 /// Waits until this window's operations (to `target`, or all) are complete
@@ -676,38 +690,26 @@ impl Completion {
         Ok(c)
     }
 
-    /// Waits, as [`wait_serving`] does, until every operation is complete;
-    /// with `may_end`, false when it stopped to let other threads in.
+    /// Waits (see [`wait_serving`]) until every operation is complete; with
+    /// `may_end`, false when it stopped to let other threads in.
     fn wait(&mut self, s: &mut State, may_end: bool) -> bool {
         let Some(ids) = &self.ids else {
             return true;
         };
-        let (done, waited) = (&mut self.done, &mut self.waited);
-        let mut ready = |p2p: &P2p| {
+        let done = &mut self.done;
+        let ready = |p2p: &P2p| {
             while let Some(&id) = ids.get(*done) {
                 if matches!(
                     p2p.op_state(id),
                     Some(OpState::Pending | OpState::LocalDone)
                 ) {
-                    *waited = true;
                     return false;
                 }
                 *done += 1;
             }
             true
         };
-        if may_end {
-            if !s.rt.wait_until_or_hand_over(|p2p, _| ready(p2p)) {
-                return false;
-            }
-        } else {
-            s.rt.wait_until(|p2p, _| ready(p2p));
-        }
-        // As in `wait_serving`.
-        if !self.waited {
-            s.rt.progress_once();
-        }
-        true
+        wait_serving(s, ready, may_end, &mut self.waited)
     }
 
     /// Collects the operations' outcomes (once [`Completion::wait`] said
@@ -1924,13 +1926,61 @@ fn fence_letting_others_in(
     })
 }
 
-fn lock_one(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, assert: c_int) -> Outcome {
-    let w = get(s, win)?;
+/// Where a lock or unlock of one target stands: under
+/// `MPI_THREAD_MULTIPLE` its wait may stop to let other threads in, and
+/// the step is run again later (see `state::block_on`).
+#[derive(Default)]
+struct Passive {
+    /// The lock or unlock request sent to the target's engine.
+    op: Option<OpId>,
+    /// The unlock's wait for the operations to the target.
+    ops: Option<Completion>,
+    /// What that wait found (the lock is given back whatever it was).
+    done: Option<Outcome>,
+    polls: u32,
+    waited: bool,
+}
+
+/// Waits until `op` is answered; false when the wait stopped early.
+/// `serving`: as [`wait_serving`] waits.
+fn wait_op(s: &mut State, op: OpId, may_end: bool, serving: Option<&mut bool>) -> bool {
+    let answered = |p2p: &P2p| {
+        !matches!(
+            p2p.op_state(op),
+            Some(OpState::Pending | OpState::LocalDone)
+        )
+    };
+    if let Some(waited) = serving {
+        return wait_serving(s, answered, may_end, waited);
+    }
+    if may_end {
+        s.rt.wait_until_or_hand_over(|p2p, _| answered(p2p))
+    } else {
+        s.rt.wait_until(|p2p, _| answered(p2p));
+        true
+    }
+}
+
+/// Takes the lock of `t` (see [`Passive`]); `None` when the wait stopped
+/// early.
+fn lock_one(
+    s: &mut State,
+    win: MPI_Win,
+    t: u32,
+    exclusive: bool,
+    assert: c_int,
+    st: &mut Passive,
+    may_end: bool,
+) -> Option<Outcome> {
+    let w = match get(s, win) {
+        Ok(w) => w,
+        Err(f) => return Some(Err(f)),
+    };
     if w.locks[t as usize] != LockHeld::No {
-        return Err(win_fail(
+        return Some(Err(win_fail(
             ErrorClass::RmaSync,
             format!("rank {t} is already locked in this window"),
-        ));
+        )));
     }
     let held = if assert & MPI_MODE_NOCHECK != 0 {
         // Nothing to wait for, but others may wait for this rank (see
@@ -1938,60 +1988,123 @@ fn lock_one(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, assert: c_int)
         s.rt.progress_once();
         LockHeld::NoCheck
     } else if direct::is_direct(w) {
-        direct::lock(s, win, t, exclusive)?;
+        if let Err(f) = direct::lock(s, win, t, exclusive, &mut st.polls, may_end)? {
+            return Some(Err(f));
+        }
         LockHeld::Word { exclusive }
     } else {
-        let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
-        let id =
-            s.rt.p2p()
-                .lock(world, key, exclusive)
-                .map_err(engine_fail)?;
-        wait_serving(s, |p2p| {
-            !matches!(
-                p2p.op_state(id),
-                Some(OpState::Pending | OpState::LocalDone)
-            )
-        });
+        let id = match st.op {
+            Some(id) => id,
+            None => {
+                let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
+                match s.rt.p2p().lock(world, key, exclusive) {
+                    Ok(id) => *st.op.insert(id),
+                    Err(e) => return Some(Err(engine_fail(e))),
+                }
+            }
+        };
+        if !wait_op(s, id, may_end, Some(&mut st.waited)) {
+            return None;
+        }
         if let Some(Err(e)) = s.rt.p2p().op_take(id) {
-            return Err(engine_fail(e));
+            return Some(Err(engine_fail(e)));
         }
         LockHeld::Yes
     };
-    get_mut(s, win)?.locks[t as usize] = held;
-    Ok(())
+    Some(get_mut(s, win).map(|w| w.locks[t as usize] = held))
 }
 
-/// Gives back the lock of `t`; `wake`: members asleep on a lock word look
-/// again (MPI_Win_unlock_all wakes them once, after the last).
-fn unlock_one(s: &mut State, win: MPI_Win, t: u32, wake: bool) -> Outcome {
-    let held = get(s, win)?.locks[t as usize];
+/// Gives back the lock of `t` (see [`Passive`]); `wake`: members asleep on
+/// a lock word look again (MPI_Win_unlock_all wakes them once, after the
+/// last).
+fn unlock_one(
+    s: &mut State,
+    win: MPI_Win,
+    t: u32,
+    wake: bool,
+    st: &mut Passive,
+    may_end: bool,
+) -> Option<Outcome> {
+    let held = match get(s, win) {
+        Ok(w) => w.locks[t as usize],
+        Err(f) => return Some(Err(f)),
+    };
     if held == LockHeld::No {
-        return Err(win_fail(
+        return Some(Err(win_fail(
             ErrorClass::RmaSync,
             format!("rank {t} is not locked in this window"),
-        ));
+        )));
     }
-    // The lock is released even when an operation failed.
-    let done = complete_ops(s, win, Some(t));
-    if let LockHeld::Word { exclusive } = held {
-        direct::unlock(s, win, t, exclusive, wake)?;
-    }
-    if held == LockHeld::Yes {
-        let w = get(s, win)?;
-        let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
-        let id = s.rt.p2p().unlock(world, key).map_err(engine_fail)?;
-        s.rt.wait_until(|p2p, _| {
-            !matches!(
-                p2p.op_state(id),
-                Some(OpState::Pending | OpState::LocalDone)
-            )
-        });
-        if let Some(Err(e)) = s.rt.p2p().op_take(id) {
-            return Err(engine_fail(e));
+    if st.done.is_none() {
+        if st.ops.is_none() {
+            match Completion::start(s, win, Some(t)) {
+                Ok(c) => st.ops = Some(c),
+                Err(f) => st.done = Some(Err(f)),
+            }
+        }
+        if let Some(c) = st.ops.as_mut() {
+            if !c.wait(s, may_end) {
+                return None;
+            }
+            let c = st.ops.take().expect("looked at above");
+            // The lock is released even when an operation failed.
+            st.done = Some(c.finish(s, win));
         }
     }
-    get_mut(s, win)?.locks[t as usize] = LockHeld::No;
-    done
+    if let LockHeld::Word { exclusive } = held {
+        if let Err(f) = direct::unlock(s, win, t, exclusive, wake) {
+            return Some(Err(f));
+        }
+    }
+    if held == LockHeld::Yes {
+        let id = match st.op {
+            Some(id) => id,
+            None => {
+                let w = match get(s, win) {
+                    Ok(w) => w,
+                    Err(f) => return Some(Err(f)),
+                };
+                let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
+                match s.rt.p2p().unlock(world, key) {
+                    Ok(id) => *st.op.insert(id),
+                    Err(e) => return Some(Err(engine_fail(e))),
+                }
+            }
+        };
+        if !wait_op(s, id, may_end, None) {
+            return None;
+        }
+        if let Some(Err(e)) = s.rt.p2p().op_take(id) {
+            return Some(Err(engine_fail(e)));
+        }
+    }
+    if let Err(f) = get_mut(s, win).map(|w| w.locks[t as usize] = LockHeld::No) {
+        return Some(Err(f));
+    }
+    st.done.take()
+}
+
+/// Runs `one` for targets `from..to` in turn as a blocking call's last step
+/// (see `state::block_on`), then `then`.
+fn passive_each(
+    s: &mut State,
+    targets: std::ops::Range<u32>,
+    mut one: impl FnMut(&mut State, u32, &mut Passive, bool) -> Option<Outcome> + 'static,
+    mut then: impl FnMut(&mut State) -> Outcome + 'static,
+) -> Outcome {
+    let mut next = targets.start;
+    let end = targets.end;
+    let mut st = Passive::default();
+    state::block_on(s, move |s, may_end| {
+        while next < end {
+            if let Err(f) = one(s, next, &mut st, may_end)? {
+                return Some(Err(f));
+            }
+            next += 1;
+            st = Passive::default();
+        }
+        Some(then(s))
+    })
 }
 
 #[no_mangle]
@@ -2030,7 +2143,12 @@ pub unsafe extern "C" fn MPI_Win_lock(
                 "MPI_Win_lock inside an MPI_Win_start access epoch",
             ));
         }
-        lock_one(s, win, t, exclusive, assert)
+        passive_each(
+            s,
+            t..t + 1,
+            move |s, t, st, may_end| lock_one(s, win, t, exclusive, assert, st, may_end),
+            |_| Ok(()),
+        )
     })
 }
 
@@ -2047,7 +2165,12 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
                 "MPI_Win_unlock inside MPI_Win_lock_all",
             ));
         }
-        unlock_one(s, win, t, true)
+        passive_each(
+            s,
+            t..t + 1,
+            move |s, t, st, may_end| unlock_one(s, win, t, true, st, may_end),
+            |_| Ok(()),
+        )
     })
 }
 
@@ -2067,11 +2190,12 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
                 "MPI_Win_lock_all inside an MPI_Win_start access epoch",
             ));
         }
-        for t in 0..w.targets.len() as u32 {
-            lock_one(s, win, t, false, assert)?;
-        }
-        get_mut(s, win)?.lock_all = true;
-        Ok(())
+        passive_each(
+            s,
+            0..w.targets.len() as u32,
+            move |s, t, st, may_end| lock_one(s, win, t, false, assert, st, may_end),
+            move |s| get_mut(s, win).map(|w| w.lock_all = true),
+        )
     })
 }
 
@@ -2086,11 +2210,12 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
             ));
         }
         let n = w.targets.len() as u32;
-        for t in 0..n {
-            unlock_one(s, win, t, t + 1 == n)?;
-        }
-        get_mut(s, win)?.lock_all = false;
-        Ok(())
+        passive_each(
+            s,
+            0..n,
+            move |s, t, st, may_end| unlock_one(s, win, t, t + 1 == n, st, may_end),
+            move |s| get_mut(s, win).map(|w| w.lock_all = false),
+        )
     })
 }
 
@@ -2115,7 +2240,18 @@ fn flush(s: &mut State, win: MPI_Win, rank: Option<c_int>) -> Outcome {
             "flush outside a passive-target (lock) epoch",
         ));
     }
-    complete_ops(s, win, t)
+    if !state::multiple() {
+        return complete_ops(s, win, t);
+    }
+    // Its wait lets other threads in (see `state::block_on`).
+    let mut c = Some(Completion::start(s, win, t)?);
+    state::block_on(s, move |s, may_end| {
+        let waiting = c.as_mut().expect("run until it ends, not after");
+        if !waiting.wait(s, may_end) {
+            return None;
+        }
+        Some(c.take().expect("looked at above").finish(s, win))
+    })
 }
 
 #[no_mangle]

@@ -287,9 +287,21 @@ fn hold(s: &mut State, mutex: &MutexWord) -> Outcome {
 }
 
 /// Takes target `t`'s lock of window `win` (shared or exclusive), waiting
-/// as any blocking call does (spin, yield, sleep until a member unlocks).
-pub(super) fn lock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outcome {
-    let w = get(s, win)?;
+/// as any blocking call does (spin, yield, sleep until a member unlocks);
+/// with `may_end`, `None` when the wait stopped to let other threads in
+/// (`polls` carries on across such stops).
+pub(super) fn lock(
+    s: &mut State,
+    win: MPI_Win,
+    t: u32,
+    exclusive: bool,
+    polls: &mut u32,
+    may_end: bool,
+) -> Option<Outcome> {
+    let w = match get(s, win) {
+        Ok(w) => w,
+        Err(f) => return Some(Err(f)),
+    };
     let sh = w
         .shared
         .as_ref()
@@ -297,7 +309,8 @@ pub(super) fn lock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outc
     let word: *const AtomicU64 = sh.lock_word(t as usize);
     let me = s.rt.rank();
     // SAFETY: the word lies in the window's mapping, which outlives this
-    // call (only MPI_Win_free drops it).
+    // call (only MPI_Win_free drops it, and a window is not freed while a
+    // call on it runs).
     let word = RwWord(unsafe { &*word });
     let attempt = |word: &RwWord| {
         if exclusive {
@@ -307,19 +320,18 @@ pub(super) fn lock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outc
         }
     };
     if attempt(&word) {
-        return Ok(());
+        return Some(Ok(()));
     }
-    let members = get(s, win)?.group.clone();
+    let members = w.group.clone();
     let (mut held, mut gone) = (false, None);
-    let mut polls: u32 = 0;
     // The condition may be asked again after it held once: the lock is
     // taken once.
-    s.rt.wait_until(|p2p, _| {
+    let mut look = |p2p: &tandem::p2p::P2p| {
         held = held || attempt(&word);
         if held {
             return true;
         }
-        polls = polls.wrapping_add(1);
+        *polls = polls.wrapping_add(1);
         if polls.is_multiple_of(64) {
             // An exclusive holder is named; shared ones are not, so then
             // any member gone is reason enough.
@@ -329,19 +341,26 @@ pub(super) fn lock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool) -> Outc
             };
         }
         gone.is_some()
-    });
+    };
+    if may_end {
+        if !s.rt.wait_until_or_hand_over(|p2p, _| look(p2p)) {
+            return None;
+        }
+    } else {
+        s.rt.wait_until(|p2p, _| look(p2p));
+    }
     if exclusive && gone.is_some() {
         // Readers it kept out may sleep: they look again.
         word.give_up();
         s.rt.p2p().wake_peers(&members);
     }
-    match gone {
+    Some(match gone {
         Some(p) => Err(win_fail(
             ErrorClass::ProcAborted,
             format!("MPI_Win_lock: rank {p} of the job, a member of the window, is gone"),
         )),
         None => Ok(()),
-    }
+    })
 }
 
 /// Gives target `t`'s lock back; with `wake`, members asleep in a wait
