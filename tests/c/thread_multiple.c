@@ -28,6 +28,9 @@
  *   8. lock: rank 1 holds an exclusive lock on rank 0's window (and has put
  *      into it); rank 0 waits in MPI_Win_lock for it while rank 1 unlocks
  *      only after the message from rank 0's second thread.
+ *   9. split and create: as 6 and 7 with MPI_Comm_split (by parity, keys
+ *      reversing the order) and MPI_Comm_create (the even ranks); the new
+ *      communicators' sizes and ranks are checked, and used.
  */
 #include "check.h"
 
@@ -207,7 +210,7 @@ static void probe_clients(int t)
     }
 }
 
-/* ------------------------------------------ 6. fence, 7. dup, 8. lock */
+/* ---------------------- 6. fence, 7. dup, 8. lock, 9. split and create */
 
 static void *late_sender(void *arg)
 {
@@ -275,6 +278,62 @@ static void dup_part(void)
     CHECK_EQ(rank, r, "rank in the duplicate");
     CHECK_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, c));
     CHECK_EQ(size, sum, "allreduce on the duplicate");
+    CHECK_MPI(MPI_Comm_free(&c));
+}
+
+static void split(void *out)
+{
+    CHECK_MPI(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, (MPI_Comm *)out));
+}
+
+static void split_part(void)
+{
+    MPI_Comm c = MPI_COMM_NULL;
+    int n = -1, r = -1, sum = 0, expect_n = 0, expect_r = 0, expect_sum = 0;
+    behind_late_send(split, &c, "MPI_Comm_split");
+    for (int i = 0; i < size; i++) {
+        if (i % 2 != rank % 2)
+            continue;
+        expect_n++;
+        expect_sum += i;
+        expect_r += i > rank; /* keys size - i: the larger ranks first */
+    }
+    CHECK_MPI(MPI_Comm_size(c, &n));
+    CHECK_MPI(MPI_Comm_rank(c, &r));
+    CHECK_EQ(expect_n, n, "size of the split");
+    CHECK_EQ(expect_r, r, "rank in the split");
+    CHECK_MPI(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, c));
+    CHECK_EQ(expect_sum, sum, "allreduce on the split");
+    CHECK_MPI(MPI_Comm_free(&c));
+}
+
+static void create(void *out)
+{
+    MPI_Group world, evens;
+    int ranks[64], n = 0;
+    for (int i = 0; i < size && n < 64; i += 2)
+        ranks[n++] = i;
+    CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    CHECK_MPI(MPI_Group_incl(world, n, ranks, &evens));
+    CHECK_MPI(MPI_Comm_create(MPI_COMM_WORLD, evens, (MPI_Comm *)out));
+    CHECK_MPI(MPI_Group_free(&evens));
+    CHECK_MPI(MPI_Group_free(&world));
+}
+
+static void create_part(void)
+{
+    MPI_Comm c = MPI_COMM_NULL;
+    behind_late_send(create, &c, "MPI_Comm_create");
+    if (rank % 2) {
+        CHECK(c == MPI_COMM_NULL, "MPI_Comm_create gives odd ranks MPI_COMM_NULL");
+        return;
+    }
+    int n = -1, r = -1;
+    CHECK_MPI(MPI_Comm_size(c, &n));
+    CHECK_MPI(MPI_Comm_rank(c, &r));
+    CHECK_EQ((size + 1) / 2, n, "size of the created communicator");
+    CHECK_EQ(rank / 2, r, "rank in the created communicator");
+    CHECK_MPI(MPI_Barrier(c));
     CHECK_MPI(MPI_Comm_free(&c));
 }
 
@@ -354,5 +413,7 @@ int main(int argc, char **argv)
     fence_part();
     dup_part();
     lock_part();
+    split_part();
+    create_part();
     return tc_finish("thread_multiple");
 }

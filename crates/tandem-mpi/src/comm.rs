@@ -280,11 +280,107 @@ fn split(
 ) -> Result<(), Fail> {
     args::out_ptr(comm, newcomm, "newcomm")?;
     let id = args::comm(s, comm)?;
+    if state::multiple() && !s.rt.comm(id).map_err(fail(comm))?.is_inter() {
+        return split_letting_others_in(s, comm, id, color, key, newcomm);
+    }
+    split_now(s, comm, color, key, newcomm)
+}
+
+/// [`split`] waiting to the end, whatever the thread level (for callers
+/// that look at the result within the same call).
+fn split_now(
+    s: &mut State,
+    comm: MPI_Comm,
+    color: Option<u32>,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> Result<(), Fail> {
+    args::out_ptr(comm, newcomm, "newcomm")?;
+    let id = args::comm(s, comm)?;
     let new = s.rt.comm_split(id, color, key).map_err(fail(comm))?;
     let h = register(s, id, new, CommExt::default());
     // SAFETY: checked non-null.
     unsafe { put(newcomm, h) };
     Ok(())
+}
+
+/// Where a communicator made under `MPI_THREAD_MULTIPLE` stands: its waits
+/// let other threads in (see `state::block_on`).
+enum Making {
+    /// A split's allgather of every member's color and key.
+    Gathering(tandem::coll::SchedId),
+    /// The agreement on the new communicator's context id.
+    Agreeing(tandem::group::CommMaking),
+}
+
+/// [`split`] of an intracommunicator under `MPI_THREAD_MULTIPLE`: its
+/// allgather and its agreement are started collectives waited for, so a
+/// split does not keep out the thread that sends what another member waits
+/// for before it joins.
+fn split_letting_others_in(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    color: Option<u32>,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> Result<(), Fail> {
+    let mine = Box::new(tandem::group::split_entry(color, key));
+    let n = s.rt.comm(id).map_err(fail(comm))?.size() as usize;
+    let mut all = vec![0u8; tandem::group::SPLIT_ENTRY * n];
+    // SAFETY: both buffers move into the wait below, which keeps them (their
+    // heap memory stays put) until it has seen the schedule complete.
+    let sid = unsafe { s.rt.comm_split_start(id, &mine, &mut all) }.map_err(fail(comm))?;
+    let gathered = move |s: &mut State| {
+        let _keep = &mine;
+        let members = s.rt.split_members(id, color, &all)?;
+        s.rt.comm_from_group_start(id, members)
+    };
+    made_letting_others_in(s, comm, id, newcomm, Making::Gathering(sid), gathered)
+}
+
+/// Waits, letting other threads in (see `state::block_on`), until the
+/// communicator being made over `id` is done, and registers it as
+/// `*newcomm` (`MPI_COMM_NULL` where this rank is not in it). `gathered`
+/// starts the agreement once a split's allgather is done.
+fn made_letting_others_in(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    newcomm: *mut MPI_Comm,
+    at: Making,
+    mut gathered: impl FnMut(&mut State) -> tandem::Result<tandem::group::CommMaking> + 'static,
+) -> Result<(), Fail> {
+    let mut at = Some(at);
+    state::block_on(s, move |s, may_end| loop {
+        let sid = match at.as_ref().expect("run until it ends, not after") {
+            Making::Gathering(sid) => *sid,
+            Making::Agreeing(m) => m.sched,
+        };
+        if may_end
+            && !s
+                .rt
+                .wait_until_or_hand_over(|_, c| c.is_complete(sid) != Some(false))
+        {
+            return None;
+        }
+        match at.take().expect("looked at above") {
+            Making::Gathering(sid) => match s.rt.coll_wait(sid).and_then(|()| gathered(s)) {
+                Ok(m) => at = Some(Making::Agreeing(m)),
+                Err(e) => return Some(Err(fail(comm)(e))),
+            },
+            Making::Agreeing(m) => {
+                let new = match s.rt.comm_made(m) {
+                    Ok(new) => new,
+                    Err(e) => return Some(Err(fail(comm)(e))),
+                };
+                let h = register(s, id, new, CommExt::default());
+                // SAFETY: checked non-null before the wait began.
+                unsafe { put(newcomm, h) };
+                return Some(Ok(()));
+            }
+        }
+    })
 }
 
 #[no_mangle]
@@ -356,7 +452,8 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
             // Unguided: each part must be a strict subset of `comm`, else
             // MPI_COMM_NULL; the info object names the level used.
             MPI_COMM_TYPE_HW_UNGUIDED => {
-                split(s, comm, Some(host_color()), key, newcomm)?;
+                // Looked at at once below: waited for to the end.
+                split_now(s, comm, Some(host_color()), key, newcomm)?;
                 // SAFETY: `split` checked it non-null and wrote it.
                 let part = unsafe { *newcomm };
                 let part_id = args::comm(s, part)?;
@@ -419,7 +516,22 @@ pub unsafe extern "C" fn MPI_Comm_create(
         let id = args::comm(s, comm)?;
         // On an intercommunicator the group is a part of the local group.
         let g = subgroup(s, comm, id, group_)?;
-        let new = if s.rt.comm(id).map_err(fail(comm))?.is_inter() {
+        let inter = s.rt.comm(id).map_err(fail(comm))?.is_inter();
+        if !inter && state::multiple() {
+            // Its agreement lets other threads in (see split_letting_others_in).
+            let members = g.contains(&s.rt.rank()).then(|| g.clone());
+            let m =
+                s.rt.comm_from_group_start(id, members)
+                    .map_err(fail(comm))?;
+            let never = |_: &mut State| -> tandem::Result<tandem::group::CommMaking> {
+                Err(tandem::Error::new(
+                    ErrorClass::Intern,
+                    "MPI_Comm_create has no allgather",
+                ))
+            };
+            return made_letting_others_in(s, comm, id, newcomm, Making::Agreeing(m), never);
+        }
+        let new = if inter {
             s.rt.intercomm_create_sub(id, g)
         } else {
             let me = s.rt.rank();

@@ -7,7 +7,8 @@
 
 use std::sync::Arc;
 
-use crate::coll::CollCall;
+use crate::coll::agree::Agreement;
+use crate::coll::{CollCall, SchedId};
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Envelope, SendMode};
@@ -74,9 +75,35 @@ impl Runtime {
         parent: CommId,
         members: Option<Arc<[u32]>>,
     ) -> Result<Option<CommId>> {
+        let making = self.comm_from_group_start(parent, members)?;
+        self.comm_made(making)
+    }
+
+    /// [`Runtime::comm_from_group`], started: the caller waits for
+    /// `making.sched` as it likes (`MPI_THREAD_MULTIPLE`: a wait that lets
+    /// other threads in), then calls [`Runtime::comm_made`].
+    pub fn comm_from_group_start(
+        &mut self,
+        parent: CommId,
+        members: Option<Arc<[u32]>>,
+    ) -> Result<CommMaking> {
         self.comm(parent)?;
-        let cid = self.agree_cid(parent)?;
-        match members {
+        let (sched, agreement) = self.agreement_start(parent)?;
+        Ok(CommMaking {
+            sched,
+            agreement,
+            members,
+        })
+    }
+
+    /// The communicator [`Runtime::comm_from_group_start`] began, once its
+    /// agreement is done (waited for here if not).
+    pub fn comm_made(&mut self, making: CommMaking) -> Result<Option<CommId>> {
+        self.coll_wait(making.sched)?;
+        let cid = making.agreement.result().ok_or_else(|| {
+            Error::new(ErrorClass::Intern, "context id agreement without a result")
+        })?;
+        match making.members {
             Some(g) if !g.is_empty() => self.install_comm(cid, g).map(Some),
             _ => Ok(None),
         }
@@ -256,11 +283,8 @@ impl Runtime {
         if c.is_inter() {
             return self.intercomm_split(parent, color, key);
         }
-        let n = c.size() as usize;
-        let mut mine = [0u8; 8];
-        mine[..4].copy_from_slice(&color.map_or(-1i32, |x| x as i32).to_le_bytes());
-        mine[4..].copy_from_slice(&key.to_le_bytes());
-        let mut all = vec![0u8; 8 * n];
+        let mine = split_entry(color, key);
+        let mut all = vec![0u8; SPLIT_ENTRY * c.size() as usize];
         // SAFETY: both buffers outlive the collective, which completes here.
         unsafe {
             self.coll(
@@ -268,23 +292,99 @@ impl Runtime {
                 CollCall::Allgather {
                     send: Some(mine.as_ptr()),
                     recv: all.as_mut_ptr(),
-                    len: 8,
+                    len: SPLIT_ENTRY,
                 },
             )?
         };
+        let members = self.split_members(parent, color, &all)?;
+        self.comm_from_group(parent, members)
+    }
+
+    /// The first step of [`Runtime::comm_split`] (of an
+    /// intracommunicator), started: the allgather of every member's
+    /// [`split_entry`] into `all` ([`SPLIT_ENTRY`] bytes per member). Once
+    /// it is done, [`Runtime::split_members`] reads `all`, and
+    /// [`Runtime::comm_from_group_start`] goes on.
+    ///
+    /// # Safety
+    /// `mine` and `all` must stay valid, and `all` unread, until the
+    /// schedule completes.
+    pub unsafe fn comm_split_start(
+        &mut self,
+        parent: CommId,
+        mine: &[u8; SPLIT_ENTRY],
+        all: &mut [u8],
+    ) -> Result<SchedId> {
+        let n = self.comm(parent)?.size() as usize;
+        if all.len() != SPLIT_ENTRY * n {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "split buffer of the wrong size",
+            ));
+        }
+        // SAFETY: the caller keeps both buffers valid until it completes.
+        unsafe {
+            self.coll_start(
+                parent,
+                CollCall::Allgather {
+                    send: Some(mine.as_ptr()),
+                    recv: all.as_mut_ptr(),
+                    len: SPLIT_ENTRY,
+                },
+            )
+        }
+    }
+
+    /// The world ranks of this rank's part of a split of `parent` (in
+    /// order), from every member's entry; `None` for an undefined `color`.
+    pub fn split_members(
+        &self,
+        parent: CommId,
+        color: Option<u32>,
+        all: &[u8],
+    ) -> Result<Option<Arc<[u32]>>> {
+        let c = self.comm(parent)?;
+        let n = c.size() as usize;
+        if all.len() != SPLIT_ENTRY * n {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "split buffer of the wrong size",
+            ));
+        }
         let entry = |r: usize| {
-            let col = i32::from_le_bytes(all[8 * r..8 * r + 4].try_into().expect("4 bytes"));
-            let key = i32::from_le_bytes(all[8 * r + 4..8 * r + 8].try_into().expect("4 bytes"));
+            let e = &all[SPLIT_ENTRY * r..SPLIT_ENTRY * (r + 1)];
+            let col = i32::from_le_bytes(e[..4].try_into().expect("4 bytes"));
+            let key = i32::from_le_bytes(e[4..].try_into().expect("4 bytes"));
             (col, key)
         };
-        let members = color.map(|col| {
+        Ok(color.map(|col| {
             let mut ranks: Vec<usize> = (0..n).filter(|&r| entry(r).0 == col as i32).collect();
             ranks.sort_by_key(|&r| (entry(r).1, r));
             ranks
                 .iter()
                 .map(|&r| c.world_rank(r as u32))
                 .collect::<Arc<[u32]>>()
-        });
-        self.comm_from_group(parent, members)
+        }))
     }
+}
+
+/// Bytes each member contributes to a split: its color (-1 for undefined)
+/// and its key.
+pub const SPLIT_ENTRY: usize = 8;
+
+/// This member's contribution to a split.
+pub fn split_entry(color: Option<u32>, key: i32) -> [u8; SPLIT_ENTRY] {
+    let mut mine = [0u8; SPLIT_ENTRY];
+    mine[..4].copy_from_slice(&color.map_or(-1i32, |x| x as i32).to_le_bytes());
+    mine[4..].copy_from_slice(&key.to_le_bytes());
+    mine
+}
+
+/// A communicator being made by an agreement over its parent (see
+/// [`Runtime::comm_from_group_start`]).
+pub struct CommMaking {
+    /// The agreement's schedule, to wait for.
+    pub sched: SchedId,
+    agreement: Arc<Agreement>,
+    members: Option<Arc<[u32]>>,
 }

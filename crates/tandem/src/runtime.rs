@@ -422,7 +422,7 @@ impl Runtime {
 
     /// Starts agreeing on a new context id over `comm` (a collective on
     /// it, ordered with its others).
-    fn agreement_start(&mut self, comm: CommId) -> Result<(SchedId, Arc<Agreement>)> {
+    pub(crate) fn agreement_start(&mut self, comm: CommId) -> Result<(SchedId, Arc<Agreement>)> {
         let c = self.comm(comm)?;
         let (cid, ctx, rank, group) = (c.cid, c.coll_context(), c.rank, c.group.clone());
         let tag = self.colls.next_tag(cid);
