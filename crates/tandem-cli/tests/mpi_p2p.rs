@@ -120,6 +120,11 @@ pass_tests! {
     // the library).
     thread_multiple_np2: "thread_multiple", 2;
     thread_multiple_np3: "thread_multiple", 3;
+    // Ranks asking for different thread levels still meet in blocking
+    // collectives (they hung where one rank ran them as schedules and the
+    // others over shared flags).
+    thread_levels_mixed_np2: "thread_levels_mixed", 2;
+    thread_levels_mixed_np4: "thread_levels_mixed", 4;
     wildcards_np2: "wildcards", 2;
     wildcards_np3: "wildcards", 3;
     wildcards_np4: "wildcards", 4;

@@ -802,6 +802,32 @@ pub(crate) fn allow_multiple(state: &mut State) {
     GLOBAL.multiple.store(true, Ordering::Release);
 }
 
+/// Whether any rank of the world asked for `MPI_THREAD_MULTIPLE` (`mine`:
+/// this one did), agreed at the one call every rank makes. Every member of
+/// a communicator must run a blocking collective the same way: on one host
+/// small ones go over shared flags, waited for inside the call, except
+/// under `MPI_THREAD_MULTIPLE`, where they are started schedules whose
+/// waits let other threads in. One rank asking for it and another not
+/// would otherwise meet on different paths and wait for each other for
+/// ever; so if any rank asks, every rank runs that way (each still reports
+/// the level it asked for).
+fn any_rank_multiple(state: &mut State, mine: bool) -> Result<bool, Error> {
+    let me = [u8::from(mine)];
+    let mut all = vec![0u8; state.rt.size() as usize];
+    // SAFETY: both buffers outlive the collective, which completes here.
+    unsafe {
+        state.rt.coll(
+            WORLD,
+            tandem::coll::CollCall::Allgather {
+                send: Some(me.as_ptr()),
+                recv: all.as_mut_ptr(),
+                len: 1,
+            },
+        )
+    }?;
+    Ok(all.iter().any(|&b| b != 0))
+}
+
 /// Creates the state (MPI_Init), or joins the one open sessions started.
 pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
     call_stateless(func, || {
@@ -817,6 +843,12 @@ pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
             let _ = MAIN_THREAD.set(std::thread::current().id());
         } else if let Err(e) = start_runtime(&mut owner, thread_level) {
             errhandler::fatal_without_state(func, &e.message);
+        }
+        let state = owner.slot().as_mut().expect("started above");
+        match any_rank_multiple(state, thread_level == MPI_THREAD_MULTIPLE) {
+            Ok(true) if !multiple() => allow_multiple(state),
+            Ok(_) => {}
+            Err(e) => errhandler::fatal_without_state(func, &e.message),
         }
         GLOBAL.phase.store(ACTIVE, Ordering::Release);
         MPI_SUCCESS
