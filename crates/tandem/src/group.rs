@@ -285,17 +285,9 @@ impl Runtime {
         }
         let mine = split_entry(color, key);
         let mut all = vec![0u8; SPLIT_ENTRY * c.size() as usize];
-        // SAFETY: both buffers outlive the collective, which completes here.
-        unsafe {
-            self.coll(
-                parent,
-                CollCall::Allgather {
-                    send: Some(mine.as_ptr()),
-                    recv: all.as_mut_ptr(),
-                    len: SPLIT_ENTRY,
-                },
-            )?
-        };
+        // SAFETY: both buffers outlive the collective, waited for here.
+        let gather = unsafe { self.comm_split_start(parent, &mine, &mut all)? };
+        self.coll_wait(gather)?;
         let members = self.split_members(parent, color, &all)?;
         self.comm_from_group(parent, members)
     }
