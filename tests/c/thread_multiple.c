@@ -31,6 +31,10 @@
  *   9. split and create: as 6 and 7 with MPI_Comm_split (by parity, keys
  *      reversing the order) and MPI_Comm_create (the even ranks); the new
  *      communicators' sizes and ranks are checked, and used.
+ *  10. post-start-complete-wait: rank 0 waits in MPI_Win_wait for rank 1's
+ *      access epoch, then in MPI_Win_start for rank 1's post, rank 1
+ *      starting each only after the message from rank 0's second thread;
+ *      the puts are checked.
  */
 #include "check.h"
 
@@ -337,6 +341,69 @@ static void create_part(void)
     CHECK_MPI(MPI_Comm_free(&c));
 }
 
+static MPI_Win pscw_win;
+static int *pscw_mem;
+
+static MPI_Group group_of(int r)
+{
+    MPI_Group world, g;
+    CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    CHECK_MPI(MPI_Group_incl(world, 1, &r, &g));
+    CHECK_MPI(MPI_Group_free(&world));
+    return g;
+}
+
+/* Rank 0 exposes its window to rank 1 and waits in MPI_Win_wait. */
+static void pscw_into_0(void *arg)
+{
+    (void)arg;
+    int eleven = 11;
+    if (rank > 1)
+        return;
+    MPI_Group g = group_of(1 - rank);
+    if (rank == 0) {
+        CHECK_MPI(MPI_Win_post(g, 0, pscw_win));
+        CHECK_MPI(MPI_Win_wait(pscw_win));
+        CHECK_EQ(11, *pscw_mem, "put by rank 1 in its access epoch");
+    } else {
+        CHECK_MPI(MPI_Win_start(g, 0, pscw_win));
+        CHECK_MPI(MPI_Put(&eleven, 1, MPI_INT, 0, 0, 1, MPI_INT, pscw_win));
+        CHECK_MPI(MPI_Win_complete(pscw_win));
+    }
+    CHECK_MPI(MPI_Group_free(&g));
+}
+
+/* Rank 0 waits in MPI_Win_start until rank 1 posts. */
+static void pscw_from_0(void *arg)
+{
+    (void)arg;
+    int twelve = 12;
+    if (rank > 1)
+        return;
+    MPI_Group g = group_of(1 - rank);
+    if (rank == 0) {
+        CHECK_MPI(MPI_Win_start(g, 0, pscw_win));
+        CHECK_MPI(MPI_Put(&twelve, 1, MPI_INT, 1, 0, 1, MPI_INT, pscw_win));
+        CHECK_MPI(MPI_Win_complete(pscw_win));
+    } else {
+        CHECK_MPI(MPI_Win_post(g, 0, pscw_win));
+        CHECK_MPI(MPI_Win_wait(pscw_win));
+        CHECK_EQ(12, *pscw_mem, "put by rank 0 in its access epoch");
+    }
+    CHECK_MPI(MPI_Group_free(&g));
+}
+
+static void pscw_part(void)
+{
+    CHECK_MPI(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &pscw_mem,
+                               &pscw_win));
+    *pscw_mem = 0;
+    CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    behind_late_send(pscw_into_0, NULL, "MPI_Win_wait");
+    behind_late_send(pscw_from_0, NULL, "MPI_Win_start");
+    CHECK_MPI(MPI_Win_free(&pscw_win));
+}
+
 static MPI_Win lock_win;
 static int *lock_mem;
 
@@ -415,5 +482,6 @@ int main(int argc, char **argv)
     lock_part();
     split_part();
     create_part();
+    pscw_part();
     return tc_finish("thread_multiple");
 }

@@ -2347,12 +2347,11 @@ pub unsafe extern "C" fn MPI_Win_start(g: MPI_Group, _assert: c_int, win: MPI_Wi
             ));
         }
         let comm = w.comm;
-        for &r in &ranks {
-            s.rt.recv(comm, Some(r), Some(TAG_POST), &mut [])
-                .map_err(engine_fail)?;
-        }
-        get_mut(s, win)?.start_group = Some(ranks);
-        Ok(())
+        let group = ranks.clone();
+        notices_then(s, comm, &ranks, TAG_POST, move |s| {
+            get_mut(s, win)?.start_group = Some(group.clone());
+            Ok(())
+        })
     })
 }
 
@@ -2365,15 +2364,28 @@ pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
                 "MPI_Win_complete without MPI_Win_start",
             ));
         };
-        for &r in &ranks {
-            complete_ops(s, win, Some(r))?;
+        let finish = move |s: &mut State| {
+            let comm = get(s, win)?.comm;
+            for &r in &ranks {
+                s.rt.send(comm, r, TAG_COMPLETE, &[]).map_err(engine_fail)?;
+            }
+            get_mut(s, win)?.start_group = None;
+            Ok(())
+        };
+        if !state::multiple() {
+            complete_ops(s, win, None)?;
+            return finish(s);
         }
-        let comm = get(s, win)?.comm;
-        for &r in &ranks {
-            s.rt.send(comm, r, TAG_COMPLETE, &[]).map_err(engine_fail)?;
-        }
-        get_mut(s, win)?.start_group = None;
-        Ok(())
+        // Its wait lets other threads in (see `state::block_on`).
+        let mut c = Some(Completion::start(s, win, None)?);
+        state::block_on(s, move |s, may_end| {
+            let waiting = c.as_mut().expect("run until it ends, not after");
+            if !waiting.wait(s, may_end) {
+                return None;
+            }
+            let done = c.take().expect("looked at above").finish(s, win);
+            Some(done.and_then(|()| finish(s)))
+        })
     })
 }
 
@@ -2387,12 +2399,73 @@ pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
             ));
         };
         let comm = get(s, win)?.comm;
-        for &r in &ranks {
-            s.rt.recv(comm, Some(r), Some(TAG_COMPLETE), &mut [])
+        notices_then(s, comm, &ranks, TAG_COMPLETE, move |s| {
+            get_mut(s, win)?.post_group = None;
+            Ok(())
+        })
+    })
+}
+
+/// Receives the empty notice `tag` (a post, or a completion) from each of
+/// `ranks` of `comm`, then ends the call with `then`; under
+/// `MPI_THREAD_MULTIPLE` the wait lets other threads in (see
+/// `state::block_on`).
+fn notices_then(
+    s: &mut State,
+    comm: CommId,
+    ranks: &[u32],
+    tag: i32,
+    mut then: impl FnMut(&mut State) -> Outcome + 'static,
+) -> Outcome {
+    if !state::multiple() {
+        for &r in ranks {
+            s.rt.recv(comm, Some(r), Some(tag), &mut [])
                 .map_err(engine_fail)?;
         }
-        get_mut(s, win)?.post_group = None;
-        Ok(())
+        return then(s);
+    }
+    let mut ids = Vec::with_capacity(ranks.len());
+    for &r in ranks {
+        // SAFETY: an empty buffer: nothing is ever written through it.
+        match unsafe {
+            s.rt.irecv(
+                comm,
+                Some(r),
+                Some(tag),
+                std::ptr::NonNull::dangling().as_ptr(),
+                0,
+            )
+        } {
+            Ok(id) => ids.push(id),
+            Err(e) => {
+                // None may match a later notice.
+                for &id in &ids {
+                    let _ = s.rt.p2p().cancel(id);
+                }
+                return Err(engine_fail(e));
+            }
+        }
+    }
+    state::block_on(s, move |s, may_end| {
+        let all_in = |p: &P2p| ids.iter().all(|&id| p.is_complete(id) != Some(false));
+        if may_end {
+            if !s.rt.wait_until_or_hand_over(|p, _| all_in(p)) {
+                return None;
+            }
+        } else {
+            s.rt.wait_until(|p, _| all_in(p));
+        }
+        let mut first = None;
+        for &id in &ids {
+            let st = s.rt.p2p().take_if_complete(id).unwrap_or_default();
+            if let (None, Some(e)) = (&first, st.error) {
+                first = Some(engine_fail(e));
+            }
+        }
+        Some(match first {
+            Some(f) => Err(f),
+            None => then(s),
+        })
     })
 }
 
