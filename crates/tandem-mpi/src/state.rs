@@ -802,8 +802,8 @@ pub(crate) fn allow_multiple(state: &mut State) {
     GLOBAL.multiple.store(true, Ordering::Release);
 }
 
-/// Whether any rank of the world asked for `MPI_THREAD_MULTIPLE` (`mine`:
-/// this one did), agreed at the one call every rank makes. Every member of
+/// Whether any rank of the world runs under `MPI_THREAD_MULTIPLE` (`mine`:
+/// this one does), agreed at the one call every rank makes. Every member of
 /// a communicator must run a blocking collective the same way: on one host
 /// small ones go over shared flags, waited for inside the call, except
 /// under `MPI_THREAD_MULTIPLE`, where they are started schedules whose
@@ -845,7 +845,8 @@ pub fn initialize(func: &'static str, thread_level: c_int) -> c_int {
             errhandler::fatal_without_state(func, &e.message);
         }
         let state = owner.slot().as_mut().expect("started above");
-        match any_rank_multiple(state, thread_level == MPI_THREAD_MULTIPLE) {
+        // Asked for here, or by a session opened before.
+        match any_rank_multiple(state, multiple()) {
             Ok(true) if !multiple() => allow_multiple(state),
             Ok(_) => {}
             Err(e) => errhandler::fatal_without_state(func, &e.message),

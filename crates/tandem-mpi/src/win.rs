@@ -117,6 +117,8 @@ impl Shared {
 /// A read whose data arrives packed and is unpacked once complete.
 struct Unpack {
     target: u32,
+    /// When it was issued (see [`Win::issued`]).
+    seq: u64,
     data: Vec<u8>,
     dest: Typed,
 }
@@ -125,6 +127,8 @@ struct Unpack {
 struct Pending {
     id: OpId,
     target: u32,
+    /// When it was issued (see [`Win::issued`]).
+    seq: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -155,8 +159,13 @@ pub struct Win {
     targets: Vec<Target>,
     pending: Vec<Pending>,
     unpacks: Vec<Unpack>,
-    /// Packed origin data that operations in flight read, by target.
-    keep: Vec<(u32, Vec<u8>)>,
+    /// Packed origin data that operations in flight read, by target and
+    /// issue number.
+    keep: Vec<(u32, u64, Vec<u8>)>,
+    /// Operations issued so far, which numbers them: a completion finishes
+    /// only those issued before it began (under `MPI_THREAD_MULTIPLE`
+    /// another thread may issue more while it waits).
+    issued: u64,
     locks: Vec<LockHeld>,
     lock_all: bool,
     fence_open: bool,
@@ -287,6 +296,7 @@ fn create_on(
         pending: Vec::new(),
         unpacks: Vec::new(),
         keep: Vec::new(),
+        issued: 0,
         locks: vec![LockHeld::No; n],
         lock_all: false,
         fence_open: false,
@@ -639,6 +649,8 @@ fn complete_ops(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<(), 
 /// can stop and resume it.
 struct Completion {
     target: Option<u32>,
+    /// Operations issued before this number are the ones waited for.
+    upto: u64,
     /// The operations (and one sync per target) to wait for; `None` for a
     /// window whose operations complete as they are made (direct).
     ids: Option<Vec<OpId>>,
@@ -655,6 +667,7 @@ impl Completion {
         let i = index(win).expect("validated window");
         let mut c = Completion {
             target,
+            upto: s.wins[i].as_ref().map_or(0, |w| w.issued),
             ids: None,
             done: 0,
             waited: false,
@@ -724,14 +737,16 @@ impl Completion {
                 first.get_or_insert(e);
             }
         }
-        let target = self.target;
+        let (target, upto) = (self.target, self.upto);
         let w = get_mut(s, win)?;
-        let mine = |t: u32| target.is_none_or(|x| x == t);
-        w.pending.retain(|p| !mine(p.target));
-        w.keep.retain(|(t, _)| !mine(*t));
+        // Only what this completion waited for: operations issued since
+        // (by another thread, while it let others in) stay pending.
+        let mine = |t: u32, seq: u64| seq < upto && target.is_none_or(|x| x == t);
+        w.pending.retain(|p| !mine(p.target, p.seq));
+        w.keep.retain(|&(t, seq, _)| !mine(t, seq));
         let (done, rest): (Vec<Unpack>, Vec<Unpack>) = std::mem::take(&mut w.unpacks)
             .into_iter()
-            .partition(|u| mine(u.target));
+            .partition(|u| mine(u.target, u.seq));
         w.unpacks = rest;
         for u in done {
             // SAFETY: the origin buffer was checked when the read started and
@@ -1154,6 +1169,8 @@ fn landing(o: &Origin, target: u32) -> (*mut u8, Option<Unpack>) {
                 p,
                 Some(Unpack {
                     target,
+                    // Numbered when recorded.
+                    seq: 0,
                     data,
                     dest: t.clone(),
                 }),
@@ -1162,17 +1179,28 @@ fn landing(o: &Origin, target: u32) -> (*mut u8, Option<Unpack>) {
     }
 }
 
-fn record(s: &mut State, a: &Access, ids: Vec<OpId>, keep: Option<Vec<u8>>) {
-    let Ok(w) = get_mut(s, a.win) else {
-        return;
-    };
+fn record(
+    s: &mut State,
+    a: &Access,
+    ids: Vec<OpId>,
+    keep: Option<Vec<u8>>,
+    unpack: Option<Unpack>,
+) -> Outcome {
+    let w = get_mut(s, a.win)?;
+    let seq = w.issued;
+    w.issued += 1;
     w.pending.extend(ids.into_iter().map(|id| Pending {
         id,
         target: a.target,
+        seq,
     }));
     if let Some(k) = keep {
-        w.keep.push((a.target, k));
+        w.keep.push((a.target, seq, k));
     }
+    if let Some(u) = unpack {
+        w.unpacks.push(Unpack { seq, ..u });
+    }
+    Ok(())
 }
 
 fn mismatch(o: usize, t: usize) -> Fail {
@@ -1230,8 +1258,7 @@ fn put_op(
         };
         ids.push(r.map_err(engine_fail)?);
     }
-    record(s, &a, ids, keep);
-    Ok(())
+    record(s, &a, ids, keep, None)
 }
 
 #[no_mangle]
@@ -1354,11 +1381,7 @@ fn get_op(
         };
         ids.push(r.map_err(engine_fail)?);
     }
-    record(s, &a, ids, None);
-    if let Some(u) = unpack.take() {
-        get_mut(s, win)?.unpacks.push(u);
-    }
-    Ok(())
+    record(s, &a, ids, None, unpack.take())
 }
 
 #[no_mangle]
@@ -1521,11 +1544,7 @@ unsafe fn accumulate(
         };
         ids.push(id.map_err(engine_fail)?);
     }
-    record(s, &a, ids, keep);
-    if let Some(u) = unpack.take() {
-        get_mut(s, win)?.unpacks.push(u);
-    }
-    Ok(())
+    record(s, &a, ids, keep, unpack.take())
 }
 
 #[no_mangle]
@@ -1688,8 +1707,7 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
             )
         }
         .map_err(engine_fail)?;
-        record(s, &a, vec![id], None);
-        Ok(())
+        record(s, &a, vec![id], None, None)
     })
 }
 
@@ -2441,6 +2459,7 @@ fn notices_then(
                 // None may match a later notice.
                 for &id in &ids {
                     let _ = s.rt.p2p().cancel(id);
+                    let _ = s.rt.p2p().take_if_complete(id);
                 }
                 return Err(engine_fail(e));
             }
