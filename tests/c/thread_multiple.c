@@ -35,6 +35,8 @@
  *      access epoch, then in MPI_Win_start for rank 1's post, rank 1
  *      starting each only after the message from rank 0's second thread;
  *      the puts are checked.
+ *  11. free: rank 0 waits in MPI_Win_free for rank 1, which frees only
+ *      after the message from rank 0's second thread.
  */
 #include "check.h"
 
@@ -404,6 +406,25 @@ static void pscw_part(void)
     CHECK_MPI(MPI_Win_free(&pscw_win));
 }
 
+static void free_win(void *win)
+{
+    CHECK_MPI(MPI_Win_free((MPI_Win *)win));
+    CHECK(*(MPI_Win *)win == MPI_WIN_NULL, "MPI_Win_free sets MPI_WIN_NULL");
+}
+
+static void free_part(void)
+{
+    int *mem = NULL, me = rank;
+    MPI_Win win;
+    CHECK_MPI(MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    *mem = -1;
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_MPI(MPI_Put(&me, 1, MPI_INT, right(), 0, 1, MPI_INT, win));
+    CHECK_MPI(MPI_Win_fence(0, win));
+    CHECK_EQ(left(), *mem, "put before the free");
+    behind_late_send(free_win, &win, "MPI_Win_free");
+}
+
 static MPI_Win lock_win;
 static int *lock_mem;
 
@@ -483,5 +504,6 @@ int main(int argc, char **argv)
     split_part();
     create_part();
     pscw_part();
+    free_part();
     return tc_finish("thread_multiple");
 }

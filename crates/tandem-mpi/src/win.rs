@@ -787,27 +787,38 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
         |s| freeable(s),
         |s| {
             freeable(s)?;
-            complete_ops(s, h, None)?;
             let comm = get(s, h)?.comm;
-            // Nobody may still be reaching into this memory when it goes.
-            s.rt.barrier(comm).map_err(engine_fail)?;
-            let w = s.wins[index(h).expect("validated")]
-                .take()
-                .expect("validated");
-            s.rt.p2p().unexpose(w.key);
-            let _ = s.rt.comm_free(w.comm);
-            // A shared window's mapping goes with `w`: after the barrier
-            // no member reads or writes it any more.
-            if let Some((mem, layout)) = w.owned {
-                // SAFETY: allocated by MPI_Win_allocate with this layout, and no
-                // longer exposed.
-                unsafe { std::alloc::dealloc(mem as *mut u8, layout) };
+            // Nobody may still be reaching into this memory when it goes:
+            // its operations are complete and every member is past the
+            // barrier.
+            if state::multiple() {
+                return ops_then_barrier(s, h, comm, true, move |s| release(s, h, win));
             }
-            // SAFETY: checked non-null.
-            unsafe { put(win, MPI_WIN_NULL) };
-            Ok(())
+            complete_ops(s, h, None)?;
+            s.rt.barrier(comm).map_err(engine_fail)?;
+            release(s, h, win)
         },
     )
+}
+
+/// The end of `MPI_Win_free` of `h`, once no member reaches into it.
+fn release(s: &mut State, h: MPI_Win, win: *mut MPI_Win) -> Outcome {
+    let w = index(h)
+        .and_then(|i| s.wins.get_mut(i))
+        .and_then(Option::take)
+        .ok_or_else(|| win_fail(ErrorClass::Win, "window freed meanwhile"))?;
+    s.rt.p2p().unexpose(w.key);
+    let _ = s.rt.comm_free(w.comm);
+    // A shared window's mapping goes with `w`: after the barrier no member
+    // reads or writes it any more.
+    if let Some((mem, layout)) = w.owned {
+        // SAFETY: allocated by MPI_Win_allocate with this layout, and no
+        // longer exposed.
+        unsafe { std::alloc::dealloc(mem as *mut u8, layout) };
+    }
+    // SAFETY: `win` was checked non-null (`freeable`).
+    unsafe { put(win, MPI_WIN_NULL) };
+    Ok(())
 }
 
 /// A target rank of a window: `None` for MPI_PROC_NULL.
@@ -1908,6 +1919,21 @@ fn fence_letting_others_in(
     barrier: bool,
     open: bool,
 ) -> Outcome {
+    ops_then_barrier(s, win, comm, barrier, move |s| {
+        get_mut(s, win).map(|w| w.fence_open = open)
+    })
+}
+
+/// Under `MPI_THREAD_MULTIPLE`: waits for `win`'s operations, then (with
+/// `barrier`) for a started barrier on `comm`, both letting other threads
+/// in (see `state::block_on`), then ends the call with `then`.
+fn ops_then_barrier(
+    s: &mut State,
+    win: MPI_Win,
+    comm: CommId,
+    barrier: bool,
+    mut then: impl FnMut(&mut State) -> Outcome + 'static,
+) -> Outcome {
     let mut ops = Some(Completion::start(s, win, None)?);
     let mut started: Option<tandem::coll::SchedId> = None;
     state::block_on(s, move |s, may_end| {
@@ -1940,7 +1966,7 @@ fn fence_letting_others_in(
                 return Some(Err(engine_fail(e)));
             }
         }
-        Some(get_mut(s, win).map(|w| w.fence_open = open))
+        Some(then(s))
     })
 }
 
