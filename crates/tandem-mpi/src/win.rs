@@ -791,12 +791,7 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
             // Nobody may still be reaching into this memory when it goes:
             // its operations are complete and every member is past the
             // barrier.
-            if state::multiple() {
-                return ops_then_barrier(s, h, comm, true, move |s| release(s, h, win));
-            }
-            complete_ops(s, h, None)?;
-            s.rt.barrier(comm).map_err(engine_fail)?;
-            release(s, h, win)
+            ops_then(s, h, None, Some(comm), move |s| release(s, h, win))
         },
     )
 }
@@ -1896,45 +1891,34 @@ pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         let comm = w.comm;
         let barrier = assert & MPI_MODE_NOPRECEDE == 0 || assert & MPI_MODE_NOSUCCEED == 0;
         let open = assert & MPI_MODE_NOSUCCEED == 0;
-        if state::multiple() {
-            return fence_letting_others_in(s, win, comm, barrier, open);
-        }
-        complete_ops(s, win, None)?;
-        if barrier {
-            s.rt.barrier(comm).map_err(engine_fail)?;
-        }
-        get_mut(s, win)?.fence_open = open;
-        Ok(())
+        ops_then(s, win, None, barrier.then_some(comm), move |s| {
+            get_mut(s, win).map(|w| w.fence_open = open)
+        })
     })
 }
 
-/// `MPI_Win_fence` under `MPI_THREAD_MULTIPLE`: the wait for the
-/// operations and the barrier let other threads in (a fence must not keep
-/// out the thread that sends what another rank waits for before its own
-/// fence), the barrier being a started one.
-fn fence_letting_others_in(
+/// Waits until `win`'s operations (to `target`, or all) are complete,
+/// then, with `barrier`, for a barrier on that communicator, and ends the
+/// call with `then`: a fence, a flush, MPI_Win_complete and MPI_Win_free.
+/// Under `MPI_THREAD_MULTIPLE` both waits let other threads in (one such
+/// call must not keep out the thread that sends what another rank waits
+/// for before its own), the barrier being a started one; otherwise they
+/// wait to the end, the barrier taking the shared-flag path where it may.
+fn ops_then(
     s: &mut State,
     win: MPI_Win,
-    comm: CommId,
-    barrier: bool,
-    open: bool,
-) -> Outcome {
-    ops_then_barrier(s, win, comm, barrier, move |s| {
-        get_mut(s, win).map(|w| w.fence_open = open)
-    })
-}
-
-/// Under `MPI_THREAD_MULTIPLE`: waits for `win`'s operations, then (with
-/// `barrier`) for a started barrier on `comm`, both letting other threads
-/// in (see `state::block_on`), then ends the call with `then`.
-fn ops_then_barrier(
-    s: &mut State,
-    win: MPI_Win,
-    comm: CommId,
-    barrier: bool,
+    target: Option<u32>,
+    barrier: Option<CommId>,
     mut then: impl FnMut(&mut State) -> Outcome + 'static,
 ) -> Outcome {
-    let mut ops = Some(Completion::start(s, win, None)?);
+    if !state::multiple() {
+        complete_ops(s, win, target)?;
+        if let Some(comm) = barrier {
+            s.rt.barrier(comm).map_err(engine_fail)?;
+        }
+        return then(s);
+    }
+    let mut ops = Some(Completion::start(s, win, target)?);
     let mut started: Option<tandem::coll::SchedId> = None;
     state::block_on(s, move |s, may_end| {
         if let Some(c) = ops.as_mut() {
@@ -1945,7 +1929,7 @@ fn ops_then_barrier(
             if let Err(f) = c.finish(s, win) {
                 return Some(Err(f));
             }
-            if barrier {
+            if let Some(comm) = barrier {
                 // SAFETY: a barrier moves no user data.
                 match unsafe { s.rt.coll_start(comm, tandem::coll::CollCall::Barrier) } {
                     Ok(sid) => started = Some(sid),
@@ -2284,18 +2268,7 @@ fn flush(s: &mut State, win: MPI_Win, rank: Option<c_int>) -> Outcome {
             "flush outside a passive-target (lock) epoch",
         ));
     }
-    if !state::multiple() {
-        return complete_ops(s, win, t);
-    }
-    // Its wait lets other threads in (see `state::block_on`).
-    let mut c = Some(Completion::start(s, win, t)?);
-    state::block_on(s, move |s, may_end| {
-        let waiting = c.as_mut().expect("run until it ends, not after");
-        if !waiting.wait(s, may_end) {
-            return None;
-        }
-        Some(c.take().expect("looked at above").finish(s, win))
-    })
+    ops_then(s, win, t, None, |_| Ok(()))
 }
 
 #[no_mangle]
@@ -2416,20 +2389,7 @@ pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
             get_mut(s, win)?.start_group = None;
             Ok(())
         };
-        if !state::multiple() {
-            complete_ops(s, win, None)?;
-            return finish(s);
-        }
-        // Its wait lets other threads in (see `state::block_on`).
-        let mut c = Some(Completion::start(s, win, None)?);
-        state::block_on(s, move |s, may_end| {
-            let waiting = c.as_mut().expect("run until it ends, not after");
-            if !waiting.wait(s, may_end) {
-                return None;
-            }
-            let done = c.take().expect("looked at above").finish(s, win);
-            Some(done.and_then(|()| finish(s)))
-        })
+        ops_then(s, win, None, None, finish)
     })
 }
 
