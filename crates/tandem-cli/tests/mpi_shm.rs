@@ -173,3 +173,48 @@ fn large_blocks_live_in_a_heap_peers_map() {
         assert_eq!(copies, n > 0, "heap_copies = {n}\n{}", outcome.describe());
     }
 }
+
+/// glibc's `__rseq_size` as each rank of `ranks` printed it.
+fn rseq_sizes(prog: &std::path::Path, ranks: u32, options: &[&str]) -> Vec<i64> {
+    let outcome = run(ranks, options, prog, &[], JOB_TIMEOUT);
+    assert!(
+        outcome.status.success() && outcome.has_line("PASS rseq_registration"),
+        "{}",
+        outcome.describe()
+    );
+    let sizes: Vec<i64> = outcome
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("rseq rank "))
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse().ok())
+        .collect();
+    assert_eq!(sizes.len(), ranks as usize, "{}", outcome.describe());
+    sizes
+}
+
+/// On a host with more ranks than CPUs the launcher asks glibc not to
+/// register restartable sequences in the ranks (`rseq=auto`), whose
+/// bookkeeping the kernel redoes at every switch between waiting ranks;
+/// `rseq=keep` leaves glibc's default, and so does a host with a CPU per
+/// rank. `rseq=off` turns it off anywhere.
+#[test]
+fn rseq_registration_is_off_where_ranks_outnumber_cpus() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let prog = compile("rseq_registration");
+    let kept = rseq_sizes(&prog, 2, &["--set", "rseq=keep"]);
+    if kept.iter().any(|&s| s <= 0) {
+        eprintln!("skipped: this C library or kernel registers no rseq ({kept:?})");
+        return;
+    }
+    assert_eq!(rseq_sizes(&prog, 2, &["--set", "rseq=off"]), [0, 0]);
+    if cpus >= 2 {
+        assert!(rseq_sizes(&prog, 2, &[]).iter().all(|&s| s > 0));
+    }
+    // Oversubscribing a big machine would take long; 8 CPUs is plenty here.
+    if cpus <= 8 {
+        let over = cpus + 1;
+        assert_eq!(rseq_sizes(&prog, over, &[]), vec![0; over as usize]);
+        let kept = rseq_sizes(&prog, over, &["--set", "rseq=keep"]);
+        assert!(kept.iter().all(|&s| s > 0), "{kept:?}");
+    }
+}

@@ -271,6 +271,12 @@ pub static REGISTRY: &[Param] = &[
         help: "microseconds a waiting rank then polls while yielding the CPU, before it blocks in the kernel until a peer wakes it",
     },
     Param {
+        name: "rseq",
+        kind: Kind::Choice(&["auto", "keep", "off"]),
+        default: "auto",
+        help: "glibc's restartable-sequences registration in the ranks `tandem run` starts: auto = off (GLIBC_TUNABLES=glibc.pthread.rseq=0) on a host with more ranks than CPUs, where ranks that wait take turns on the CPUs and the kernel updates each one's rseq area at every switch (an 8-rank ring on 2 cores: 3.42 against 3.94 us per hop); keep = glibc's default; off = always off. A GLIBC_TUNABLES that already names glibc.pthread.rseq is left alone",
+    },
+    Param {
         name: "unexpected_limit",
         kind: Kind::Bytes,
         default: "64m",
@@ -351,7 +357,7 @@ impl Param {
     /// The group (see [`GROUPS`]) the parameter belongs to.
     pub fn group(&self) -> &'static str {
         let n = self.name;
-        if n.starts_with("progress") || ["bind", "spin_us", "yield_us"].contains(&n) {
+        if n.starts_with("progress") || ["bind", "spin_us", "yield_us", "rseq"].contains(&n) {
             "progress"
         } else if n.starts_with("shm_") {
             "shm"

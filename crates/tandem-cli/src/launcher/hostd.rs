@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 
 use tandem::bootstrap::env as job_env;
 use tandem::params::Settings;
-use tandem::transport::shm::{env as shm_env, HostResources, Layout};
+use tandem::transport::shm::env as shm_env;
 
 use super::channel::{encode, Decoder, Record};
+use super::host_setup;
 use super::job::{os_error_text, spawn_error};
 use super::signals::{SignalQueue, STOP_SIGNALS};
 use super::supervise::{self, RankCommand, Termination};
@@ -96,6 +97,11 @@ pub fn main(host: &str) -> i32 {
         (job_env::HOSTS.to_string(), spec.hosts.to_string()),
         (job_env::NODE_ADDR.to_string(), node_addr.clone()),
     ]);
+    let settings = match host_settings(&env) {
+        Ok(s) => s,
+        Err(msg) => return fail(1, &format!("host {host}: {msg}")),
+    };
+    env.extend(host_setup::rseq_tunables(&settings, local_size, &env));
     let command = RankCommand {
         program: spec.program.clone(),
         args: spec.args.clone(),
@@ -106,7 +112,7 @@ pub fn main(host: &str) -> i32 {
             .collect(),
         original_fd_limit: sys::raise_fd_limit(4 * u64::from(local_size) + 256),
     };
-    let shm = match shared_memory(&command.env, local_size) {
+    let shm = match host_setup::shared_memory(local_size, &settings) {
         Ok(s) => s,
         Err(msg) => return fail(1, &format!("host {host}: {msg}")),
     };
@@ -275,10 +281,8 @@ fn is_our_master(mut s: &TcpStream, secret: &str, timeout: Duration) -> Result<(
 }
 
 /// This host's segment and wake-up descriptors, when the job uses shm.
-fn shared_memory(
-    env: &[(String, String)],
-    local_size: u32,
-) -> Result<Option<HostResources>, String> {
+/// The parameters of the job as this host's ranks will see them.
+fn host_settings(env: &[(String, String)]) -> Result<Settings, String> {
     let mut vars = Vec::new();
     for (k, v) in parameters::parameter_vars() {
         vars.push((k, v?));
@@ -291,18 +295,7 @@ fn shared_memory(
             })
             .cloned(),
     );
-    let settings = Settings::from_vars(vars)?;
-    let wants = settings
-        .text("transports")
-        .split(',')
-        .any(|t| t.trim() == "shm");
-    if !wants || local_size < 2 {
-        return Ok(None);
-    }
-    let layout = Layout::from_settings(local_size, &settings)?;
-    HostResources::create(layout)
-        .map(Some)
-        .map_err(|e| format!("cannot create the shared-memory segment: {e}"))
+    Settings::from_vars(vars)
 }
 
 fn kill_all(ranks: &[Rank]) {

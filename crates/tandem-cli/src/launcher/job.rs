@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 use tandem::bootstrap::{encode_secret, env as job_env, random_secret};
 use tandem::params::Settings;
 use tandem::stats::{self, Counters};
-use tandem::transport::shm::{env as shm_env, HostResources, Layout};
+use tandem::transport::shm::{env as shm_env, HostResources};
 
 use super::channel::{encode, STDIN_WINDOW};
+use super::host_setup;
 use super::kv_service::{self, AbortRequest, KvService};
 use super::output::{LineSplitter, OutputStream, Sink};
 use super::remote::{self, HostEvent, HostJob, Pipe, RemoteHost};
@@ -213,7 +214,12 @@ impl Job {
                 (job_env::NODE_ADDR.to_string(), addr.clone()),
             ]);
         }
-        let host = shared_memory(local_ranks.len() as u32, &settings).map_err(|msg| {
+        config.command.env.extend(host_setup::rseq_tunables(
+            &settings,
+            local_ranks.len() as u32,
+            &config.command.env,
+        ));
+        let host = host_setup::shared_memory(local_ranks.len() as u32, &settings).map_err(|msg| {
             eprintln!("tandem: {msg}");
             1
         })?;
@@ -963,22 +969,6 @@ fn job_settings(config: &JobConfig) -> Result<Settings, String> {
     }
     vars.extend(config.command.env.iter().cloned());
     Settings::from_vars(vars)
-}
-
-/// The shared-memory segment and wake-up descriptors for this host's ranks,
-/// when the job's parameters ask for the shm transport.
-fn shared_memory(local_size: u32, settings: &Settings) -> Result<Option<HostResources>, String> {
-    let wants_shm = settings
-        .text("transports")
-        .split(',')
-        .any(|t| t.trim() == "shm");
-    if !wants_shm || local_size < 2 {
-        return Ok(None);
-    }
-    let layout = Layout::from_settings(local_size, settings)?;
-    HostResources::create(layout)
-        .map(Some)
-        .map_err(|e| format!("cannot create the shared-memory segment: {e}"))
 }
 
 /// Prints (or writes) the counters the ranks published at MPI_Finalize, as

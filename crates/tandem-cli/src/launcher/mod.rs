@@ -8,6 +8,7 @@
 //! `tandem _host` there (`hostd`).
 
 mod channel;
+mod host_setup;
 mod hostd;
 mod hosts;
 mod job;
