@@ -7,7 +7,10 @@ use tandem::transport::shm::{HostResources, Layout};
 
 /// The shared-memory segment and wake-up descriptors for a host's ranks,
 /// when the job's parameters ask for the shm transport.
-pub fn shared_memory(local_size: u32, settings: &Settings) -> Result<Option<HostResources>, String> {
+pub fn shared_memory(
+    local_size: u32,
+    settings: &Settings,
+) -> Result<Option<HostResources>, String> {
     let wants_shm = settings
         .text("transports")
         .split(',')
@@ -88,10 +91,7 @@ mod tests {
         let none: &[(String, String)] = &[];
         assert_eq!(rseq_tunables(&settings("keep"), many, none), None);
         assert_eq!(rseq_tunables(&settings("auto"), 1, none), None);
-        let env = [(
-            TUNABLES.to_string(),
-            "glibc.malloc.arena_max=2".to_string(),
-        )];
+        let env = [(TUNABLES.to_string(), "glibc.malloc.arena_max=2".to_string())];
         let expect = Some((
             TUNABLES.to_string(),
             "glibc.malloc.arena_max=2:glibc.pthread.rseq=0".to_string(),

@@ -219,10 +219,11 @@ impl Job {
             local_ranks.len() as u32,
             &config.command.env,
         ));
-        let host = host_setup::shared_memory(local_ranks.len() as u32, &settings).map_err(|msg| {
-            eprintln!("tandem: {msg}");
-            1
-        })?;
+        let host =
+            host_setup::shared_memory(local_ranks.len() as u32, &settings).map_err(|msg| {
+                eprintln!("tandem: {msg}");
+                1
+            })?;
         let stats = (
             settings.text("stats").to_string(),
             settings.text("stats_file").to_string(),
