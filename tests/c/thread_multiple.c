@@ -37,6 +37,10 @@
  *      the puts are checked.
  *  11. free: rank 0 waits in MPI_Win_free for rank 1, which frees only
  *      after the message from rank 0's second thread.
+ *  12. topologies: as 6 and 7 with MPI_Cart_create (a 2-D grid, periodic in
+ *      its first dimension), MPI_Cart_sub of it (its rows) and
+ *      MPI_Graph_create (a ring); coordinates, sizes, ranks and neighbours
+ *      are checked, and the rows used for an allreduce.
  */
 #include "check.h"
 
@@ -470,6 +474,66 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* ---------------------- 12. topology constructors */
+
+static void cart_create(void *out)
+{
+    int dims[2] = {0, 0}, periods[2] = {1, 0};
+    CHECK_MPI(MPI_Dims_create(size, 2, dims));
+    CHECK_MPI(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, (MPI_Comm *)out));
+}
+
+static void cart_rows(void *comms)
+{
+    MPI_Comm *c = comms;
+    int remain[2] = {0, 1};
+    CHECK_MPI(MPI_Cart_sub(c[0], remain, &c[1]));
+}
+
+static void graph_ring(void *out)
+{
+    int index[64], edges[128];
+    CHECK(size <= 64, "at most 64 ranks");
+    for (int i = 0; i < size; i++) {
+        index[i] = 2 * (i + 1);
+        edges[2 * i] = (i + 1) % size;
+        edges[2 * i + 1] = (i + size - 1) % size;
+    }
+    CHECK_MPI(MPI_Graph_create(MPI_COMM_WORLD, size, index, edges, 0, (MPI_Comm *)out));
+}
+
+static void topology_part(void)
+{
+    MPI_Comm c[2] = {MPI_COMM_NULL, MPI_COMM_NULL};
+    int dims[2], periods[2], coords[2], n = -1, r = -1, sum = 0, expect = 0;
+    behind_late_send(cart_create, &c[0], "MPI_Cart_create");
+    CHECK_MPI(MPI_Cart_get(c[0], 2, dims, periods, coords));
+    CHECK_EQ(size, dims[0] * dims[1], "grid of every rank");
+    CHECK(periods[0] && !periods[1], "periodic in the first dimension only");
+    CHECK_EQ(rank / dims[1], coords[0], "row of this rank");
+    CHECK_EQ(rank % dims[1], coords[1], "column of this rank");
+    behind_late_send(cart_rows, c, "MPI_Cart_sub");
+    CHECK_MPI(MPI_Comm_size(c[1], &n));
+    CHECK_MPI(MPI_Comm_rank(c[1], &r));
+    CHECK_EQ(dims[1], n, "size of a row");
+    CHECK_EQ(coords[1], r, "rank in the row");
+    CHECK_MPI(MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, c[1]));
+    for (int j = 0; j < dims[1]; j++)
+        expect += coords[0] * dims[1] + j;
+    CHECK_EQ(expect, sum, "allreduce on the row");
+    CHECK_MPI(MPI_Comm_free(&c[1]));
+    CHECK_MPI(MPI_Comm_free(&c[0]));
+    MPI_Comm g = MPI_COMM_NULL;
+    int nb[2] = {-1, -1};
+    behind_late_send(graph_ring, &g, "MPI_Graph_create");
+    CHECK_MPI(MPI_Graph_neighbors_count(g, rank, &n));
+    CHECK_EQ(2, n, "neighbours in the ring");
+    CHECK_MPI(MPI_Graph_neighbors(g, rank, 2, nb));
+    CHECK_EQ((rank + 1) % size, nb[0], "next in the ring");
+    CHECK_EQ((rank + size - 1) % size, nb[1], "previous in the ring");
+    CHECK_MPI(MPI_Comm_free(&g));
+}
+
 int main(int argc, char **argv)
 {
     int provided = -1;
@@ -505,5 +569,6 @@ int main(int argc, char **argv)
     create_part();
     pscw_part();
     free_part();
+    topology_part();
     return tc_finish("thread_multiple");
 }

@@ -281,7 +281,7 @@ fn split(
     args::out_ptr(comm, newcomm, "newcomm")?;
     let id = args::comm(s, comm)?;
     if state::multiple() && !s.rt.comm(id).map_err(fail(comm))?.is_inter() {
-        return split_letting_others_in(s, comm, id, color, key, newcomm);
+        return split_letting_others_in(s, comm, id, color, key, newcomm, CommExt::default());
     }
     split_now(s, comm, color, key, newcomm)
 }
@@ -316,14 +316,16 @@ enum Making {
 /// [`split`] of an intracommunicator under `MPI_THREAD_MULTIPLE`: its
 /// allgather and its agreement are started collectives waited for, so a
 /// split does not keep out the thread that sends what another member waits
-/// for before it joins.
-fn split_letting_others_in(
+/// for before it joins. The new communicator gets `ext` (`MPI_Cart_sub`: its
+/// topology). Must end the call (see `state::block_on`).
+pub(crate) fn split_letting_others_in(
     s: &mut State,
     comm: MPI_Comm,
     id: CommId,
     color: Option<u32>,
     key: c_int,
     newcomm: *mut MPI_Comm,
+    ext: CommExt,
 ) -> Result<(), Fail> {
     let mine = Box::new(tandem::group::split_entry(color, key));
     let n = s.rt.comm(id).map_err(fail(comm))?.size() as usize;
@@ -336,13 +338,37 @@ fn split_letting_others_in(
         let members = s.rt.split_members(id, color, &all)?;
         s.rt.comm_from_group_start(id, members)
     };
-    made_letting_others_in(s, comm, id, newcomm, Making::Gathering(sid), gathered)
+    made_letting_others_in(s, comm, id, newcomm, Making::Gathering(sid), gathered, ext)
+}
+
+/// The communicator of `members` (`None`: this rank is not one) made over
+/// intracommunicator `id` under `MPI_THREAD_MULTIPLE`: its agreement lets
+/// other threads in (see [`split_letting_others_in`]). Registered with
+/// `ext` as `*newcomm`; must end the call (see `state::block_on`).
+pub(crate) fn from_group_letting_others_in(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    members: Option<Arc<[u32]>>,
+    newcomm: *mut MPI_Comm,
+    ext: CommExt,
+) -> Result<(), Fail> {
+    let m =
+        s.rt.comm_from_group_start(id, members)
+            .map_err(fail(comm))?;
+    let never = |_: &mut State| -> tandem::Result<tandem::group::CommMaking> {
+        Err(tandem::Error::new(
+            ErrorClass::Intern,
+            "a communicator made from a group has no allgather",
+        ))
+    };
+    made_letting_others_in(s, comm, id, newcomm, Making::Agreeing(m), never, ext)
 }
 
 /// Waits, letting other threads in (see `state::block_on`), until the
-/// communicator being made over `id` is done, and registers it as
-/// `*newcomm` (`MPI_COMM_NULL` where this rank is not in it). `gathered`
-/// starts the agreement once a split's allgather is done.
+/// communicator being made over `id` is done, and registers it, with
+/// `ext`, as `*newcomm` (`MPI_COMM_NULL` where this rank is not in it).
+/// `gathered` starts the agreement once a split's allgather is done.
 fn made_letting_others_in(
     s: &mut State,
     comm: MPI_Comm,
@@ -350,8 +376,10 @@ fn made_letting_others_in(
     newcomm: *mut MPI_Comm,
     at: Making,
     mut gathered: impl FnMut(&mut State) -> tandem::Result<tandem::group::CommMaking> + 'static,
+    ext: CommExt,
 ) -> Result<(), Fail> {
     let mut at = Some(at);
+    let mut ext = Some(ext);
     state::block_on(s, move |s, may_end| loop {
         let sid = match at.as_ref().expect("run until it ends, not after") {
             Making::Gathering(sid) => *sid,
@@ -374,7 +402,7 @@ fn made_letting_others_in(
                     Ok(new) => new,
                     Err(e) => return Some(Err(fail(comm)(e))),
                 };
-                let h = register(s, id, new, CommExt::default());
+                let h = register(s, id, new, ext.take().unwrap_or_default());
                 // SAFETY: checked non-null before the wait began.
                 unsafe { put(newcomm, h) };
                 return Some(Ok(()));
@@ -518,18 +546,8 @@ pub unsafe extern "C" fn MPI_Comm_create(
         let g = subgroup(s, comm, id, group_)?;
         let inter = s.rt.comm(id).map_err(fail(comm))?.is_inter();
         if !inter && state::multiple() {
-            // Its agreement lets other threads in (see split_letting_others_in).
             let members = g.contains(&s.rt.rank()).then(|| g.clone());
-            let m =
-                s.rt.comm_from_group_start(id, members)
-                    .map_err(fail(comm))?;
-            let never = |_: &mut State| -> tandem::Result<tandem::group::CommMaking> {
-                Err(tandem::Error::new(
-                    ErrorClass::Intern,
-                    "MPI_Comm_create has no allgather",
-                ))
-            };
-            return made_letting_others_in(s, comm, id, newcomm, Making::Agreeing(m), never);
+            return from_group_letting_others_in(s, comm, id, members, newcomm, CommExt::default());
         }
         let new = if inter {
             s.rt.intercomm_create_sub(id, g)

@@ -20,7 +20,7 @@ use crate::args::{self, put};
 use crate::comm::register;
 use crate::ext::CommExt;
 use crate::info;
-use crate::state::{call, call_local, Fail, State};
+use crate::state::{self, call, call_local, Fail, State};
 
 /// A communicator's topology.
 #[derive(Clone, Debug)]
@@ -152,10 +152,15 @@ pub unsafe extern "C" fn MPI_Cart_create(
             dims: d,
             periods: p.iter().map(|&x| x != 0).collect(),
         };
-        let h = with_topology(s, comm_old, total, topo, "grid", ErrorClass::Dims)?;
-        // SAFETY: checked non-null.
-        unsafe { put(comm_cart, h) };
-        Ok(())
+        with_topology(
+            s,
+            comm_old,
+            total,
+            topo,
+            "grid",
+            ErrorClass::Dims,
+            comm_cart,
+        )
     })
 }
 
@@ -444,9 +449,6 @@ pub unsafe extern "C" fn MPI_Cart_sub(
                 color = color * d[i] + c[i];
             }
         }
-        let new =
-            s.rt.comm_split(id, Some(color as u32), me)
-                .map_err(|error| Fail { comm, error })?;
         let topo = Topo::Cart {
             dims: (0..d.len())
                 .filter(|&i| keep[i] != 0)
@@ -457,15 +459,18 @@ pub unsafe extern "C" fn MPI_Cart_sub(
                 .map(|i| p[i])
                 .collect(),
         };
-        let h = register(
-            s,
-            id,
-            new,
-            CommExt {
-                topo: Some(topo),
-                ..CommExt::default()
-            },
-        );
+        let ext = CommExt {
+            topo: Some(topo),
+            ..CommExt::default()
+        };
+        if state::multiple() {
+            let color = Some(color as u32);
+            return crate::comm::split_letting_others_in(s, comm, id, color, me, newcomm, ext);
+        }
+        let new =
+            s.rt.comm_split(id, Some(color as u32), me)
+                .map_err(|error| Fail { comm, error })?;
+        let h = register(s, id, new, ext);
         // SAFETY: checked non-null.
         unsafe { put(newcomm, h) };
         Ok(())
@@ -707,8 +712,9 @@ pub(crate) fn neighbourhood(
 }
 
 /// Creates a communicator of the first `nodes` ranks of `comm_old` with
-/// topology `topo` (the others get `MPI_COMM_NULL`); `what` names the
-/// topology in errors.
+/// topology `topo` as `*out` (the others get `MPI_COMM_NULL`); `what` names
+/// the topology in errors. Ends the call: under `MPI_THREAD_MULTIPLE` its
+/// agreement lets other threads in (see `state::block_on`).
 fn with_topology(
     s: &mut State,
     comm_old: MPI_Comm,
@@ -716,7 +722,8 @@ fn with_topology(
     topo: Topo,
     what: &str,
     too_big: ErrorClass,
-) -> Result<MPI_Comm, Fail> {
+    out: *mut MPI_Comm,
+) -> Result<(), Fail> {
     let id = args::intra_comm(s, comm_old)?;
     let c =
         s.rt.comm(id)
@@ -741,19 +748,21 @@ fn with_topology(
             .copied()
             .collect::<Arc<[u32]>>()
     });
+    let ext = CommExt {
+        topo: Some(topo),
+        ..CommExt::default()
+    };
+    if state::multiple() {
+        return crate::comm::from_group_letting_others_in(s, comm_old, id, members, out, ext);
+    }
     let new = s.rt.comm_from_group(id, members).map_err(|error| Fail {
         comm: comm_old,
         error,
     })?;
-    Ok(register(
-        s,
-        id,
-        new,
-        CommExt {
-            topo: Some(topo),
-            ..CommExt::default()
-        },
-    ))
+    let h = register(s, id, new, ext);
+    // SAFETY: checked non-null by the caller.
+    unsafe { put(out, h) };
+    Ok(())
 }
 
 #[no_mangle]
@@ -793,17 +802,15 @@ pub unsafe extern "C" fn MPI_Graph_create(
             index: idx,
             edges: e,
         };
-        let h = with_topology(
+        with_topology(
             s,
             comm_old,
             i64::from(nnodes),
             topo,
             "graph",
             ErrorClass::Arg,
-        )?;
-        // SAFETY: checked non-null.
-        unsafe { put(comm_graph, h) };
-        Ok(())
+            comm_graph,
+        )
     })
 }
 
