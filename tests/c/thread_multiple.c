@@ -38,9 +38,10 @@
  *  11. free: rank 0 waits in MPI_Win_free for rank 1, which frees only
  *      after the message from rank 0's second thread.
  *  12. topologies: as 6 and 7 with MPI_Cart_create (a 2-D grid, periodic in
- *      its first dimension), MPI_Cart_sub of it (its rows) and
- *      MPI_Graph_create (a ring); coordinates, sizes, ranks and neighbours
- *      are checked, and the rows used for an allreduce.
+ *      its first dimension), MPI_Cart_sub of it (its rows), MPI_Graph_create
+ *      (a ring), MPI_Dist_graph_create and _adjacent (a directed ring);
+ *      coordinates, sizes, ranks and neighbours are checked, and the rows
+ *      used for an allreduce.
  */
 #include "check.h"
 
@@ -502,6 +503,37 @@ static void graph_ring(void *out)
     CHECK_MPI(MPI_Graph_create(MPI_COMM_WORLD, size, index, edges, 0, (MPI_Comm *)out));
 }
 
+static void dist_graph_ring(void *out)
+{
+    int me = rank, one = 1, next = (rank + 1) % size;
+    CHECK_MPI(MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &me, &one, &next, MPI_UNWEIGHTED,
+                                    MPI_INFO_NULL, 0, (MPI_Comm *)out));
+}
+
+static void dist_graph_ring_adjacent(void *out)
+{
+    int prev = (rank + size - 1) % size, next = (rank + 1) % size;
+    CHECK_MPI(MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &prev, MPI_UNWEIGHTED, 1, &next,
+                                             MPI_UNWEIGHTED, MPI_INFO_NULL, 0, (MPI_Comm *)out));
+}
+
+/* A directed ring made by `make`: each rank hears from the previous one. */
+static void check_dist_ring(void (*make)(void *), const char *what)
+{
+    MPI_Comm g = MPI_COMM_NULL;
+    int in = -1, out = -1, weighted = -1, src = -1, dst = -1, got = -1;
+    behind_late_send(make, &g, what);
+    CHECK_MPI(MPI_Dist_graph_neighbors_count(g, &in, &out, &weighted));
+    CHECK(in == 1 && out == 1 && !weighted, "%s: in %d, out %d, weighted %d", what, in, out,
+          weighted);
+    CHECK_MPI(MPI_Dist_graph_neighbors(g, 1, &src, MPI_UNWEIGHTED, 1, &dst, MPI_UNWEIGHTED));
+    CHECK_EQ((rank + size - 1) % size, src, "source in the ring");
+    CHECK_EQ((rank + 1) % size, dst, "destination in the ring");
+    CHECK_MPI(MPI_Neighbor_allgather(&rank, 1, MPI_INT, &got, 1, MPI_INT, g));
+    CHECK_EQ((rank + size - 1) % size, got, "neighbour allgather on the ring");
+    CHECK_MPI(MPI_Comm_free(&g));
+}
+
 static void topology_part(void)
 {
     MPI_Comm c[2] = {MPI_COMM_NULL, MPI_COMM_NULL};
@@ -532,6 +564,8 @@ static void topology_part(void)
     CHECK_EQ((rank + 1) % size, nb[0], "next in the ring");
     CHECK_EQ((rank + size - 1) % size, nb[1], "previous in the ring");
     CHECK_MPI(MPI_Comm_free(&g));
+    check_dist_ring(dist_graph_ring, "MPI_Dist_graph_create");
+    check_dist_ring(dist_graph_ring_adjacent, "MPI_Dist_graph_create_adjacent");
 }
 
 int main(int argc, char **argv)

@@ -365,6 +365,58 @@ pub(crate) fn from_group_letting_others_in(
     made_letting_others_in(s, comm, id, newcomm, Making::Agreeing(m), never, ext)
 }
 
+/// Waits for started collective `sid` and takes its outcome; `None` when,
+/// with `may_end`, the wait stopped to let other threads in (see
+/// `state::block_on`).
+pub(crate) fn sched_done(
+    s: &mut State,
+    sid: tandem::coll::SchedId,
+    may_end: bool,
+) -> Option<tandem::Result<()>> {
+    if may_end
+        && !s
+            .rt
+            .wait_until_or_hand_over(|_, c| c.is_complete(sid) != Some(false))
+    {
+        return None;
+    }
+    Some(s.rt.coll_wait(sid))
+}
+
+/// A duplicate of intracommunicator `id`, registered with `ext` as
+/// `*newcomm` (the distributed-graph constructors). Under
+/// `MPI_THREAD_MULTIPLE` an idup whose wait lets other threads in; must
+/// end the call (see `state::block_on`).
+pub(crate) fn dup_with_ext(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    newcomm: *mut MPI_Comm,
+    ext: CommExt,
+) -> Result<(), Fail> {
+    if !state::multiple() {
+        let new = s.rt.comm_dup(id).map_err(fail(comm))?;
+        let h = register(s, id, Some(new), ext);
+        // SAFETY: checked non-null by the caller.
+        unsafe { put(newcomm, h) };
+        return Ok(());
+    }
+    let (new, sched) = s.rt.comm_idup(id).map_err(fail(comm))?;
+    let h = register(s, id, Some(new), ext);
+    state::block_on(s, move |s, may_end| match sched_done(s, sched, may_end)? {
+        Ok(()) => {
+            // SAFETY: checked non-null by the caller.
+            unsafe { put(newcomm, h) };
+            Some(Ok(()))
+        }
+        Err(e) => {
+            // Never agreed on: the duplicate goes.
+            discard(s, h);
+            Some(Err(fail(comm)(e)))
+        }
+    })
+}
+
 /// Waits, letting other threads in (see `state::block_on`), until the
 /// communicator being made over `id` is done, and registers it, with
 /// `ext`, as `*newcomm` (`MPI_COMM_NULL` where this rank is not in it).

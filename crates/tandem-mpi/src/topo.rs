@@ -13,6 +13,7 @@ use std::os::raw::c_int;
 use std::sync::Arc;
 
 use tandem::coll::CollCall;
+use tandem::coll::SchedId;
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
@@ -549,10 +550,6 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
                 format!("neighbour {r} is not in 0..{n}"),
             ));
         }
-        let new = s.rt.comm_dup(id).map_err(|error| Fail {
-            comm: comm_old,
-            error,
-        })?;
         let topo = Topo::DistGraph {
             sources: src,
             sweights: sw,
@@ -560,18 +557,11 @@ pub unsafe extern "C" fn MPI_Dist_graph_create_adjacent(
             dweights: dw,
             weighted: w1 || w2,
         };
-        let h = register(
-            s,
-            id,
-            Some(new),
-            CommExt {
-                topo: Some(topo),
-                ..CommExt::default()
-            },
-        );
-        // SAFETY: checked non-null.
-        unsafe { put(comm_dist_graph, h) };
-        Ok(())
+        let ext = CommExt {
+            topo: Some(topo),
+            ..CommExt::default()
+        };
+        crate::comm::dup_with_ext(s, comm_old, id, comm_dist_graph, ext)
     })
 }
 
@@ -1055,26 +1045,102 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
                 e += 1;
             }
         }
-        let record = 4 * std::mem::size_of::<c_int>();
-        let scounts: Vec<u64> = per.iter().map(|v| (v.len() * 4) as u64).collect();
-        let mut rcounts = vec![0u64; size];
-        let fail = |error| Fail {
+        let mut ex = EdgeExchange {
+            comm: id,
+            scounts: per.iter().map(|v| (v.len() * 4) as u64).collect(),
+            send: per.concat(),
+            rcounts: vec![0u64; size],
+            recv: Vec::new(),
+        };
+        let fail = move |error| Fail {
             comm: comm_old,
             error,
         };
-        // SAFETY: both buffers hold `size` u64s, alive across the call.
+        // The exchange and the duplicate are started collectives waited for:
+        // under MPI_THREAD_MULTIPLE the waits let other threads in.
+        // SAFETY: `ex` owns the buffers and moves, with their heap memory in
+        // place, into the wait below, which sees each schedule complete.
+        let counts = unsafe { ex.start_counts(s) }.map_err(fail)?;
+        let mut step = Some(DistStep::Counts(counts));
+        state::block_on(s, move |s, may_end| loop {
+            let sid = match step.as_ref().expect("run until it ends, not after") {
+                DistStep::Counts(x) | DistStep::Records(x) | DistStep::Dup(_, x) => *x,
+            };
+            if let Err(e) = crate::comm::sched_done(s, sid, may_end)? {
+                if let Some(DistStep::Dup(h, _)) = step {
+                    crate::comm::discard(s, h);
+                }
+                return Some(Err(fail(e)));
+            }
+            step = Some(match step.take().expect("looked at above") {
+                // SAFETY: as for the counts.
+                DistStep::Counts(_) => match unsafe { ex.start_records(s) } {
+                    Ok(x) => DistStep::Records(x),
+                    Err(e) => return Some(Err(fail(e))),
+                },
+                DistStep::Records(_) => match s.rt.comm_idup(id) {
+                    Ok((new, x)) => {
+                        let ext = CommExt {
+                            topo: Some(ex.topology(weighted)),
+                            ..CommExt::default()
+                        };
+                        DistStep::Dup(register(s, id, Some(new), ext), x)
+                    }
+                    Err(e) => return Some(Err(fail(e))),
+                },
+                DistStep::Dup(h, _) => {
+                    // SAFETY: checked non-null.
+                    unsafe { put(comm_dist_graph, h) };
+                    return Some(Ok(()));
+                }
+            });
+        })
+    })
+}
+
+/// Where `MPI_Dist_graph_create` stands: the exchange of record counts, of
+/// the records, then the duplicate's agreement (its handle registered).
+enum DistStep {
+    Counts(SchedId),
+    Records(SchedId),
+    Dup(MPI_Comm, SchedId),
+}
+
+/// `MPI_Dist_graph_create`'s all-to-all of edge records (four ints each).
+struct EdgeExchange {
+    comm: CommId,
+    /// Bytes of records for each rank, and the records in rank order.
+    scounts: Vec<u64>,
+    send: Vec<c_int>,
+    /// Bytes of records from each rank, and the records.
+    rcounts: Vec<u64>,
+    recv: Vec<c_int>,
+}
+
+impl EdgeExchange {
+    /// Starts the exchange of counts.
+    ///
+    /// # Safety
+    /// `self`'s buffers must stay in place until the schedule completes.
+    unsafe fn start_counts(&mut self, s: &mut State) -> tandem::Result<SchedId> {
+        // SAFETY: both buffers hold a u64 per rank (the caller keeps them).
         unsafe {
-            s.rt.coll(
-                id,
+            s.rt.coll_start(
+                self.comm,
                 CollCall::Alltoall {
-                    send: Some(scounts.as_ptr().cast()),
-                    recv: rcounts.as_mut_ptr().cast(),
+                    send: Some(self.scounts.as_ptr().cast()),
+                    recv: self.rcounts.as_mut_ptr().cast(),
                     len: 8,
                 },
             )
         }
-        .map_err(fail)?;
-        let send: Vec<c_int> = per.concat();
+    }
+
+    /// Starts the exchange of records, once the counts are in.
+    ///
+    /// # Safety
+    /// As [`EdgeExchange::start_counts`].
+    unsafe fn start_records(&mut self, s: &mut State) -> tandem::Result<SchedId> {
         let offsets = |c: &[u64]| -> Vec<usize> {
             c.iter()
                 .scan(0usize, |at, &x| {
@@ -1084,29 +1150,30 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
                 })
                 .collect()
         };
-        let rbytes: Vec<usize> = rcounts.iter().map(|&c| c as usize).collect();
-        let mut recv =
-            vec![0 as c_int; rbytes.iter().sum::<usize>() / std::mem::size_of::<c_int>()];
-        // SAFETY: the counts and displacements lie within both buffers,
-        // which stay alive across the call.
+        let rbytes: Vec<usize> = self.rcounts.iter().map(|&c| c as usize).collect();
+        self.recv = vec![0; rbytes.iter().sum::<usize>() / std::mem::size_of::<c_int>()];
+        // SAFETY: the counts and displacements lie within both buffers (the
+        // caller keeps them in place).
         unsafe {
-            s.rt.coll(
-                id,
+            s.rt.coll_start(
+                self.comm,
                 CollCall::Alltoallv {
-                    send: Some(send.as_ptr().cast()),
-                    scounts: scounts.iter().map(|&c| c as usize).collect(),
-                    sdispls: offsets(&scounts),
-                    recv: recv.as_mut_ptr().cast(),
+                    send: Some(self.send.as_ptr().cast()),
+                    scounts: self.scounts.iter().map(|&c| c as usize).collect(),
+                    sdispls: offsets(&self.scounts),
+                    recv: self.recv.as_mut_ptr().cast(),
                     rcounts: rbytes,
-                    rdispls: offsets(&rcounts),
+                    rdispls: offsets(&self.rcounts),
                 },
             )
         }
-        .map_err(fail)?;
-        debug_assert_eq!(recv.len() * std::mem::size_of::<c_int>() % record, 0);
+    }
+
+    /// This rank's edges, from the records received.
+    fn topology(&self, weighted: bool) -> Topo {
         let (mut ins, mut insw, mut outs, mut outsw) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for r in recv.chunks_exact(4) {
+        for r in self.recv.chunks_exact(4) {
             if r[3] == 0 {
                 outs.push(r[1]);
                 outsw.push(r[2]);
@@ -1115,27 +1182,14 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
                 insw.push(r[2]);
             }
         }
-        let new = s.rt.comm_dup(id).map_err(fail)?;
-        let topo = Topo::DistGraph {
+        Topo::DistGraph {
             sources: ins,
             sweights: insw,
             dests: outs,
             dweights: outsw,
             weighted,
-        };
-        let h = register(
-            s,
-            id,
-            Some(new),
-            CommExt {
-                topo: Some(topo),
-                ..CommExt::default()
-            },
-        );
-        // SAFETY: checked non-null.
-        unsafe { put(comm_dist_graph, h) };
-        Ok(())
-    })
+        }
+    }
 }
 
 #[cfg(test)]
