@@ -280,7 +280,6 @@ fn is_our_master(mut s: &TcpStream, secret: &str, timeout: Duration) -> Result<(
     }
 }
 
-/// This host's segment and wake-up descriptors, when the job uses shm.
 /// The parameters of the job as this host's ranks will see them.
 fn host_settings(env: &[(String, String)]) -> Result<Settings, String> {
     let mut vars = Vec::new();
