@@ -42,6 +42,10 @@
  *      (a ring), MPI_Dist_graph_create and _adjacent (a directed ring);
  *      coordinates, sizes, ranks and neighbours are checked, and the rows
  *      used for an allreduce.
+ *  13. create_group: as 6 and 7 with MPI_Comm_create_group of every rank in
+ *      reverse order (its first member, which gathers the others' offers,
+ *      is the last rank); the new communicator's size and ranks are
+ *      checked, and used.
  */
 #include "check.h"
 
@@ -568,6 +572,36 @@ static void topology_part(void)
     check_dist_ring(dist_graph_ring_adjacent, "MPI_Dist_graph_create_adjacent");
 }
 
+/* ---------------------- 13. create_group */
+
+static void create_group_reversed(void *out)
+{
+    MPI_Group world, reversed;
+    int ranks[64];
+    CHECK(size <= 64, "at most 64 ranks");
+    for (int i = 0; i < size; i++)
+        ranks[i] = size - 1 - i;
+    CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    CHECK_MPI(MPI_Group_incl(world, size, ranks, &reversed));
+    CHECK_MPI(MPI_Comm_create_group(MPI_COMM_WORLD, reversed, 7, (MPI_Comm *)out));
+    CHECK_MPI(MPI_Group_free(&reversed));
+    CHECK_MPI(MPI_Group_free(&world));
+}
+
+static void create_group_part(void)
+{
+    MPI_Comm c = MPI_COMM_NULL;
+    int n = -1, r = -1, sum = 0;
+    behind_late_send(create_group_reversed, &c, "MPI_Comm_create_group");
+    CHECK_MPI(MPI_Comm_size(c, &n));
+    CHECK_MPI(MPI_Comm_rank(c, &r));
+    CHECK_EQ(size, n, "size of the created group");
+    CHECK_EQ(size - 1 - rank, r, "rank in the reversed group");
+    CHECK_MPI(MPI_Allreduce(&r, &sum, 1, MPI_INT, MPI_SUM, c));
+    CHECK_EQ(size * (size - 1) / 2, sum, "allreduce on the created group");
+    CHECK_MPI(MPI_Comm_free(&c));
+}
+
 int main(int argc, char **argv)
 {
     int provided = -1;
@@ -604,5 +638,6 @@ int main(int argc, char **argv)
     pscw_part();
     free_part();
     topology_part();
+    create_group_part();
     return tc_finish("thread_multiple");
 }

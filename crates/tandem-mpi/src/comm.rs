@@ -616,6 +616,50 @@ pub unsafe extern "C" fn MPI_Comm_create(
     })
 }
 
+/// `MPI_Comm_create_group` under `MPI_THREAD_MULTIPLE`: the members'
+/// agreement is stepped through a wait that lets other threads in (see
+/// `state::block_on`). Must end the call.
+fn create_group_letting_others_in(
+    s: &mut State,
+    comm: MPI_Comm,
+    id: CommId,
+    members: Arc<[u32]>,
+    tag: i32,
+    newcomm: *mut MPI_Comm,
+) -> Result<(), Fail> {
+    let mut making = Some(
+        s.rt.comm_create_group_start(id, members, tag)
+            .map_err(fail(comm))?,
+    );
+    state::block_on(s, move |s, may_end| {
+        let m = making.as_mut().expect("run until it ends, not after");
+        loop {
+            match s.rt.group_making_step(m) {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => return Some(Err(fail(comm)(e))),
+            }
+            let waits = |p: &tandem::p2p::P2p, _: &tandem::coll::Colls| !m.waits_in(p);
+            if may_end {
+                if !s.rt.wait_until_or_hand_over(waits) {
+                    return None;
+                }
+            } else {
+                s.rt.wait_until(waits);
+            }
+        }
+        let m = making.take().expect("looked at above");
+        let new = match s.rt.comm_group_made(m) {
+            Ok(new) => new,
+            Err(e) => return Some(Err(fail(comm)(e))),
+        };
+        let h = register(s, id, Some(new), CommExt::default());
+        // SAFETY: checked non-null before the wait began.
+        unsafe { put(newcomm, h) };
+        Some(Ok(()))
+    })
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_create_group(
     comm: MPI_Comm,
@@ -629,7 +673,11 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
         let g = subgroup(s, comm, id, group_)?;
         let tag = args::send_tag(comm, tag)?;
         // Only the group's members take part; others get MPI_COMM_NULL.
-        let new = if g.contains(&s.rt.rank()) {
+        let member = g.contains(&s.rt.rank());
+        if member && state::multiple() {
+            return create_group_letting_others_in(s, comm, id, g, tag, newcomm);
+        }
+        let new = if member {
             Some(s.rt.comm_create_group(id, g, tag).map_err(fail(comm))?)
         } else {
             None

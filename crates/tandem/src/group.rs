@@ -11,7 +11,7 @@ use crate::coll::agree::Agreement;
 use crate::coll::{CollCall, SchedId};
 use crate::comm::Comm;
 use crate::error::{Error, ErrorClass, Result};
-use crate::p2p::{Envelope, SendMode};
+use crate::p2p::{Envelope, P2p, ReqId, SendMode};
 use crate::runtime::{CommId, Runtime};
 
 /// Tags from 2^30 up on a communicator's collective context carry what is
@@ -49,6 +49,35 @@ pub fn from_group_tag(stringtag: &[u8]) -> i32 {
 /// collective context.
 pub fn partitioned_tag(tag: i32) -> i32 {
     PARTITIONED_TAGS | (tag.max(0) & USER_TAG_BITS)
+}
+
+/// `MPI_Comm_create_group`'s agreement among the group's members, started
+/// (see [`Runtime::comm_create_group_start`]).
+pub struct GroupMaking {
+    env: Envelope,
+    members: Arc<[u32]>,
+    /// This rank is the first member, which gathers the offers.
+    leader: bool,
+    /// (parent rank, world rank) of whom this rank talks to: every other
+    /// member for the first, the first for the others.
+    peers: Vec<(u32, u32)>,
+    /// This rank's offer of context ids.
+    token: u64,
+    /// The largest offer seen so far (this rank's own at first).
+    cid: u32,
+    /// Requests in flight, their 4-byte buffers, and whether each sends.
+    messages: Vec<(ReqId, Box<[u8; 4]>, bool)>,
+    /// The first member has sent the largest offer back.
+    answered: bool,
+}
+
+impl GroupMaking {
+    /// Whether a message of the agreement is still in flight.
+    pub fn waits_in(&self, p2p: &P2p) -> bool {
+        self.messages
+            .iter()
+            .any(|(id, _, _)| p2p.is_complete(*id) == Some(false))
+    }
 }
 
 impl Runtime {
@@ -146,6 +175,36 @@ impl Runtime {
         members: Arc<[u32]>,
         wire_tag: i32,
     ) -> Result<CommId> {
+        let mut making = self.group_making_start(parent, members, wire_tag)?;
+        while !self.group_making_step(&mut making)? {
+            self.wait_until(|p, _| !making.waits_in(p));
+        }
+        self.comm_group_made(making)
+    }
+
+    /// [`Runtime::comm_create_group`], started: the caller calls
+    /// [`Runtime::group_making_step`] until it says done, waiting meanwhile
+    /// as it likes for [`GroupMaking::waits_in`] to turn false
+    /// (`MPI_THREAD_MULTIPLE`: a wait that lets other threads in), then
+    /// [`Runtime::comm_group_made`].
+    pub fn comm_create_group_start(
+        &mut self,
+        parent: CommId,
+        members: Arc<[u32]>,
+        tag: i32,
+    ) -> Result<GroupMaking> {
+        self.group_making_start(parent, members, create_group_tag(tag))
+    }
+
+    /// The largest offer of the members wins: each sends its offer to the
+    /// first member, which sends the largest back to each. The messages
+    /// are posted here and advanced by [`Runtime::group_making_step`].
+    fn group_making_start(
+        &mut self,
+        parent: CommId,
+        members: Arc<[u32]>,
+        wire_tag: i32,
+    ) -> Result<GroupMaking> {
         let c = self.comm(parent)?.clone();
         let me = self.rank();
         let index = members
@@ -164,32 +223,131 @@ impl Runtime {
                     )
                 })
         };
+        // Checked before anything is posted or offered.
+        let peers: Vec<(u32, u32)> = if index == 0 {
+            members[1..]
+                .iter()
+                .map(|&w| parent_rank(w).map(|r| (r, w)))
+                .collect::<Result<_>>()?
+        } else {
+            vec![(parent_rank(members[0])?, members[0])]
+        };
         let env = Envelope {
             ctx: c.coll_context(),
             src: c.rank,
             tag: wire_tag,
         };
         let (token, offer) = self.cids.lock().unwrap_or_else(|p| p.into_inner()).offer();
-        let agreed = self.create_group_max(env, &members, index, offer, parent_rank);
-        let cid = match agreed {
-            Ok(cid) => cid,
-            Err(e) => {
-                // Withdraws the offer: u32::MAX is never taken.
-                self.cids
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .settle(token, u32::MAX);
-                return Err(e);
+        let mut making = GroupMaking {
+            env,
+            members,
+            leader: index == 0,
+            peers,
+            token,
+            cid: offer,
+            messages: Vec::new(),
+            answered: false,
+        };
+        let posted = if making.leader {
+            (0..making.peers.len()).try_for_each(|i| self.group_message(&mut making, i, false))
+        } else {
+            self.group_message(&mut making, 0, true)
+                .and_then(|()| self.group_message(&mut making, 0, false))
+        };
+        if let Err(e) = posted {
+            self.group_making_failed(&making);
+            return Err(e);
+        }
+        Ok(making)
+    }
+
+    /// Posts the send of `making.cid` to, or the receive from, peer `i`.
+    fn group_message(&mut self, making: &mut GroupMaking, i: usize, send: bool) -> Result<()> {
+        let (rank, world) = making.peers[i];
+        let mut buf = Box::new(making.cid.to_le_bytes());
+        // SAFETY: the buffer is heap memory kept in `making.messages` (it
+        // stays put when the vector grows) until the request is taken.
+        let id = unsafe {
+            if send {
+                let env = making.env;
+                self.p2p
+                    .isend(env, world, buf.as_ptr(), 4, SendMode::Standard)?
+            } else {
+                let (ctx, tag) = (making.env.ctx, making.env.tag);
+                self.p2p
+                    .irecv(ctx, Some((rank, world)), Some(tag), buf.as_mut_ptr(), 4)
             }
         };
+        making.messages.push((id, buf, send));
+        Ok(())
+    }
+
+    /// Advances `making` once its messages are done: the first member, having
+    /// every offer, sends back the largest. True when the agreement is
+    /// over; an error withdraws this rank's offer.
+    pub fn group_making_step(&mut self, making: &mut GroupMaking) -> Result<bool> {
+        if making.waits_in(&self.p2p) {
+            return Ok(false);
+        }
+        let result = self.group_messages_taken(making);
+        if let Err(e) = result {
+            self.group_making_failed(making);
+            return Err(e);
+        }
+        if making.leader && !making.answered {
+            making.answered = true;
+            if let Err(e) =
+                (0..making.peers.len()).try_for_each(|i| self.group_message(making, i, true))
+            {
+                self.group_making_failed(making);
+                return Err(e);
+            }
+            return Ok(making.messages.is_empty());
+        }
+        Ok(true)
+    }
+
+    /// Takes `making`'s finished messages, folding received offers into
+    /// its context id.
+    fn group_messages_taken(&mut self, making: &mut GroupMaking) -> Result<()> {
+        for (id, buf, send) in std::mem::take(&mut making.messages) {
+            let st = self.p2p.take_if_complete(id).unwrap_or_default();
+            if let Some(e) = st.error {
+                return Err(e);
+            }
+            if !send {
+                if st.count != 4 {
+                    return Err(Error::new(
+                        ErrorClass::Intern,
+                        format!("context id message of {} bytes", st.count),
+                    ));
+                }
+                making.cid = making.cid.max(u32::from_le_bytes(*buf));
+            }
+        }
+        Ok(())
+    }
+
+    /// Withdraws the offer of a failed agreement (u32::MAX is never taken).
+    fn group_making_failed(&mut self, making: &GroupMaking) {
+        self.cids
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .settle(making.token, u32::MAX);
+    }
+
+    /// The communicator [`Runtime::comm_create_group_start`] began, once
+    /// [`Runtime::group_making_step`] said done.
+    pub fn comm_group_made(&mut self, making: GroupMaking) -> Result<CommId> {
         // Each member's offer is past the ids it took or claimed before; an
         // MPI_Comm_idup of this rank in flight may have claimed the maximum
         // since, which this scheme (no second round) cannot undo.
+        let cid = making.cid;
         if !self
             .cids
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .settle(token, cid)
+            .settle(making.token, cid)
         {
             return Err(Error::new(
                 ErrorClass::Intern,
@@ -199,76 +357,7 @@ impl Runtime {
                 ),
             ));
         }
-        self.install_comm(cid, members)
-    }
-
-    /// The maximum of the members' offers: gathered by the first member
-    /// (`index` 0) and sent back.
-    fn create_group_max(
-        &mut self,
-        env: Envelope,
-        members: &[u32],
-        index: usize,
-        offer: u32,
-        parent_rank: impl Fn(u32) -> Result<u32>,
-    ) -> Result<u32> {
-        let mut cid = offer;
-        if members.len() > 1 {
-            let leader = members[0];
-            if index == 0 {
-                for &w in &members[1..] {
-                    let v = self.exchange_u32(env, None, Some((parent_rank(w)?, w)))?;
-                    cid = cid.max(v);
-                }
-                for &w in &members[1..] {
-                    self.exchange_u32(env, Some((w, cid)), None)?;
-                }
-            } else {
-                let from = (parent_rank(leader)?, leader);
-                self.exchange_u32(env, Some((leader, cid)), None)?;
-                cid = self.exchange_u32(env, None, Some(from))?;
-            }
-        }
-        Ok(cid)
-    }
-
-    /// Sends a `u32` to world rank `to.0` or receives one from
-    /// (communicator rank, world rank) `from`, and waits for it.
-    fn exchange_u32(
-        &mut self,
-        env: Envelope,
-        to: Option<(u32, u32)>,
-        from: Option<(u32, u32)>,
-    ) -> Result<u32> {
-        let mut buf = [0u8; 4];
-        let id = match (to, from) {
-            (Some((world, value)), _) => {
-                buf = value.to_le_bytes();
-                // SAFETY: `buf` outlives the request, waited for below.
-                unsafe {
-                    self.p2p
-                        .isend(env, world, buf.as_ptr(), 4, SendMode::Standard)?
-                }
-            }
-            // SAFETY: as above.
-            (None, Some(src)) => unsafe {
-                self.p2p
-                    .irecv(env.ctx, Some(src), Some(env.tag), buf.as_mut_ptr(), 4)
-            },
-            (None, None) => return Ok(0),
-        };
-        self.wait_until(|p, _| p.is_complete(id) != Some(false));
-        let st = self.p2p.take_if_complete(id).unwrap_or_default();
-        if let Some(e) = st.error {
-            return Err(e);
-        }
-        if from.is_some() && st.count != 4 {
-            return Err(Error::new(
-                ErrorClass::Intern,
-                format!("context id message of {} bytes", st.count),
-            ));
-        }
-        Ok(u32::from_le_bytes(buf))
+        self.install_comm(cid, making.members)
     }
 
     /// `MPI_Comm_split`: ranks with the same `color` (`None` = undefined)
