@@ -45,7 +45,8 @@
  *  13. create_group: as 6 and 7 with MPI_Comm_create_group of every rank in
  *      reverse order (its first member, which gathers the others' offers,
  *      is the last rank); the new communicator's size and ranks are
- *      checked, and used.
+ *      checked, and used. Then the same with MPI_Comm_create_from_group
+ *      of a session's mpi://WORLD.
  */
 #include "check.h"
 
@@ -588,6 +589,21 @@ static void create_group_reversed(void *out)
     CHECK_MPI(MPI_Group_free(&world));
 }
 
+static void create_from_group(void *group)
+{
+    MPI_Comm c = MPI_COMM_NULL;
+    int n = -1, r = -1, sum = 0;
+    CHECK_MPI(MPI_Comm_create_from_group(*(MPI_Group *)group, "tandem.thread_multiple",
+                                         MPI_INFO_NULL, MPI_ERRORS_RETURN, &c));
+    CHECK_MPI(MPI_Comm_size(c, &n));
+    CHECK_MPI(MPI_Comm_rank(c, &r));
+    CHECK_EQ(size, n, "size of the communicator from the session's group");
+    CHECK_EQ(rank, r, "rank in the communicator from the session's group");
+    CHECK_MPI(MPI_Allreduce(&r, &sum, 1, MPI_INT, MPI_SUM, c));
+    CHECK_EQ(size * (size - 1) / 2, sum, "allreduce on the communicator from the group");
+    CHECK_MPI(MPI_Comm_free(&c));
+}
+
 static void create_group_part(void)
 {
     MPI_Comm c = MPI_COMM_NULL;
@@ -600,6 +616,13 @@ static void create_group_part(void)
     CHECK_MPI(MPI_Allreduce(&r, &sum, 1, MPI_INT, MPI_SUM, c));
     CHECK_EQ(size * (size - 1) / 2, sum, "allreduce on the created group");
     CHECK_MPI(MPI_Comm_free(&c));
+    MPI_Session session;
+    MPI_Group world;
+    CHECK_MPI(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session));
+    CHECK_MPI(MPI_Group_from_session_pset(session, "mpi://WORLD", &world));
+    behind_late_send(create_from_group, &world, "MPI_Comm_create_from_group");
+    CHECK_MPI(MPI_Group_free(&world));
+    CHECK_MPI(MPI_Session_finalize(&session));
 }
 
 int main(int argc, char **argv)

@@ -617,8 +617,8 @@ pub unsafe extern "C" fn MPI_Comm_create(
 }
 
 /// `MPI_Comm_create_group` under `MPI_THREAD_MULTIPLE`: the members'
-/// agreement is stepped through a wait that lets other threads in (see
-/// `state::block_on`). Must end the call.
+/// agreement is stepped through a wait that lets other threads in. Must
+/// end the call.
 fn create_group_letting_others_in(
     s: &mut State,
     comm: MPI_Comm,
@@ -627,10 +627,28 @@ fn create_group_letting_others_in(
     tag: i32,
     newcomm: *mut MPI_Comm,
 ) -> Result<(), Fail> {
-    let mut making = Some(
+    let making =
         s.rt.comm_create_group_start(id, members, tag)
-            .map_err(fail(comm))?,
-    );
+            .map_err(fail(comm))?;
+    group_made_letting_others_in(s, making, comm, newcomm, move |s, new| {
+        register(s, id, Some(new), CommExt::default())
+    })
+}
+
+/// Steps a communicator's agreement among a group's members
+/// (`MPI_Comm_create_group`, `MPI_Comm_create_from_group`) through a wait
+/// that lets other threads in (see `state::block_on`); `register` makes
+/// the new communicator's handle, put in `*newcomm`. Errors name `comm`.
+/// Must end the call.
+pub(crate) fn group_made_letting_others_in(
+    s: &mut State,
+    making: tandem::group::GroupMaking,
+    comm: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    register: impl FnOnce(&mut State, CommId) -> MPI_Comm + 'static,
+) -> Result<(), Fail> {
+    let mut making = Some(making);
+    let mut register = Some(register);
     state::block_on(s, move |s, may_end| {
         let m = making.as_mut().expect("run until it ends, not after");
         loop {
@@ -653,7 +671,7 @@ fn create_group_letting_others_in(
             Ok(new) => new,
             Err(e) => return Some(Err(fail(comm)(e))),
         };
-        let h = register(s, id, Some(new), CommExt::default());
+        let h = register.take().expect("registered once")(s, new);
         // SAFETY: checked non-null before the wait began.
         unsafe { put(newcomm, h) };
         Some(Ok(()))

@@ -447,14 +447,35 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
                     "the calling process is not in the group",
                 ));
             }
+            let session = group::session_of(s, group_);
+            let made = move |s: &mut State, id: tandem::CommId| {
+                let h = s.add_comm(id, errhandler);
+                s.entry(id).session = session;
+                h
+            };
+            if crate::state::multiple() {
+                // The agreement lets other threads in (see comm.rs).
+                let making =
+                    s.rt.comm_create_from_group_start(members, tag)
+                        .map_err(|error| Fail {
+                            comm: MPI_COMM_SELF,
+                            error,
+                        })?;
+                return crate::comm::group_made_letting_others_in(
+                    s,
+                    making,
+                    MPI_COMM_SELF,
+                    newcomm,
+                    made,
+                );
+            }
             let id =
                 s.rt.comm_create_from_group(members, tag)
                     .map_err(|error| Fail {
                         comm: MPI_COMM_SELF,
                         error,
                     })?;
-            let h = s.add_comm(id, errhandler);
-            s.entry(id).session = group::session_of(s, group_);
+            let h = made(s, id);
             // SAFETY: checked non-null.
             unsafe { put(newcomm, h) };
             Ok(())

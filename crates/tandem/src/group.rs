@@ -196,6 +196,16 @@ impl Runtime {
         self.group_making_start(parent, members, create_group_tag(tag))
     }
 
+    /// [`Runtime::comm_create_from_group`], started (as
+    /// [`Runtime::comm_create_group_start`]).
+    pub fn comm_create_from_group_start(
+        &mut self,
+        members: Arc<[u32]>,
+        stringtag: &[u8],
+    ) -> Result<GroupMaking> {
+        self.group_making_start(crate::WORLD, members, from_group_tag(stringtag))
+    }
+
     /// The largest offer of the members wins: each sends its offer to the
     /// first member, which sends the largest back to each. The messages
     /// are posted here and advanced by [`Runtime::group_making_step`].
