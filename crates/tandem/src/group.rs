@@ -265,7 +265,7 @@ impl Runtime {
                 .and_then(|()| self.group_message(&mut making, 0, false))
         };
         if let Err(e) = posted {
-            self.group_making_failed(&making);
+            self.group_making_failed(&mut making);
             return Err(e);
         }
         Ok(making)
@@ -299,8 +299,7 @@ impl Runtime {
         if making.waits_in(&self.p2p) {
             return Ok(false);
         }
-        let result = self.group_messages_taken(making);
-        if let Err(e) = result {
+        if let Err(e) = self.group_messages_taken(making) {
             self.group_making_failed(making);
             return Err(e);
         }
@@ -319,31 +318,42 @@ impl Runtime {
 
     /// Takes `making`'s finished messages, folding received offers into
     /// its context id.
+    /// Every one is taken, even after a failed one.
     fn group_messages_taken(&mut self, making: &mut GroupMaking) -> Result<()> {
+        let mut outcome = Ok(());
         for (id, buf, send) in std::mem::take(&mut making.messages) {
             let st = self.p2p.take_if_complete(id).unwrap_or_default();
-            if let Some(e) = st.error {
-                return Err(e);
-            }
-            if !send {
-                if st.count != 4 {
-                    return Err(Error::new(
-                        ErrorClass::Intern,
-                        format!("context id message of {} bytes", st.count),
-                    ));
+            let failed = match st.error {
+                Some(e) => Some(e),
+                None if !send && st.count != 4 => Some(Error::new(
+                    ErrorClass::Intern,
+                    format!("context id message of {} bytes", st.count),
+                )),
+                None => {
+                    if !send {
+                        making.cid = making.cid.max(u32::from_le_bytes(*buf));
+                    }
+                    None
                 }
-                making.cid = making.cid.max(u32::from_le_bytes(*buf));
+            };
+            if let (Some(e), Ok(())) = (failed, &outcome) {
+                outcome = Err(e);
             }
         }
-        Ok(())
+        outcome
     }
 
     /// Withdraws the offer of a failed agreement (u32::MAX is never taken).
-    fn group_making_failed(&mut self, making: &GroupMaking) {
+    /// Messages still in flight keep their buffers: the engine may yet
+    /// read or fill them (4 bytes each, left behind only after an error).
+    fn group_making_failed(&mut self, making: &mut GroupMaking) {
         self.cids
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .settle(making.token, u32::MAX);
+        for (_, buf, _) in making.messages.drain(..) {
+            Box::leak(buf);
+        }
     }
 
     /// The communicator [`Runtime::comm_create_group_start`] began, once
