@@ -236,7 +236,9 @@ extern "C" fn on_signal(_sig: libc::c_int) {
         Some(mut owner) => {
             if let Some(state) = owner.slot().as_mut() {
                 let p2p = state.rt.p2p();
-                p2p.progress_from_signal();
+                if p2p.progress_from_signal() > 0 {
+                    crate::state::progress_made();
+                }
                 p2p.engine().counters_mut().signals_handled += 1;
             }
             drop(owner);

@@ -329,6 +329,7 @@ fn serve(kick_fd: RawFd, news: &[RawFd]) {
         p2p.set_async_matching(true);
         let mut yielded = false;
         for _ in 0..ROUNDS_PER_TURN {
+            // Counted for threads waiting to come back (the progress hook).
             let did = state.rt.p2p().progress();
             state.rt.progress_once();
             // The application wants in: it drives communication itself now,

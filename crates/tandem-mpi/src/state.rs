@@ -185,8 +185,9 @@ struct Global {
     /// The runtime's kick descriptor (`Engine::kick_fd`), -1 before it
     /// runs: a thread that wants in wakes a holder asleep in a wait.
     kick_fd: AtomicI32,
-    /// Under `MPI_THREAD_MULTIPLE`: how many times a blocked call's wait
-    /// made progress (see [`hand_over_now`]).
+    /// Under `MPI_THREAD_MULTIPLE`: how many times a blocked call's wait,
+    /// or a progress helper, made progress (see [`hand_over_now`] and
+    /// [`progress_made`]).
     epoch: AtomicU32,
     /// The progress count when the holder last stopped its wait to let
     /// others in: what it had looked at (see [`resume_blocked`]).
@@ -537,6 +538,22 @@ fn hand_over_now(did: bool) -> bool {
     go
 }
 
+/// Counts progress, whoever made it: any call's pass that did something
+/// (`P2p::set_progress_hook`), the progress helper thread's, the progress
+/// signal handler's. A call that let other threads in, and sleeps to take
+/// the library back, asks the holder to let it in once it sees the count
+/// moved (see [`Owner::reacquire`]). Counting only the passes of blocked
+/// calls' waits lost wake-ups: a request finished by another call's
+/// progress, or by the helper, went unseen while the next holder slept in
+/// a wait of its own, and both waited for ever (tests/c/thread_multiple.c
+/// over TCP with `progress=thread`, on a loaded machine). Called while
+/// holding the library (an atomic add: fine in a handler).
+pub(crate) fn progress_made() {
+    if multiple() {
+        GLOBAL.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// What a blocking call does once it has started its operation: waits
 /// (`may_end` false: to the end) and finishes, or, with `may_end`, returns
 /// `None` when it stopped waiting to let other threads in.
@@ -799,6 +816,7 @@ pub(crate) fn allow_multiple(state: &mut State) {
         .kick_fd
         .store(state.rt.p2p().engine().kick_fd(), Ordering::Relaxed);
     state.rt.p2p().set_hand_over(Some(hand_over_now));
+    state.rt.p2p().set_progress_hook(Some(progress_made));
     GLOBAL.multiple.store(true, Ordering::Release);
 }
 

@@ -881,6 +881,8 @@ pub struct P2p {
     /// with whether progress was made since the last look: whether another
     /// thread should have the library now.
     hand_over: Option<fn(bool) -> bool>,
+    /// Told of every pass that did something (see [`P2p::set_progress_hook`]).
+    progress_hook: Option<fn()>,
 }
 
 impl P2p {
@@ -923,6 +925,7 @@ impl P2p {
             spin: cfg.spin,
             yield_time: cfg.yield_time,
             hand_over: None,
+            progress_hook: None,
         }
     }
 
@@ -1679,7 +1682,24 @@ impl P2p {
     /// anything happened.
     pub fn progress(&mut self) -> bool {
         let did = self.engine.progress(&mut self.m);
-        self.finish_pass() || did
+        let did = self.finish_pass() || did;
+        if did {
+            self.progress_made();
+        }
+        did
+    }
+
+    /// Sets what is told of progress (`MPI_THREAD_MULTIPLE`: a thread that
+    /// let others in and waits to come back learns that what it waits for
+    /// may have finished, whichever thread's call did the work).
+    pub fn set_progress_hook(&mut self, hook: Option<fn()>) {
+        self.progress_hook = hook;
+    }
+
+    fn progress_made(&self) {
+        if let Some(hook) = self.progress_hook {
+            hook();
+        }
     }
 
     /// The end of every pass: frames matching left to send go, receives
@@ -1793,17 +1813,19 @@ impl P2p {
             // claimed: it ends without a frame, so it is polled, not slept
             // on, offering the CPU between looks (with `spin_us=0` this is
             // every pass).
-            if !self.engine.progress(&mut self.m) {
-                if !self.m.help_waits.is_empty() || !self.m.pulls.is_empty() {
-                    std::thread::yield_now();
-                } else if self.engine.arm_sleep() {
-                    if ready(self) {
-                        self.engine.disarm_sleep();
-                        return true;
-                    }
-                    self.engine.sleep_armed(&mut self.m);
-                    woke = true;
+            if self.engine.progress(&mut self.m) {
+                self.progress_made();
+            } else if !self.m.help_waits.is_empty() || !self.m.pulls.is_empty() {
+                std::thread::yield_now();
+            } else if self.engine.arm_sleep() {
+                if ready(self) {
+                    self.engine.disarm_sleep();
+                    return true;
                 }
+                if self.engine.sleep_armed(&mut self.m) {
+                    self.progress_made();
+                }
+                woke = true;
             }
             self.finish_pass();
             if ready(self) {
