@@ -247,6 +247,26 @@ pub fn run(
     complete_or_hand_out(s, comm, sid, st, req)
 }
 
+/// Waits for started collective `sid` as a step of a blocking call (see
+/// `state::block_on`): false when, with `may_end`, the wait stopped to let
+/// other threads in; else it is complete, or (without `may_end`) left for
+/// `coll_wait` to wait for.
+pub(crate) fn sched_waited(s: &mut State, sid: tandem::coll::SchedId, may_end: bool) -> bool {
+    !may_end
+        || s.rt
+            .wait_until_or_hand_over(|_, c| c.is_complete(sid) != Some(false))
+}
+
+/// [`sched_waited`], then the collective's outcome, taken; `None` when the
+/// wait stopped to let other threads in.
+pub(crate) fn sched_done(
+    s: &mut State,
+    sid: tandem::coll::SchedId,
+    may_end: bool,
+) -> Option<tandem::Result<()>> {
+    sched_waited(s, sid, may_end).then(|| s.rt.coll_wait(sid))
+}
+
 /// The started collective `sid`: waited for and its staging `st` unpacked
 /// when `req` is null (a blocking call); else `st` is unpacked when it
 /// completes and its request handle is written to `req`.
@@ -260,14 +280,7 @@ pub(crate) fn complete_or_hand_out(
     if req.is_null() {
         let mut st = Some(st);
         return state::block_on(s, move |s, may_end| {
-            if may_end
-                && !s
-                    .rt
-                    .wait_until_or_hand_over(|_, c| c.is_complete(sid) != Some(false))
-            {
-                return None;
-            }
-            let done = s.rt.coll_wait(sid).map_err(|error| Fail { comm, error });
+            let done = sched_done(s, sid, may_end)?.map_err(|error| Fail { comm, error });
             Some(done.map(|()| st.take().map_or((), Stage::finish)))
         });
     }

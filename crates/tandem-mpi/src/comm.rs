@@ -365,24 +365,6 @@ pub(crate) fn from_group_letting_others_in(
     made_letting_others_in(s, comm, id, newcomm, Making::Agreeing(m), never, ext)
 }
 
-/// Waits for started collective `sid` and takes its outcome; `None` when,
-/// with `may_end`, the wait stopped to let other threads in (see
-/// `state::block_on`).
-pub(crate) fn sched_done(
-    s: &mut State,
-    sid: tandem::coll::SchedId,
-    may_end: bool,
-) -> Option<tandem::Result<()>> {
-    if may_end
-        && !s
-            .rt
-            .wait_until_or_hand_over(|_, c| c.is_complete(sid) != Some(false))
-    {
-        return None;
-    }
-    Some(s.rt.coll_wait(sid))
-}
-
 /// A duplicate of intracommunicator `id`, registered with `ext` as
 /// `*newcomm` (the distributed-graph constructors). Under
 /// `MPI_THREAD_MULTIPLE` an idup whose wait lets other threads in; must
@@ -403,16 +385,18 @@ pub(crate) fn dup_with_ext(
     }
     let (new, sched) = s.rt.comm_idup(id).map_err(fail(comm))?;
     let h = register(s, id, Some(new), ext);
-    state::block_on(s, move |s, may_end| match sched_done(s, sched, may_end)? {
-        Ok(()) => {
-            // SAFETY: checked non-null by the caller.
-            unsafe { put(newcomm, h) };
-            Some(Ok(()))
-        }
-        Err(e) => {
-            // Never agreed on: the duplicate goes.
-            discard(s, h);
-            Some(Err(fail(comm)(e)))
+    state::block_on(s, move |s, may_end| {
+        match crate::coll::sched_done(s, sched, may_end)? {
+            Ok(()) => {
+                // SAFETY: checked non-null by the caller.
+                unsafe { put(newcomm, h) };
+                Some(Ok(()))
+            }
+            Err(e) => {
+                // Never agreed on: the duplicate goes.
+                discard(s, h);
+                Some(Err(fail(comm)(e)))
+            }
         }
     })
 }
@@ -437,11 +421,7 @@ fn made_letting_others_in(
             Making::Gathering(sid) => *sid,
             Making::Agreeing(m) => m.sched,
         };
-        if may_end
-            && !s
-                .rt
-                .wait_until_or_hand_over(|_, c| c.is_complete(sid) != Some(false))
-        {
+        if !crate::coll::sched_waited(s, sid, may_end) {
             return None;
         }
         match at.take().expect("looked at above") {

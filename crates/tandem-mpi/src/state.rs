@@ -185,9 +185,8 @@ struct Global {
     /// The runtime's kick descriptor (`Engine::kick_fd`), -1 before it
     /// runs: a thread that wants in wakes a holder asleep in a wait.
     kick_fd: AtomicI32,
-    /// Under `MPI_THREAD_MULTIPLE`: how many times a blocked call's wait,
-    /// or a progress helper, made progress (see [`hand_over_now`] and
-    /// [`progress_made`]).
+    /// Under `MPI_THREAD_MULTIPLE`: how many passes made progress, whoever
+    /// made them (see [`progress_made`] and [`hand_over_now`]).
     epoch: AtomicU32,
     /// The progress count when the holder last stopped its wait to let
     /// others in: what it had looked at (see [`resume_blocked`]).
@@ -523,6 +522,8 @@ fn futex_wake_all(word: &AtomicU32) {
 /// thread wants to start a call, or when threads sleep that waited for
 /// something this progress may have finished.
 fn hand_over_now(did: bool) -> bool {
+    // Counted again (`progress_made` counted the pass's frames): `did` also
+    // covers a wake-up by a peer's change to memory polled, not a frame.
     if did {
         GLOBAL.epoch.fetch_add(1, Ordering::SeqCst);
     }

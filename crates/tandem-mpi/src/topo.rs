@@ -1066,7 +1066,7 @@ pub unsafe extern "C" fn MPI_Dist_graph_create(
             let sid = match step.as_ref().expect("run until it ends, not after") {
                 DistStep::Counts(x) | DistStep::Records(x) | DistStep::Dup(_, x) => *x,
             };
-            if let Err(e) = crate::comm::sched_done(s, sid, may_end)? {
+            if let Err(e) = crate::coll::sched_done(s, sid, may_end)? {
                 if let Some(DistStep::Dup(h, _)) = step {
                     crate::comm::discard(s, h);
                 }

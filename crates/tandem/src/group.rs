@@ -151,7 +151,8 @@ impl Runtime {
         members: Arc<[u32]>,
         tag: i32,
     ) -> Result<CommId> {
-        self.create_group_on(parent, members, create_group_tag(tag))
+        let making = self.comm_create_group_start(parent, members, tag)?;
+        self.group_made_waiting(making)
     }
 
     /// `MPI_Comm_create_from_group`: as [`Runtime::comm_create_group`] with
@@ -163,19 +164,12 @@ impl Runtime {
         members: Arc<[u32]>,
         stringtag: &[u8],
     ) -> Result<CommId> {
-        self.create_group_on(crate::WORLD, members, from_group_tag(stringtag))
+        let making = self.comm_create_from_group_start(members, stringtag)?;
+        self.group_made_waiting(making)
     }
 
-    /// The agreement of a new communicator among `members` (all in
-    /// `parent`), in messages with tag `wire_tag` on the parent's
-    /// collective context.
-    fn create_group_on(
-        &mut self,
-        parent: CommId,
-        members: Arc<[u32]>,
-        wire_tag: i32,
-    ) -> Result<CommId> {
-        let mut making = self.group_making_start(parent, members, wire_tag)?;
+    /// The communicator of a started group agreement, waited for.
+    fn group_made_waiting(&mut self, mut making: GroupMaking) -> Result<CommId> {
         while !self.group_making_step(&mut making)? {
             self.wait_until(|p, _| !making.waits_in(p));
         }
@@ -206,9 +200,12 @@ impl Runtime {
         self.group_making_start(crate::WORLD, members, from_group_tag(stringtag))
     }
 
-    /// The largest offer of the members wins: each sends its offer to the
-    /// first member, which sends the largest back to each. The messages
-    /// are posted here and advanced by [`Runtime::group_making_step`].
+    /// The agreement of a new communicator among `members` (all in
+    /// `parent`), in messages with tag `wire_tag` on the parent's
+    /// collective context. The largest offer of the members wins: each
+    /// sends its offer to the first member, which sends the largest back to
+    /// each. The messages are posted here and advanced by
+    /// [`Runtime::group_making_step`].
     fn group_making_start(
         &mut self,
         parent: CommId,
