@@ -1911,14 +1911,16 @@ fn ops_then(
     barrier: Option<CommId>,
     mut then: impl FnMut(&mut State) -> Outcome + 'static,
 ) -> Outcome {
+    // A failed operation is reported after the barrier: the other members
+    // wait in it for this one.
     if !state::multiple() {
-        complete_ops(s, win, target)?;
-        if let Some(comm) = barrier {
-            s.rt.barrier(comm).map_err(engine_fail)?;
-        }
+        let ops = complete_ops(s, win, target);
+        let met = barrier.map_or(Ok(()), |comm| s.rt.barrier(comm).map_err(engine_fail));
+        ops.and(met)?;
         return then(s);
     }
     let mut ops = Some(Completion::start(s, win, target)?);
+    let mut failed: Option<Fail> = None;
     let mut started: Option<tandem::coll::SchedId> = None;
     state::block_on(s, move |s, may_end| {
         if let Some(c) = ops.as_mut() {
@@ -1926,31 +1928,26 @@ fn ops_then(
                 return None;
             }
             let c = ops.take().expect("looked at above");
-            if let Err(f) = c.finish(s, win) {
-                return Some(Err(f));
-            }
+            failed = c.finish(s, win).err();
             if let Some(comm) = barrier {
                 // SAFETY: a barrier moves no user data.
                 match unsafe { s.rt.coll_start(comm, tandem::coll::CollCall::Barrier) } {
                     Ok(sid) => started = Some(sid),
-                    Err(e) => return Some(Err(engine_fail(e))),
+                    Err(e) => return Some(Err(failed.take().unwrap_or(engine_fail(e)))),
                 }
             }
         }
         if let Some(sid) = started {
-            if may_end
-                && !s
-                    .rt
-                    .wait_until_or_hand_over(|_, c| c.is_complete(sid) != Some(false))
-            {
-                return None;
-            }
+            let met = crate::coll::sched_done(s, sid, may_end)?;
             started = None;
-            if let Err(e) = s.rt.coll_wait(sid) {
-                return Some(Err(engine_fail(e)));
+            if let Err(e) = met {
+                return Some(Err(failed.take().unwrap_or(engine_fail(e))));
             }
         }
-        Some(then(s))
+        match failed.take() {
+            Some(f) => Some(Err(f)),
+            None => Some(then(s)),
+        }
     })
 }
 
@@ -2116,6 +2113,7 @@ fn unlock_one(
 /// (see `state::block_on`), then `then`.
 fn passive_each(
     s: &mut State,
+    win: MPI_Win,
     targets: std::ops::Range<u32>,
     mut one: impl FnMut(&mut State, u32, &mut Passive, bool) -> Option<Outcome> + 'static,
     mut then: impl FnMut(&mut State) -> Outcome + 'static,
@@ -2123,7 +2121,16 @@ fn passive_each(
     let mut next = targets.start;
     let end = targets.end;
     let mut st = Passive::default();
+    // Keys are never handed out twice: a window freed by another thread
+    // while this call let it in, and its slot reused, is not this one.
+    let key = get(s, win)?.key;
     state::block_on(s, move |s, may_end| {
+        if !get(s, win).is_ok_and(|w| w.key == key) {
+            return Some(Err(win_fail(
+                ErrorClass::Win,
+                "the window was freed while this call waited",
+            )));
+        }
         while next < end {
             if let Err(f) = one(s, next, &mut st, may_end)? {
                 return Some(Err(f));
@@ -2173,6 +2180,7 @@ pub unsafe extern "C" fn MPI_Win_lock(
         }
         passive_each(
             s,
+            win,
             t..t + 1,
             move |s, t, st, may_end| lock_one(s, win, t, exclusive, assert, st, may_end),
             |_| Ok(()),
@@ -2195,6 +2203,7 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         }
         passive_each(
             s,
+            win,
             t..t + 1,
             move |s, t, st, may_end| unlock_one(s, win, t, true, st, may_end),
             |_| Ok(()),
@@ -2220,6 +2229,7 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
         }
         passive_each(
             s,
+            win,
             0..w.targets.len() as u32,
             move |s, t, st, may_end| lock_one(s, win, t, false, assert, st, may_end),
             move |s| get_mut(s, win).map(|w| w.lock_all = true),
@@ -2240,6 +2250,7 @@ pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
         let n = w.targets.len() as u32;
         passive_each(
             s,
+            win,
             0..n,
             move |s, t, st, may_end| unlock_one(s, win, t, t + 1 == n, st, may_end),
             move |s| get_mut(s, win).map(|w| w.lock_all = false),
