@@ -638,12 +638,8 @@ pub(crate) fn group_made_letting_others_in(
                 Err(e) => return Some(Err(fail(comm)(e))),
             }
             let waits = |p: &tandem::p2p::P2p, _: &tandem::coll::Colls| !m.waits_in(p);
-            if may_end {
-                if !s.rt.wait_until_or_hand_over(waits) {
-                    return None;
-                }
-            } else {
-                s.rt.wait_until(waits);
+            if !s.rt.wait_until_or_hand_over_if(waits, may_end) {
+                return None;
             }
         }
         let m = making.take().expect("looked at above");

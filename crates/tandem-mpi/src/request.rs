@@ -612,12 +612,11 @@ pub fn not_persistent(h: MPI_Request) -> Fail {
 pub fn wait_op_may_end(s: &mut State, op: &mut Option<Op>, may_end: bool) -> Option<Status> {
     sweep(s);
     let o = op.as_ref()?;
-    if may_end {
-        if !s.rt.wait_until_or_hand_over(|p, c| o.ready(p, c)) {
-            return None;
-        }
-    } else {
-        s.rt.wait_until(|p, c| o.ready(p, c));
+    if !s
+        .rt
+        .wait_until_or_hand_over_if(|p, c| o.ready(p, c), may_end)
+    {
+        return None;
     }
     Some(op.take()?.finish(&mut s.rt))
 }

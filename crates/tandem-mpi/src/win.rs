@@ -623,12 +623,8 @@ fn wait_serving(
         *waited |= !r;
         r
     };
-    if may_end {
-        if !s.rt.wait_until_or_hand_over(|p2p, _| look(p2p)) {
-            return false;
-        }
-    } else {
-        s.rt.wait_until(|p2p, _| look(p2p));
+    if !s.rt.wait_until_or_hand_over_if(|p2p, _| look(p2p), may_end) {
+        return false;
     }
     if !*waited {
         s.rt.progress_once();
@@ -1978,12 +1974,7 @@ fn wait_op(s: &mut State, op: OpId, may_end: bool, serving: Option<&mut bool>) -
     if let Some(waited) = serving {
         return wait_serving(s, answered, may_end, waited);
     }
-    if may_end {
-        s.rt.wait_until_or_hand_over(|p2p, _| answered(p2p))
-    } else {
-        s.rt.wait_until(|p2p, _| answered(p2p));
-        true
-    }
+    s.rt.wait_until_or_hand_over_if(|p2p, _| answered(p2p), may_end)
 }
 
 /// Takes the lock of `t` (see [`Passive`]); `None` when the wait stopped
@@ -2464,12 +2455,8 @@ fn notices_then(
     }
     state::block_on(s, move |s, may_end| {
         let all_in = |p: &P2p| ids.iter().all(|&id| p.is_complete(id) != Some(false));
-        if may_end {
-            if !s.rt.wait_until_or_hand_over(|p, _| all_in(p)) {
-                return None;
-            }
-        } else {
-            s.rt.wait_until(|p, _| all_in(p));
+        if !s.rt.wait_until_or_hand_over_if(|p, _| all_in(p), may_end) {
+            return None;
         }
         let mut first = None;
         for &id in &ids {

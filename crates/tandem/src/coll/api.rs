@@ -98,16 +98,23 @@ impl Runtime {
     /// flight on the way (so a rank waiting for anything still serves the
     /// non-blocking collectives others wait for).
     pub fn wait_until(&mut self, ready: impl FnMut(&P2p, &Colls) -> bool) {
-        self.wait_marked(ready, false);
+        self.wait_until_or_hand_over_if(ready, false);
     }
 
     /// [`Runtime::wait_until`], except that it returns false, without
     /// `ready` holding, where [`P2p::wait_for_or_hand_over`] would.
     pub fn wait_until_or_hand_over(&mut self, ready: impl FnMut(&P2p, &Colls) -> bool) -> bool {
-        self.wait_marked(ready, true)
+        self.wait_until_or_hand_over_if(ready, true)
     }
 
-    fn wait_marked(&mut self, mut ready: impl FnMut(&P2p, &Colls) -> bool, may_end: bool) -> bool {
+    /// [`Runtime::wait_until_or_hand_over`] when `may_end`, else
+    /// [`Runtime::wait_until`] (which always returns true): for the steps
+    /// of calls that wait either way (`MPI_THREAD_MULTIPLE` or not).
+    pub fn wait_until_or_hand_over_if(
+        &mut self,
+        mut ready: impl FnMut(&P2p, &Colls) -> bool,
+        may_end: bool,
+    ) -> bool {
         loop {
             if self.colls.advance_all(&mut self.p2p) {
                 self.settle_dups();
