@@ -120,7 +120,9 @@ pub struct CompareArgs {
     pub kernel: String,
     #[command(flatten)]
     pub common: KernelArgs,
-    /// Launches per library, alternating between libraries (the repetitions are split among them)
+    /// Launches per library, alternating between libraries (the repetitions are split among them);
+    /// ratios are paired within rounds, leaving out rounds in which the machine changed state
+    /// (cache-line probes around the launches more than 1.5x apart) while most rounds did not
     #[arg(long, value_name = "K", default_value_t = 5)]
     pub rounds: u32,
 }
@@ -492,11 +494,65 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
 /// state with the other's slow one.
 pub type PairedRatios = BTreeMap<(String, usize, String), f64>;
 
+/// Rounds whose launches all saw the machine in one state: the cache-line
+/// probes taken around them (see [`core_latency::note`]) within 1.5x of
+/// each other, or not taken. The k-th launch of each library makes round k.
+pub fn steady_rounds(result: &KernelResult) -> Vec<bool> {
+    let mut libs: Vec<&str> = Vec::new();
+    for r in &result.runs {
+        if !libs.contains(&r.mpi.as_str()) {
+            libs.push(&r.mpi);
+        }
+    }
+    let launches: Vec<Vec<&RunOutput>> = libs
+        .iter()
+        .map(|&lib| result.runs.iter().filter(|r| r.mpi == lib).collect())
+        .collect();
+    let rounds = launches.iter().map(Vec::len).min().unwrap_or(0);
+    (0..rounds)
+        .map(|k| {
+            let probes: Vec<f64> = launches
+                .iter()
+                .flat_map(|l| l[k].core_round_trip_ns.iter().copied())
+                .collect();
+            core_latency::note(&probes).is_none()
+        })
+        .collect()
+}
+
+/// The rounds [`paired_ratios`] uses: the steady ones (see
+/// [`steady_rounds`]) when they are at least half, else all (a machine that
+/// changed state in most rounds is better described by every round than
+/// by a few).
+pub fn rounds_used(result: &KernelResult) -> Vec<bool> {
+    let steady = steady_rounds(result);
+    let n = steady.iter().filter(|&&s| s).count();
+    if 2 * n >= steady.len() {
+        steady
+    } else {
+        vec![true; steady.len()]
+    }
+}
+
+/// A line saying which rounds [`paired_ratios`] left out, if any.
+pub fn rounds_used_text(result: &KernelResult) -> Option<String> {
+    let used = rounds_used(result);
+    let left = used.iter().filter(|&&u| !u).count();
+    (left > 0).then(|| {
+        format!(
+            "{left} of {} rounds left out of the paired ratios: the machine changed state within them \
+             (cache-line probes around their launches more than 1.5x apart)",
+            used.len()
+        )
+    })
+}
+
 pub fn paired_ratios(result: &KernelResult) -> PairedRatios {
     let mut out = PairedRatios::new();
     let Some(first) = result.runs.first().map(|r| r.mpi.clone()) else {
         return out;
     };
+    let used = rounds_used(result);
     let launches_of =
         |lib: &str| -> Vec<&RunOutput> { result.runs.iter().filter(|r| r.mpi == lib).collect() };
     let base = launches_of(&first);
@@ -511,7 +567,12 @@ pub fn paired_ratios(result: &KernelResult) -> PairedRatios {
     for lib in libs {
         let mut ratios: BTreeMap<(usize, String), Vec<f64>> = BTreeMap::new();
         // The k-th launch of each library belongs to the same round.
-        for (bt, run) in base_tables.iter().zip(launches_of(lib)) {
+        for ((bt, run), _) in base_tables
+            .iter()
+            .zip(launches_of(lib))
+            .zip(&used)
+            .filter(|(_, &u)| u)
+        {
             let t = table(run);
             for row in &bt.rows {
                 let Some(other) = t.rows.iter().find(|o| o.key() == row.key()) else {
@@ -533,7 +594,7 @@ pub fn paired_ratios(result: &KernelResult) -> PairedRatios {
             // Most rounds must give a ratio (a figure that is 0 in the
             // first library's launches, such as an availability, gives
             // none); else the medians' ratio stands.
-            if 2 * v.len() < base_tables.len() {
+            if 2 * v.len() < used.iter().filter(|&&u| u).count() {
                 continue;
             }
             v.sort_by(f64::total_cmp);
@@ -731,6 +792,9 @@ fn kernel_command(
             "{}",
             compare_text(&result.table_refs(), &paired_ratios(&result))
         );
+        if let Some(t) = rounds_used_text(&result) {
+            println!("{t}");
+        }
     }
     print!("{}", output::counters_text(&result.runs));
     use std::io::Write as _;
@@ -909,6 +973,60 @@ mod tests {
         assert_eq!(launch_order(1, 3), [2, 1, 0]);
         assert_eq!(launch_order(2, 2), [0, 1]);
         assert_eq!(launch_order(5, 1), [0]);
+    }
+
+    fn result_of(runs: Vec<RunOutput>) -> KernelResult {
+        KernelResult {
+            tandem_bench: 1,
+            kernel: "pingpong".into(),
+            machine: Machine::describe(),
+            np: 2,
+            transport: "tcp".into(),
+            hosts: None,
+            params: BTreeMap::new(),
+            library_params: vec![],
+            tables: vec![],
+            runs,
+        }
+    }
+
+    #[test]
+    fn rounds_whose_machine_state_changed_are_left_out() {
+        let probed = |mpi: &str, us: f64, ns: [f64; 2]| RunOutput {
+            core_round_trip_ns: ns.to_vec(),
+            ..launch(mpi, us)
+        };
+        // Round 2: the CPUs moved apart between the two launches, and the
+        // second library's time with them.
+        let runs = vec![
+            probed("rwapi", 1.0, [70.0, 75.0]),
+            probed("tandem", 1.1, [72.0, 70.0]),
+            probed("rwapi", 1.0, [70.0, 72.0]),
+            probed("tandem", 6.0, [340.0, 350.0]),
+            probed("rwapi", 1.0, [330.0, 340.0]),
+            probed("tandem", 1.2, [345.0, 335.0]),
+        ];
+        let result = result_of(runs);
+        assert_eq!(steady_rounds(&result), [true, false, true]);
+        let paired = paired_ratios(&result);
+        let latency = paired.values().next().copied().expect("a paired ratio");
+        // The median of rounds 1 and 3 (1.1 and 1.2); with round 2, 1.2.
+        assert!((latency - 1.15).abs() < 1e-9, "{latency}");
+        let text = rounds_used_text(&result).expect("a round left out");
+        assert!(text.starts_with("1 of 3 rounds"), "{text}");
+
+        // Most rounds unsteady: every round counts, and nothing is said.
+        let mut runs = result.runs.clone();
+        runs[1].core_round_trip_ns = vec![70.0, 300.0];
+        let result = result_of(runs);
+        assert_eq!(steady_rounds(&result), [false, false, true]);
+        assert_eq!(rounds_used(&result), [true, true, true]);
+        assert!(rounds_used_text(&result).is_none());
+        // Unprobed launches (across hosts) are steady.
+        assert_eq!(
+            steady_rounds(&result_of(vec![launch("a", 1.0), launch("b", 2.0)])),
+            [true]
+        );
     }
 
     #[test]
