@@ -534,7 +534,7 @@ pub fn rounds_used(result: &KernelResult) -> Vec<bool> {
     }
 }
 
-/// A line saying which rounds [`paired_ratios`] left out, if any.
+/// A line saying how many rounds [`paired_ratios`] left out, if any.
 pub fn rounds_used_text(result: &KernelResult) -> Option<String> {
     let used = rounds_used(result);
     let left = used.iter().filter(|&&u| !u).count();
