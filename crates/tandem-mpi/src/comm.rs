@@ -596,9 +596,9 @@ pub unsafe extern "C" fn MPI_Comm_create(
     })
 }
 
-/// `MPI_Comm_create_group` under `MPI_THREAD_MULTIPLE`: the members'
-/// agreement is stepped through a wait that lets other threads in. Must
-/// end the call.
+/// `MPI_Comm_create_group` of a member: the members' agreement is stepped
+/// through a wait that lets other threads in under
+/// `MPI_THREAD_MULTIPLE`. Must end the call.
 fn create_group_letting_others_in(
     s: &mut State,
     comm: MPI_Comm,
@@ -617,9 +617,10 @@ fn create_group_letting_others_in(
 
 /// Steps a communicator's agreement among a group's members
 /// (`MPI_Comm_create_group`, `MPI_Comm_create_from_group`) through a wait
-/// that lets other threads in (see `state::block_on`); `register` makes
-/// the new communicator's handle, put in `*newcomm`. Errors name `comm`.
-/// Must end the call.
+/// that lets other threads in under `MPI_THREAD_MULTIPLE` (see
+/// `state::block_on`; in the other thread levels it waits to the end);
+/// `register` makes the new communicator's handle, put in `*newcomm`.
+/// Errors name `comm`. Must end the call.
 pub(crate) fn group_made_letting_others_in(
     s: &mut State,
     making: tandem::group::GroupMaking,
@@ -631,16 +632,10 @@ pub(crate) fn group_made_letting_others_in(
     let mut register = Some(register);
     state::block_on(s, move |s, may_end| {
         let m = making.as_mut().expect("run until it ends, not after");
-        loop {
-            match s.rt.group_making_step(m) {
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(e) => return Some(Err(fail(comm)(e))),
-            }
-            let waits = |p: &tandem::p2p::P2p, _: &tandem::coll::Colls| !m.waits_in(p);
-            if !s.rt.wait_until_or_hand_over_if(waits, may_end) {
-                return None;
-            }
+        match s.rt.group_making_waited(m, may_end) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => return Some(Err(fail(comm)(e))),
         }
         let m = making.take().expect("looked at above");
         let new = match s.rt.comm_group_made(m) {
@@ -667,16 +662,10 @@ pub unsafe extern "C" fn MPI_Comm_create_group(
         let g = subgroup(s, comm, id, group_)?;
         let tag = args::send_tag(comm, tag)?;
         // Only the group's members take part; others get MPI_COMM_NULL.
-        let member = g.contains(&s.rt.rank());
-        if member && state::multiple() {
+        if g.contains(&s.rt.rank()) {
             return create_group_letting_others_in(s, comm, id, g, tag, newcomm);
         }
-        let new = if member {
-            Some(s.rt.comm_create_group(id, g, tag).map_err(fail(comm))?)
-        } else {
-            None
-        };
-        let h = register(s, id, new, CommExt::default());
+        let h = register(s, id, None, CommExt::default());
         // SAFETY: checked non-null.
         unsafe { put(newcomm, h) };
         Ok(())

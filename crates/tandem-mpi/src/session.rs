@@ -453,28 +453,15 @@ pub unsafe extern "C" fn MPI_Comm_create_from_group(
                 s.entry(id).session = session;
                 h
             };
-            let on_self = |error| Fail {
-                comm: MPI_COMM_SELF,
-                error,
-            };
-            if crate::state::multiple() {
-                // The agreement lets other threads in (see comm.rs).
-                let making =
-                    s.rt.comm_create_from_group_start(members, tag)
-                        .map_err(on_self)?;
-                return crate::comm::group_made_letting_others_in(
-                    s,
-                    making,
-                    MPI_COMM_SELF,
-                    newcomm,
-                    made,
-                );
-            }
-            let id = s.rt.comm_create_from_group(members, tag).map_err(on_self)?;
-            let h = made(s, id);
-            // SAFETY: checked non-null.
-            unsafe { put(newcomm, h) };
-            Ok(())
+            // Under MPI_THREAD_MULTIPLE the agreement lets other threads
+            // in (see comm.rs).
+            let making =
+                s.rt.comm_create_from_group_start(members, tag)
+                    .map_err(|error| Fail {
+                        comm: MPI_COMM_SELF,
+                        error,
+                    })?;
+            crate::comm::group_made_letting_others_in(s, making, MPI_COMM_SELF, newcomm, made)
         },
         raise_to_given(errhandler),
     )

@@ -138,48 +138,43 @@ impl Runtime {
         }
     }
 
-    /// `MPI_Comm_create_group`: collective over the world ranks `members`
-    /// only (this rank among them), all of them members of `parent`: a new
-    /// communicator of them in that order. Calls on one parent at the same
-    /// time are told apart by `tag`. The context id is the maximum of the
-    /// members' next free ids, gathered by the first member and sent back,
-    /// in messages on the parent's collective context under tags its
-    /// collectives never use (see [`CREATE_GROUP_TAGS`]).
-    pub fn comm_create_group(
-        &mut self,
-        parent: CommId,
-        members: Arc<[u32]>,
-        tag: i32,
-    ) -> Result<CommId> {
-        let making = self.comm_create_group_start(parent, members, tag)?;
-        self.group_made_waiting(making)
-    }
-
-    /// `MPI_Comm_create_from_group`: as [`Runtime::comm_create_group`] with
-    /// no parent: the agreement runs among the world ranks `members` on the
-    /// world's collective context, under the tag [`from_group_tag`] gives
-    /// the string tag.
+    /// `MPI_Comm_create_from_group`: as `MPI_Comm_create_group` (see
+    /// [`Runtime::comm_create_group_start`]) with no parent: the agreement
+    /// runs among the world ranks `members` on the world's collective
+    /// context, under the tag [`from_group_tag`] gives the string tag.
     pub fn comm_create_from_group(
         &mut self,
         members: Arc<[u32]>,
         stringtag: &[u8],
     ) -> Result<CommId> {
-        let making = self.comm_create_from_group_start(members, stringtag)?;
-        self.group_made_waiting(making)
-    }
-
-    /// The communicator of a started group agreement, waited for.
-    fn group_made_waiting(&mut self, mut making: GroupMaking) -> Result<CommId> {
-        while !self.group_making_step(&mut making)? {
-            self.wait_until(|p, _| !making.waits_in(p));
-        }
+        let mut making = self.comm_create_from_group_start(members, stringtag)?;
+        self.group_making_waited(&mut making, false)?;
         self.comm_group_made(making)
     }
 
-    /// [`Runtime::comm_create_group`], started: the caller calls
-    /// [`Runtime::group_making_step`] until it says done, waiting meanwhile
-    /// as it likes for [`GroupMaking::waits_in`] to turn false
-    /// (`MPI_THREAD_MULTIPLE`: a wait that lets other threads in), then
+    /// Steps `making` (see [`Runtime::group_making_step`]) and waits for its
+    /// messages until the agreement is over: true then; false when, with
+    /// `may_end`, the wait stopped to let other threads in
+    /// (`MPI_THREAD_MULTIPLE`, see [`Runtime::wait_until_or_hand_over_if`]).
+    pub fn group_making_waited(&mut self, making: &mut GroupMaking, may_end: bool) -> Result<bool> {
+        while !self.group_making_step(making)? {
+            if !self.wait_until_or_hand_over_if(|p, _| !making.waits_in(p), may_end) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// `MPI_Comm_create_group`, started: collective over the world ranks
+    /// `members` only (this rank among them), all of them members of
+    /// `parent`: a new communicator of them in that order. Calls on one
+    /// parent at the same time are told apart by `tag`. The context id is
+    /// the maximum of the members' next free ids, gathered by the first
+    /// member and sent back, in messages on the parent's collective context
+    /// under tags its collectives never use (see [`CREATE_GROUP_TAGS`]).
+    /// The caller waits with [`Runtime::group_making_waited`] (or steps
+    /// with [`Runtime::group_making_step`], waiting as it likes for
+    /// [`GroupMaking::waits_in`] to turn false), then calls
     /// [`Runtime::comm_group_made`].
     pub fn comm_create_group_start(
         &mut self,
