@@ -368,6 +368,16 @@ static void (*bench_pair_params)(void) = NULL;
 /* Messages transmitted per iteration of a two-rank kernel's body. */
 static long bench_pair_msgs = 1;
 
+/* A second body timed in the same launch (set by the params hook; NULL:
+ * none), with the names the two bodies' samples carry as "api". Batches of
+ * the two alternate size by size, in the order ABBA across rounds, so
+ * that both run on the same process placement, library pages and machine
+ * state, which differ between launches by more than what separates two
+ * APIs of one library (RWAPI against MPI over TCP). */
+static bench_body bench_pair_also = NULL;
+static const char *bench_pair_api = NULL;
+static const char *bench_pair_also_api = NULL;
+
 /* Buffers of the two-rank kernels. */
 static char *bench_sbuf = NULL;
 static char *bench_rbuf = NULL;
@@ -379,13 +389,20 @@ static inline void bench_pair_alloc(long maxsize)
 }
 
 /* Rank 0 tells rank 1 to run `iters` iterations of size number `index`
- * (index -1: the kernel is over). */
-static inline void bench_pair_order(long index, long iters)
+ * with body `which` (0: the kernel's, 1: bench_pair_also; index -1: the
+ * kernel is over). */
+static inline void bench_pair_order_of(int which, long index, long iters)
 {
-    long words[2];
+    long words[3];
     words[0] = index;
     words[1] = iters;
-    bench_check(MPI_Send(words, 2, MPI_LONG, 1, BENCH_TAG_CTL, MPI_COMM_WORLD), "MPI_Send (control)");
+    words[2] = which;
+    bench_check(MPI_Send(words, 3, MPI_LONG, 1, BENCH_TAG_CTL, MPI_COMM_WORLD), "MPI_Send (control)");
+}
+
+static inline void bench_pair_order(long index, long iters)
+{
+    bench_pair_order_of(0, index, iters);
 }
 
 /*
@@ -397,15 +414,15 @@ static inline void bench_pair_order(long index, long iters)
  * make every timed batch of the size a few iterations long. A batch
  * shorter than a quarter of the warm-up never ends the calibration.
  */
-static inline long bench_calibrate(bench_body body, int index, long size, double duration,
-                                   double warmup)
+static inline long bench_calibrate_of(int which, bench_body body, int index, long size,
+                                      double duration, double warmup)
 {
     long iters = 1;
     double spent = 0.0, best = -1.0;
     int batches = 0;
     for (;;) {
         double t, per;
-        bench_pair_order(index, iters);
+        bench_pair_order_of(which, index, iters);
         t = body(size, iters);
         spent += t;
         batches++;
@@ -434,17 +451,43 @@ static inline long bench_calibrate(bench_body body, int index, long size, double
     }
 }
 
+static inline long bench_calibrate(bench_body body, int index, long size, double duration,
+                                   double warmup)
+{
+    return bench_calibrate_of(0, body, index, size, duration, warmup);
+}
+
 /* Rank 1's side: runs what rank 0 orders until it says the kernel is over. */
 static inline void bench_follow(bench_body body, const long *sizes)
 {
     for (;;) {
-        long words[2] = {-1, 0};
-        bench_check(MPI_Recv(words, 2, MPI_LONG, 0, BENCH_TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+        long words[3] = {-1, 0, 0};
+        bench_check(MPI_Recv(words, 3, MPI_LONG, 0, BENCH_TAG_CTL, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
                     "MPI_Recv (control)");
         if (words[0] < 0)
             return;
-        body(sizes[words[0]], words[1]);
+        (words[2] == 1 && bench_pair_also ? bench_pair_also : body)(sizes[words[0]], words[1]);
     }
+}
+
+/* Rank 0: one untimed eighth of a batch (to bring the caches and protocol
+ * state back to this size), then the timed batch, and its sample. */
+static inline void bench_pair_batch(int which, bench_body body, long size, int index, int rep,
+                                    long iters)
+{
+    double t;
+    bench_pair_order_of(which, index, iters / 8 + 1);
+    body(size, iters / 8 + 1);
+    bench_pair_order_of(which, index, iters);
+    t = body(size, iters);
+    if (bench_pair_also == NULL)
+        bench_emit("\"type\":\"sample\",\"size\":%ld,\"rep\":%d,\"iters\":%ld,\"n\":%ld,\"t\":%.9g",
+                   size, rep, iters, iters * bench_pair_msgs, t);
+    else
+        bench_emit("\"type\":\"sample\",\"api\":\"%s\",\"size\":%ld,\"rep\":%d,\"iters\":%ld,"
+                   "\"n\":%ld,\"t\":%.9g",
+                   which ? bench_pair_also_api : bench_pair_api, size, rep, iters,
+                   iters * bench_pair_msgs, t);
 }
 
 static inline void bench_size_label(char *buf, size_t n, long size)
@@ -466,7 +509,8 @@ static inline void bench_size_label(char *buf, size_t n, long size)
  * where N = I * msgs_per_iter is the number of messages effectively
  * transmitted and T the elapsed seconds on rank 0, from before the first
  * message is sent to after the last one is received (seed 003: L = T/N,
- * throughput = N*S/T).
+ * throughput = N*S/T). With a second body (bench_pair_also), each sample
+ * also says which body it timed: "api":"..." after "type".
  *
  * The sizes are interleaved: after every size is calibrated, each round
  * times one batch of every size (preceded by an untimed eighth of a batch,
@@ -479,7 +523,7 @@ static inline int bench_pair_main(int argc, char **argv, const char *kernel, ben
                                   long msgs_per_iter, const char *default_sizes)
 {
     long sizes[BENCH_MAX_SIZES];
-    long iters[BENCH_MAX_SIZES];
+    long iters[BENCH_MAX_SIZES], also_iters[BENCH_MAX_SIZES];
     int nsizes, i, rep, repeat;
     double duration, warmup;
     long maxsize = 0;
@@ -501,20 +545,28 @@ static inline int bench_pair_main(int argc, char **argv, const char *kernel, ben
     bench_start(nsizes * repeat);
 
     if (bench_rank == 0) {
-        for (i = 0; i < nsizes; i++)
+        for (i = 0; i < nsizes; i++) {
             iters[i] = bench_calibrate(body, i, sizes[i], duration, warmup);
+            if (bench_pair_also)
+                also_iters[i] = bench_calibrate_of(1, bench_pair_also, i, sizes[i], duration, warmup);
+        }
         for (rep = 0; rep < repeat; rep++) {
             for (i = 0; i < nsizes; i++) {
                 long s = sizes[i];
                 char label[64];
-                double t;
                 bench_size_label(label, sizeof label, s);
-                bench_pair_order(i, iters[i] / 8 + 1);
-                body(s, iters[i] / 8 + 1);
-                bench_pair_order(i, iters[i]);
-                t = body(s, iters[i]);
-                bench_emit("\"type\":\"sample\",\"size\":%ld,\"rep\":%d,\"iters\":%ld,\"n\":%ld,\"t\":%.9g",
-                           s, rep, iters[i], iters[i] * bench_pair_msgs, t);
+                if (bench_pair_also == NULL) {
+                    bench_pair_batch(0, body, s, i, rep, iters[i]);
+                } else {
+                    /* ABBA: each body runs first in every other round. */
+                    int first = (rep & 1);
+                    int k;
+                    for (k = 0; k < 2; k++) {
+                        int which = first ^ k;
+                        bench_pair_batch(which, which ? bench_pair_also : body, s, i, rep,
+                                         which ? also_iters[i] : iters[i]);
+                    }
+                }
                 bench_step(label);
             }
         }

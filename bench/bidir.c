@@ -27,7 +27,9 @@ static double bidir(long size, long iters)
     return MPI_Wtime() - t0;
 }
 
+#ifndef BENCH_BODY_ONLY /* rw_bidir.c includes this file for the body alone */
 int main(int argc, char **argv)
 {
     return bench_pair_main(argc, argv, "bidir", bidir, 2, "1,64,4096,65536,1048576");
 }
+#endif

@@ -48,8 +48,10 @@ static double burst(long size, long iters)
     return MPI_Wtime() - t0;
 }
 
+#ifndef BENCH_BODY_ONLY /* rw_burst.c includes this file for the body alone */
 int main(int argc, char **argv)
 {
     bench_pair_params = burst_params;
     return bench_pair_main(argc, argv, "burst", burst, 1, "1,64,4096,65536,1048576");
 }
+#endif

@@ -31,7 +31,9 @@ static double pingpong(long size, long iters)
     return MPI_Wtime() - t0;
 }
 
+#ifndef BENCH_BODY_ONLY /* rw_pingpong.c includes this file for the body alone */
 int main(int argc, char **argv)
 {
     return bench_pair_main(argc, argv, "pingpong", pingpong, 2, "1,64,4096,65536,1048576");
 }
+#endif

@@ -41,6 +41,9 @@ static rwapi_sid rw_last_sid;
 static long rw_half;
 static int rw_one_half;
 static unsigned long rw_seq_out, rw_seq_in;
+/* The MPI kernel's body (from its .c file, included for it), which the
+ * parameter with=mpi times in the same launch, batch for batch. */
+static bench_body rw_mpi_body;
 
 static void rw_check(int rc, const char *what)
 {
@@ -83,6 +86,14 @@ static void rw_setup(void)
         rw_flag = 0;
     else
         bench_fail("parameter notify=%s: expected flag or small", notify);
+    const char *with = bench_param_str("with", "none");
+    if (strcmp(with, "mpi") == 0) {
+        bench_pair_also = rw_mpi_body;
+        bench_pair_api = "rwapi";
+        bench_pair_also_api = "mpi";
+    } else if (strcmp(with, "none") != 0) {
+        bench_fail("parameter with=%s: expected mpi or none", with);
+    }
     rw_check(rwapi_init(0, NULL), "rwapi_init");
     if (bench_rank > 1)
         return;

@@ -7,6 +7,8 @@
  * Parameters (NAME=VALUE): sizes=... duration=0.1 repeat=10 warmup=S
  * notify=flag|small
  */
+#define BENCH_BODY_ONLY
+#include "bidir.c" /* bidir(): MPI's, timed alongside with=mpi */
 #include "rw.h"
 
 static double rw_bidir(long size, long iters)
@@ -24,6 +26,7 @@ static double rw_bidir(long size, long iters)
 
 int main(int argc, char **argv)
 {
+    rw_mpi_body = bidir;
     bench_pair_params = rw_setup;
     return bench_pair_main(argc, argv, "rw_bidir", rw_bidir, 2, "1,64,4096,65536,1048576");
 }

@@ -10,17 +10,15 @@
  * Parameters (NAME=VALUE): sizes=... duration=0.1 repeat=10 warmup=S window=64
  * (notify is accepted and has no effect: only the final exchange notifies)
  */
+#define BENCH_BODY_ONLY
+#include "burst.c" /* burst() and its window: MPI's, timed alongside with=mpi */
 #include "rw.h"
 
-#define MAX_WINDOW 1024
-
-static long window = 64;
 static rwapi_sid sids[MAX_WINDOW];
 
 static void rw_burst_params(void)
 {
-    window = bench_param_long("window", 64, 1, MAX_WINDOW);
-    bench_pair_msgs = window;
+    burst_params();
     rw_setup();
 }
 
@@ -55,6 +53,7 @@ int main(int argc, char **argv)
      * into (two alternating halves doubled the target's footprint, and at
      * 4 MiB overflowed its caches). */
     rw_one_half = 1;
+    rw_mpi_body = burst;
     bench_pair_params = rw_burst_params;
     return bench_pair_main(argc, argv, "rw_burst", rw_burst, 1, "1,64,4096,65536,1048576");
 }

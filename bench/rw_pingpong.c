@@ -7,6 +7,8 @@
  * Parameters (NAME=VALUE): sizes=... duration=0.1 repeat=10 warmup=S
  * notify=flag|small
  */
+#define BENCH_BODY_ONLY
+#include "pingpong.c" /* pingpong(): MPI's round trip, timed alongside with=mpi */
 #include "rw.h"
 
 static double rw_pingpong(long size, long iters)
@@ -30,6 +32,7 @@ static double rw_pingpong(long size, long iters)
 int main(int argc, char **argv)
 {
     rw_one_half = 1; /* each write waits for the peer's answer */
+    rw_mpi_body = pingpong;
     bench_pair_params = rw_setup;
     return bench_pair_main(argc, argv, "rw_pingpong", rw_pingpong, 2, "1,64,4096,65536,1048576");
 }

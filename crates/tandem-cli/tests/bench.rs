@@ -348,7 +348,40 @@ fn compare_rwapi_with_mpi() {
             ]);
             ok(&o);
             assert!(o.stdout.contains("tandem/rwapi"), "{}", o.describe());
+            assert!(
+                o.stdout.contains("ran in the same launches"),
+                "{}",
+                o.describe()
+            );
             let doc = read_json(&json);
+            // One launch timed both, and its samples went to each by API.
+            assert_eq!(
+                doc["shared_launches"],
+                serde_json::json!(["rwapi", "tandem"])
+            );
+            // (2 rounds of one repetition: each launch gives a run per API.)
+            let runs = doc["runs"].as_array().expect("runs");
+            assert_eq!(runs.len(), 4, "{doc}");
+            for pair in runs.chunks(2) {
+                assert_eq!(pair[0]["mpi"], "rwapi", "{doc}");
+                assert_eq!(pair[1]["mpi"], "tandem", "{doc}");
+                assert_eq!(pair[0]["command"], pair[1]["command"], "{doc}");
+                assert!(
+                    pair[0]["command"].as_str().unwrap().contains("with=mpi"),
+                    "{doc}"
+                );
+            }
+            for run in runs {
+                let samples: Vec<_> = run["records"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|r| r["type"] == "sample")
+                    .collect();
+                // 3 sizes x 1 repetition.
+                assert_eq!(samples.len(), 3, "{run}");
+                assert!(samples.iter().all(|r| r.get("api").is_none()), "{run}");
+            }
             let tables = doc["tables"].as_array().expect("tables");
             assert_eq!(tables.len(), 2, "{doc}");
             assert_eq!(tables[0][0], "rwapi");
@@ -361,6 +394,42 @@ fn compare_rwapi_with_mpi() {
             }
         }
     }
+    // Apart when asked: one launch each, each the kernel of its API.
+    let dir = out_dir("rwapi-apart");
+    let json = dir.join("c.json");
+    let o = bench(&[
+        "compare",
+        "pingpong",
+        "--mpi",
+        "rwapi,tandem",
+        "--separate-launches",
+        "--sizes",
+        "8",
+        "--duration",
+        "0.005",
+        "--repeat",
+        "2",
+        "--rounds",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    ok(&o);
+    assert!(
+        !o.stdout.contains("ran in the same launches"),
+        "{}",
+        o.describe()
+    );
+    let doc = read_json(&json);
+    assert!(doc["shared_launches"].is_null(), "{doc}");
+    let runs = doc["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{doc}");
+    assert_ne!(runs[0]["command"], runs[1]["command"], "{doc}");
+    assert!(
+        runs.iter()
+            .all(|r| !r["command"].as_str().unwrap().contains("with=")),
+        "{doc}"
+    );
     // Kernels without an RWAPI variant say so.
     let o = bench(&["compare", "overhead", "--mpi", "rwapi,tandem"]);
     assert!(!o.status.success());

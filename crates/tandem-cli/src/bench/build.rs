@@ -90,6 +90,8 @@ pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
     };
     let mut key_text = Vec::new();
     key_text.extend_from_slice(source.as_bytes());
+    // The RWAPI variants include the MPI kernel's file, for its body.
+    key_text.extend_from_slice(kernel.source.as_bytes());
     key_text.extend_from_slice(COMMON_HEADER.1.as_bytes());
     key_text.extend_from_slice(RWAPI_HEADER.1.as_bytes());
     key_text.extend_from_slice(lib.identity().as_bytes());
@@ -105,9 +107,14 @@ pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
     let src_dir = dir.join(format!("src-{key:016x}-{}", std::process::id()));
     std::fs::create_dir_all(&src_dir)
         .map_err(|e| BuildError::Other(format!("cannot create {}: {e}", src_dir.display())))?;
-    let src = src_dir.join(format!("{}.c", kernel.name));
+    let src = if lib.name == "rwapi" {
+        src_dir.join(format!("rw_{}.c", kernel.name))
+    } else {
+        src_dir.join(format!("{}.c", kernel.name))
+    };
     for (path, text) in [
         (&src, source),
+        (&src_dir.join(format!("{}.c", kernel.name)), kernel.source),
         (&src_dir.join(COMMON_HEADER.0), COMMON_HEADER.1),
         (&src_dir.join(RWAPI_HEADER.0), RWAPI_HEADER.1),
     ] {

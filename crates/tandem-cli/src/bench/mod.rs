@@ -125,6 +125,11 @@ pub struct CompareArgs {
     /// (cache-line probes around the launches more than 1.5x apart) while most rounds did not
     #[arg(long, value_name = "K", default_value_t = 5)]
     pub rounds: u32,
+    /// Launch rwapi and tandem apart (by default, compared on a kernel with an RWAPI variant, they
+    /// run in the same launches, their batches alternating, which launch-to-launch noise cannot
+    /// tell apart)
+    #[arg(long)]
+    pub separate_launches: bool,
 }
 
 #[derive(Args, Debug)]
@@ -179,6 +184,57 @@ pub struct RunSpec {
     pub progress: bool,
     /// Ranks on other hosts (`--hosts`).
     pub placement: Option<Placement>,
+    /// Launch `rwapi` and `tandem` apart even where they could share
+    /// launches (see [`RunSpec::shared_pair`]).
+    pub separate_launches: bool,
+}
+
+impl RunSpec {
+    /// The libraries `rwapi` and `tandem` (their indices), when both are
+    /// compared on a kernel with an RWAPI variant and no parameter is given
+    /// to one of them alone: they are then measured in the same launches,
+    /// the RWAPI kernel timing MPI's body too, batch for batch. Launches
+    /// differ (process placement, the library's physical pages) by more
+    /// than what separates two APIs of one library over TCP, so pairing
+    /// within a launch is what tells them apart.
+    pub fn shared_pair(&self) -> Option<(usize, usize)> {
+        if self.separate_launches || self.kernel.rwapi_source.is_none() {
+            return None;
+        }
+        let find = |name: &str| {
+            self.libs
+                .iter()
+                .position(|l| l.name == name && l.family == Family::Tandem)
+        };
+        let (rw, mpi) = (find("rwapi")?, find("tandem")?);
+        let alone = |name: &str| self.lib_set.iter().any(|(l, _, _)| l == name);
+        (!alone("rwapi") && !alone("tandem")).then_some((rw, mpi))
+    }
+}
+
+/// Splits the output of a launch that timed both APIs (`with=mpi`) into
+/// the RWAPI kernel's and MPI's, as if each had been launched alone:
+/// samples go by their "api" (which is dropped), other records stay with
+/// the RWAPI launch.
+fn split_shared(out: RunOutput, mpi_name: &str) -> (RunOutput, RunOutput) {
+    let mut rw = out;
+    let mut mpi = RunOutput {
+        mpi: mpi_name.to_string(),
+        records: Vec::new(),
+        ..rw.clone()
+    };
+    let records = std::mem::take(&mut rw.records);
+    for mut rec in records {
+        let api = rec
+            .as_object_mut()
+            .and_then(|o| o.remove("api"))
+            .and_then(|a| a.as_str().map(str::to_string));
+        match api.as_deref() {
+            Some("mpi") => mpi.records.push(rec),
+            _ => rw.records.push(rec),
+        }
+    }
+    (rw, mpi)
 }
 
 /// The outcome of a RunSpec: per library the runs and the table.
@@ -197,6 +253,9 @@ pub struct KernelResult {
     pub runs: Vec<RunOutput>,
     /// (library, table) in the order of the libraries.
     pub tables: Vec<(String, Table)>,
+    /// The two libraries measured in the same launches (see
+    /// [`RunSpec::shared_pair`]), if any.
+    pub shared_launches: Option<(String, String)>,
 }
 
 impl KernelResult {
@@ -346,6 +405,7 @@ pub fn spec_from_args(
         timeout: Duration::from_secs_f64(a.timeout),
         progress: true,
         placement: None,
+        separate_launches: false,
     })
 }
 
@@ -399,8 +459,14 @@ fn launch_order(round: u32, libs: usize) -> Vec<usize> {
 /// Builds and runs a spec: every library `rounds` times, interleaved, in
 /// alternating order.
 pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
+    let shared = spec.shared_pair();
     let mut exes = Vec::new();
-    for lib in &spec.libs {
+    for (i, lib) in spec.libs.iter().enumerate() {
+        if shared.is_some_and(|(_, mpi)| mpi == i) {
+            // Timed inside the RWAPI kernel's launches.
+            exes.push(PathBuf::new());
+            continue;
+        }
         let exe = build::build(spec.kernel, lib).map_err(|e| e.to_string())?;
         exes.push(exe);
     }
@@ -422,10 +488,18 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
         };
         for i in launch_order(round, spec.libs.len()) {
             let lib = &spec.libs[i];
+            let shared_mpi = match shared {
+                Some((_, mpi)) if mpi == i => continue,
+                Some((rw, mpi)) if rw == i => Some(mpi),
+                _ => None,
+            };
             for &np in &nps {
                 let mut params = spec.params.clone();
                 if rounds > 1 {
                     params.insert("repeat".into(), share.to_string());
+                }
+                if shared_mpi.is_some() {
+                    params.insert("with".into(), "mpi".into());
                 }
                 let kernel_args: Vec<String> =
                     params.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -436,6 +510,9 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                     .map(|(_, k, v)| (k.clone(), v.clone()))
                     .collect();
                 let mut label = format!("{} {}", spec.kernel.name, lib.name);
+                if let Some(mpi) = shared_mpi {
+                    label.push_str(&format!("+{}", spec.libs[mpi].name));
+                }
                 if nps.len() > 1 {
                     label.push_str(&format!(" np={np}"));
                 }
@@ -455,6 +532,14 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                     placement: spec.placement.as_ref(),
                 })?;
                 // Repetition numbers stay distinct across rounds.
+                if let Some(mpi) = shared_mpi {
+                    let (rw_out, mpi_out) = split_shared(out, &spec.libs[mpi].name);
+                    analyze::pool(&mut pooled[mpi], mpi_out.records.clone());
+                    analyze::pool(&mut pooled[i], rw_out.records.clone());
+                    runs.push(rw_out);
+                    runs.push(mpi_out);
+                    continue;
+                }
                 analyze::pool(&mut pooled[i], out.records.clone());
                 runs.push(out);
             }
@@ -482,6 +567,8 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
         library_params: spec.lib_set.clone(),
         runs,
         tables,
+        shared_launches: shared
+            .map(|(rw, mpi)| (spec.libs[rw].name.clone(), spec.libs[mpi].name.clone())),
     })
 }
 
@@ -730,6 +817,13 @@ fn header_lines(result: &KernelResult) -> String {
     for (lib, version) in result.versions() {
         s.push_str(&format!("  {lib}: {version}\n"));
     }
+    if let Some((rw, mpi)) = &result.shared_launches {
+        s.push_str(&format!(
+            "  {rw} and {mpi} ran in the same launches, their batches alternating size by size, so \
+             their ratios compare them on one process placement and machine state \
+             (--separate-launches launches them apart)\n"
+        ));
+    }
     if !result.params.is_empty() {
         s.push_str(&format!(
             "  parameters: {}\n",
@@ -747,10 +841,13 @@ fn header_lines(result: &KernelResult) -> String {
 fn kernel_command(
     kernel: &'static Kernel,
     a: &KernelArgs,
-    compare: Option<u32>,
+    compare: Option<&CompareArgs>,
 ) -> Result<(), String> {
     let spec = match compare {
-        Some(rounds) => spec_from_args(kernel, a, "tandem,openmpi", rounds)?,
+        Some(c) => RunSpec {
+            separate_launches: c.separate_launches,
+            ..spec_from_args(kernel, a, "tandem,openmpi", c.rounds)?
+        },
         None => spec_from_args(kernel, a, "tandem", 1)?,
     };
     if let Some(p) = &a.plot {
@@ -913,7 +1010,7 @@ pub fn main(args: BenchArgs) -> i32 {
         BenchCommand::Alltoallv(a) => kernel_command(kernel("alltoallv"), &a, None),
         BenchCommand::Cannon(a) => kernel_command(kernel("cannon"), &a, None),
         BenchCommand::Compare(c) => match kernels::find(&c.kernel) {
-            Some(k) => kernel_command(k, &c.common, Some(c.rounds)),
+            Some(k) => kernel_command(k, &c.common, Some(&c)),
             None => Err(format!(
                 "unknown kernel '{}': expected one of {}",
                 c.kernel,
@@ -947,6 +1044,94 @@ fn kernel(name: &str) -> &'static Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tandem_lib(name: &str) -> Library {
+        Library {
+            name: name.into(),
+            family: Family::Tandem,
+            cc: vec![],
+            launcher: vec![],
+        }
+    }
+
+    fn spec_of(kernel: &str, libs: &[&str], lib_set: &[(&str, &str, &str)]) -> RunSpec {
+        RunSpec {
+            kernel: kernels::find(kernel).unwrap(),
+            libs: libs.iter().map(|l| tandem_lib(l)).collect(),
+            np: 2,
+            np_list: vec![],
+            params: BTreeMap::new(),
+            lib_set: lib_set
+                .iter()
+                .map(|(l, k, v)| (l.to_string(), k.to_string(), v.to_string()))
+                .collect(),
+            transport: Transport::parse("tcp"),
+            rounds: 1,
+            timeout: Duration::from_secs(1),
+            progress: false,
+            placement: None,
+            separate_launches: false,
+        }
+    }
+
+    #[test]
+    fn rwapi_and_tandem_share_launches_unless_told_apart() {
+        let both = spec_of("pingpong", &["tandem", "rwapi"], &[]);
+        assert_eq!(both.shared_pair(), Some((1, 0)));
+        let three = spec_of(
+            "burst",
+            &["rwapi", "openmpi", "tandem"],
+            &[("", "eager_limit", "1k")],
+        );
+        assert_eq!(three.shared_pair(), Some((0, 2)));
+        // Asked to launch apart; a parameter for one of them alone; a
+        // kernel without an RWAPI variant; only one of the two.
+        let apart = RunSpec {
+            separate_launches: true,
+            ..both.clone()
+        };
+        assert_eq!(apart.shared_pair(), None);
+        let one_set = spec_of(
+            "pingpong",
+            &["rwapi", "tandem"],
+            &[("tandem", "eager_limit", "1k")],
+        );
+        assert_eq!(one_set.shared_pair(), None);
+        assert_eq!(
+            spec_of("overhead", &["rwapi", "tandem"], &[]).shared_pair(),
+            None
+        );
+        assert_eq!(
+            spec_of("pingpong", &["rwapi", "openmpi"], &[]).shared_pair(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_shared_launch_splits_by_api() {
+        let mut out = launch("rwapi", 1.0);
+        out.records = vec![
+            serde_json::json!({"type":"sample","api":"rwapi","size":8,"rep":0,"n":10,"t":1.0}),
+            serde_json::json!({"type":"sample","api":"mpi","size":8,"rep":0,"n":10,"t":2.0}),
+            serde_json::json!({"type":"counters","rank":0}),
+            serde_json::json!({"type":"sample","api":"mpi","size":8,"rep":1,"n":10,"t":3.0}),
+        ];
+        let (rw, mpi) = split_shared(out, "tandem");
+        assert_eq!((rw.mpi.as_str(), mpi.mpi.as_str()), ("rwapi", "tandem"));
+        let ts = |o: &RunOutput| -> Vec<f64> {
+            o.records.iter().filter_map(|r| r["t"].as_f64()).collect()
+        };
+        assert_eq!(ts(&rw), [1.0]);
+        assert_eq!(ts(&mpi), [2.0, 3.0]);
+        // Other records stay with the RWAPI launch; "api" is gone.
+        assert_eq!(rw.records.len(), 2);
+        assert!(rw
+            .records
+            .iter()
+            .chain(&mpi.records)
+            .all(|r| r.get("api").is_none()));
+        assert_eq!(rw.core_round_trip_ns, mpi.core_round_trip_ns);
+    }
 
     /// A launch of `mpi` whose ping-pong of 8 bytes took `us` per message.
     fn launch(mpi: &str, us: f64) -> RunOutput {
@@ -986,6 +1171,7 @@ mod tests {
             params: BTreeMap::new(),
             library_params: vec![],
             tables: vec![],
+            shared_launches: None,
             runs,
         }
     }
@@ -1060,6 +1246,7 @@ mod tests {
                 ("openmpi".into(), pooled("openmpi")),
             ],
             runs,
+            shared_launches: None,
         };
         let paired = paired_ratios(&result);
         let key = result.tables[0].1.rows[0].key();

@@ -2044,6 +2044,7 @@ pub fn specs(
             timeout: Duration::from_secs(1800),
             progress: true,
             placement: None,
+            separate_launches: false,
         });
     }
     Ok(out)

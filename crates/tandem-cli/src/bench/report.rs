@@ -533,6 +533,7 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                 timeout: Duration::from_secs(600),
                 progress: true,
                 placement: None,
+                separate_launches: false,
             };
             let skipped = libs.iter().find_map(|l| match build::build(p.kernel, l) {
                 Err(BuildError::Missing(message)) => Some(message),
