@@ -636,7 +636,14 @@ pub fn rounds_used_text(result: &KernelResult) -> Option<String> {
 
 pub fn paired_ratios(result: &KernelResult) -> PairedRatios {
     let mut out = PairedRatios::new();
-    let Some(first) = result.runs.first().map(|r| r.mpi.clone()) else {
+    // The reference is the first library named, whose launch need not
+    // come first (one timed inside another's launch never does).
+    let Some(first) = result
+        .tables
+        .first()
+        .map(|(l, _)| l.clone())
+        .or_else(|| result.runs.first().map(|r| r.mpi.clone()))
+    else {
         return out;
     };
     let used = rounds_used(result);
@@ -1260,5 +1267,13 @@ mod tests {
         // Without pairing, the ratio of the pooled medians.
         let unpaired = compare_text(&result.table_refs(), &PairedRatios::new());
         assert!(unpaired.contains("8.00x"), "{unpaired}");
+        // The reference stays the first library named when another's
+        // launch comes first in the runs (tandem's MPI timed inside a
+        // later launch of rwapi).
+        let mut swapped = result.clone();
+        for pair in swapped.runs.chunks_mut(2) {
+            pair.swap(0, 1);
+        }
+        assert_eq!(paired_ratios(&swapped), paired);
     }
 }
