@@ -53,6 +53,11 @@ const FLAG_FIRST: u32 = 1;
 /// The payload lies right after the frame header, in the cell's first cache
 /// line, so a small message costs the consumer one cache-line transfer.
 const FLAG_INLINE: u32 = 2;
+/// As [`FLAG_INLINE`], with only the header's first [`SHORT_HEADER`] bytes
+/// in the cell: the rest of an eager message's header is its length (the
+/// chunk's) and two zero request ids, so a message of up to
+/// [`SHORT_INLINE_MAX`] bytes (four doubles) still fits the first line.
+const FLAG_SHORT: u32 = 4;
 
 // Offsets inside the segment header page.
 const H_MAGIC: usize = 0;
@@ -125,6 +130,20 @@ const CELL_FRAME: usize = 16;
 /// Where an inline payload starts (after the frame header), and how much fits.
 const CELL_INLINE: usize = CELL_FRAME + HEADER_LEN;
 const INLINE_MAX: usize = LINE - CELL_INLINE;
+/// The header bytes a [`FLAG_SHORT`] cell carries (magic, kind, context,
+/// source, tag), where its payload starts, and how much fits.
+const SHORT_HEADER: usize = 16;
+const CELL_SHORT_INLINE: usize = CELL_FRAME + SHORT_HEADER;
+const SHORT_INLINE_MAX: usize = LINE - CELL_SHORT_INLINE;
+
+/// Whether a frame whose whole payload of `chunk` bytes goes in one cell
+/// can travel in the short form: its header's length is `chunk` and its
+/// request ids are zero (every eager message).
+fn fits_short(h: &[u8; HEADER_LEN], chunk: usize) -> bool {
+    (1..=SHORT_INLINE_MAX).contains(&chunk)
+        && h[16..24] == (chunk as u64).to_le_bytes()
+        && h[24..].iter().all(|&b| b == 0)
+}
 
 /// Where everything lives in a segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -873,25 +892,32 @@ impl ShmTransport {
             self.populate_cells(ring);
         }
         let cell = self.cell(ring, slot);
-        let inline = header.is_some() && chunk <= INLINE_MAX;
+        let short = header.is_some_and(|h| chunk > INLINE_MAX && fits_short(h, chunk));
+        let (flags, at) = match header {
+            None => (0, CELL_HEADER),
+            Some(_) if short => (FLAG_FIRST | FLAG_SHORT, CELL_SHORT_INLINE),
+            Some(_) if chunk <= INLINE_MAX => (FLAG_FIRST | FLAG_INLINE, CELL_INLINE),
+            Some(_) => (FLAG_FIRST, CELL_HEADER),
+        };
         // SAFETY: the cell lies inside the segment and is ours to fill (the
-        // caller's promise); the copies stay within it.
+        // caller's promise); the copies stay within it. (Fixed lengths: a
+        // header copy of a known size is a few moves, not a call.)
         unsafe {
             let base = self.map.at(cell);
-            if let Some(h) = header {
-                std::ptr::copy_nonoverlapping(h.as_ptr(), base.add(CELL_FRAME), HEADER_LEN);
+            match header {
+                Some(h) if short => {
+                    std::ptr::copy_nonoverlapping(h.as_ptr(), base.add(CELL_FRAME), SHORT_HEADER)
+                }
+                Some(h) => {
+                    std::ptr::copy_nonoverlapping(h.as_ptr(), base.add(CELL_FRAME), HEADER_LEN)
+                }
+                None => {}
             }
-            let at = if inline { CELL_INLINE } else { CELL_HEADER };
             copy_bytes(data, base.add(at), chunk);
         }
         self.map
             .u32_at(cell + CELL_CHUNK)
             .store(chunk as u32, Ordering::Relaxed);
-        let flags = match (header.is_some(), inline) {
-            (false, _) => 0,
-            (true, false) => FLAG_FIRST,
-            (true, true) => FLAG_FIRST | FLAG_INLINE,
-        };
         self.map
             .u32_at(cell + CELL_FLAGS)
             .store(flags, Ordering::Relaxed);
@@ -1060,13 +1086,21 @@ impl ShmTransport {
             let chunk = self.map.u32_at(cell + CELL_CHUNK).load(Ordering::Relaxed) as usize;
             let flags = self.map.u32_at(cell + CELL_FLAGS).load(Ordering::Relaxed);
             let inline = flags == FLAG_FIRST | FLAG_INLINE;
-            if chunk > cap || (flags & !FLAG_FIRST != 0 && !(inline && chunk <= INLINE_MAX)) {
+            let short = flags == FLAG_FIRST | FLAG_SHORT;
+            if chunk > cap
+                || (flags & !FLAG_FIRST != 0
+                    && !(inline && chunk <= INLINE_MAX)
+                    && !(short && chunk <= SHORT_INLINE_MAX))
+            {
                 return Polled::Malformed(format!("cell with chunk {chunk} and flags {flags:#x}"));
             }
             let first = flags & FLAG_FIRST != 0;
-            let data = self
-                .map
-                .at(cell + if inline { CELL_INLINE } else { CELL_HEADER });
+            let data = self.map.at(cell
+                + match (inline, short) {
+                    (true, _) => CELL_INLINE,
+                    (_, true) => CELL_SHORT_INLINE,
+                    _ => CELL_HEADER,
+                });
             let inb = &mut self.inb[peer as usize];
             match &mut inb.rx {
                 Rx::Header => {
@@ -1077,7 +1111,8 @@ impl ShmTransport {
                     }
                     let mut bytes = [0u8; HEADER_LEN];
                     // SAFETY: the published cell is ours to read until we
-                    // release it; the header lies inside the cell.
+                    // release it; the header lies inside the cell (a short
+                    // one's is followed by payload, inside it too).
                     unsafe {
                         std::ptr::copy_nonoverlapping(
                             self.map.at(cell + CELL_FRAME),
@@ -1085,6 +1120,11 @@ impl ShmTransport {
                             HEADER_LEN,
                         )
                     };
+                    if short {
+                        // The rest of the header, as `fits_short` left it out.
+                        bytes[16..24].copy_from_slice(&(chunk as u64).to_le_bytes());
+                        bytes[24..].fill(0);
+                    }
                     let h = match Header::decode(&bytes) {
                         Ok(h) => h,
                         Err(e) => return Polled::Malformed(e.to_string()),
@@ -2165,6 +2205,49 @@ mod tests {
         assert!(rb.lost[0].1.contains("malformed"), "{}", rb.lost[0].1);
     }
 
+    #[test]
+    fn short_headers_are_only_for_frames_they_describe_whole() {
+        let (mut a, mut b) = pair(4, 256);
+        let flags_of = |t: &ShmTransport, slot: u32| {
+            let cell = t.cell(t.layout.ring(0, 1), slot);
+            t.map.u32_at(cell + CELL_FLAGS).load(Ordering::Relaxed)
+        };
+        let data: Vec<u8> = (1..=32).collect();
+        // An eager message of 20 bytes: short form.
+        a.send(1, &eager(5, 20), data.as_ptr(), 20, None).unwrap();
+        assert_eq!(flags_of(&a, 0), FLAG_FIRST | FLAG_SHORT);
+        // A put of 20 bytes names its target address: full header, own line.
+        let put = Header {
+            kind: FrameKind::Put,
+            context: 3,
+            src: 0,
+            tag: 0,
+            len: 20,
+            sreq: 7,
+            rreq: 0x1000,
+        };
+        a.send(1, &put, data.as_ptr(), 20, None).unwrap();
+        assert_eq!(flags_of(&a, 1), FLAG_FIRST);
+        let mut rb = Recorder::default();
+        while rb.frames.len() < 2 {
+            b.progress(&mut rb);
+        }
+        assert_eq!(rb.frames[0].1, eager(5, 20));
+        assert_eq!(rb.frames[0].2, &data[..20]);
+        assert_eq!(rb.frames[1].1, put);
+        assert_eq!(rb.frames[1].2, &data[..20]);
+
+        // A short cell claiming more than fits is malformed.
+        a.send(1, &eager(7, 12), data.as_ptr(), 12, None).unwrap();
+        let cell = a.cell(a.layout.ring(0, 1), 2);
+        a.map
+            .u32_at(cell + CELL_CHUNK)
+            .store(SHORT_INLINE_MAX as u32 + 1, Ordering::Relaxed);
+        b.progress(&mut rb);
+        assert_eq!(rb.frames.len(), 2);
+        assert!(rb.lost[0].1.contains("malformed"), "{:?}", rb.lost);
+    }
+
     /// Lands every payload straight in a buffer of `cap` bytes per frame.
     struct Direct {
         cap: usize,
@@ -2204,8 +2287,11 @@ mod tests {
                 bufs: Vec::new(),
                 got: Vec::new(),
             };
-            // Inline (up to 8 bytes), one ordinary cell, and several cells.
-            let lens = [0usize, 1, 2, 3, 4, 5, 7, 8, 9, 16, 100, 192, 193, 700];
+            // Inline (up to 8 bytes), inline with a short header (to 32),
+            // one ordinary cell, and several cells.
+            let lens = [
+                0usize, 1, 2, 3, 4, 5, 7, 8, 9, 16, 24, 31, 32, 33, 100, 192, 193, 700,
+            ];
             let payloads: Vec<Vec<u8>> = lens
                 .iter()
                 .map(|&n| (0..n).map(|j| (j * 13 + n) as u8).collect())
