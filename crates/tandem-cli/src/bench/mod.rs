@@ -896,6 +896,11 @@ fn kernel_command(
             "{}",
             compare_text(&result.table_refs(), &paired_ratios(&result))
         );
+        if let Some((rw, mpi)) = &result.shared_launches {
+            println!(
+                "{mpi}/{rw}: the two launches of a round are one launch, in which their batches alternate"
+            );
+        }
         if let Some(t) = rounds_used_text(&result) {
             println!("{t}");
         }
