@@ -218,9 +218,11 @@ impl RunSpec {
 /// the RWAPI launch.
 fn split_shared(out: RunOutput, mpi_name: &str) -> (RunOutput, RunOutput) {
     let mut rw = out;
+    rw.shared_with = Some(mpi_name.to_string());
     let mut mpi = RunOutput {
         mpi: mpi_name.to_string(),
         records: Vec::new(),
+        shared_with: Some(rw.mpi.clone()),
         ..rw.clone()
     };
     let records = std::mem::take(&mut rw.records);
@@ -657,17 +659,20 @@ pub fn paired_ratios(result: &KernelResult) -> PairedRatios {
         }
     }
     let table = |r: &RunOutput| analyze::analyse(&result.kernel, &r.records, &result.params);
+    // The records of one repetition of a launch.
+    let rep_table = |r: &RunOutput, rep: &Value| {
+        let recs: Vec<Value> = r
+            .records
+            .iter()
+            .filter(|x| x.get("rep") == Some(rep))
+            .cloned()
+            .collect();
+        analyze::analyse(&result.kernel, &recs, &result.params)
+    };
     let base_tables: Vec<Table> = base.iter().map(|r| table(r)).collect();
     for lib in libs {
         let mut ratios: BTreeMap<(usize, String), Vec<f64>> = BTreeMap::new();
-        // The k-th launch of each library belongs to the same round.
-        for ((bt, run), _) in base_tables
-            .iter()
-            .zip(launches_of(lib))
-            .zip(&used)
-            .filter(|(_, &u)| u)
-        {
-            let t = table(run);
+        let mut add = |bt: &Table, t: &Table| {
             for row in &bt.rows {
                 let Some(other) = t.rows.iter().find(|o| o.key() == row.key()) else {
                     continue;
@@ -682,6 +687,30 @@ pub fn paired_ratios(result: &KernelResult) -> PairedRatios {
                         }
                     }
                 }
+            }
+        };
+        // The k-th launch of each library belongs to the same round.
+        for (((bt, base_run), run), _) in base_tables
+            .iter()
+            .zip(&base)
+            .zip(launches_of(lib))
+            .zip(&used)
+            .filter(|(_, &u)| u)
+        {
+            if run.shared_with.as_deref() == Some(first.as_str()) {
+                // One launch timed both, their batches of a repetition
+                // side by side: paired repetition by repetition.
+                let mut reps: Vec<&Value> = Vec::new();
+                for rep in run.records.iter().filter_map(|x| x.get("rep")) {
+                    if !reps.contains(&rep) {
+                        reps.push(rep);
+                    }
+                }
+                for rep in reps {
+                    add(&rep_table(base_run, rep), &rep_table(run, rep));
+                }
+            } else {
+                add(bt, &table(run));
             }
         }
         for ((mi, key), mut v) in ratios {
@@ -898,7 +927,8 @@ fn kernel_command(
         );
         if let Some((rw, mpi)) = &result.shared_launches {
             println!(
-                "{mpi}/{rw}: the two launches of a round are one launch, in which their batches alternate"
+                "{mpi}/{rw}: the two launches of a round are one launch, in which their batches alternate; \
+                 its ratios are paired repetition by repetition (each pair of batches side by side)"
             );
         }
         if let Some(t) = rounds_used_text(&result) {
@@ -1161,7 +1191,43 @@ mod tests {
                 "t": us * 2000.0 * 1e-6
             })],
             core_round_trip_ns: vec![],
+            shared_with: None,
         }
+    }
+
+    #[test]
+    fn a_shared_launch_is_paired_repetition_by_repetition() {
+        // One launch, three repetitions, the machine slowing down through
+        // it, and MPI's third batch caught in a fast moment. Per launch,
+        // the medians' ratio is 2/2 = 1; the repetitions, each pair of
+        // batches side by side, say 1.5, 1.5 and 0.5.
+        let sample = |rep: u32, us: f64| {
+            serde_json::json!({"type":"sample","api":"x","size":8,"rep":rep,"iters":1000,"n":2000,
+                               "t": us * 2000.0 * 1e-6})
+        };
+        let mut out = launch("rwapi", 0.0);
+        out.records.clear();
+        for (rep, (rw, mpi)) in [(1.0, 1.5), (2.0, 3.0), (4.0, 2.0)].into_iter().enumerate() {
+            for (api, us) in [("rwapi", rw), ("mpi", mpi)] {
+                let mut r = sample(rep as u32, us);
+                r["api"] = api.into();
+                out.records.push(r);
+            }
+        }
+        let (rw, mpi) = split_shared(out, "tandem");
+        let mut result = result_of(vec![rw, mpi]);
+        result.tables = vec![
+            ("rwapi".into(), table_of(&result.runs[0])),
+            ("tandem".into(), table_of(&result.runs[1])),
+        ];
+        let paired = paired_ratios(&result);
+        let key = result.tables[0].1.rows[0].key();
+        let latency = paired[&("tandem".to_string(), 0, key)];
+        assert!((latency - 1.5).abs() < 1e-9, "{latency}");
+    }
+
+    fn table_of(r: &RunOutput) -> Table {
+        analyze::analyse("pingpong", &r.records, &BTreeMap::new())
     }
 
     #[test]

@@ -371,6 +371,7 @@ mod tests {
             seconds: 0.0,
             records,
             core_round_trip_ns: vec![],
+            shared_with: None,
         };
         let runs = vec![run(
             "tandem",

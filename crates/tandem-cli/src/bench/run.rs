@@ -52,6 +52,11 @@ pub struct RunOutput {
     /// [`super::core_latency`]); empty for launches across hosts or where
     /// it could not be measured.
     pub core_round_trip_ns: Vec<f64>,
+    /// The library whose kernel the same launch timed too, batch for
+    /// batch (see [`super::RunSpec::shared_pair`]); its run is listed
+    /// beside this one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_with: Option<String>,
 }
 
 fn shell_words(argv: &[std::ffi::OsString], env: &[(String, String)]) -> String {
@@ -265,6 +270,7 @@ pub fn launch(l: &Launch) -> Result<RunOutput, String> {
         seconds,
         records,
         core_round_trip_ns,
+        shared_with: None,
     })
 }
 
