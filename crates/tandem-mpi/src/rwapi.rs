@@ -174,6 +174,14 @@ pub struct RwState {
     /// Nodes written to through the engine since the last flush.
     dirty: NodeSet,
     direct: Direct,
+    /// The node the last call wrote to, when that call was rwapi_write.
+    wrote_last: Option<u32>,
+    /// By node: whether the last write to it was followed at once by a
+    /// small message to it (the seed's pattern: write, then say so). Then
+    /// its next write through the engine waits for that message, and the
+    /// two leave in one system call over TCP; a write followed by anything
+    /// else still leaves at the next call.
+    notice_follows: Vec<bool>,
 }
 
 fn neg(class: ErrorClass) -> c_int {
@@ -203,7 +211,16 @@ fn with_state<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut State) -> T) 
 /// Runs `body` with RWAPI initialized; `fail` otherwise.
 fn with_rw<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut Runtime, &mut RwState) -> T) -> T {
     with_state(func, fail, |s| match s.rwapi.as_mut() {
-        Some(rw) => body(&mut s.rt, rw),
+        Some(rw) => {
+            if func != "rwapi_write" && func != "rwapi_send" {
+                // A write not announced at once: the next to its node
+                // leaves without waiting.
+                if let Some(node) = rw.wrote_last.take() {
+                    rw.notice_follows[node as usize] = false;
+                }
+            }
+            body(&mut s.rt, rw)
+        }
         None => fail,
     })
 }
@@ -292,6 +309,8 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
                     idle_polls: 0,
                     dirty: NodeSet::new(s.rt.size() as usize),
                     direct,
+                    wrote_last: None,
+                    notice_follows: vec![false; s.rt.size() as usize],
                 });
                 OK
             }
@@ -569,9 +588,14 @@ pub unsafe extern "C" fn rwapi_free(ptr: *mut u8) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn rwapi_send(node: c_int, small: RwapiSmall) -> c_int {
-    with_rw("rwapi_send", ERR_INIT, |rt, _| {
+    with_rw("rwapi_send", ERR_INIT, |rt, rw| {
         if node < 0 || node as u32 >= rt.size() {
             return ERR_NODE;
+        }
+        // Announces the write just made to it (which may be waiting for
+        // this message, to leave together), or not.
+        if let Some(last) = rw.wrote_last.take() {
+            rw.notice_follows[last as usize] = last == node as u32;
         }
         match rt.p2p().send_small(node as u32, &small.bytes) {
             Ok(()) => OK,
@@ -652,6 +676,13 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
         if !inside {
             return i64::from(ERR_RANGE);
         }
+        // Writes to one node in a row wait together for the message that
+        // may announce them; one to another node ends the wait of the last.
+        if let Some(prev) = rw.wrote_last.replace(node as u32) {
+            if prev != node as u32 {
+                rw.notice_follows[prev as usize] = false;
+            }
+        }
         let direct = rwheap::is_heap_key(remote.key) && !rw.dirty.contains(node as u32);
         if direct {
             if let Some(sid) = direct_write(rt, rw, node as u32, local, remote, size) {
@@ -670,6 +701,7 @@ pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, si
                 remote.addr,
                 local.addr as usize as *const u8,
                 size,
+                rw.notice_follows[node as usize],
             )
         };
         match r {

@@ -157,12 +157,16 @@ impl Engine {
         len: usize,
         token: Option<u64>,
     ) -> Result<SendState> {
-        self.route(peer, header, payload, len, token, false)
+        match (self.routes[peer as usize], self.shm.as_mut()) {
+            (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
+            _ => self.tcp.send(peer, header, payload, len, token),
+        }
     }
 
     /// As [`Engine::send`], for a one-sided write that may wait over TCP
     /// to leave with the writes after it in one system call (see
-    /// [`TcpTransport::send_batched`]); shared memory sends it at once.
+    /// [`TcpTransport::send_batched`], also for `hold`); shared memory
+    /// sends it at once.
     pub fn send_batched(
         &mut self,
         peer: u32,
@@ -170,25 +174,13 @@ impl Engine {
         payload: *const u8,
         len: usize,
         token: Option<u64>,
-    ) -> Result<SendState> {
-        self.route(peer, header, payload, len, token, true)
-    }
-
-    /// [`Engine::send`] and [`Engine::send_batched`]: the frame goes to the
-    /// transport that reaches `peer` (`batched` matters to TCP only).
-    fn route(
-        &mut self,
-        peer: u32,
-        header: &Header,
-        payload: *const u8,
-        len: usize,
-        token: Option<u64>,
-        batched: bool,
+        hold: bool,
     ) -> Result<SendState> {
         match (self.routes[peer as usize], self.shm.as_mut()) {
             (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
-            _ if batched => self.tcp.send_batched(peer, header, payload, len, token),
-            _ => self.tcp.send(peer, header, payload, len, token),
+            _ => self
+                .tcp
+                .send_batched(peer, header, payload, len, token, hold),
         }
     }
 

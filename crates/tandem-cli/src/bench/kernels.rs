@@ -32,6 +32,9 @@ pub struct Kernel {
     /// The same measurement with RWAPI writes in place of sends (run as the
     /// library `rwapi`), where there is one.
     pub rwapi_source: Option<&'static str>,
+    /// Parameters only the RWAPI variant takes (given to its launches
+    /// alone).
+    pub rwapi_params: &'static [Param],
 }
 
 const P_SIZES: Param = Param {
@@ -57,6 +60,12 @@ const P_WARMUP_N: Param = Param {
 
 const PAIR: &[Param] = &[P_SIZES, P_DURATION, P_REPEAT, P_WARMUP_S];
 
+/// How an RWAPI kernel's target learns that a write arrived (bench/rw.h).
+const RW_NOTIFY: &[Param] = &[Param {
+    name: "notify",
+    help: "flag (default: the target polls the last byte of the write) or small (a small message after each write, the seed's usage pattern)",
+}];
+
 pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "pingpong",
@@ -69,6 +78,7 @@ pub static KERNELS: &[Kernel] = &[
         takes_duration: true,
         params: PAIR,
         rwapi_source: Some(include_str!("../../../../bench/rw_pingpong.c")),
+        rwapi_params: RW_NOTIFY,
     },
     Kernel {
         name: "bidir",
@@ -81,6 +91,7 @@ pub static KERNELS: &[Kernel] = &[
         takes_duration: true,
         params: PAIR,
         rwapi_source: Some(include_str!("../../../../bench/rw_bidir.c")),
+        rwapi_params: RW_NOTIFY,
     },
     Kernel {
         name: "burst",
@@ -102,6 +113,7 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi_source: Some(include_str!("../../../../bench/rw_burst.c")),
+        rwapi_params: &[],
     },
     Kernel {
         name: "overhead",
@@ -145,6 +157,7 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi_source: None,
+        rwapi_params: &[],
     },
     Kernel {
         name: "coll",
@@ -169,6 +182,7 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi_source: None,
+        rwapi_params: &[],
     },
     Kernel {
         name: "alltoallv",
@@ -193,6 +207,7 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi_source: None,
+        rwapi_params: &[],
     },
     Kernel {
         name: "cannon",
@@ -216,6 +231,7 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi_source: None,
+        rwapi_params: &[],
     },
 ];
 
@@ -226,7 +242,12 @@ pub fn find(name: &str) -> Option<&'static Kernel> {
 
 impl Kernel {
     pub fn has_param(&self, name: &str) -> bool {
-        self.params.iter().any(|p| p.name == name)
+        self.params.iter().any(|p| p.name == name) || self.is_rwapi_param(name)
+    }
+
+    /// Whether `name` is a parameter of the RWAPI variant alone.
+    pub fn is_rwapi_param(&self, name: &str) -> bool {
+        self.rwapi_params.iter().any(|p| p.name == name)
     }
 
     /// Checks a rank count.

@@ -383,6 +383,15 @@ pub fn spec_from_args(
         params.insert("repeat".into(), r.to_string());
     }
     let mut lib_set = split_set(kernel, &a.set, &libs, &mut params)?;
+    if let Some(name) = params.keys().find(|k| kernel.is_rwapi_param(k)) {
+        if !libs.iter().any(|l| l.name == "rwapi") {
+            return Err(format!(
+                "--set {name}: a parameter of {}'s RWAPI variant, which runs as the library rwapi \
+                 (e.g. --mpi rwapi or --mpi rwapi,tandem)",
+                kernel.name
+            ));
+        }
+    }
     // `--set transports=X` means the same as `--transport X`.
     let mut transport = Transport::parse(&a.transport);
     if let Some(i) = lib_set
@@ -502,6 +511,9 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                 }
                 if shared_mpi.is_some() {
                     params.insert("with".into(), "mpi".into());
+                }
+                if lib.name != "rwapi" {
+                    params.retain(|k, _| !spec.kernel.is_rwapi_param(k));
                 }
                 let kernel_args: Vec<String> =
                     params.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -1033,6 +1045,9 @@ fn list() {
         );
         for p in k.params {
             println!("    {:11} {}", p.name, p.help);
+        }
+        for p in k.rwapi_params {
+            println!("    {:11} (--mpi rwapi only) {}", p.name, p.help);
         }
     }
     println!();

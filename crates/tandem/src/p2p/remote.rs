@@ -1290,7 +1290,8 @@ impl super::P2p {
         let token = Some(TOKEN_BIT | id);
         let quiet_acc = header.kind == FrameKind::Acc && header.tag & ACC_QUIET != 0;
         let sent = if header.kind == FrameKind::Put || quiet_acc {
-            self.engine.send_batched(peer, &header, payload, len, token)
+            self.engine
+                .send_batched(peer, &header, payload, len, token, false)
         } else {
             self.engine.send(peer, &header, payload, len, token)
         };
@@ -1350,7 +1351,9 @@ impl super::P2p {
     /// that leaves at once the operation table, the per-peer counts and
     /// the caller's later look-ups. Like a put, a write in a run of them
     /// may wait over TCP to leave with the others in one system call (see
-    /// [`crate::progress::Engine::send_batched`]).
+    /// [`crate::progress::Engine::send_batched`]); with `hold` it waits
+    /// over TCP even when it leads a run, for a frame its caller will send
+    /// at once (a small message announcing it) to take it along.
     ///
     /// # Safety
     /// As [`P2p::put`].
@@ -1361,6 +1364,7 @@ impl super::P2p {
         addr: u64,
         data: *const u8,
         len: usize,
+        hold: bool,
     ) -> Result<(OpId, bool)> {
         self.check_peer(peer)?;
         if peer == self.rank || self.m.lost[peer as usize].is_some() {
@@ -1371,7 +1375,7 @@ impl super::P2p {
         let h = Self::header(FrameKind::Put, key, 0, len, id, addr);
         match self
             .engine
-            .send_batched(peer, &h, data, len, Some(TOKEN_BIT | id))
+            .send_batched(peer, &h, data, len, Some(TOKEN_BIT | id), hold)
         {
             Ok(crate::transport::SendState::Done) => Ok((OpId(id), true)),
             Ok(crate::transport::SendState::Queued) => {

@@ -624,6 +624,11 @@ impl TcpTransport {
     /// the queue is written once [`BATCH_BYTES`] wait, at the start of the
     /// next progress pass, or with the next frame `send` takes. Never
     /// [`SendState::Done`] unless it left at once.
+    ///
+    /// With `hold`, the frame waits even when it would lead a run: for a
+    /// write its caller expects a frame to follow at once (an RWAPI write
+    /// and the small message announcing it), which then takes it along in
+    /// one `sendmsg` instead of two.
     pub fn send_batched(
         &mut self,
         peer: u32,
@@ -631,9 +636,10 @@ impl TcpTransport {
         payload: *const u8,
         len: usize,
         token: Option<u64>,
+        hold: bool,
     ) -> Result<SendState, Error> {
         let p = peer as usize;
-        let in_run = self.run_peer == Some(peer);
+        let in_run = hold || self.run_peer == Some(peer);
         if !in_run
             || self.peers[p].conn.is_none()
             || self.peers[p].lost.is_some()
@@ -651,6 +657,7 @@ impl TcpTransport {
         self.peers[p]
             .sendq
             .push_back(OutFrame::new(header, payload, len, token));
+        self.run_peer = Some(peer);
         Ok(SendState::Queued)
     }
 
