@@ -17,7 +17,8 @@
  *                the target's heap, stores its last byte last);
  *   notify=small a small message sent right after the write (rwapi's
  *                ordering makes the data visible before the notice): the
- *                seed's usage pattern, one more frame per write.
+ *                seed's usage pattern, one more frame per write (over TCP
+ *                it leaves with the write, in one sendmsg).
  *
  * Tandem only: RWAPI is Tandem's API (`tandem bench rw_pingpong`).
  */
