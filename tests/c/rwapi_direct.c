@@ -35,13 +35,6 @@ static unsigned char pattern(int round, size_t i)
     return (unsigned char)((round * 37 + i * 13 + (i >> 9)) & 0xff);
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static rwapi_small msg_net(rwapi_net net)
 {
     rwapi_small m;
