@@ -403,6 +403,8 @@ fn compare_rwapi_with_mpi() {
         "--mpi",
         "rwapi,tandem",
         "--separate-launches",
+        "--set",
+        "notify=small",
         "--sizes",
         "8",
         "--duration",
@@ -425,6 +427,13 @@ fn compare_rwapi_with_mpi() {
     let runs = doc["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 2, "{doc}");
     assert_ne!(runs[0]["command"], runs[1]["command"], "{doc}");
+    // The RWAPI variant's own parameter goes to its launches alone.
+    let with_notify =
+        |r: &serde_json::Value| r["command"].as_str().unwrap().contains("notify=small");
+    assert!(with_notify(&runs[0]) && !with_notify(&runs[1]), "{doc}");
+    let o = bench(&["pingpong", "--set", "notify=small"]);
+    assert!(!o.status.success());
+    assert!(o.stderr.contains("RWAPI variant"), "{}", o.describe());
     assert!(
         runs.iter()
             .all(|r| !r["command"].as_str().unwrap().contains("with=")),
