@@ -370,9 +370,9 @@ static long bench_pair_msgs = 1;
 
 /* A second body timed in the same launch (set by the params hook; NULL:
  * none), with the names the two bodies' samples carry as "api". Batches of
- * the two alternate size by size, in the order ABBA across rounds, so
- * that both run on the same process placement, library pages and machine
- * state, which differ between launches by more than what separates two
+ * the two alternate size by size, the first of each pair swapped every
+ * repetition (AB, BA, AB, ...), so that both run on the same process
+ * placement, library pages and machine state, which differ between launches by more than what separates two
  * APIs of one library (RWAPI against MPI over TCP). */
 static bench_body bench_pair_also = NULL;
 static const char *bench_pair_api = NULL;
@@ -558,7 +558,7 @@ static inline int bench_pair_main(int argc, char **argv, const char *kernel, ben
                 if (bench_pair_also == NULL) {
                     bench_pair_batch(0, body, s, i, rep, iters[i]);
                 } else {
-                    /* ABBA: each body runs first in every other round. */
+                    /* Each body runs first in every other repetition. */
                     int first = (rep & 1);
                     int k;
                     for (k = 0; k < 2; k++) {

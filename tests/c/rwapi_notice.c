@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rw_check.h"
+#include "rw_ring.h"
 
 #define ROUNDS 240
 #define BLOCK (64u << 10)
@@ -32,80 +32,17 @@ static unsigned char pattern(int src, int round, size_t i)
     return (unsigned char)((src * 37 + round * 11 + i * 7 + (i >> 8)) & 0xff);
 }
 
-/* The next small message of `kind` from `from`, which must be of `round`
- * (ROUNDS < 256: one byte holds it). On a ring of 3 or more, the right
- * neighbour's answer may come while we wait for the left one's notice:
- * one message is kept aside. */
-static int pending_kind = -1, pending_round, pending_from;
-
-static void expect(int kind, int round, int from)
-{
-    int node;
-    rwapi_small m;
-    for (;;) {
-        if (pending_kind == kind && pending_from == from) {
-            CHECK(pending_round == round, "kind %d: round %d, expected %d", kind, pending_round,
-                  round);
-            pending_kind = -1;
-            return;
-        }
-        int r = rwapi_receive(&node, &m);
-        CHECK(r >= 0, "rwapi_receive returned %d", r);
-        if (r == 0)
-            continue;
-        if (m.bytes[0] == kind && node == from) {
-            CHECK(m.bytes[1] == round, "kind %d: round %d, expected %d", kind, m.bytes[1], round);
-            return;
-        }
-        CHECK(pending_kind < 0, "two messages ahead of the one awaited");
-        pending_kind = m.bytes[0];
-        pending_round = m.bytes[1];
-        pending_from = node;
-    }
-}
-
 static void say(int to, int kind, int round)
 {
-    rwapi_small m;
-    memset(&m, 0, sizeof m);
-    m.bytes[0] = (unsigned char)kind;
-    m.bytes[1] = (unsigned char)round;
-    CHECK(rwapi_send(to, m) == RWAPI_OK, "rwapi_send");
+    CHECK(rwapi_send(to, make(kind, round)) == RWAPI_OK, "rwapi_send");
 }
 
 int main(int argc, char **argv)
 {
-    CHECK(rwapi_init(argc, argv) == RWAPI_OK, "rwapi_init");
-    me = rwapi_rank();
-    int n = rwapi_size();
-    CHECK(n >= 2, "needs 2 nodes, got %d", n);
-    int right = (me + 1) % n, left = (me + n - 1) % n;
-
-    rwapi_net dst_net, src_net, target;
-    unsigned char *dst = rwapi_alloc(BLOCK + 1, &dst_net);
-    unsigned char *src = rwapi_alloc(BLOCK, &src_net);
-    CHECK(dst && src, "rwapi_alloc");
-    rwapi_small m;
-    memcpy(m.bytes, &dst_net, sizeof dst_net);
-    CHECK(rwapi_send(left, m) == RWAPI_OK, "rwapi_send (address)");
-    int node;
+    unsigned char *dst, *src;
+    rwapi_net src_net, target;
+    ring_start(argc, argv, BLOCK + 1, BLOCK, &dst, &src, &src_net, &target);
     int r;
-    /* The right neighbour's address; the left one may already have
-     * written and said so (its notice is kept for round 0). */
-    for (;;) {
-        r = rwapi_receive(&node, &m);
-        CHECK(r >= 0, "rwapi_receive returned %d", r);
-        if (r == 1 && node == right)
-            break;
-        if (r == 1) {
-            CHECK(pending_kind < 0, "two messages before the address");
-            pending_kind = m.bytes[0];
-            pending_round = m.bytes[1];
-            pending_from = node;
-        }
-    }
-    memcpy(&target, m.bytes, sizeof target);
-    CHECK(target.node == right, "the address names node %d", target.node);
 
     for (int round = 0; round < ROUNDS; round++) {
         size_t size = size_of(round);

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rw_check.h"
+#include "rw_ring.h"
 
 #define WRITES 300
 #define BLOCK (4u << 20)
@@ -44,80 +44,13 @@ static size_t offset_of(int k)
 
 enum { WROTE = 2, SEEN = 3 };
 
-static rwapi_small make(int kind, int round)
-{
-    rwapi_small m;
-    memset(&m, 0, sizeof m);
-    m.bytes[0] = (unsigned char)kind;
-    m.bytes[1] = (unsigned char)round;
-    return m;
-}
-
-/* Small messages taken while waiting for another one (messages from
- * different nodes may come in any order; from one node, in order). */
-#define STASH 16
-static rwapi_small stash[STASH];
-static int stash_from[STASH], stashed;
-
-/* The next small message from `want`, which must be `kind` of `round`
- * (kind 0: any; then it is returned in *out). */
-static void expect_from(int want, int kind, int round, rwapi_small *out)
-{
-    rwapi_small m;
-    int node = -1, found = 0;
-    for (int i = 0; i < stashed && !found; i++) {
-        if (stash_from[i] == want) {
-            m = stash[i];
-            node = want;
-            memmove(stash + i, stash + i + 1, (size_t)(stashed - i - 1) * sizeof *stash);
-            memmove(stash_from + i, stash_from + i + 1, (size_t)(stashed - i - 1) * sizeof(int));
-            stashed--;
-            found = 1;
-        }
-    }
-    while (!found) {
-        int r = rwapi_receive(&node, &m);
-        CHECK(r >= 0, "rwapi_receive returned %d", r);
-        if (r == 0)
-            continue;
-        if (node == want) {
-            found = 1;
-        } else {
-            CHECK(stashed < STASH, "too many stashed messages");
-            stash[stashed] = m;
-            stash_from[stashed++] = node;
-        }
-    }
-    if (out)
-        *out = m;
-    if (kind)
-        CHECK(m.bytes[0] == kind && m.bytes[1] == round,
-              "expected kind %d round %d from %d, got kind %d round %d", kind, round, want,
-              m.bytes[0], m.bytes[1]);
-}
-
-static void expect(int kind, int round, int want) { expect_from(want, kind, round, NULL); }
-
 int main(int argc, char **argv)
 {
-    CHECK(rwapi_init(argc, argv) == RWAPI_OK, "rwapi_init");
-    me = rwapi_rank();
-    int n = rwapi_size();
-    CHECK(n >= 2, "needs 2 nodes, got %d", n);
-    int right = (me + 1) % n, left = (me + n - 1) % n;
     CHECK(offset_of(WRITES) < BLOCK, "the run fits the block");
-
-    rwapi_net dst_net, src_net, target;
-    unsigned char *dst = rwapi_alloc(BLOCK, &dst_net);
-    unsigned char *src = rwapi_alloc(BLOCK, &src_net);
-    CHECK(dst && src, "rwapi_alloc");
-    rwapi_small m;
-    memcpy(m.bytes, &dst_net, sizeof dst_net);
-    CHECK(rwapi_send(left, m) == RWAPI_OK, "rwapi_send");
+    unsigned char *dst, *src;
+    rwapi_net src_net, target;
+    ring_start(argc, argv, BLOCK, BLOCK, &dst, &src, &src_net, &target);
     int r;
-    expect_from(right, 0, 0, &m);
-    memcpy(&target, m.bytes, sizeof target);
-    CHECK(target.node == right, "the address names node %d", target.node);
 
     static rwapi_sid sids[WRITES];
     for (int round = 0; round < 9; round++) {

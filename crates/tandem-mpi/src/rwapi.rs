@@ -208,19 +208,27 @@ fn with_state<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut State) -> T) 
     })
 }
 
-/// Runs `body` with RWAPI initialized; `fail` otherwise.
+/// Runs `body` with RWAPI initialized; `fail` otherwise. The call comes
+/// between the last write and any notice of it, so that write was not
+/// announced at once: the next one to its node leaves without waiting.
 fn with_rw<T: Copy>(func: &str, fail: T, body: impl FnOnce(&mut Runtime, &mut RwState) -> T) -> T {
-    with_state(func, fail, |s| match s.rwapi.as_mut() {
-        Some(rw) => {
-            if func != "rwapi_write" && func != "rwapi_send" {
-                // A write not announced at once: the next to its node
-                // leaves without waiting.
-                if let Some(node) = rw.wrote_last.take() {
-                    rw.notice_follows[node as usize] = false;
-                }
-            }
-            body(&mut s.rt, rw)
+    with_rw_after_write(func, fail, |rt, rw| {
+        if let Some(node) = rw.wrote_last.take() {
+            rw.notice_follows[node as usize] = false;
         }
+        body(rt, rw)
+    })
+}
+
+/// As [`with_rw`], for rwapi_write and rwapi_send, which keep track of the
+/// last write themselves (see [`RwState::notice_follows`]).
+fn with_rw_after_write<T: Copy>(
+    func: &str,
+    fail: T,
+    body: impl FnOnce(&mut Runtime, &mut RwState) -> T,
+) -> T {
+    with_state(func, fail, |s| match s.rwapi.as_mut() {
+        Some(rw) => body(&mut s.rt, rw),
         None => fail,
     })
 }
@@ -588,7 +596,7 @@ pub unsafe extern "C" fn rwapi_free(ptr: *mut u8) -> c_int {
 
 #[no_mangle]
 pub extern "C" fn rwapi_send(node: c_int, small: RwapiSmall) -> c_int {
-    with_rw("rwapi_send", ERR_INIT, |rt, rw| {
+    with_rw_after_write("rwapi_send", ERR_INIT, |rt, rw| {
         if node < 0 || node as u32 >= rt.size() {
             return ERR_NODE;
         }
@@ -656,7 +664,7 @@ pub unsafe extern "C" fn rwapi_receive(node: *mut c_int, small: *mut RwapiSmall)
 
 #[no_mangle]
 pub extern "C" fn rwapi_write(node: c_int, local: RwapiNet, remote: RwapiNet, size: usize) -> i64 {
-    with_rw("rwapi_write", i64::from(ERR_INIT), |rt, rw| {
+    with_rw_after_write("rwapi_write", i64::from(ERR_INIT), |rt, rw| {
         let me = rt.rank();
         if node < 0 || node as u32 >= rt.size() {
             return i64::from(ERR_NODE);

@@ -78,20 +78,25 @@ pub fn missing_functions(compiler_output: &str) -> Vec<String> {
 /// executable.
 pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
     // The library `rwapi` is Tandem running the kernel's RWAPI variant.
-    let source = if lib.name == "rwapi" {
-        kernel.rwapi_source.ok_or_else(|| {
+    // Its source includes the MPI kernel's file, for its body: both are
+    // written, under their own names.
+    let mpi_file = format!("{}.c", kernel.name);
+    let (file, source) = if lib.name == "rwapi" {
+        let variant = kernel.rwapi.as_ref().ok_or_else(|| {
             BuildError::Other(format!(
                 "kernel {} has no RWAPI variant (those with one: pingpong, bidir, burst)",
                 kernel.name
             ))
-        })?
+        })?;
+        (format!("rw_{}.c", kernel.name), variant.source)
     } else {
-        kernel.source
+        (mpi_file.clone(), kernel.source)
     };
     let mut key_text = Vec::new();
     key_text.extend_from_slice(source.as_bytes());
-    // The RWAPI variants include the MPI kernel's file, for its body.
-    key_text.extend_from_slice(kernel.source.as_bytes());
+    if lib.name == "rwapi" {
+        key_text.extend_from_slice(kernel.source.as_bytes());
+    }
     key_text.extend_from_slice(COMMON_HEADER.1.as_bytes());
     key_text.extend_from_slice(RWAPI_HEADER.1.as_bytes());
     key_text.extend_from_slice(lib.identity().as_bytes());
@@ -107,14 +112,10 @@ pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
     let src_dir = dir.join(format!("src-{key:016x}-{}", std::process::id()));
     std::fs::create_dir_all(&src_dir)
         .map_err(|e| BuildError::Other(format!("cannot create {}: {e}", src_dir.display())))?;
-    let src = if lib.name == "rwapi" {
-        src_dir.join(format!("rw_{}.c", kernel.name))
-    } else {
-        src_dir.join(format!("{}.c", kernel.name))
-    };
+    let src = src_dir.join(&file);
     for (path, text) in [
+        (&src_dir.join(&mpi_file), kernel.source),
         (&src, source),
-        (&src_dir.join(format!("{}.c", kernel.name)), kernel.source),
         (&src_dir.join(COMMON_HEADER.0), COMMON_HEADER.1),
         (&src_dir.join(RWAPI_HEADER.0), RWAPI_HEADER.1),
     ] {

@@ -31,10 +31,17 @@ pub struct Kernel {
     pub params: &'static [Param],
     /// The same measurement with RWAPI writes in place of sends (run as the
     /// library `rwapi`), where there is one.
-    pub rwapi_source: Option<&'static str>,
-    /// Parameters only the RWAPI variant takes (given to its launches
+    pub rwapi: Option<RwapiVariant>,
+}
+
+/// A kernel's RWAPI variant.
+#[derive(Debug)]
+pub struct RwapiVariant {
+    /// Its C source (which includes the MPI kernel's file, for its body).
+    pub source: &'static str,
+    /// Parameters it takes beyond the kernel's (given to its launches
     /// alone).
-    pub rwapi_params: &'static [Param],
+    pub params: &'static [Param],
 }
 
 const P_SIZES: Param = Param {
@@ -77,8 +84,10 @@ pub static KERNELS: &[Kernel] = &[
         default_sizes: Some("1:4m:4"),
         takes_duration: true,
         params: PAIR,
-        rwapi_source: Some(include_str!("../../../../bench/rw_pingpong.c")),
-        rwapi_params: RW_NOTIFY,
+        rwapi: Some(RwapiVariant {
+            source: include_str!("../../../../bench/rw_pingpong.c"),
+            params: RW_NOTIFY,
+        }),
     },
     Kernel {
         name: "bidir",
@@ -90,8 +99,10 @@ pub static KERNELS: &[Kernel] = &[
         default_sizes: Some("1:4m:4"),
         takes_duration: true,
         params: PAIR,
-        rwapi_source: Some(include_str!("../../../../bench/rw_bidir.c")),
-        rwapi_params: RW_NOTIFY,
+        rwapi: Some(RwapiVariant {
+            source: include_str!("../../../../bench/rw_bidir.c"),
+            params: RW_NOTIFY,
+        }),
     },
     Kernel {
         name: "burst",
@@ -112,8 +123,10 @@ pub static KERNELS: &[Kernel] = &[
                 help: "sends kept in flight (default 64)",
             },
         ],
-        rwapi_source: Some(include_str!("../../../../bench/rw_burst.c")),
-        rwapi_params: &[],
+        rwapi: Some(RwapiVariant {
+            source: include_str!("../../../../bench/rw_burst.c"),
+            params: &[],
+        }),
     },
     Kernel {
         name: "overhead",
@@ -156,8 +169,7 @@ pub static KERNELS: &[Kernel] = &[
                 help: "give up a series after this many points (default 200)",
             },
         ],
-        rwapi_source: None,
-        rwapi_params: &[],
+        rwapi: None,
     },
     Kernel {
         name: "coll",
@@ -181,8 +193,7 @@ pub static KERNELS: &[Kernel] = &[
                 help: "node counts, comma list (default 2..np); one job is launched per count",
             },
         ],
-        rwapi_source: None,
-        rwapi_params: &[],
+        rwapi: None,
     },
     Kernel {
         name: "alltoallv",
@@ -206,8 +217,7 @@ pub static KERNELS: &[Kernel] = &[
                 help: "exchanges per timed sample (default 10)",
             },
         ],
-        rwapi_source: None,
-        rwapi_params: &[],
+        rwapi: None,
     },
     Kernel {
         name: "cannon",
@@ -230,8 +240,7 @@ pub static KERNELS: &[Kernel] = &[
                 help: "1: shifts overlap the multiplication (default); 0: after it",
             },
         ],
-        rwapi_source: None,
-        rwapi_params: &[],
+        rwapi: None,
     },
 ];
 
@@ -247,7 +256,12 @@ impl Kernel {
 
     /// Whether `name` is a parameter of the RWAPI variant alone.
     pub fn is_rwapi_param(&self, name: &str) -> bool {
-        self.rwapi_params.iter().any(|p| p.name == name)
+        self.rwapi_params().iter().any(|p| p.name == name)
+    }
+
+    /// The parameters of the RWAPI variant alone (none without one).
+    pub fn rwapi_params(&self) -> &'static [Param] {
+        self.rwapi.as_ref().map_or(&[], |v| v.params)
     }
 
     /// Checks a rank count.

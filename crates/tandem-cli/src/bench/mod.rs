@@ -198,7 +198,7 @@ impl RunSpec {
     /// than what separates two APIs of one library over TCP, so pairing
     /// within a launch is what tells them apart.
     pub fn shared_pair(&self) -> Option<(usize, usize)> {
-        if self.separate_launches || self.kernel.rwapi_source.is_none() {
+        if self.separate_launches || self.kernel.rwapi.is_none() {
             return None;
         }
         let find = |name: &str| {
@@ -1046,7 +1046,7 @@ fn list() {
         for p in k.params {
             println!("    {:11} {}", p.name, p.help);
         }
-        for p in k.rwapi_params {
+        for p in k.rwapi_params() {
             println!("    {:11} (--mpi rwapi only) {}", p.name, p.help);
         }
     }

@@ -137,10 +137,11 @@ const CELL_SHORT_INLINE: usize = CELL_FRAME + SHORT_HEADER;
 const SHORT_INLINE_MAX: usize = LINE - CELL_SHORT_INLINE;
 
 /// Whether a frame whose whole payload of `chunk` bytes goes in one cell
-/// can travel in the short form: its header's length is `chunk` and its
-/// request ids are zero (every eager message).
+/// travels in the short form: too long for [`FLAG_INLINE`], short enough
+/// for [`FLAG_SHORT`], its header's length `chunk` and its request ids zero
+/// (every such eager message).
 fn fits_short(h: &[u8; HEADER_LEN], chunk: usize) -> bool {
-    (1..=SHORT_INLINE_MAX).contains(&chunk)
+    (INLINE_MAX + 1..=SHORT_INLINE_MAX).contains(&chunk)
         && h[16..24] == (chunk as u64).to_le_bytes()
         && h[24..].iter().all(|&b| b == 0)
 }
@@ -892,7 +893,7 @@ impl ShmTransport {
             self.populate_cells(ring);
         }
         let cell = self.cell(ring, slot);
-        let short = header.is_some_and(|h| chunk > INLINE_MAX && fits_short(h, chunk));
+        let short = header.is_some_and(|h| fits_short(h, chunk));
         let (flags, at) = match header {
             None => (0, CELL_HEADER),
             Some(_) if short => (FLAG_FIRST | FLAG_SHORT, CELL_SHORT_INLINE),

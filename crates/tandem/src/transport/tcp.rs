@@ -1882,7 +1882,6 @@ mod tests {
         }
     }
 
-    /// The congestion control of `t`'s connection to `peer`.
     /// Frames of every size in a row, large ones among small ones: each
     /// arrives whole and in order, whether its payload was read into the
     /// connection's buffer or straight into its own (after a large frame
@@ -1911,7 +1910,7 @@ mod tests {
             .map(|(i, &n)| (0..n).map(|j| (j * 7 + i * 31) as u8).collect())
             .collect();
         for (i, p) in payloads.iter().enumerate() {
-            // SAFETY: the payloads outlive the exchange.
+            // (The payloads outlive the exchange, as `send` asks.)
             t0.send(
                 1,
                 &eager(i as i32, p.len()),
@@ -1930,6 +1929,7 @@ mod tests {
         }
     }
 
+    /// The congestion control of `t`'s connection to `peer`.
     fn congestion_of(t: &TcpTransport, peer: u32) -> String {
         let c = t.peers[peer as usize].conn.expect("connected");
         let fd = t.conns[c].as_ref().unwrap().fd.as_raw_fd();
