@@ -13,6 +13,7 @@
 //! | `TANDEM_JOB_ID` | a short job identifier |
 //! | `TANDEM_JOB_HOSTS` | hosts the job spans (absent: 1; more than one makes TCP listen beyond loopback) |
 //! | `TANDEM_JOB_NODE_ADDR` | the address this host used to reach the master (the TCP transport's default listening address in multi-host jobs) |
+//! | `TANDEM_JOB_REPLICAS` | replicas per rank (absent: 1). With R replicas of N ranks, `TANDEM_JOB_SIZE` is N x R processes and process p is replica p / N of rank p % N |
 //!
 //! The service speaks a line protocol over TCP: one request per line, words
 //! separated by single spaces, each answered by one line. Keys and values are
@@ -48,6 +49,7 @@ pub mod env {
     pub const ID: &str = "TANDEM_JOB_ID";
     pub const HOSTS: &str = "TANDEM_JOB_HOSTS";
     pub const NODE_ADDR: &str = "TANDEM_JOB_NODE_ADDR";
+    pub const REPLICAS: &str = "TANDEM_JOB_REPLICAS";
 }
 
 /// How long a rank tries to reach the master before giving up.
@@ -70,6 +72,9 @@ pub struct JobInfo {
     pub hosts: u32,
     /// The address this host reached the master from (a hint for TCP).
     pub node_addr: Option<String>,
+    /// Replicas of every rank (1: none). With more, `rank` and `size`
+    /// count processes (see [`env::REPLICAS`]).
+    pub replicas: u32,
 }
 
 impl JobInfo {
@@ -90,6 +95,7 @@ impl JobInfo {
                 master: None,
                 hosts: 1,
                 node_addr: None,
+                replicas: 1,
             });
         };
         let num = |name: &str| -> Result<u32, Error> {
@@ -112,6 +118,13 @@ impl JobInfo {
                 format!("launcher gave rank {rank} of {size}"),
             ));
         }
+        let replicas = num(env::REPLICAS).unwrap_or(1).max(1);
+        if replicas > crate::replica::MAX_REPLICAS || size % replicas != 0 {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("launcher gave {replicas} replicas of a job of {size} processes"),
+            ));
+        }
         let secret_hex = std::env::var(env::SECRET).unwrap_or_default();
         let secret = decode_secret(&secret_hex).ok_or_else(|| {
             Error::new(
@@ -128,6 +141,7 @@ impl JobInfo {
             master: Some(addr),
             hosts: num(env::HOSTS).unwrap_or(1).max(1),
             node_addr: std::env::var(env::NODE_ADDR).ok().filter(|a| !a.is_empty()),
+            replicas,
         })
     }
 }
@@ -166,6 +180,7 @@ impl JobInfo {
             master: Some(PMI2_MASTER.to_string()),
             hosts: hosts.max(1),
             node_addr: None,
+            replicas: 1,
         })
     }
 }

@@ -21,6 +21,7 @@ pub mod ops;
 pub mod p2p;
 pub mod params;
 pub mod progress;
+pub mod replica;
 pub mod runtime;
 pub mod shared_mapping;
 pub mod shm_heap;

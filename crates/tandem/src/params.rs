@@ -330,6 +330,24 @@ pub static REGISTRY: &[Param] = &[
         default: "10000",
         help: "milliseconds to wait for a TCP connection and its handshake before reporting the peer unreachable",
     },
+    Param {
+        name: "replicas",
+        kind: Kind::UInt,
+        default: "1",
+        help: "replicas of every rank (tandem run --replicas R): each rank runs as R processes, placed on different hosts where the host list allows, and the job finishes while every rank keeps one live replica (the VolpexMPI report's volatile-node model)",
+    },
+    Param {
+        name: "replica_timeout_ms",
+        kind: Kind::UInt,
+        default: "3000",
+        help: "replicas: milliseconds a replica that stops answering is given before its peers turn to another replica of its rank; also how long the launcher waits for the last replicas of a finished job before stopping them",
+    },
+    Param {
+        name: "replica_log_bytes",
+        kind: Kind::Bytes,
+        default: "256m",
+        help: "replicas: most bytes of sent messages a replica keeps for receivers that may still ask for them; at the cap a send waits until every live replica of its receiver has acknowledged older messages, and a replica that lags past what is kept is declared failed",
+    },
 ];
 
 /// Finds a parameter by name (case-insensitive).
@@ -351,6 +369,7 @@ pub static GROUPS: &[(&str, &str)] = &[
     ("coll", "collective algorithm selection"),
     ("rwapi", "the Remote-Write API"),
     ("stats", "progress-engine counters"),
+    ("replica", "replicated ranks for volatile nodes"),
 ];
 
 impl Param {
@@ -369,6 +388,8 @@ impl Param {
             "rwapi"
         } else if n.starts_with("stats") {
             "stats"
+        } else if n.starts_with("replica") {
+            "replica"
         } else {
             "messages"
         }

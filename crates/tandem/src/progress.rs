@@ -10,6 +10,7 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::error::{Error, ErrorClass, Result};
+use crate::replica::Replicas;
 use crate::stats::{Counters, Stopwatch};
 use crate::transport::shm::{Advert, ReadRemoteError, ShmTransport};
 pub use crate::transport::shm::{WAKE_HELPER_ANY, WAKE_HELPER_RNDV};
@@ -58,6 +59,9 @@ pub struct Engine {
     /// The `poll` policy: drive every transport on every call.
     poll_everything: bool,
     counters: Counters,
+    /// In a replicated job, the layer that turns ranks into processes
+    /// (replica/): every frame to or from a peer passes through it.
+    replicas: Option<Replicas>,
 }
 
 fn epoll_add(epfd: RawFd, fd: RawFd, token: u64) -> Result<()> {
@@ -130,7 +134,21 @@ impl Engine {
             idle_tcp_skips: 0,
             poll_everything,
             counters: Counters::default(),
+            replicas: None,
         })
+    }
+
+    /// Makes this a replicated job's engine: from now on peers are ranks,
+    /// and `replicas` maps them to processes. Opens the connections to the
+    /// partner replicas (see [`Replicas::greet`]).
+    pub fn set_replicas(&mut self, mut replicas: Replicas) {
+        replicas.greet(&mut self.tcp);
+        self.replicas = Some(replicas);
+    }
+
+    /// The replication layer, in a replicated job.
+    pub fn replicas(&self) -> Option<&Replicas> {
+        self.replicas.as_ref()
     }
 
     /// The address other hosts' ranks use to reach this one over TCP.
@@ -148,7 +166,10 @@ impl Engine {
         t
     }
 
-    /// Hands a frame to the transport that reaches `peer`.
+    /// Hands a frame to the transport that reaches `peer`. `payload` must
+    /// stay valid for `len` bytes until the frame is done (the transports'
+    /// contract, which the replication layer shares).
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn send(
         &mut self,
         peer: u32,
@@ -157,6 +178,12 @@ impl Engine {
         len: usize,
         token: Option<u64>,
     ) -> Result<SendState> {
+        if let Some(rep) = self.replicas.as_mut() {
+            // SAFETY: callers keep `payload` valid for `len` bytes until the
+            // frame has left or its token is reported, as every transport
+            // requires (the transports read it later too).
+            return unsafe { rep.send(&mut self.tcp, peer, header, payload, len, token) };
+        }
         match (self.routes[peer as usize], self.shm.as_mut()) {
             (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
             _ => self.tcp.send(peer, header, payload, len, token),
@@ -167,6 +194,7 @@ impl Engine {
     /// to leave with the writes after it in one system call (see
     /// [`TcpTransport::send_batched`], also for `hold`); shared memory
     /// sends it at once.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
     pub fn send_batched(
         &mut self,
         peer: u32,
@@ -176,6 +204,12 @@ impl Engine {
         token: Option<u64>,
         hold: bool,
     ) -> Result<SendState> {
+        if let Some(rep) = self.replicas.as_mut() {
+            // SAFETY: callers keep `payload` valid for `len` bytes until the
+            // frame has left or its token is reported, as every transport
+            // requires (the transports read it later too).
+            return unsafe { rep.send(&mut self.tcp, peer, header, payload, len, token) };
+        }
         match (self.routes[peer as usize], self.shm.as_mut()) {
             (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
             _ => self
@@ -339,6 +373,9 @@ impl Engine {
     /// (and before [`Engine::sleep_armed`]) cannot be missed: a peer that
     /// changes it afterwards and calls [`Engine::wake`] wakes the sleep.
     pub fn arm_sleep(&mut self) -> bool {
+        if let Some(rep) = self.replicas.as_mut() {
+            rep.before_sleep(&mut self.tcp);
+        }
         self.shm.as_mut().is_none_or(|s| s.prepare_sleep())
     }
 
@@ -353,7 +390,9 @@ impl Engine {
     /// peer's exit does), then drives what came.
     pub fn sleep_armed(&mut self, sink: &mut dyn FrameSink) -> bool {
         let mut did = false;
-        let timeout = if self.tcp.needs_timer() {
+        let timeout = if self.replicas.as_ref().is_some_and(Replicas::has_pending) {
+            QUEUED_SLEEP_MS
+        } else if self.tcp.needs_timer() {
             100
         } else if self.shm_has_queued() {
             QUEUED_SLEEP_MS
@@ -410,6 +449,9 @@ impl Engine {
     }
 
     fn drive(&mut self, sink: &mut dyn FrameSink) -> bool {
+        if let Some(rep) = self.replicas.as_mut() {
+            return rep.progress(&mut self.tcp, sink);
+        }
         let mut did = false;
         if let Some(shm) = self.shm.as_mut() {
             did |= shm.progress(sink);
@@ -604,7 +646,9 @@ impl Engine {
 
     /// Whether frames are still waiting to leave.
     pub fn has_queued(&self) -> bool {
-        self.tcp.has_queued() || self.shm_has_queued()
+        self.tcp.has_queued()
+            || self.shm_has_queued()
+            || self.replicas.as_ref().is_some_and(Replicas::has_pending)
     }
 
     /// Whether frames wait for room in a shared-memory peer's ring (TCP's

@@ -12,6 +12,7 @@ use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Envelope, MsgId, P2p, P2pConfig, ReqId, SendMode, Status};
 use crate::params::Settings;
 use crate::progress::Engine;
+use crate::replica::{Placement, Replicas};
 use crate::stats::Counters;
 use crate::transport::shm::ShmTransport;
 use crate::transport::tcp::{
@@ -68,7 +69,8 @@ impl Runtime {
     pub fn init() -> Result<Runtime> {
         let settings = Settings::from_env().map_err(config_error)?;
         let colls = coll::Colls::new(&settings).map_err(config_error)?;
-        let job = JobInfo::from_env()?;
+        let mut job = JobInfo::from_env()?;
+        let replicated = job.replicas > 1;
         let master = match &job.master {
             Some(_) => Some(Arc::new(Mutex::new(MasterLink::connect(&job)?))),
             None => None,
@@ -99,7 +101,9 @@ impl Runtime {
                 )));
             }
         }
-        let mut shm = if names.contains(&"shm") {
+        // Replicas talk over TCP only (also on one host): every frame
+        // passes through the replication layer, which drives TCP.
+        let mut shm = if names.contains(&"shm") && !replicated {
             ShmTransport::attach(job.rank, job.local_size)?
         } else {
             None
@@ -144,7 +148,13 @@ impl Runtime {
         if let Some(s) = shm.as_mut() {
             s.connect(settings.bool("shm_single_copy"))?;
         }
-        let eager_limit = settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize;
+        // Replicated messages travel eagerly, whole, up to the largest frame
+        // (see replica/).
+        let eager_limit = if replicated {
+            crate::wire::MAX_EAGER as usize
+        } else {
+            settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize
+        };
         let single_copy_min = settings.uint("shm_single_copy_min") as usize;
         // Both before `bind_to_core` narrows the CPUs this process sees.
         let shm_eager_limit = shm_eager_limit(&settings, job.local_size, eager_limit);
@@ -163,6 +173,21 @@ impl Runtime {
             offer_min,
             settings.text("progress") == "poll",
         )?;
+        let mut engine = engine;
+        if replicated {
+            let place = Placement {
+                ranks: job.size / job.replicas,
+                replicas: job.replicas,
+                process: job.rank,
+            };
+            engine.set_replicas(Replicas::new(
+                place,
+                settings.uint("replica_log_bytes") as usize,
+            ));
+            // From here on the job is the program's: ranks, not processes.
+            job.rank = place.rank();
+            job.size = place.ranks;
+        }
         let (spin_us, yield_us) = wait_policy(&settings, job.local_size);
         bind_to_core(&settings, job.local_size);
         let mut p2p = P2p::new(
@@ -172,12 +197,13 @@ impl Runtime {
             P2pConfig {
                 eager_limit,
                 shm_eager_limit,
-                direct_write: settings.bool("shm_direct_write"),
+                direct_write: settings.bool("shm_direct_write") && !replicated,
                 unexpected_limit: settings.uint("unexpected_limit") as usize,
                 spin: Duration::from_micros(spin_us),
                 yield_time: Duration::from_micros(yield_us),
                 single_copy_min,
                 copy_help_min,
+                replicated,
             },
         );
         let world: Arc<[u32]> = (0..job.size).collect();
@@ -186,6 +212,11 @@ impl Runtime {
         for c in [&world, &selfc] {
             p2p.register_context(c.p2p_context(), c.group.clone());
             p2p.register_context(c.coll_context(), c.group.clone());
+        }
+        let mut colls = colls;
+        if replicated {
+            // Shared flags would bypass the replication layer.
+            colls.shm_max = 0;
         }
         let jitter_seed = (u64::from(job.rank) << 32) ^ u64::from(std::process::id());
         Ok(Runtime {
@@ -614,6 +645,9 @@ impl Runtime {
     /// to arrive, then closes all connections.
     pub fn finalize(mut self) -> Result<()> {
         self.p2p.flush(Instant::now() + Duration::from_secs(10));
+        if self.job.replicas > 1 {
+            return self.finalize_replica();
+        }
         if let Some(link) = &self.master {
             let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
             if stats_wanted(&self.settings) {
@@ -629,6 +663,49 @@ impl Runtime {
             self.p2p.engine().shutdown();
         }
         Ok(())
+    }
+
+    /// A replica leaves once every live replica of every rank it sent to
+    /// has taken all it sent (they may still need its log), without the
+    /// launcher's fence: a lost or stopped replica never arrives there.
+    fn finalize_replica(mut self) -> Result<()> {
+        let patience = Duration::from_millis(self.settings.uint("replica_timeout_ms"));
+        // Receivers acknowledge before they sleep; one lost or stopped is
+        // noticed by its connection or stopped by the launcher, so this
+        // only guards against a peer that lives and never waits.
+        let deadline = Instant::now() + patience * 10 + Duration::from_secs(10);
+        loop {
+            self.p2p.progress();
+            let done = self
+                .p2p
+                .engine()
+                .replicas()
+                .is_none_or(|r| r.all_acknowledged());
+            if done || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if let Some(link) = &self.master {
+            let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
+            if stats_wanted(&self.settings) {
+                link.put(
+                    &format!("stats.{}", self.job.rank),
+                    &self.counters().encode(),
+                )?;
+            }
+            self.p2p.engine().shutdown();
+            link.finalize()?;
+        } else {
+            self.p2p.engine().shutdown();
+        }
+        Ok(())
+    }
+
+    /// Whether this job runs every rank as several replicas (then one-sided
+    /// communication and RWAPI are not available).
+    pub fn replicated(&self) -> bool {
+        self.job.replicas > 1
     }
 
     /// Ends the whole job with `code`. Does not return.

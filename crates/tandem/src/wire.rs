@@ -19,6 +19,10 @@
 //! control frame needs no envelope: `context` holds its low 32 bits and
 //! `src` its high 32 bits (see [`Header::clear_to_write`]).
 //!
+//! Between replicas of ranks (see replica/), an `Eager` frame's `rreq`
+//! carries the message's sequence number from its sender rank to its
+//! receiver rank.
+//!
 //! `Eager`, `Data`, `Put`, `GetReply` and `Acc` frames are followed by
 //! `len` payload bytes; the other kinds carry none. Decoding is total: any byte string either decodes to a
 //! well-formed header or to a [`WireError`].
@@ -114,6 +118,17 @@ pub enum FrameKind {
     /// address, `len` the bytes to copy, `context` the generation of the
     /// copy and `src` the chunk size. No payload.
     Help = 21,
+    /// Replicas (replica/): the receiver replica that sends it asks this
+    /// sender replica to send it every message to its rank from sequence
+    /// number `sreq` on, and every later one. No payload.
+    ReplicaResume = 22,
+    /// Replicas: the sending receiver replica has taken every message of
+    /// this rank to its rank below sequence number `sreq`. No payload.
+    ReplicaAck = 23,
+    /// Replicas: this sender no longer keeps the messages the receiver
+    /// replica needs next (`sreq`, the first it keeps); the receiver has
+    /// fallen behind and stops. No payload.
+    ReplicaBehind = 24,
 }
 
 impl FrameKind {
@@ -140,6 +155,9 @@ impl FrameKind {
             19 => Some(FrameKind::Revoke),
             20 => Some(FrameKind::Revoked),
             21 => Some(FrameKind::Help),
+            22 => Some(FrameKind::ReplicaResume),
+            23 => Some(FrameKind::ReplicaAck),
+            24 => Some(FrameKind::ReplicaBehind),
             _ => None,
         }
     }

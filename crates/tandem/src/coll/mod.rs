@@ -477,7 +477,7 @@ pub struct Colls {
     /// Shared-flag collectives of each context id (see [`shm`]).
     shm: IntMap<u32, shm::ShmState>,
     /// `coll_shm_max`: largest payload run on shared flags (0: none).
-    shm_max: usize,
+    pub(crate) shm_max: usize,
 }
 
 /// Finished schedules' vectors kept for reuse.

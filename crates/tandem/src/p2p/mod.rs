@@ -865,6 +865,9 @@ pub struct P2pConfig {
     /// Single-copy reads from this size invite their sender to help copy
     /// (`shm_copy_help_min`; 0 = never).
     pub copy_help_min: usize,
+    /// Ranks run as replicas (replica/): every message travels eagerly,
+    /// and a synchronous send completes as a standard one, once logged.
+    pub replicated: bool,
 }
 
 /// The point-to-point engine of one rank.
@@ -883,6 +886,7 @@ pub struct P2p {
     hand_over: Option<fn(bool) -> bool>,
     /// Told of every pass that did something (see [`P2p::set_progress_hook`]).
     progress_hook: Option<fn()>,
+    replicated: bool,
 }
 
 impl P2p {
@@ -926,6 +930,7 @@ impl P2p {
             yield_time: cfg.yield_time,
             hand_over: None,
             progress_hook: None,
+            replicated: cfg.replicated,
         }
     }
 
@@ -1039,6 +1044,11 @@ impl P2p {
         len: usize,
         mode: SendMode,
     ) -> Result<ReqId> {
+        let mode = if self.replicated {
+            SendMode::Standard
+        } else {
+            mode
+        };
         // SAFETY: forwarded from the caller.
         if mode == SendMode::Standard && unsafe { self.send_now(env, dest, buf, len)? } {
             let mut req = send_request(env, dest, buf, len);

@@ -1,0 +1,857 @@
+//! Replicated ranks (the VolpexMPI report's model for volatile nodes):
+//! every rank of the program runs as R processes, and the job goes on while
+//! each rank keeps one.
+//!
+//! Point-to-point above this layer speaks of ranks; the transports below
+//! speak of processes. With N ranks and R replicas, process `p` is replica
+//! `p / N` of rank `p % N`. Replicas of a rank run the same program, so
+//! they send the same messages in the same order; this layer makes each
+//! replica receive each message of each sender rank exactly once, in order,
+//! from whichever replica of the sender is alive:
+//!
+//! * Every message from rank s to rank r gets a sequence number (the count
+//!   of messages s sent to r before it, carried in the eager frame's `rreq`)
+//!   and is kept in the sender replica's log. The send completes once
+//!   logged: the log owns a copy.
+//! * Replica k of s pushes each message to replica k of r, its partner
+//!   (rMPI's parallel protocol: R independent copies of the job while
+//!   nothing fails, each message crossing the network once per replica).
+//! * A receiver replica takes message n of s only when it has taken n - 1;
+//!   anything else is a duplicate (or early) and is dropped.
+//! * When the replica a receiver takes s's messages from is lost, the
+//!   receiver asks another live replica of s to send it everything from its
+//!   next sequence number on (pull from the sender log, the VolpexMPI
+//!   report's fallback), and that replica pushes to it from then on too.
+//! * Receivers acknowledge what they took to every live replica of the
+//!   sender, on traffic thresholds and before they sleep; a sender frees
+//!   log entries every live replica of the receiver has acknowledged. At
+//!   `replica_log_bytes` a send waits (returned queued, logged when room
+//!   comes); when a replica's lag is all that keeps the log full while
+//!   another replica of its rank is further on, it is told it fell behind
+//!   and stops.
+//! * When every replica of a rank is lost, the rank is reported lost to
+//!   point-to-point, which ends every operation involving it with an error.
+//!
+//! Only eager frames are replicated: a replicated job sends every message
+//! eagerly (the runtime sets the eager limit to the largest frame and turns
+//! the single-copy and direct-write paths off), and any other frame kind
+//! handed to this layer is refused. Frames arrive whole before they are
+//! passed up, so a sender lost halfway through a frame leaves nothing
+//! half-delivered above.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use crate::error::{Error, ErrorClass, Result};
+use crate::transport::tcp::TcpTransport;
+use crate::transport::{FrameSink, Payload, PayloadDest, SendState};
+use crate::wire::{FrameKind, Header};
+
+/// Acknowledge after taking this many messages from one sender rank...
+const ACK_EVERY_MSGS: u64 = 32;
+/// ...or this many bytes (at most a quarter of the log's cap).
+const ACK_EVERY_BYTES: u64 = 1 << 20;
+
+/// Token bits of the frames this layer hands the transport: the receiver
+/// rank (20 bits), the replica (4 bits), the sequence number (40 bits).
+const TOKEN_SEQ_BITS: u32 = 40;
+const TOKEN_REPLICA_BITS: u32 = 4;
+
+/// Most replicas of a rank.
+pub const MAX_REPLICAS: u32 = 1 << TOKEN_REPLICA_BITS;
+
+fn token(rank: u32, replica: u32, seq: u64) -> u64 {
+    (u64::from(rank) << (TOKEN_SEQ_BITS + TOKEN_REPLICA_BITS))
+        | (u64::from(replica) << TOKEN_SEQ_BITS)
+        | (seq & ((1 << TOKEN_SEQ_BITS) - 1))
+}
+
+fn untoken(t: u64) -> (u32, u32, u64) {
+    (
+        (t >> (TOKEN_SEQ_BITS + TOKEN_REPLICA_BITS)) as u32,
+        ((t >> TOKEN_SEQ_BITS) & ((1 << TOKEN_REPLICA_BITS) - 1)) as u32,
+        t & ((1 << TOKEN_SEQ_BITS) - 1),
+    )
+}
+
+/// Where this process stands in a replicated job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Ranks of the program (N).
+    pub ranks: u32,
+    /// Replicas of every rank (R).
+    pub replicas: u32,
+    /// This process (`0..N*R`).
+    pub process: u32,
+}
+
+impl Placement {
+    pub fn rank(&self) -> u32 {
+        self.process % self.ranks
+    }
+
+    pub fn replica(&self) -> u32 {
+        self.process / self.ranks
+    }
+
+    /// The process that is replica `replica` of `rank`.
+    pub fn process_of(&self, rank: u32, replica: u32) -> u32 {
+        replica * self.ranks + rank
+    }
+}
+
+/// A logged message.
+struct Entry {
+    header: Header,
+    data: Vec<u8>,
+    /// Replicas of the receiver whose frame of this entry a transport still
+    /// reads (the entry's memory must stay until they are done).
+    in_flight: u16,
+}
+
+/// What this replica sent to one receiver rank.
+#[derive(Default)]
+struct Outbound {
+    next_seq: u64,
+    /// Sequence number of `log[0]`.
+    base: u64,
+    log: VecDeque<Entry>,
+    /// Per replica of the receiver: every message below this was taken.
+    acked: Vec<u64>,
+    /// Replicas of the receiver this replica pushes new messages to.
+    subscribers: Vec<u32>,
+}
+
+/// What this replica took from one sender rank.
+#[derive(Default)]
+struct Inbound {
+    /// The next sequence number to take off the wire.
+    expected: u64,
+    /// Messages the layer above has taken (`expected` less those held).
+    taken: u64,
+    /// The replica of the sender messages come from.
+    source: u32,
+    /// What the last acknowledgement said, and bytes taken since.
+    acked: u64,
+    bytes_since_ack: u64,
+    /// Frames taken off the wire but not yet by the layer above (it
+    /// paused: its unexpected-message limit).
+    held: VecDeque<(Header, Vec<u8>)>,
+    /// Every replica of the sender is lost.
+    lost: bool,
+}
+
+/// A send waiting for room in the log.
+struct Waiting {
+    dest: u32,
+    header: Header,
+    payload: *const u8,
+    len: usize,
+    /// The caller's token (its payload stays valid until reported), or the
+    /// copy this layer made when there was none.
+    token: Option<u64>,
+    copy: Option<Vec<u8>>,
+}
+
+/// Replication state of one process.
+pub struct Replicas {
+    place: Placement,
+    log_cap: usize,
+    log_bytes: usize,
+    /// Per process: lost (dead, exited, or declared failed).
+    dead: Vec<bool>,
+    out: Vec<Outbound>,
+    inb: Vec<Inbound>,
+    /// Sends waiting for log room, in order.
+    waiting: VecDeque<Waiting>,
+    /// Tokens of waiting sends now logged, to report to the layer above.
+    done: Vec<u64>,
+    /// Frames to send once the transport is free: (process, header).
+    control: Vec<(u32, Header)>,
+    /// Resumes asked of this replica: (receiver rank, its replica, from).
+    resumes: Vec<(u32, u32, u64)>,
+    /// Receiver ranks with acknowledgements to send.
+    ack_due: Vec<u32>,
+    /// Ranks every replica of which is lost, to report above: (rank, why).
+    lost_ranks: Vec<(u32, String)>,
+    pub counters: ReplicaCounters,
+    last_ack: Instant,
+}
+
+/// What the replication layer did (shown with `--set stats=1`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReplicaCounters {
+    pub logged_msgs: u64,
+    pub log_bytes_max: u64,
+    pub duplicates_dropped: u64,
+    pub resumes_asked: u64,
+    pub resumes_served: u64,
+    pub replayed_msgs: u64,
+    pub log_waits: u64,
+    pub replicas_lost: u64,
+}
+
+impl Replicas {
+    pub fn new(place: Placement, log_cap: usize) -> Replicas {
+        let n = place.ranks as usize;
+        let r = place.replicas;
+        let k = place.replica();
+        let out = (0..n)
+            .map(|_| Outbound {
+                acked: vec![0; r as usize],
+                subscribers: vec![k],
+                ..Outbound::default()
+            })
+            .collect();
+        let inb = (0..n)
+            .map(|_| Inbound {
+                source: k,
+                ..Inbound::default()
+            })
+            .collect();
+        Replicas {
+            place,
+            log_cap: log_cap.max(1),
+            log_bytes: 0,
+            dead: vec![false; (place.ranks * place.replicas) as usize],
+            out,
+            inb,
+            waiting: VecDeque::new(),
+            done: Vec::new(),
+            control: Vec::new(),
+            resumes: Vec::new(),
+            ack_due: Vec::new(),
+            lost_ranks: Vec::new(),
+            counters: ReplicaCounters::default(),
+            last_ack: Instant::now(),
+        }
+    }
+
+    pub fn placement(&self) -> Placement {
+        self.place
+    }
+
+    /// Bytes the log holds now.
+    pub fn log_bytes(&self) -> usize {
+        self.log_bytes
+    }
+
+    fn ack_every_bytes(&self) -> u64 {
+        ACK_EVERY_BYTES.min(self.log_cap as u64 / 4).max(1)
+    }
+
+    /// Opens the connection to the partner replica of every other rank (so
+    /// that a partner lost before it ever sent is noticed: its connection
+    /// fails) with an acknowledgement of nothing.
+    pub fn greet(&mut self, tcp: &mut TcpTransport) {
+        let me = self.place.rank();
+        let k = self.place.replica();
+        for r in 0..self.place.ranks {
+            if r != me {
+                let p = self.place.process_of(r, k);
+                self.control.push((p, ack_header(0)));
+            }
+        }
+        self.send_control(tcp);
+    }
+
+    /// A frame from the layer above to rank `dest`. Eager frames are logged
+    /// and pushed to the receiver's subscribed replicas; the send is done
+    /// once logged. Others are refused.
+    ///
+    /// # Safety
+    /// `payload` must be valid for reads of `len` bytes during the call and,
+    /// when the answer is [`SendState::Queued`], until `token` is reported
+    /// done (the transports' own contract).
+    pub unsafe fn send(
+        &mut self,
+        tcp: &mut TcpTransport,
+        dest: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+        token: Option<u64>,
+    ) -> Result<SendState> {
+        if header.kind != FrameKind::Eager {
+            return Err(Error::new(
+                ErrorClass::Unsupported,
+                format!(
+                    "{:?} frames cannot travel between replicated ranks (one-sided \
+                     communication and RWAPI are not available with replicas)",
+                    header.kind
+                ),
+            ));
+        }
+        if self.inb[dest as usize].lost {
+            return Err(Error::new(
+                ErrorClass::ProcAborted,
+                format!("rank {dest}: every replica is lost"),
+            ));
+        }
+        if !self.waiting.is_empty() || !self.has_room(len) {
+            self.counters.log_waits += 1;
+            let copy = token.is_none().then(|| {
+                // SAFETY: the caller keeps `payload` valid for `len` bytes
+                // during the call.
+                unsafe { bytes(payload, len) }.to_vec()
+            });
+            self.waiting.push_back(Waiting {
+                dest,
+                header: *header,
+                payload,
+                len,
+                token,
+                copy,
+            });
+            self.trim_or_drop_laggards(tcp);
+            self.log_waiting(tcp);
+            return Ok(match token {
+                Some(t) if self.done.last() == Some(&t) => {
+                    self.done.pop();
+                    SendState::Done
+                }
+                None => SendState::Done,
+                Some(_) => SendState::Queued,
+            });
+        }
+        // SAFETY: as above.
+        let data = unsafe { bytes(payload, len) }.to_vec();
+        self.log_and_push(tcp, dest, *header, data);
+        Ok(SendState::Done)
+    }
+
+    fn has_room(&self, len: usize) -> bool {
+        self.log_bytes == 0 || self.log_bytes + len <= self.log_cap
+    }
+
+    fn log_and_push(
+        &mut self,
+        tcp: &mut TcpTransport,
+        dest: u32,
+        mut header: Header,
+        data: Vec<u8>,
+    ) {
+        let o = &mut self.out[dest as usize];
+        let seq = o.next_seq;
+        o.next_seq += 1;
+        header.rreq = seq;
+        self.log_bytes += data.len();
+        self.counters.logged_msgs += 1;
+        self.counters.log_bytes_max = self.counters.log_bytes_max.max(self.log_bytes as u64);
+        o.log.push_back(Entry {
+            header,
+            data,
+            in_flight: 0,
+        });
+        let subs = o.subscribers.clone();
+        for j in subs {
+            self.push_entry(tcp, dest, j, seq);
+        }
+    }
+
+    /// Sends logged message `seq` to replica `j` of `dest`.
+    fn push_entry(&mut self, tcp: &mut TcpTransport, dest: u32, j: u32, seq: u64) {
+        let p = self.place.process_of(dest, j);
+        if self.dead[p as usize] {
+            return;
+        }
+        let o = &mut self.out[dest as usize];
+        let Some(e) = o.log.get_mut((seq - o.base) as usize) else {
+            return;
+        };
+        let t = token(dest, j, seq);
+        match tcp.send(p, &e.header, e.data.as_ptr(), e.data.len(), Some(t)) {
+            Ok(SendState::Queued) => e.in_flight |= 1 << j,
+            // Done, or failed: the transport reports the loss itself.
+            Ok(SendState::Done) | Err(_) => {}
+        }
+    }
+
+    /// Logs waiting sends while there is room.
+    fn log_waiting(&mut self, tcp: &mut TcpTransport) {
+        while let Some(w) = self.waiting.front() {
+            if !self.has_room(w.len) {
+                break;
+            }
+            let w = self.waiting.pop_front().expect("front exists");
+            let data = match w.copy {
+                Some(c) => c,
+                // SAFETY: the caller of `send` keeps the payload valid until
+                // its token is reported, which happens below.
+                None => unsafe { bytes(w.payload, w.len) }.to_vec(),
+            };
+            self.log_and_push(tcp, w.dest, w.header, data);
+            if let Some(t) = w.token {
+                self.done.push(t);
+            }
+        }
+    }
+
+    /// Frees log entries every live replica of their receiver has taken and
+    /// no transport still reads; with sends waiting and the log full, a
+    /// replica that alone holds the log back while another replica of its
+    /// rank is further on is declared failed.
+    fn trim_or_drop_laggards(&mut self, tcp: &mut TcpTransport) {
+        for d in 0..self.place.ranks {
+            self.trim(d);
+        }
+        if self.waiting.is_empty() || self.has_room(self.waiting[0].len) {
+            return;
+        }
+        for d in 0..self.place.ranks {
+            let o = &self.out[d as usize];
+            if o.log.is_empty() {
+                continue;
+            }
+            let live: Vec<u32> = (0..self.place.replicas)
+                .filter(|&j| !self.dead[self.place.process_of(d, j) as usize])
+                .collect();
+            let furthest = live.iter().map(|&j| o.acked[j as usize]).max();
+            let Some(furthest) = furthest else { continue };
+            let laggards: Vec<u32> = live
+                .iter()
+                .copied()
+                .filter(|&j| o.acked[j as usize] == o.base && furthest > o.base)
+                .collect();
+            for j in laggards {
+                let p = self.place.process_of(d, j);
+                let first_kept = self.out[d as usize].base + 1;
+                self.control.push((
+                    p,
+                    Header {
+                        kind: FrameKind::ReplicaBehind,
+                        context: 0,
+                        src: 0,
+                        tag: 0,
+                        len: 0,
+                        sreq: first_kept,
+                        rreq: 0,
+                    },
+                ));
+                self.process_lost_as_sender(p);
+            }
+            self.trim(d);
+        }
+        self.send_control(tcp);
+    }
+
+    fn trim(&mut self, d: u32) {
+        let place = self.place;
+        let dead = &self.dead;
+        let o = &mut self.out[d as usize];
+        let low = (0..place.replicas)
+            .filter(|&j| !dead[place.process_of(d, j) as usize])
+            .map(|j| o.acked[j as usize])
+            .min()
+            .unwrap_or(o.next_seq);
+        while o.base < low {
+            match o.log.front() {
+                Some(e) if e.in_flight == 0 => {
+                    self.log_bytes -= e.data.len();
+                    o.log.pop_front();
+                    o.base += 1;
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Process `p` (a replica of a receiver rank) no longer counts for this
+    /// replica's log: nothing is pushed to it, nothing waits for it.
+    fn process_lost_as_sender(&mut self, p: u32) {
+        if self.dead[p as usize] {
+            return;
+        }
+        self.dead[p as usize] = true;
+        self.counters.replicas_lost += 1;
+        let (d, j) = (p % self.place.ranks, p / self.place.ranks);
+        let o = &mut self.out[d as usize];
+        o.subscribers.retain(|&s| s != j);
+        for e in o.log.iter_mut() {
+            e.in_flight &= !(1 << j);
+        }
+    }
+
+    /// Process `p` is lost (its connection failed or closed).
+    fn process_lost(&mut self, p: u32, why: &str) {
+        let (s, j) = (p % self.place.ranks, p / self.place.ranks);
+        self.process_lost_as_sender(p);
+        let me = self.place.rank();
+        if s == me {
+            return;
+        }
+        let replicas = self.place.replicas;
+        let i = &mut self.inb[s as usize];
+        if i.lost || i.source != j {
+            return;
+        }
+        let next = (1..replicas)
+            .map(|d| (j + d) % replicas)
+            .find(|&c| !self.dead[self.place.process_of(s, c) as usize]);
+        match next {
+            Some(c) => {
+                i.source = c;
+                self.counters.resumes_asked += 1;
+                let from = i.expected;
+                self.control.push((
+                    self.place.process_of(s, c),
+                    Header {
+                        kind: FrameKind::ReplicaResume,
+                        context: 0,
+                        src: 0,
+                        tag: 0,
+                        len: 0,
+                        sreq: from,
+                        rreq: 0,
+                    },
+                ));
+            }
+            None => {
+                i.lost = true;
+                self.lost_ranks.push((
+                    s,
+                    format!("rank {s}: all {replicas} replicas are lost (the last: {why})"),
+                ));
+            }
+        }
+    }
+
+    /// Drives the transport once through this layer.
+    pub fn progress(&mut self, tcp: &mut TcpTransport, sink: &mut dyn FrameSink) -> bool {
+        let mut did = self.deliver_held(sink);
+        {
+            let mut s = Upward {
+                rep: self,
+                inner: sink,
+            };
+            did |= tcp.progress(&mut s, 0);
+        }
+        self.after_progress(tcp, sink);
+        did
+    }
+
+    /// What a progress pass left to do: losses, resumes, acknowledgements,
+    /// waiting sends, reports to the layer above.
+    pub fn after_progress(&mut self, tcp: &mut TcpTransport, sink: &mut dyn FrameSink) {
+        let resumes = std::mem::take(&mut self.resumes);
+        for (r, k, from) in resumes {
+            self.serve_resume(tcp, r, k, from);
+        }
+        let due = std::mem::take(&mut self.ack_due);
+        for s in due {
+            self.ack(s);
+        }
+        if self.last_ack.elapsed().as_millis() >= 5 {
+            self.ack_all();
+        }
+        self.send_control(tcp);
+        if !self.waiting.is_empty() {
+            self.trim_or_drop_laggards(tcp);
+            self.log_waiting(tcp);
+        }
+        for t in std::mem::take(&mut self.done) {
+            sink.on_send_done(t);
+        }
+        for (s, why) in std::mem::take(&mut self.lost_ranks) {
+            sink.on_peer_lost(s, &why);
+        }
+    }
+
+    /// Before the process sleeps: acknowledge everything taken.
+    pub fn before_sleep(&mut self, tcp: &mut TcpTransport) {
+        self.ack_all();
+        self.send_control(tcp);
+    }
+
+    /// Whether this layer holds work a sleep would delay: frames the layer
+    /// above paused, or sends waiting for log room.
+    pub fn has_pending(&self) -> bool {
+        !self.waiting.is_empty() || self.inb.iter().any(|i| !i.held.is_empty())
+    }
+
+    fn ack_all(&mut self) {
+        for s in 0..self.place.ranks {
+            if self.inb[s as usize].acked < self.inb[s as usize].taken {
+                self.ack(s);
+            }
+        }
+        self.last_ack = Instant::now();
+    }
+
+    /// Tells every live replica of `s` what this replica took from it.
+    fn ack(&mut self, s: u32) {
+        let i = &mut self.inb[s as usize];
+        if i.acked == i.taken || i.lost {
+            return;
+        }
+        i.acked = i.taken;
+        i.bytes_since_ack = 0;
+        let seq = i.taken;
+        for j in 0..self.place.replicas {
+            let p = self.place.process_of(s, j);
+            if !self.dead[p as usize] {
+                self.control.push((p, ack_header(seq)));
+            }
+        }
+    }
+
+    fn send_control(&mut self, tcp: &mut TcpTransport) {
+        for (p, h) in std::mem::take(&mut self.control) {
+            if !self.dead[p as usize] {
+                // A failure is reported by the transport as a loss.
+                let _ = tcp.send(p, &h, std::ptr::null(), 0, None);
+            }
+        }
+    }
+
+    /// Replica `k` of rank `r` asks for every message to `r` from `from` on.
+    fn serve_resume(&mut self, tcp: &mut TcpTransport, r: u32, k: u32, from: u64) {
+        let p = self.place.process_of(r, k);
+        if self.dead[p as usize] {
+            return;
+        }
+        let o = &mut self.out[r as usize];
+        if from < o.base {
+            self.control.push((
+                p,
+                Header {
+                    kind: FrameKind::ReplicaBehind,
+                    context: 0,
+                    src: 0,
+                    tag: 0,
+                    len: 0,
+                    sreq: o.base,
+                    rreq: 0,
+                },
+            ));
+            self.process_lost_as_sender(p);
+            return;
+        }
+        self.counters.resumes_served += 1;
+        o.acked[k as usize] = o.acked[k as usize].max(from);
+        if !o.subscribers.contains(&k) {
+            o.subscribers.push(k);
+        }
+        let end = o.next_seq;
+        for seq in from..end {
+            self.counters.replayed_msgs += 1;
+            self.push_entry(tcp, r, k, seq);
+        }
+    }
+
+    /// Hands frames the layer above paused on to it, in order.
+    fn deliver_held(&mut self, sink: &mut dyn FrameSink) -> bool {
+        let mut did = false;
+        for s in 0..self.place.ranks {
+            while let Some((h, data)) = self.inb[s as usize].held.pop_front() {
+                match pass_up(sink, s, &h, data) {
+                    Ok(None) => {
+                        did = true;
+                        self.taken(s, h.len);
+                    }
+                    Ok(Some(data)) => {
+                        self.inb[s as usize].held.push_front((h, data));
+                        break;
+                    }
+                    Err(why) => {
+                        self.inb[s as usize].lost = true;
+                        self.lost_ranks.push((s, why));
+                        break;
+                    }
+                }
+            }
+        }
+        did
+    }
+
+    /// The next message of `s` was taken by the layer above.
+    fn taken(&mut self, s: u32, len: u64) {
+        let every = self.ack_every_bytes();
+        let i = &mut self.inb[s as usize];
+        i.taken += 1;
+        i.bytes_since_ack += len;
+        if i.taken - i.acked >= ACK_EVERY_MSGS || i.bytes_since_ack >= every {
+            self.ack_due.push(s);
+        }
+    }
+
+    /// Whether every live replica of every receiver has acknowledged all
+    /// this replica sent (then it may leave).
+    pub fn all_acknowledged(&self) -> bool {
+        self.waiting.is_empty()
+            && (0..self.place.ranks).all(|d| {
+                let o = &self.out[d as usize];
+                (0..self.place.replicas).all(|j| {
+                    self.dead[self.place.process_of(d, j) as usize]
+                        || o.acked[j as usize] >= o.next_seq
+                })
+            })
+    }
+}
+
+/// Hands a whole eager frame to `sink` as coming from rank `s`; gives the
+/// data back if the sink paused.
+fn pass_up(
+    sink: &mut dyn FrameSink,
+    s: u32,
+    h: &Header,
+    mut data: Vec<u8>,
+) -> std::result::Result<Option<Vec<u8>>, String> {
+    match sink.on_header(s, h)? {
+        PayloadDest::Pause => Ok(Some(data)),
+        PayloadDest::Buffer => {
+            sink.on_frame(s, h, Payload::Buffer(std::mem::take(&mut data)))?;
+            Ok(None)
+        }
+        PayloadDest::Direct { ptr, cap } => {
+            let n = data.len().min(cap);
+            // SAFETY: the sink promised `cap` writable bytes at `ptr`; `n`
+            // is within both.
+            unsafe { crate::transport::copy_bytes(data.as_ptr(), ptr, n) };
+            sink.on_frame(s, h, Payload::Direct { written: n })?;
+            Ok(None)
+        }
+    }
+}
+
+fn ack_header(seq: u64) -> Header {
+    Header {
+        kind: FrameKind::ReplicaAck,
+        context: 0,
+        src: 0,
+        tag: 0,
+        len: 0,
+        sreq: seq,
+        rreq: 0,
+    }
+}
+
+/// # Safety
+/// `ptr` must be valid for reads of `len` bytes while the slice lives.
+unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+/// The transport's view of this layer during a progress pass: processes
+/// become ranks, duplicates are dropped, replication frames are handled
+/// here.
+struct Upward<'a> {
+    rep: &'a mut Replicas,
+    inner: &'a mut dyn FrameSink,
+}
+
+impl FrameSink for Upward<'_> {
+    fn on_header(&mut self, p: u32, h: &Header) -> std::result::Result<PayloadDest, String> {
+        if p >= self.rep.place.ranks * self.rep.place.replicas {
+            return Err(format!("frame from unknown process {p}"));
+        }
+        match h.kind {
+            FrameKind::Eager => Ok(PayloadDest::Buffer),
+            k if h.carries_payload() => Err(format!("{k:?} frame between replicated ranks")),
+            _ => Ok(PayloadDest::Buffer),
+        }
+    }
+
+    fn on_frame(
+        &mut self,
+        p: u32,
+        h: &Header,
+        payload: Payload,
+    ) -> std::result::Result<(), String> {
+        let rep = &mut *self.rep;
+        let place = rep.place;
+        let (s, j) = (p % place.ranks, p / place.ranks);
+        if rep.dead[p as usize] {
+            // Declared failed here: what it still says is ignored.
+            return Ok(());
+        }
+        match h.kind {
+            FrameKind::Eager => {
+                if s == place.rank() {
+                    return Err("eager frame from a replica of this rank".into());
+                }
+                let data = match payload {
+                    Payload::Buffer(d) => d,
+                    Payload::Empty => Vec::new(),
+                    Payload::Direct { .. } => return Err("eager payload not buffered".into()),
+                };
+                let i = &mut rep.inb[s as usize];
+                if h.rreq != i.expected || i.lost {
+                    rep.counters.duplicates_dropped += 1;
+                    return Ok(());
+                }
+                i.expected += 1;
+                let mut up = *h;
+                up.rreq = 0;
+                if !i.held.is_empty() {
+                    i.held.push_back((up, data));
+                    return Ok(());
+                }
+                match pass_up(self.inner, s, &up, data)? {
+                    None => rep.taken(s, h.len),
+                    Some(data) => rep.inb[s as usize].held.push_back((up, data)),
+                }
+                Ok(())
+            }
+            FrameKind::ReplicaAck => {
+                let o = &mut rep.out[s as usize];
+                if h.sreq > o.next_seq {
+                    return Err(format!(
+                        "acknowledgement of message {} of {}",
+                        h.sreq, o.next_seq
+                    ));
+                }
+                let a = &mut o.acked[j as usize];
+                *a = (*a).max(h.sreq);
+                rep.trim(s);
+                Ok(())
+            }
+            FrameKind::ReplicaResume => {
+                if h.sreq > rep.out[s as usize].next_seq {
+                    return Err(format!("resume from message {}, not sent yet", h.sreq));
+                }
+                rep.resumes.push((s, j, h.sreq));
+                Ok(())
+            }
+            FrameKind::ReplicaBehind => {
+                eprintln!(
+                    "tandem: rank {} replica {} fell behind what rank {s} still keeps \
+                     (it needs message {} of it, the oldest kept is {}); stopping this replica",
+                    place.rank(),
+                    place.replica(),
+                    rep.inb[s as usize].expected,
+                    h.sreq
+                );
+                // The job goes on on the other replicas; this one leaves at
+                // once, without unwinding through the caller.
+                // SAFETY: `_exit` ends the process; nothing runs after it.
+                unsafe { libc::_exit(75) }
+            }
+            k => Err(format!("{k:?} frame between replicated ranks")),
+        }
+    }
+
+    fn on_send_done(&mut self, t: u64) {
+        let (d, j, seq) = untoken(t);
+        let Some(o) = self.rep.out.get_mut(d as usize) else {
+            return;
+        };
+        if seq >= o.base {
+            if let Some(e) = o.log.get_mut((seq - o.base) as usize) {
+                e.in_flight &= !(1 << j);
+            }
+        }
+        self.rep.trim(d);
+    }
+
+    fn on_peer_lost(&mut self, p: u32, reason: &str) {
+        if (p as usize) < self.rep.dead.len() {
+            self.rep.process_lost(p, reason);
+        }
+    }
+}
