@@ -146,6 +146,14 @@ impl Engine {
         self.replicas = Some(replicas);
     }
 
+    /// Sends a control frame to every other live replica of this rank (a
+    /// replicated job's wildcard decisions).
+    pub fn send_to_replicas(&mut self, header: &Header) {
+        if let Some(rep) = self.replicas.as_mut() {
+            rep.send_to_siblings(&mut self.tcp, header);
+        }
+    }
+
     /// The replication layer, in a replicated job.
     pub fn replicas(&self) -> Option<&Replicas> {
         self.replicas.as_ref()

@@ -206,6 +206,10 @@ impl Runtime {
                 replicated,
             },
         );
+        if replicated {
+            let leads = p2p.engine().replicas().is_some_and(|r| r.leads());
+            p2p.set_replica_role(leads);
+        }
         let world: Arc<[u32]> = (0..job.size).collect();
         let world = Comm::new(0, job.rank, world);
         let selfc = Comm::new(1, 0, Arc::from(vec![job.rank]));

@@ -129,6 +129,13 @@ pub enum FrameKind {
     /// replica needs next (`sreq`, the first it keeps); the receiver has
     /// fallen behind and stops. No payload.
     ReplicaBehind = 24,
+    /// Replicas: the rank's leader replica matched its wildcard receive
+    /// number `sreq` with the sender of rank `src` in communicator context
+    /// `context`, world rank `tag` (see p2p/wildcard.rs). No payload.
+    ReplicaDecision = 25,
+    /// Replicas: handed up by the replication layer, never sent: this
+    /// replica leads its rank from now on. No payload.
+    ReplicaLead = 26,
 }
 
 impl FrameKind {
@@ -158,6 +165,8 @@ impl FrameKind {
             22 => Some(FrameKind::ReplicaResume),
             23 => Some(FrameKind::ReplicaAck),
             24 => Some(FrameKind::ReplicaBehind),
+            25 => Some(FrameKind::ReplicaDecision),
+            26 => Some(FrameKind::ReplicaLead),
             _ => None,
         }
     }

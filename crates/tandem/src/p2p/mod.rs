@@ -31,6 +31,7 @@ mod handler;
 mod path;
 mod remote;
 pub mod request;
+mod wildcard;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -238,6 +239,8 @@ pub struct Matcher {
     waiting: bool,
     /// Reads helped by their sender that wait for its last chunks.
     help_waits: Vec<copy_help::HelpWait>,
+    /// Replicated jobs: wildcard receives decided by the leader replica.
+    wild: Option<wildcard::Wildcards>,
 }
 
 impl Matcher {
@@ -307,6 +310,12 @@ impl Matcher {
         if r.status.error.is_none() {
             r.status.error = error;
         }
+        if self.wild.is_some() {
+            self.wildcard_completed(id);
+        }
+        let Some(r) = self.reqs.get_mut(id) else {
+            return;
+        };
         if r.detached {
             self.reqs.remove(id);
         }
@@ -327,6 +336,9 @@ impl Matcher {
 
     /// Takes the first posted receive in `ctx` that matches.
     fn take_posted(&mut self, ctx: u32, src: u32, tag: i32) -> Option<ReqId> {
+        if self.wild.as_ref().is_some_and(|w| w.holds(ctx)) {
+            return None;
+        }
         let c = self.contexts.get_mut(&ctx)?;
         let reqs = &self.reqs;
         let fits = |id: &ReqId| {
@@ -764,6 +776,8 @@ impl FrameSink for Matcher {
             (FrameKind::Revoke, Payload::Empty) => self.on_revoke(peer, h),
             (FrameKind::Revoked, Payload::Empty) => self.on_revoked(peer, h),
             (FrameKind::Help, Payload::Empty) => self.on_help(peer, h)?,
+            (FrameKind::ReplicaDecision, Payload::Empty) => self.on_decision(h)?,
+            (FrameKind::ReplicaLead, Payload::Empty) => self.on_lead(),
             (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
         }
         Ok(())
@@ -923,6 +937,7 @@ impl P2p {
                 helps: Vec::new(),
                 waiting: false,
                 help_waits: Vec::new(),
+                wild: None,
             },
             eager_limit: cfg.eager_limit,
             shm_eager_limit: cfg.shm_eager_limit.min(cfg.eager_limit),
@@ -932,6 +947,12 @@ impl P2p {
             progress_hook: None,
             replicated: cfg.replicated,
         }
+    }
+
+    /// Makes this a replica of a rank, leading it (deciding its wildcard
+    /// receives) or following its leader (see wildcard.rs).
+    pub fn set_replica_role(&mut self, leader: bool) {
+        self.m.wild = Some(wildcard::Wildcards::new(leader));
     }
 
     /// The smallest single-copy message a waiting sender helps copy (0:
@@ -1219,10 +1240,15 @@ impl P2p {
         cap: usize,
     ) -> ReqId {
         let id = self.post_recv(ctx, src, tag, buf, cap);
-        let src_filter = src.map(|s| s.0);
+        let mut src_filter = src.map(|s| s.0);
+        let mut may_match = true;
+        if self.m.wild.is_some() {
+            may_match = self.m.wildcard_posted(id, ctx, src.is_none());
+            src_filter = self.m.reqs.get(id).and_then(|r| r.src_filter);
+        }
         let lost = src.is_some_and(|s| self.m.lost[s.1 as usize].is_some());
         let c = self.m.context(ctx);
-        let found = if c.unexpected.is_empty() {
+        let found = if !may_match || c.unexpected.is_empty() {
             None
         } else {
             c.unexpected
@@ -1667,6 +1693,11 @@ impl P2p {
         }
         if !self.m.pushes.is_empty() {
             self.run_pushes();
+        }
+        if let Some(w) = self.m.wild.as_mut() {
+            for h in std::mem::take(&mut w.out) {
+                self.engine.send_to_replicas(&h);
+            }
         }
         if self.m.outbox.is_empty() {
             return false;

@@ -176,6 +176,10 @@ pub struct Replicas {
     lost_ranks: Vec<(u32, String)>,
     pub counters: ReplicaCounters,
     last_ack: Instant,
+    /// This replica leads its rank (the lowest-numbered live replica), and
+    /// whether the layer above has yet to be told it now does.
+    leader: bool,
+    lead_news: bool,
 }
 
 /// What the replication layer did (shown with `--set stats=1`).
@@ -224,11 +228,30 @@ impl Replicas {
             lost_ranks: Vec::new(),
             counters: ReplicaCounters::default(),
             last_ack: Instant::now(),
+            leader: k == 0,
+            lead_news: false,
         }
     }
 
     pub fn placement(&self) -> Placement {
         self.place
+    }
+
+    /// Whether this replica leads its rank now.
+    pub fn leads(&self) -> bool {
+        self.leader
+    }
+
+    /// Sends `header` (no payload) to every other live replica of this rank.
+    pub fn send_to_siblings(&mut self, tcp: &mut TcpTransport, header: &Header) {
+        let me = self.place.rank();
+        for j in 0..self.place.replicas {
+            let p = self.place.process_of(me, j);
+            if j != self.place.replica() && !self.dead[p as usize] {
+                // A failure is reported by the transport as a loss.
+                let _ = tcp.send(p, header, std::ptr::null(), 0, None);
+            }
+        }
     }
 
     /// Bytes the log holds now.
@@ -352,10 +375,11 @@ impl Replicas {
     /// Sends logged message `seq` to replica `j` of `dest`.
     fn push_entry(&mut self, tcp: &mut TcpTransport, dest: u32, j: u32, seq: u64) {
         let p = self.place.process_of(dest, j);
-        if self.dead[p as usize] {
+        let o = &mut self.out[dest as usize];
+        if self.dead[p as usize] || o.acked[j as usize] > seq || seq < o.base {
+            // Gone, or it took this message from a faster replica.
             return;
         }
-        let o = &mut self.out[dest as usize];
         let Some(e) = o.log.get_mut((seq - o.base) as usize) else {
             return;
         };
@@ -478,6 +502,12 @@ impl Replicas {
         self.process_lost_as_sender(p);
         let me = self.place.rank();
         if s == me {
+            let lowest_live = (0..self.place.replicas)
+                .find(|&c| !self.dead[self.place.process_of(me, c) as usize]);
+            if !self.leader && lowest_live == Some(self.place.replica()) {
+                self.leader = true;
+                self.lead_news = true;
+            }
             return;
         }
         let replicas = self.place.replicas;
@@ -551,6 +581,20 @@ impl Replicas {
         }
         for t in std::mem::take(&mut self.done) {
             sink.on_send_done(t);
+        }
+        if std::mem::take(&mut self.lead_news) {
+            let h = Header {
+                kind: FrameKind::ReplicaLead,
+                context: 0,
+                src: 0,
+                tag: 0,
+                len: 0,
+                sreq: 0,
+                rreq: 0,
+            };
+            if let Err(why) = sink.on_frame(self.place.rank(), &h, Payload::Empty) {
+                eprintln!("tandem: rank {}: {why}", self.place.rank());
+            }
         }
         for (s, why) in std::mem::take(&mut self.lost_ranks) {
             sink.on_peer_lost(s, &why);
@@ -633,7 +677,7 @@ impl Replicas {
             o.subscribers.push(k);
         }
         let end = o.next_seq;
-        for seq in from..end {
+        for seq in from.max(o.base)..end {
             self.counters.replayed_msgs += 1;
             self.push_entry(tcp, r, k, seq);
         }
@@ -799,24 +843,21 @@ impl FrameSink for Upward<'_> {
                 Ok(())
             }
             FrameKind::ReplicaAck => {
+                // A receiver replica may have taken more from a faster
+                // replica of this rank than this one has sent yet.
                 let o = &mut rep.out[s as usize];
-                if h.sreq > o.next_seq {
-                    return Err(format!(
-                        "acknowledgement of message {} of {}",
-                        h.sreq, o.next_seq
-                    ));
-                }
                 let a = &mut o.acked[j as usize];
                 *a = (*a).max(h.sreq);
                 rep.trim(s);
                 Ok(())
             }
             FrameKind::ReplicaResume => {
-                if h.sreq > rep.out[s as usize].next_seq {
-                    return Err(format!("resume from message {}, not sent yet", h.sreq));
-                }
+                // Possibly from a message this replica has not sent yet.
                 rep.resumes.push((s, j, h.sreq));
                 Ok(())
+            }
+            FrameKind::ReplicaDecision if s == place.rank() => {
+                self.inner.on_frame(s, h, Payload::Empty)
             }
             FrameKind::ReplicaBehind => {
                 eprintln!(

@@ -1,0 +1,216 @@
+//! Wildcard receives in a replicated job: every replica of a rank must
+//! match each `MPI_ANY_SOURCE` receive with the same sender, or replicas
+//! would diverge (and a receiver that turns to another replica of this rank
+//! would get another program's messages).
+//!
+//! Replicas number their wildcard receives in the order they post them
+//! (the same order: they run the same program). The rank's leader replica
+//! (the lowest-numbered live one; replica/ says which) matches them as
+//! usual and tells the others which sender each one matched (a
+//! `ReplicaDecision` frame: `sreq` the number, `src` the sender's rank in
+//! the communicator, `tag` its world rank). A follower posts a wildcard
+//! receive whose decision it has as a receive from that sender; one whose
+//! decision has not come yet holds matching in its context: arriving
+//! messages wait as unexpected and later receives are not matched, so none
+//! of them takes a message the wildcard receive may be given. Once every
+//! decision of the context is in, the posted receives are matched against
+//! the waiting messages in the order they were posted, which gives what the
+//! leader got (with every source fixed, MPI matching does not depend on
+//! when messages arrive).
+//!
+//! When the leader is lost the next replica leads: its undecided receives
+//! become ordinary wildcard receives again, and it decides from then on.
+//! Not covered: wildcard probes, and which request `MPI_Waitany`/`_Testany`
+//! /`_Waitsome`/`_Testsome` or a `MPI_Test` finds done first.
+
+use std::collections::HashMap;
+
+use super::{matches, Body, Matcher, ReqId};
+use crate::wire::{FrameKind, Header};
+
+/// Wildcard-receive state of a replica.
+#[derive(Default)]
+pub(super) struct Wildcards {
+    leader: bool,
+    /// Number of the next wildcard receive posted.
+    next: u64,
+    /// Leader: its wildcard receives not matched yet, and their numbers.
+    leading: HashMap<u64, u64>,
+    /// Follower: decisions whose receive is not posted yet: number ->
+    /// (communicator rank, world rank).
+    decided: HashMap<u64, (u32, u32)>,
+    /// Follower: posted wildcard receives waiting for their decision.
+    undecided: Vec<(ReqId, u64, u32)>,
+    /// Follower: contexts whose matching waits for decisions, with how many.
+    held: HashMap<u32, usize>,
+    /// Decisions to send to the other replicas of this rank.
+    pub(super) out: Vec<Header>,
+}
+
+impl Wildcards {
+    pub(super) fn new(leader: bool) -> Wildcards {
+        Wildcards {
+            leader,
+            ..Wildcards::default()
+        }
+    }
+
+    /// Whether matching in `ctx` waits for a decision.
+    #[inline]
+    pub(super) fn holds(&self, ctx: u32) -> bool {
+        !self.held.is_empty() && self.held.contains_key(&ctx)
+    }
+}
+
+impl Matcher {
+    /// A receive was posted in `ctx` with source filter `src`; returns the
+    /// source it must take instead (a follower's decided wildcard), and
+    /// whether it may be matched now.
+    pub(super) fn wildcard_posted(&mut self, id: ReqId, ctx: u32, any_source: bool) -> bool {
+        let Some(w) = self.wild.as_mut() else {
+            return true;
+        };
+        if !any_source {
+            return !w.holds(ctx);
+        }
+        let n = w.next;
+        w.next += 1;
+        if w.leader {
+            w.leading.insert(id.0, n);
+            return true;
+        }
+        if let Some((src, world)) = w.decided.remove(&n) {
+            let held = w.holds(ctx);
+            if let Some(r) = self.reqs.get_mut(id) {
+                r.src_filter = Some(src);
+                r.peer = Some(world);
+            }
+            return !held;
+        }
+        w.undecided.push((id, n, ctx));
+        *w.held.entry(ctx).or_insert(0) += 1;
+        false
+    }
+
+    /// Receive `id` completed: a leader tells the others whom its wildcard
+    /// receive matched.
+    #[inline]
+    pub(super) fn wildcard_completed(&mut self, id: ReqId) {
+        let Some(w) = self.wild.as_mut() else {
+            return;
+        };
+        let Some(n) = w.leading.remove(&id.0) else {
+            return;
+        };
+        let Some(r) = self.reqs.get(id) else {
+            return;
+        };
+        let Some(src) = r.status.source else {
+            return;
+        };
+        let world = self
+            .contexts
+            .get(&r.context)
+            .and_then(|c| c.group.as_ref())
+            .and_then(|g| g.get(src as usize).copied())
+            .or(r.peer)
+            .unwrap_or(u32::MAX);
+        w.out.push(Header {
+            kind: FrameKind::ReplicaDecision,
+            context: r.context,
+            src,
+            tag: world as i32,
+            len: 0,
+            sreq: n,
+            rreq: 0,
+        });
+    }
+
+    /// The leader decided wildcard receive `h.sreq`.
+    pub(super) fn on_decision(&mut self, h: &Header) -> Result<(), String> {
+        let Some(w) = self.wild.as_mut() else {
+            return Err("wildcard decision in a job without replicas".into());
+        };
+        if w.leader {
+            // A late word from a lost leader: this replica decides now.
+            return Ok(());
+        }
+        let (src, world) = (h.src, h.tag as u32);
+        let Some(pos) = w.undecided.iter().position(|&(_, n, _)| n == h.sreq) else {
+            w.decided.insert(h.sreq, (src, world));
+            return Ok(());
+        };
+        let (id, _, ctx) = w.undecided.remove(pos);
+        let left = w.held.get_mut(&ctx).map(|c| {
+            *c -= 1;
+            *c
+        });
+        if left == Some(0) {
+            w.held.remove(&ctx);
+        }
+        if let Some(r) = self.reqs.get_mut(id) {
+            r.src_filter = Some(src);
+            r.peer = Some(world);
+        }
+        if left == Some(0) {
+            self.rematch(ctx);
+        }
+        Ok(())
+    }
+
+    /// This replica leads its rank now: its undecided wildcard receives are
+    /// matched as usual, and it decides.
+    pub(super) fn on_lead(&mut self) {
+        let Some(w) = self.wild.as_mut() else {
+            return;
+        };
+        w.leader = true;
+        for (id, n, _) in std::mem::take(&mut w.undecided) {
+            w.leading.insert(id.0, n);
+        }
+        let held: Vec<u32> = w.held.drain().map(|(c, _)| c).collect();
+        for ctx in held {
+            self.rematch(ctx);
+        }
+    }
+
+    /// Matches the posted receives of `ctx`, in the order they were posted,
+    /// against its waiting messages, in the order they came.
+    fn rematch(&mut self, ctx: u32) {
+        let Some(c) = self.contexts.get_mut(&ctx) else {
+            return;
+        };
+        let posted: Vec<ReqId> = c.posted.drain(..).collect();
+        let mut kept = std::collections::VecDeque::new();
+        for id in posted {
+            let Some(r) = self.reqs.get(id) else {
+                continue;
+            };
+            let (sf, tf) = (r.src_filter, r.tag);
+            let c = self.contexts.get_mut(&ctx).expect("context exists");
+            let Some(pos) = c
+                .unexpected
+                .iter()
+                .position(|u| matches(sf, tf, u.src, u.tag))
+            else {
+                kept.push_back(id);
+                continue;
+            };
+            let u = c.unexpected.remove(pos).expect("position is in range");
+            self.posted_count -= 1;
+            match u.body {
+                Body::Eager(data) => {
+                    self.unexpected_bytes -= data.len();
+                    self.deliver_buffered(id, u.src, u.tag, &data);
+                }
+                Body::SelfHeld { sreq } => self.deliver_self_held(id, sreq),
+                Body::Rts { sreq, addr } => {
+                    self.accept_rts(id, u.peer, u.src, u.tag, u.len, sreq, addr)
+                }
+            }
+        }
+        if let Some(c) = self.contexts.get_mut(&ctx) {
+            c.posted = kept;
+        }
+    }
+}
