@@ -109,6 +109,9 @@ struct RunArgs {
     /// Prefix every output line with "[rank] "
     #[arg(long)]
     tag_output: bool,
+    /// Run every rank as R processes, on different hosts where possible, so the job survives losing all but one (1 to 16) [default: 1]
+    #[arg(long, value_name = "R")]
+    replicas: Option<u64>,
     /// Stop the job (exit status 124) if it runs longer than this
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     timeout: Option<f64>,
@@ -155,6 +158,10 @@ fn main() {
     let status = match cli.command {
         Command::Run(mut a) => {
             let program = a.command.remove(0);
+            // The `replicas` parameter, as `--set replicas=R` (which it overrides).
+            if let Some(r) = a.replicas {
+                a.set.push(format!("replicas={r}"));
+            }
             launcher::run(launcher::RunOptions {
                 ranks: a.ranks,
                 set: a.set,

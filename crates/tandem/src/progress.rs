@@ -649,6 +649,11 @@ impl Engine {
         if let Some(shm) = &self.shm {
             c.heap_copies += shm.heap_copies;
         }
+        if let Some(rep) = &self.replicas {
+            c.max_replica_log_bytes = rep.counters.log_bytes_max;
+            c.replica_duplicates = rep.counters.duplicates_dropped;
+            c.replica_resumes = rep.counters.resumes_asked;
+        }
         c
     }
 

@@ -82,10 +82,19 @@ pub struct Counters {
     /// Frames that waited to leave over TCP with those after them in one
     /// `sendmsg` (runs of RWAPI writes or MPI puts to one rank).
     pub tcp_batched: u64,
+    /// Replicated jobs: the most bytes of sent messages this replica's log
+    /// held at once (at most `replica_log_bytes`, or one message above it).
+    pub max_replica_log_bytes: u64,
+    /// Replicated jobs: messages taken from the wire and dropped because
+    /// this replica had them already.
+    pub replica_duplicates: u64,
+    /// Replicated jobs: times this replica turned to another replica of a
+    /// sender rank (its source was lost) and asked it to resume.
+    pub replica_resumes: u64,
 }
 
 /// How many counters there are.
-pub const COUNTERS: usize = 31;
+pub const COUNTERS: usize = 34;
 
 impl Counters {
     /// Names and values, in a stable order.
@@ -122,6 +131,9 @@ impl Counters {
             ("heap_copies", self.heap_copies),
             ("rwapi_helped", self.rwapi_helped),
             ("tcp_batched", self.tcp_batched),
+            ("max_replica_log_bytes", self.max_replica_log_bytes),
+            ("replica_duplicates", self.replica_duplicates),
+            ("replica_resumes", self.replica_resumes),
         ]
     }
 
@@ -180,6 +192,15 @@ impl Counters {
             "tcp_batched" => {
                 "frames that waited to leave over TCP with those after them in one sendmsg (runs of RWAPI writes or MPI puts)"
             }
+            "max_replica_log_bytes" => {
+                "replicated jobs: the most bytes of sent messages this replica's log held at once"
+            }
+            "replica_duplicates" => {
+                "replicated jobs: messages dropped because this replica had taken them already"
+            }
+            "replica_resumes" => {
+                "replicated jobs: times this replica turned to another replica of a sender whose replica it received from was lost"
+            }
             _ => return None,
         })
     }
@@ -217,6 +238,9 @@ impl Counters {
             "heap_copies" => &mut self.heap_copies,
             "rwapi_helped" => &mut self.rwapi_helped,
             "tcp_batched" => &mut self.tcp_batched,
+            "max_replica_log_bytes" => &mut self.max_replica_log_bytes,
+            "replica_duplicates" => &mut self.replica_duplicates,
+            "replica_resumes" => &mut self.replica_resumes,
             _ => return None,
         })
     }

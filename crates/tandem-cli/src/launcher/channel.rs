@@ -16,9 +16,11 @@
 //! | `rank <world rank>` | a rank of this host (repeated; the order gives the local ranks) |
 //! | `program` + bytes, `arg` + bytes, `env` + `NAME=VALUE`, `cwd` + bytes | what to run |
 //! | `stdin` | world rank 0 (on this host) reads what follows in `in` records |
+//! | `stdin <rank>` | in a replicated job: process `rank`, a replica of rank 0, does (repeated) |
 //! | `start` | the job is complete: start the ranks |
 //! | `signal <number>` | send a signal to every rank still running |
-//! | `in` + bytes | input for rank 0; no bytes: its end |
+//! | `kill <rank>` | stop one process: SIGCONT, then SIGKILL (a replica its rank no longer needs) |
+//! | `in` + bytes | input for rank 0 (for all its replicas here); no bytes: its end |
 //!
 //! Helper to master:
 //!
@@ -29,11 +31,14 @@
 //! | `out <rank> <1 or 2>` + bytes | a rank's stdout or stderr |
 //! | `exit <rank> exited <status>` / `exit <rank> killed <signal> <core 0/1>` | a rank ended |
 //! | `fail <exit status>` + message | the helper could not start the job; it exits |
-//! | `ack <bytes>` | that much of rank 0's input was written to it (the master keeps at most [`STDIN_WINDOW`] bytes in flight) |
+//! | `ack <bytes>` | that much of rank 0's input was written to it (to all its replicas here; the master keeps at most [`STDIN_WINDOW`] bytes in flight) |
 //! | `done` | every rank has ended; the helper exits |
 //!
 //! EOF on the helper's stdin means the master is gone: the helper kills its
 //! ranks at once.
+//!
+//! In a replicated job (`--replicas R`) a "rank" in these records is one of
+//! the job's processes, its `TANDEM_JOB_RANK`: replica p / N of rank p % N.
 
 /// Input for a remote rank 0 sent but not yet acknowledged, at most.
 pub const STDIN_WINDOW: usize = 1 << 20;

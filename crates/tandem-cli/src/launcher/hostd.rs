@@ -43,8 +43,9 @@ struct Spec {
     args: Vec<OsString>,
     env: Vec<(String, String)>,
     cwd: Option<OsString>,
-    /// World rank 0 is here and reads the master's stdin.
-    stdin: bool,
+    /// The processes here that read the master's stdin: world rank 0 (in a
+    /// replicated job, its replicas here).
+    stdin: Vec<u32>,
 }
 
 struct Rank {
@@ -117,7 +118,7 @@ pub fn main(host: &str) -> i32 {
         Err(msg) => return fail(1, &format!("host {host}: {msg}")),
     };
     let mut ranks = Vec::new();
-    let mut rank0_stdin = None;
+    let mut rank0_stdin = Vec::new();
     for (local, &rank) in spec.ranks.iter().enumerate() {
         let mut rank_env = vec![(job_env::RANK.to_string(), rank.to_string())];
         match &shm {
@@ -126,14 +127,18 @@ pub fn main(host: &str) -> i32 {
             // (it chooses its CPU by it).
             None => rank_env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
         }
-        match supervise::spawn_rank(&command, &rank_env, spec.stdin && rank == 0) {
+        match supervise::spawn_rank(&command, &rank_env, spec.stdin.contains(&rank)) {
             Ok(s) => {
                 for fd in [&s.stdout, &s.stderr] {
                     let _ = sys::set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(fd));
                 }
                 if let Some(p) = s.stdin {
                     if sys::set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&p)).is_ok() {
-                        rank0_stdin = Some(p);
+                        rank0_stdin.push(StdinPipe {
+                            rank,
+                            fd: p,
+                            written: 0,
+                        });
                     }
                 }
                 send(&["pid", &rank.to_string(), &s.pid.to_string()], b"");
@@ -193,7 +198,12 @@ fn read_spec(decoder: &mut Decoder) -> Result<Option<Spec>, String> {
                 "program" => spec.program = OsStr::from_bytes(&r.payload).to_os_string(),
                 "arg" => spec.args.push(OsStr::from_bytes(&r.payload).to_os_string()),
                 "cwd" => spec.cwd = Some(OsStr::from_bytes(&r.payload).to_os_string()),
-                "stdin" => spec.stdin = true,
+                // `stdin`: world rank 0; `stdin <rank>`: that process (a
+                // replica of rank 0).
+                "stdin" => match r.words.get(1) {
+                    None => spec.stdin.push(0),
+                    Some(_) => spec.stdin.push(r.num(1).ok_or_else(bad)?),
+                },
                 "env" => {
                     let text = r.text();
                     let (k, v) = text.split_once('=').ok_or_else(bad)?;
@@ -303,14 +313,22 @@ fn kill_all(ranks: &[Rank]) {
     }
 }
 
+/// The stdin of a process that reads the master's, and how much of the
+/// input pending it has taken.
+struct StdinPipe {
+    rank: u32,
+    fd: std::os::fd::OwnedFd,
+    written: usize,
+}
+
 struct Helper {
     ranks: Vec<Rank>,
     signals: SignalQueue,
     decoder: Decoder,
     buf: Vec<u8>,
-    /// Rank 0's stdin, input for it not written yet, and whether the
-    /// master's stdin has ended.
-    stdin: Option<std::os::fd::OwnedFd>,
+    /// Rank 0's stdin (each of its replicas' here), input for them not
+    /// written yet by all, and whether the master's stdin has ended.
+    stdin: Vec<StdinPipe>,
     stdin_pending: Vec<u8>,
     stdin_eof: bool,
 }
@@ -349,17 +367,16 @@ impl Helper {
                     revents: 0,
                 },
             ];
-            let stdin_slot = match &self.stdin {
-                Some(p) if !self.stdin_pending.is_empty() => {
+            for p in &self.stdin {
+                if p.written < self.stdin_pending.len() {
                     fds.push(libc::pollfd {
-                        fd: std::os::fd::AsRawFd::as_raw_fd(p),
+                        fd: std::os::fd::AsRawFd::as_raw_fd(&p.fd),
                         events: libc::POLLOUT,
                         revents: 0,
                     });
-                    true
                 }
-                _ => false,
-            };
+            }
+            let stdin_slots = 2..fds.len();
             let first_output = fds.len();
             let mut which = Vec::new();
             for (i, r) in self.ranks.iter().enumerate() {
@@ -377,7 +394,9 @@ impl Helper {
             if sys::poll(&mut fds, None).is_err() {
                 return self.abandon();
             }
-            if stdin_slot && fds[2].revents != 0 && matches!(self.write_stdin(), Step::Abandon) {
+            if fds[stdin_slots].iter().any(|f| f.revents != 0)
+                && matches!(self.write_stdin(), Step::Abandon)
+            {
                 return self.abandon();
             }
             for (pfd, &(i, s)) in fds[first_output..].iter().zip(&which) {
@@ -462,38 +481,48 @@ impl Helper {
                 }
             }
         }
+        if r.kind() == "kill" {
+            // A replica the master stops: woken first in case it is stopped.
+            if let Some(n) = r.num::<u32>(1) {
+                for rank in self.ranks.iter().filter(|x| x.running && x.rank == n) {
+                    sys::signal_group(rank.pid, libc::SIGCONT);
+                    sys::signal_group(rank.pid, libc::SIGKILL);
+                }
+            }
+        }
         Step::Go
     }
 
-    /// Writes what rank 0's stdin takes and tells the master how much.
+    /// Writes what rank 0's stdin (each of its replicas' here) takes and
+    /// tells the master how much all of them have taken.
     fn write_stdin(&mut self) -> Step {
-        let mut written = 0;
-        let mut broken = false;
-        match &self.stdin {
-            Some(p) => {
-                while written < self.stdin_pending.len() {
-                    match sys::write_fd(
-                        std::os::fd::AsRawFd::as_raw_fd(p),
-                        &self.stdin_pending[written..],
-                    ) {
-                        Ok(0) => break,
-                        Ok(n) => written += n,
-                        Err(_) => {
-                            // Rank 0 closed its stdin or ended: drop the rest.
-                            written = self.stdin_pending.len();
-                            broken = true;
-                        }
-                    }
+        let pending = &self.stdin_pending;
+        self.stdin.retain_mut(|p| {
+            while p.written < pending.len() {
+                match sys::write_fd(
+                    std::os::fd::AsRawFd::as_raw_fd(&p.fd),
+                    &pending[p.written..],
+                ) {
+                    Ok(0) => break,
+                    Ok(n) => p.written += n,
+                    // The process closed its stdin or ended: drop the rest.
+                    Err(_) => return false,
                 }
             }
-            None => written = self.stdin_pending.len(),
-        }
-        if broken {
-            self.stdin = None;
+            true
+        });
+        let written = self
+            .stdin
+            .iter()
+            .map(|p| p.written)
+            .min()
+            .unwrap_or(self.stdin_pending.len());
+        for p in &mut self.stdin {
+            p.written -= written;
         }
         self.stdin_pending.drain(..written);
         if self.stdin_eof && self.stdin_pending.is_empty() {
-            self.stdin = None;
+            self.stdin.clear();
         }
         if written > 0 && !send(&["ack", &written.to_string()], b"") {
             return Step::Abandon;
@@ -538,6 +567,14 @@ impl Helper {
             };
             if !ok {
                 return Step::Abandon;
+            }
+            // Its input, if it read ours, no longer holds the others' back.
+            let ended = self.ranks[i].rank;
+            if self.stdin.iter().any(|p| p.rank == ended) {
+                self.stdin.retain(|p| p.rank != ended);
+                if let Step::Abandon = self.write_stdin() {
+                    return Step::Abandon;
+                }
             }
         }
         Step::Go

@@ -185,6 +185,108 @@ pub fn place(
     Ok(out)
 }
 
+/// Places `ranks` ranks of `replicas` replicas each (with `ranks` `None`:
+/// as many as the slots hold R at a time); returns the processes of each
+/// host, in host order. Process p is replica p / N of rank p % N.
+///
+/// Replica 0 of every rank goes where [`place`] puts the rank. Replica k of
+/// rank r then prefers host (host of replica 0 + k) mod H and, when that
+/// host is full or already runs a replica of r, the next host after it that
+/// has a free slot and no replica of r; only when no such host is left does
+/// it share a host with another replica of its rank. So with at least R
+/// hosts and slots to spare the replicas of a rank are on R different
+/// hosts. With one replica this is exactly [`place`].
+pub fn place_replicas(
+    hosts: &[HostSlots],
+    ranks: Option<u32>,
+    replicas: u32,
+    map_by: MapBy,
+) -> Result<Vec<Vec<u32>>, String> {
+    if replicas <= 1 {
+        return place(hosts, ranks, map_by);
+    }
+    let total: u64 = hosts.iter().map(|h| u64::from(h.slots)).sum();
+    let n = match ranks {
+        Some(n) => n,
+        None => {
+            let n = (total / u64::from(replicas)).min(65536) as u32;
+            if n == 0 {
+                return Err(format!(
+                    "the hosts have {total} slot(s), fewer than the {replicas} replicas of one rank"
+                ));
+            }
+            n
+        }
+    };
+    let wanted = u64::from(n) * u64::from(replicas);
+    if wanted > total {
+        let list: Vec<String> = hosts
+            .iter()
+            .map(|h| format!("{}:{}", h.name, h.slots))
+            .collect();
+        return Err(format!(
+            "{n} ranks x {replicas} replicas = {wanted} processes asked for, but the hosts have only {total} slots ({}); give more slots as host:N",
+            list.join(",")
+        ));
+    }
+    let first = place(hosts, Some(n), map_by)?;
+    let count = hosts.len();
+    let mut base = vec![0usize; n as usize];
+    let mut used: Vec<u64> = vec![0; count];
+    let mut out: Vec<Vec<u32>> = vec![Vec::new(); count];
+    // The hosts holding a replica of each rank so far.
+    let mut holds: Vec<Vec<usize>> = vec![Vec::new(); n as usize];
+    for (h, ranks) in first.iter().enumerate() {
+        for &r in ranks {
+            base[r as usize] = h;
+            used[h] += 1;
+            holds[r as usize].push(h);
+            out[h].push(r);
+        }
+    }
+    for k in 1..replicas {
+        for r in 0..n {
+            let ri = r as usize;
+            let start = (base[ri] + k as usize) % count;
+            let order = (0..count).map(|i| (start + i) % count);
+            let free = |h: &usize| used[*h] < u64::from(hosts[*h].slots);
+            let h = order
+                .clone()
+                .find(|h| free(h) && !holds[ri].contains(h))
+                .or_else(|| order.clone().find(free))
+                .ok_or_else(|| "internal error: no slot left for a replica".to_string())?;
+            used[h] += 1;
+            holds[ri].push(h);
+            out[h].push(k * n + r);
+        }
+    }
+    for list in &mut out {
+        list.sort_unstable();
+    }
+    Ok(out)
+}
+
+/// The first rank (of `ranks`) all of whose replicas share a host, that
+/// host, and how many ranks are placed so; `placed` is what
+/// [`place_replicas`] returned.
+pub fn shared_replicas(placed: &[Vec<u32>], ranks: u32) -> Option<(u32, usize, u32)> {
+    let mut host_of: Vec<Option<usize>> = vec![None; ranks as usize];
+    let mut split = vec![false; ranks as usize];
+    for (h, procs) in placed.iter().enumerate() {
+        for &p in procs {
+            let r = (p % ranks) as usize;
+            match host_of[r] {
+                None => host_of[r] = Some(h),
+                Some(other) if other != h => split[r] = true,
+                Some(_) => {}
+            }
+        }
+    }
+    let shared: Vec<u32> = (0..ranks).filter(|&r| !split[r as usize]).collect();
+    let first = *shared.first()?;
+    Some((first, host_of[first as usize]?, shared.len() as u32))
+}
+
 /// Whether `name` is this machine: `localhost`, a loopback address, this
 /// host's name (short or full), or an address of one of its interfaces.
 pub fn is_local(name: &str) -> bool {
@@ -278,6 +380,64 @@ mod tests {
         );
         let err = place(&h, Some(6), MapBy::Slot).unwrap_err();
         assert!(err.contains("only 5 slots"), "{err}");
+    }
+
+    #[test]
+    fn replica_placement() {
+        // One replica: exactly the plain placement.
+        let h = hs(&[("a", 2), ("b", 3)]);
+        for map_by in [MapBy::Slot, MapBy::Node] {
+            for n in [None, Some(3)] {
+                assert_eq!(
+                    place_replicas(&h, n, 1, map_by).unwrap(),
+                    place(&h, n, map_by).unwrap()
+                );
+            }
+        }
+        // Two hosts, two replicas: each rank's replicas on both hosts.
+        let h = hs(&[("a", 4), ("b", 4)]);
+        let placed = place_replicas(&h, Some(4), 2, MapBy::Slot).unwrap();
+        assert_eq!(placed, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]);
+        assert_eq!(shared_replicas(&placed, 4), None);
+        // By default as many ranks as the slots hold R at a time.
+        let placed = place_replicas(&h, None, 2, MapBy::Node).unwrap();
+        assert_eq!(placed, vec![vec![0, 2, 5, 7], vec![1, 3, 4, 6]]);
+        assert_eq!(shared_replicas(&placed, 4), None);
+        // Four hosts: replica 1 goes to the next host with room.
+        let h = hs(&[("a", 4), ("b", 4), ("c", 4), ("d", 4)]);
+        let placed = place_replicas(&h, Some(8), 2, MapBy::Slot).unwrap();
+        assert_eq!(
+            placed,
+            vec![
+                vec![0, 1, 2, 3],
+                vec![4, 5, 6, 7],
+                vec![8, 9, 10, 11],
+                vec![12, 13, 14, 15]
+            ]
+        );
+        // Three replicas on three hosts by node.
+        let h = hs(&[("a", 2), ("b", 2), ("c", 2)]);
+        let placed = place_replicas(&h, None, 3, MapBy::Node).unwrap();
+        assert_eq!(shared_replicas(&placed, 2), None);
+        for r in 0..2u32 {
+            let hosts: Vec<usize> = (0..3)
+                .filter(|&i| placed[i].iter().any(|p| p % 2 == r))
+                .collect();
+            assert_eq!(hosts, vec![0, 1, 2]);
+        }
+        // One host: every rank shares it.
+        let h = hs(&[("a", 6)]);
+        let placed = place_replicas(&h, Some(3), 2, MapBy::Slot).unwrap();
+        assert_eq!(placed, vec![vec![0, 1, 2, 3, 4, 5]]);
+        assert_eq!(shared_replicas(&placed, 3), Some((0, 0, 3)));
+        // A host too small for its share: some ranks must share.
+        let h = hs(&[("a", 6), ("b", 2)]);
+        let placed = place_replicas(&h, Some(4), 2, MapBy::Slot).unwrap();
+        assert_eq!(shared_replicas(&placed, 4), Some((2, 0, 2)));
+        // Not enough slots.
+        let err = place_replicas(&h, Some(5), 2, MapBy::Slot).unwrap_err();
+        assert!(err.contains("10 processes"), "{err}");
+        assert!(place_replicas(&hs(&[("a", 1)]), None, 2, MapBy::Slot).is_err());
     }
 
     #[test]

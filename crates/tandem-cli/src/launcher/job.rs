@@ -2,6 +2,16 @@
 //! the service's sockets, the ranks' output pipes and stdin, with deadlines
 //! for the job timeout, the SIGTERM→SIGKILL grace period and unauthenticated
 //! connections.
+//!
+//! Replicated jobs (`--replicas R`, R > 1; the VolpexMPI model): each of the
+//! N ranks runs as R processes, process p being replica p / N of rank
+//! p % N. A process that dies (signal, non-zero exit, exit without
+//! MPI_Finalize after MPI_Init, lost host) is reported and the job goes on
+//! while every rank keeps a replica that runs or has finished normally; a
+//! rank that loses all its replicas ends the job as any failure does. Once
+//! every rank has a replica that finished normally, the replicas still
+//! running get `replica_timeout_ms` to finish and are then stopped, which
+//! is no failure. Each line a rank writes appears once (see `output`).
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -18,7 +28,7 @@ use tandem::transport::shm::{env as shm_env, HostResources};
 use super::channel::{encode, STDIN_WINDOW};
 use super::host_setup;
 use super::kv_service::{self, AbortRequest, KvService};
-use super::output::{LineSplitter, OutputStream, Sink};
+use super::output::{LineSplitter, OutputStream, Printed, Sink};
 use super::remote::{self, HostEvent, HostJob, Pipe, RemoteHost};
 use super::signals::{signal_name, SignalQueue, STOP_SIGNALS};
 use super::stdin_feed::{self, StdinFeed};
@@ -39,7 +49,15 @@ const TIMEOUT_STATUS: i32 = 124;
 const AGENT_GRACE: Duration = Duration::from_secs(5);
 
 pub struct JobConfig {
+    /// The job's processes: ranks x replicas.
     pub ranks: u32,
+    /// Processes per rank (1: no replication, the job as ever).
+    pub replicas: u32,
+    /// How long the replicas still running may take once every rank has a
+    /// replica that finished (`replica_timeout_ms`).
+    pub replica_timeout: Duration,
+    /// This host's name in messages about replicas.
+    pub local_host: String,
     pub tag_output: bool,
     pub timeout: Option<f64>,
     pub command: RankCommand,
@@ -71,6 +89,17 @@ struct RankProcess {
     running: bool,
     /// Index into `Job::hosts` for a rank on another host.
     host: Option<usize>,
+    /// A replica the launcher stopped because its rank no longer needs it.
+    stopping: bool,
+}
+
+/// A remote host where processes of rank 0 read our stdin.
+struct RemoteStdin {
+    host: usize,
+    /// Bytes sent to it and not acknowledged yet.
+    in_flight: usize,
+    /// Its processes reading our stdin that have not ended.
+    processes: Vec<u32>,
 }
 
 enum Phase {
@@ -91,11 +120,11 @@ enum Token {
     Signals,
     Service(kv_service::Token),
     Output(usize),
+    /// Our stdin, for rank 0 here or on other hosts.
     StdinSource,
-    StdinSink,
+    /// The stdin pipe of a process of rank 0 here.
+    StdinSink(usize),
     Host(usize, Pipe),
-    /// Our stdin, for rank 0 on another host.
-    StdinRemote,
 }
 
 pub struct Job {
@@ -119,9 +148,19 @@ pub struct Job {
     launch_deadline: Option<Instant>,
     /// When helpers still there after their ranks ended are given up.
     agents_deadline: Option<Instant>,
-    /// Rank 0 runs on host `.0` and reads our stdin; `.1` bytes sent to it
-    /// are not acknowledged yet.
-    remote_stdin: Option<(usize, usize)>,
+    /// Hosts where rank 0 (or replicas of it) read our stdin.
+    remote_stdin: Vec<RemoteStdin>,
+    /// Replicated jobs: the lines each rank has printed.
+    printed: Printed,
+    /// Replicated jobs, per rank: its processes still running, and those
+    /// that finished normally; ranks with a replica finished.
+    live: Vec<u32>,
+    done: Vec<u32>,
+    ranks_done: u32,
+    /// When the replicas still running after every rank has finished are
+    /// stopped, and when those that do not end then are given up.
+    replica_deadline: Option<Instant>,
+    stragglers_give_up: Option<Instant>,
 }
 
 impl Job {
@@ -186,6 +225,12 @@ impl Job {
             None => 1,
             Some(m) => m.remote.len() as u32 + u32::from(!m.local_ranks.is_empty()),
         };
+        if config.replicas > 1 {
+            config
+                .command
+                .env
+                .push((job_env::REPLICAS.to_string(), config.replicas.to_string()));
+        }
         // What remote helpers get: the parameters and exported variables
         // (their own environment may be a login shell's on another machine).
         let mut remote_env: Vec<(String, String)> = Vec::new();
@@ -231,12 +276,22 @@ impl Job {
         let timeout_at = config
             .timeout
             .map(|s| Instant::now() + Duration::from_secs_f64(s));
+        let logical = config.ranks / config.replicas;
+        let (printed, live, done) = if config.replicas > 1 {
+            (
+                Printed::new(logical),
+                vec![config.replicas; logical as usize],
+                vec![0; logical as usize],
+            )
+        } else {
+            (Printed::new(0), Vec::new(), Vec::new())
+        };
         let mut job = Job {
             signals,
             service,
             ranks: Vec::new(),
             outputs: Vec::new(),
-            stdin: StdinFeed::new(None),
+            stdin: StdinFeed::new(),
             phase: Phase::Running,
             timeout_at,
             abandoned: false,
@@ -247,7 +302,13 @@ impl Job {
             remote_out: HashMap::new(),
             launch_deadline: None,
             agents_deadline: None,
-            remote_stdin: None,
+            remote_stdin: Vec::new(),
+            printed,
+            live,
+            done,
+            ranks_done: 0,
+            replica_deadline: None,
+            stragglers_give_up: None,
         };
         for (local, &rank) in local_ranks.iter().enumerate() {
             if let Err((msg, code)) = job.spawn(rank, local as u32, host.as_ref()) {
@@ -284,6 +345,7 @@ impl Job {
                 args: &job.config.command.args.clone(),
                 env: &remote_env,
                 stdin: stdin_feed::stdin_is_worth_reading(),
+                logical,
             });
         }
         Ok(job)
@@ -305,8 +367,19 @@ impl Job {
             match RemoteHost::start(name, ranks.clone(), &argv, job) {
                 Ok(h) => {
                     let index = self.hosts.len();
-                    if template.stdin && ranks.contains(&0) {
-                        self.remote_stdin = Some((index, 0));
+                    // Rank 0, or its replicas, here.
+                    let logical = template.logical;
+                    let readers: Vec<u32> = ranks
+                        .iter()
+                        .copied()
+                        .filter(|r| r.is_multiple_of(logical))
+                        .collect();
+                    if template.stdin && !readers.is_empty() {
+                        self.remote_stdin.push(RemoteStdin {
+                            host: index,
+                            in_flight: 0,
+                            processes: readers,
+                        });
                     }
                     for &rank in ranks {
                         self.ranks.push(RankProcess {
@@ -314,6 +387,7 @@ impl Job {
                             pid: 0,
                             running: true,
                             host: Some(index),
+                            stopping: false,
                         });
                     }
                     self.hosts.push(h);
@@ -354,20 +428,30 @@ impl Job {
             // (it chooses its CPU by it).
             None => rank_env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
         }
-        let spawned = supervise::spawn_rank(cmd, &rank_env, rank == 0)
+        // Rank 0 (every replica of it) reads our stdin.
+        let logical = self.logical();
+        let reads_stdin = rank.is_multiple_of(logical);
+        let spawned = supervise::spawn_rank(cmd, &rank_env, reads_stdin)
             .map_err(|e| spawn_error(rank, &cmd.program, &e))?;
         self.ranks.push(RankProcess {
             rank,
             pid: spawned.pid,
             running: true,
             host: None,
+            stopping: false,
         });
         let tag = self.config.tag_output;
+        let replicated = self.replicated();
         for (sink, pipe) in [
             (Sink::Stdout, spawned.stdout),
             (Sink::Stderr, spawned.stderr),
         ] {
-            let stream = OutputStream::new(rank, sink, pipe, tag).map_err(|e| {
+            let stream = if replicated {
+                OutputStream::replica(rank, rank % logical, sink, pipe, tag)
+            } else {
+                OutputStream::new(rank, sink, pipe, tag)
+            };
+            let stream = stream.map_err(|e| {
                 (
                     format!("tandem: rank {rank}: output pipe: {}", os_error_text(&e)),
                     1,
@@ -375,8 +459,8 @@ impl Job {
             })?;
             self.outputs.push(stream);
         }
-        if rank == 0 {
-            self.stdin = StdinFeed::new(spawned.stdin);
+        if reads_stdin {
+            self.stdin.add(rank, spawned.stdin);
         }
         Ok(())
     }
@@ -443,16 +527,11 @@ impl Job {
                 add(fd, libc::POLLIN, Token::Output(i));
             }
         }
-        if let Some(fd) = self.stdin.source_fd() {
-            add(fd, libc::POLLIN, Token::StdinSource);
+        if self.stdin_room().is_some() {
+            add(libc::STDIN_FILENO, libc::POLLIN, Token::StdinSource);
         }
-        if let Some(fd) = self.stdin.sink_fd() {
-            add(fd, libc::POLLOUT, Token::StdinSink);
-        }
-        if let Some((_, in_flight)) = self.remote_stdin {
-            if in_flight < STDIN_WINDOW {
-                add(libc::STDIN_FILENO, libc::POLLIN, Token::StdinRemote);
-            }
+        for (slot, fd) in self.stdin.sink_fds() {
+            add(fd, libc::POLLOUT, Token::StdinSink(slot));
         }
         let mut pipes = Vec::new();
         for (i, h) in self.hosts.iter().enumerate() {
@@ -473,16 +552,15 @@ impl Job {
                     self.on_abort(abort);
                 }
             }
-            Token::Output(i) => self.outputs[i].forward(&mut self.read_buf, 4),
-            Token::StdinSource => self.stdin.on_source_ready(),
-            Token::StdinSink => self.stdin.on_sink_ready(),
+            Token::Output(i) => self.outputs[i].forward(&mut self.read_buf, 4, &mut self.printed),
+            Token::StdinSource => self.read_stdin(),
+            Token::StdinSink(slot) => self.stdin.on_sink_ready(slot),
             Token::Host(i, Pipe::In) => self.hosts[i].flush(),
             Token::Host(i, Pipe::Out) => {
                 let events = self.hosts[i].read_out(&mut self.read_buf, 4);
                 self.on_host_events(i, events);
             }
             Token::Host(i, Pipe::Err) => self.hosts[i].read_err(&mut self.read_buf, 4),
-            Token::StdinRemote => self.forward_stdin(),
             Token::Signals => {
                 for signal in self.signals.drain() {
                     if signal == libc::SIGCHLD {
@@ -497,10 +575,15 @@ impl Job {
 
     fn next_deadline(&self) -> Option<Instant> {
         let phase_deadline = match self.phase {
-            Phase::Running => [self.timeout_at, self.launch_deadline]
-                .into_iter()
-                .flatten()
-                .min(),
+            Phase::Running => [
+                self.timeout_at,
+                self.launch_deadline,
+                self.replica_deadline,
+                self.stragglers_give_up,
+            ]
+            .into_iter()
+            .flatten()
+            .min(),
             Phase::Stopping {
                 kill_at,
                 killed: false,
@@ -548,8 +631,36 @@ impl Job {
                             h.name, h.shown
                         );
                     }
-                    if !late.is_empty() {
+                    if self.replicated() {
+                        // Its processes are lost; the job goes on if every
+                        // rank has replicas elsewhere. Without its input the
+                        // helper kills whatever it started and leaves.
+                        for &i in &late {
+                            self.hosts[i].close_input();
+                            let why = format!(
+                                "was lost: host {} did not start in time",
+                                self.hosts[i].name
+                            );
+                            self.lose_host(i, &why, 1);
+                        }
+                    } else if !late.is_empty() {
                         self.begin_stop(1, libc::SIGTERM);
+                    }
+                } else if self.replica_deadline.is_some_and(|t| t <= now) {
+                    self.replica_deadline = None;
+                    self.stop_stragglers(now);
+                } else if self.stragglers_give_up.is_some_and(|t| t <= now) {
+                    self.stragglers_give_up = None;
+                    let left: Vec<String> = (0..self.ranks.len())
+                        .filter(|&i| self.ranks[i].running)
+                        .map(|i| self.replica_name(i))
+                        .collect();
+                    if !left.is_empty() {
+                        eprintln!(
+                            "tandem: {} did not end after SIGKILL; giving up on them",
+                            left.join(", ")
+                        );
+                        self.abandoned = true;
                     }
                 }
             }
@@ -622,41 +733,84 @@ impl Job {
             sys::signal_group(pid, libc::SIGKILL);
             supervise::reap(pid);
             self.ranks[i].running = false;
+            self.stdin.close_process(rank);
+            if self.replicated() {
+                let failure = self.failure(rank, how);
+                for out in self.outputs.iter_mut().filter(|o| o.rank == rank) {
+                    out.end(&mut self.read_buf, failure.is_none(), &mut self.printed);
+                }
+                self.replica_ended(i, failure);
+                continue;
+            }
             // Its last words come before any verdict on it.
             for out in self.outputs.iter_mut().filter(|o| o.rank == rank) {
-                out.forward(&mut self.read_buf, 1024);
-            }
-            if rank == 0 {
-                self.stdin.close();
+                out.forward(&mut self.read_buf, 1024, &mut self.printed);
             }
             self.judge(rank, &format!("(pid {pid})"), how);
         }
     }
 
-    /// Passes a chunk of our stdin to the host of rank 0 (at most
-    /// [`STDIN_WINDOW`] bytes unacknowledged, so a rank that does not read
-    /// holds our stdin back instead of filling anyone's memory).
-    fn forward_stdin(&mut self) {
-        let Some((h, in_flight)) = self.remote_stdin else {
+    /// How much of our stdin may be read now: rank 0's processes here have
+    /// taken the last chunk, and those on other hosts have room in their
+    /// window of [`STDIN_WINDOW`] unacknowledged bytes (so a rank that does
+    /// not read holds our stdin back instead of filling anyone's memory).
+    /// `None`: nobody reads it (any more), or not now.
+    fn stdin_room(&self) -> Option<usize> {
+        let here = self.stdin.is_open();
+        if !here && self.remote_stdin.is_empty() {
+            return None;
+        }
+        if here && !self.stdin.wants_input() {
+            return None;
+        }
+        let room = self
+            .remote_stdin
+            .iter()
+            .map(|t| STDIN_WINDOW.saturating_sub(t.in_flight))
+            .fold(self.read_buf.len(), usize::min);
+        (room > 0).then_some(room)
+    }
+
+    /// Passes a chunk of our stdin to rank 0's processes, here and on
+    /// other hosts.
+    fn read_stdin(&mut self) {
+        let Some(room) = self.stdin_room() else {
             return;
         };
-        let room = STDIN_WINDOW
-            .saturating_sub(in_flight)
-            .min(self.read_buf.len());
         // Our stdin stays blocking (it is shared); poll said it is readable.
         match sys::read_fd(libc::STDIN_FILENO, &mut self.read_buf[..room]) {
             Ok(sys::ReadOutcome::Data(n)) => {
-                self.hosts[h].send(encode(&["in"], &self.read_buf[..n]));
-                self.remote_stdin = Some((h, in_flight + n));
+                let data = &self.read_buf[..n];
+                self.stdin.give(data);
+                for t in &mut self.remote_stdin {
+                    self.hosts[t.host].send(encode(&["in"], data));
+                    t.in_flight += n;
+                }
             }
             Ok(sys::ReadOutcome::WouldBlock) => {}
-            Ok(sys::ReadOutcome::Eof) | Err(_) => self.close_remote_stdin(),
+            Ok(sys::ReadOutcome::Eof) | Err(_) => {
+                self.stdin.close();
+                self.close_remote_stdin();
+            }
         }
     }
 
-    /// Gives a remote rank 0 the end of its input.
+    /// Gives every remote process of rank 0 the end of its input.
     fn close_remote_stdin(&mut self) {
-        if let Some((h, _)) = self.remote_stdin.take() {
+        for t in std::mem::take(&mut self.remote_stdin) {
+            self.hosts[t.host].send(encode(&["in"], b""));
+        }
+    }
+
+    /// Process `rank` of host `h` has ended: when it was the last there
+    /// reading our stdin, the host gets the end of its input.
+    fn remote_reader_ended(&mut self, h: usize, rank: u32) {
+        let Some(j) = self.remote_stdin.iter().position(|t| t.host == h) else {
+            return;
+        };
+        self.remote_stdin[j].processes.retain(|&p| p != rank);
+        if self.remote_stdin[j].processes.is_empty() {
+            self.remote_stdin.remove(j);
             self.hosts[h].send(encode(&["in"], b""));
         }
     }
@@ -682,13 +836,20 @@ impl Job {
                 }
                 HostEvent::Output(rank, sink, data) => {
                     let tag = self.config.tag_output;
+                    let replicated = self.replicated();
+                    // The rank whose lines these are (this process's, unless replicated).
+                    let label = rank % self.logical();
                     let key = (rank, sink as u8);
                     let lines = self
                         .remote_out
                         .entry(key)
-                        .or_insert_with(|| LineSplitter::new(rank, tag));
+                        .or_insert_with(|| LineSplitter::new(label, tag));
                     let mut out = Vec::new();
-                    lines.push(&data, &mut out);
+                    if replicated {
+                        lines.push_counted(&data, self.printed.count(label, sink), &mut out);
+                    } else {
+                        lines.push(&data, &mut out);
+                    }
                     sink.write(&out);
                 }
                 HostEvent::Exit(rank, how) => {
@@ -697,18 +858,20 @@ impl Job {
                         continue;
                     };
                     self.ranks[i].running = false;
-                    if rank == 0 {
-                        self.close_remote_stdin();
+                    self.remote_reader_ended(h, rank);
+                    if self.replicated() {
+                        let failure = self.failure(rank, how);
+                        self.flush_remote_output(rank, failure.is_none());
+                        self.replica_ended(i, failure);
+                        continue;
                     }
-                    self.flush_remote_output(rank);
+                    self.flush_remote_output(rank, true);
                     let whom = format!("(pid {} on {})", self.ranks[i].pid, self.hosts[h].name);
                     self.judge(rank, &whom, how);
                 }
                 HostEvent::Ack(n) => {
-                    if let Some((host, in_flight)) = &mut self.remote_stdin {
-                        if *host == h {
-                            *in_flight = in_flight.saturating_sub(n);
-                        }
+                    if let Some(t) = self.remote_stdin.iter_mut().find(|t| t.host == h) {
+                        t.in_flight = t.in_flight.saturating_sub(n);
                     }
                 }
                 HostEvent::Ready => {
@@ -721,6 +884,12 @@ impl Job {
                     if matches!(self.phase, Phase::Running) {
                         eprintln!("tandem: {message}");
                     }
+                    if self.replicated() {
+                        let why =
+                            format!("was lost: host {} could not start it", self.hosts[h].name);
+                        self.lose_host(h, &why, code.max(1));
+                        continue;
+                    }
                     self.host_lost(h);
                     self.begin_stop(code.max(1), libc::SIGTERM);
                 }
@@ -731,6 +900,14 @@ impl Job {
                         eprintln!("tandem: host {name}: lost the helper: {why}");
                     }
                     self.hosts[h].close_input();
+                    if self.replicated() {
+                        let why = format!(
+                            "was lost with host {}: its helper broke off",
+                            self.hosts[h].name
+                        );
+                        self.lose_host(h, &why, 1);
+                        continue;
+                    }
                     self.host_lost(h);
                     self.begin_stop(1, libc::SIGTERM);
                 }
@@ -750,16 +927,40 @@ impl Job {
             lost.push(r.rank);
         }
         for &rank in &lost {
-            self.flush_remote_output(rank);
+            self.flush_remote_output(rank, false);
         }
         lost
     }
 
-    fn flush_remote_output(&mut self, rank: u32) {
+    /// Replicated jobs: the processes of host `h` that had not ended are
+    /// lost with it (`why`, exit status `code` if that ends the job).
+    fn lose_host(&mut self, h: usize, why: &str, code: i32) {
+        self.remote_stdin.retain(|t| t.host != h);
+        for i in 0..self.ranks.len() {
+            if self.ranks[i].host != Some(h) || !self.ranks[i].running {
+                continue;
+            }
+            self.ranks[i].running = false;
+            self.flush_remote_output(self.ranks[i].rank, false);
+            self.replica_ended(i, Some((why.to_string(), code)));
+        }
+    }
+
+    /// The rest of a remote process's output, now that it has ended
+    /// (`normally`: a replica's partial last line counts as a line).
+    fn flush_remote_output(&mut self, rank: u32, normally: bool) {
+        let replicated = self.replicated();
+        let label = rank % self.logical();
         for sink in [Sink::Stdout, Sink::Stderr] {
             if let Some(mut lines) = self.remote_out.remove(&(rank, sink as u8)) {
                 let mut out = Vec::new();
-                lines.finish(&mut out);
+                if !replicated {
+                    lines.finish(&mut out);
+                } else if normally {
+                    lines.finish_counted(self.printed.count(label, sink), &mut out);
+                } else {
+                    self.printed.keep_partial(label, sink, lines.take_partial());
+                }
                 sink.write(&out);
             }
         }
@@ -782,6 +983,21 @@ impl Job {
         }
         self.hosts[h].close(&mut self.read_buf);
         self.hosts[h].agent_running = false;
+        if self.replicated() {
+            let host = &self.hosts[h];
+            let why = format!(
+                "was lost with host {}: the agent ({}) {}",
+                host.name,
+                host.shown,
+                how.describe()
+            );
+            let code = match how {
+                Termination::Exited(c) if c != 0 => c,
+                _ => 1,
+            };
+            self.lose_host(h, &why, code);
+            return;
+        }
         let lost = self.host_lost(h);
         if !lost.is_empty() && matches!(self.phase, Phase::Running) {
             let host = &self.hosts[h];
@@ -844,7 +1060,12 @@ impl Job {
     /// A fence can complete only if every rank is alive to enter it; once a
     /// rank has exited, ranks waiting in one would wait forever.
     fn check_stuck_fence(&mut self) {
-        if !matches!(self.phase, Phase::Running) || self.service.ranks_in_fence() == 0 {
+        // A replicated job's fence waits only for processes that have not
+        // ended (`KvService::mark_gone`).
+        if !matches!(self.phase, Phase::Running)
+            || self.service.ranks_in_fence() == 0
+            || self.replicated()
+        {
             return;
         }
         if let Some(gone) = self.ranks.iter().find(|r| !r.running) {
@@ -865,10 +1086,16 @@ impl Job {
             code,
             message,
         } = abort;
-        if message.is_empty() {
-            eprintln!("tandem: rank {rank} called MPI_Abort with error code {code}");
+        let who = if self.replicated() {
+            let n = self.logical();
+            format!("rank {} replica {}", rank % n, rank / n)
         } else {
-            eprintln!("tandem: rank {rank} called MPI_Abort with error code {code}: {message}");
+            format!("rank {rank}")
+        };
+        if message.is_empty() {
+            eprintln!("tandem: {who} called MPI_Abort with error code {code}");
+        } else {
+            eprintln!("tandem: {who} called MPI_Abort with error code {code}: {message}");
         }
         let status = match code & 0xff {
             0 => 1,
@@ -931,15 +1158,126 @@ impl Job {
         n
     }
 
+    /// The job's ranks (its processes unless replicated).
+    fn logical(&self) -> u32 {
+        self.config.ranks / self.config.replicas
+    }
+
+    fn replicated(&self) -> bool {
+        self.config.replicas > 1
+    }
+
+    /// "rank r replica k (host H, pid P)" for process `i`.
+    fn replica_name(&self, i: usize) -> String {
+        let p = &self.ranks[i];
+        let n = self.logical();
+        let host = match p.host {
+            None => self.config.local_host.as_str(),
+            Some(h) => self.hosts[h].name.as_str(),
+        };
+        let pid = if p.pid > 0 {
+            format!(", pid {}", p.pid)
+        } else {
+            String::new()
+        };
+        format!(
+            "rank {} replica {} (host {host}{pid})",
+            p.rank % n,
+            p.rank / n
+        )
+    }
+
+    /// Replicated jobs: process `i` has ended, normally (`failure` is
+    /// `None`) or not (what happened, and the job's exit status should
+    /// that end it). Keeps the job going while its rank has another
+    /// replica running or finished; starts the last replicas' time once
+    /// every rank has finished.
+    fn replica_ended(&mut self, i: usize, failure: Option<(String, i32)>) {
+        let n = self.logical();
+        let p = self.ranks[i].rank;
+        let (r, k) = ((p % n) as usize, p / n);
+        self.live[r] = self.live[r].saturating_sub(1);
+        if failure.is_none() {
+            self.done[r] += 1;
+            if self.done[r] == 1 {
+                self.ranks_done += 1;
+            }
+        }
+        if let Some(abort) = self.service.mark_gone(p) {
+            self.on_abort(abort);
+        }
+        if !matches!(self.phase, Phase::Running) {
+            return;
+        }
+        let Some((what, code)) = failure else {
+            if self.ranks_done == n
+                && self.replica_deadline.is_none()
+                && self.stragglers_give_up.is_none()
+                && self.ranks.iter().any(|x| x.running)
+            {
+                self.replica_deadline = Some(Instant::now() + self.config.replica_timeout);
+            }
+            return;
+        };
+        if self.ranks[i].stopping {
+            eprintln!(
+                "tandem: rank {r} replica {k} did not finish within replica_timeout_ms ({} ms) of its rank's other replicas; stopped it",
+                self.config.replica_timeout.as_millis()
+            );
+        } else if self.live[r] > 0 || self.done[r] > 0 {
+            eprintln!(
+                "tandem: {} {what}; continuing on its other replicas",
+                self.replica_name(i)
+            );
+        } else {
+            // Its last words, such as they are, before the verdict.
+            self.printed.flush_partials(Some(r as u32));
+            let name = self.replica_name(i);
+            let last = name.strip_prefix(&format!("rank {r} ")).unwrap_or(&name);
+            eprintln!(
+                "tandem: rank {r} lost all its {} replicas; the last, {last}, {what}",
+                self.config.replicas
+            );
+            self.begin_stop(code, libc::SIGTERM);
+        }
+    }
+
+    /// Replicated jobs: every rank has a replica that finished and the
+    /// others had their time; they are stopped (woken first in case they
+    /// are stopped by a signal), which is not a failure.
+    fn stop_stragglers(&mut self, now: Instant) {
+        for i in 0..self.ranks.len() {
+            if !self.ranks[i].running {
+                continue;
+            }
+            self.ranks[i].stopping = true;
+            match self.ranks[i].host {
+                // Not reaped yet, so the group id cannot have been reused.
+                None => {
+                    sys::signal_group(self.ranks[i].pid, libc::SIGCONT);
+                    sys::signal_group(self.ranks[i].pid, libc::SIGKILL);
+                }
+                Some(h) => {
+                    let rank = self.ranks[i].rank;
+                    self.hosts[h].kill(rank);
+                }
+            }
+        }
+        self.stragglers_give_up = Some(now + REAP_GRACE);
+    }
+
     fn finish(mut self) -> i32 {
         self.kill_leftovers();
         for out in &mut self.outputs {
-            out.close(&mut self.read_buf);
+            out.close(&mut self.read_buf, &mut self.printed);
         }
         let ranks: Vec<u32> = self.remote_out.keys().map(|k| k.0).collect();
         for rank in ranks {
-            self.flush_remote_output(rank);
+            self.flush_remote_output(rank, false);
         }
+        // Partial last lines of replicas that died, where no replica of
+        // their rank got further.
+        self.printed.flush_partials(None);
         for h in &mut self.hosts {
             h.close(&mut self.read_buf);
         }
@@ -952,7 +1290,10 @@ impl Job {
             Phase::Stopping {
                 exit_code, stopped, ..
             } => {
-                if stopped > 0 {
+                if stopped > 0 && self.config.replicas > 1 {
+                    let es = if stopped == 1 { "" } else { "es" };
+                    eprintln!("tandem: stopped the remaining {stopped} process{es}");
+                } else if stopped > 0 {
                     let s = if stopped == 1 { "" } else { "s" };
                     eprintln!("tandem: stopped the remaining {stopped} rank{s}");
                 }

@@ -6,6 +6,11 @@
 //! over-long line, a request before HELLO, a rank that already said HELLO,
 //! no HELLO within [`HELLO_TIMEOUT`] — silently closes that connection;
 //! the job carries on.
+//!
+//! Ranks here are the job's processes (`TANDEM_JOB_RANK`): in a replicated
+//! job, every replica of a rank. There a process that has ended is marked
+//! [gone](KvService::mark_gone), and a fence completes once every process
+//! not gone has entered it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Read, Write};
@@ -152,6 +157,9 @@ pub struct KvService {
     store: HashMap<String, String>,
     said_hello: Vec<bool>,
     finalized: Vec<bool>,
+    /// Processes that have ended (replicated jobs only), and how many.
+    gone: Vec<bool>,
+    gone_count: u32,
     ranks_in_fence: u32,
     fence_released: bool,
     accept_paused_until: Option<Instant>,
@@ -180,6 +188,8 @@ impl KvService {
             store: HashMap::new(),
             said_hello: vec![false; size as usize],
             finalized: vec![false; size as usize],
+            gone: vec![false; size as usize],
+            gone_count: 0,
             ranks_in_fence: 0,
             fence_released: false,
             accept_paused_until: None,
@@ -207,6 +217,42 @@ impl KvService {
     /// Ranks currently waiting in a fence.
     pub fn ranks_in_fence(&self) -> u32 {
         self.ranks_in_fence
+    }
+
+    /// A replicated job's process `rank` has ended (died or finished): the
+    /// fence no longer waits for it. Completing a fence may let requests
+    /// queued behind it through, an ABORT among them.
+    pub fn mark_gone(&mut self, rank: u32) -> Option<AbortRequest> {
+        let gone = self.gone.get_mut(rank as usize)?;
+        if *gone {
+            return None;
+        }
+        *gone = true;
+        self.gone_count += 1;
+        if self.ranks_in_fence > 0 && self.fence_ready() {
+            self.release_fence();
+            return self.process_all();
+        }
+        None
+    }
+
+    /// Whether every process that has not ended is in the fence.
+    fn fence_ready(&self) -> bool {
+        if self.gone_count == 0 {
+            return self.ranks_in_fence == self.size;
+        }
+        let waiting = self
+            .conns
+            .values()
+            .filter(|c| match c.state {
+                ConnState::Rank {
+                    rank,
+                    in_fence: true,
+                } => !self.gone[rank as usize],
+                _ => false,
+            })
+            .count() as u32;
+        waiting > 0 && waiting + self.gone_count == self.size
     }
 
     /// Descriptors to poll, with their events.
@@ -458,7 +504,7 @@ impl KvService {
                     },
                 );
                 self.ranks_in_fence += 1;
-                if self.ranks_in_fence == self.size {
+                if self.fence_ready() {
                     self.release_fence();
                 }
                 Step::Wait
@@ -592,6 +638,57 @@ mod tests {
                 message: ""
             })
         );
+    }
+
+    /// A replicated job's fence completes once every process that has not
+    /// ended is in it, whether the others end before or during it.
+    #[test]
+    fn fence_does_not_wait_for_processes_gone() {
+        use std::io::{BufRead, BufReader};
+        let loopback = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+        let mut service = KvService::bind(4, "ab".into(), &[loopback]).unwrap();
+        let addr = service.addrs()[0];
+        let mut clients = Vec::new();
+        for rank in 0..3 {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(format!("HELLO ab {rank}\nFENCE\n").as_bytes())
+                .unwrap();
+            clients.push(s);
+        }
+        let pump = |service: &mut KvService| {
+            for _ in 0..200 {
+                let mut interest = Vec::new();
+                service.interest(&mut interest);
+                for (_, _, token) in interest {
+                    service.on_ready(token, libc::POLLIN);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        pump(&mut service);
+        assert_eq!(service.ranks_in_fence(), 3);
+        // Process 2 dies in the fence, process 3 never came: only 0 and 1 are waited for.
+        service.mark_gone(2);
+        assert_eq!(service.ranks_in_fence(), 3);
+        service.mark_gone(3);
+        assert_eq!(service.ranks_in_fence(), 0);
+        for s in &clients[..2] {
+            // HELLO's answer, then the fence's.
+            let mut reader = BufReader::new(s);
+            for _ in 0..2 {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                assert_eq!(line, "OK\n");
+            }
+        }
+        // The next fence waits for 0 and 1 alone.
+        clients[0].write_all(b"FENCE\n").unwrap();
+        pump(&mut service);
+        assert_eq!(service.ranks_in_fence(), 1);
+        clients[1].write_all(b"FENCE\n").unwrap();
+        pump(&mut service);
+        assert_eq!(service.ranks_in_fence(), 0);
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! `--hostfile`) ranks on other hosts are started through an agent (`ssh`
 //! by default), one call per host, which runs the per-host helper
 //! `tandem _host` there (`hostd`).
+//!
+//! With `--replicas R` (parameter `replicas`) every rank runs as R
+//! processes placed on different hosts where the host list allows
+//! (`hosts::place_replicas`), and the job survives the loss of all but one
+//! replica of each rank (`job`).
 
 mod channel;
 mod host_setup;
@@ -27,6 +32,7 @@ use crate::parameters;
 use hosts::{HostSlots, MapBy};
 use job::{Job, JobConfig, MultiHost};
 use supervise::RankCommand;
+use tandem::params::Settings;
 
 pub use hostd::main as host_main;
 pub use remote::DEFAULT_AGENT;
@@ -51,6 +57,9 @@ pub struct RunOptions {
     /// The tandem executable on the other hosts (default: this one's path).
     pub remote_tandem: Option<OsString>,
 }
+
+/// Most replicas of a rank.
+pub const MAX_REPLICAS: u64 = 16;
 
 /// Runs the job; returns the launcher's exit status.
 pub fn run(opts: RunOptions) -> i32 {
@@ -94,8 +103,13 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
     let mut param_env = parameters::parse_set_items(&opts.set).map_err(usage)?;
     let export = parse_exports(&opts.export).map_err(usage)?;
     param_env.extend(export.iter().cloned());
+    let (replicas, replica_timeout) = replication(&param_env).map_err(usage)?;
     let host_list = host_list(&opts).map_err(usage)?;
     let map_by = MapBy::parse(opts.map_by.as_deref().unwrap_or("slot")).map_err(usage)?;
+    let mut local_host = hosts::hostname();
+    if local_host.is_empty() {
+        local_host = "localhost".into();
+    }
     let (ranks, multi) = match host_list {
         None => {
             let n = opts.ranks.ok_or_else(|| {
@@ -103,11 +117,32 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
                     "give the number of ranks with -n N (or hosts with --host / --hostfile)".into(),
                 )
             })?;
-            (n, None)
+            let total = n
+                .checked_mul(replicas)
+                .filter(|&t| t <= 1 << 20)
+                .ok_or_else(|| {
+                    usage(format!(
+                        "{n} ranks x {replicas} replicas are too many processes"
+                    ))
+                })?;
+            (total, None)
         }
         Some(list) => {
-            let placed = hosts::place(&list, opts.ranks, map_by).map_err(usage)?;
+            let placed =
+                hosts::place_replicas(&list, opts.ranks, replicas, map_by).map_err(usage)?;
             let total: u32 = placed.iter().map(|p| p.len() as u32).sum();
+            if replicas > 1 {
+                if let Some((rank, h, count)) = hosts::shared_replicas(&placed, total / replicas) {
+                    eprintln!(
+                        "tandem: warning: all {replicas} replicas of rank {rank} share host {}; losing that host ends the job ({count} of {} ranks have all their replicas on one host)",
+                        list[h].name,
+                        total / replicas
+                    );
+                }
+            }
+            if let Some(h) = list.iter().find(|h| hosts::is_local(&h.name)) {
+                local_host = h.name.clone();
+            }
             let mut local_ranks = Vec::new();
             let mut remote = Vec::new();
             for (h, ranks) in list.iter().zip(placed) {
@@ -154,6 +189,9 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
     };
     Ok(JobConfig {
         ranks,
+        replicas,
+        replica_timeout,
+        local_host,
         tag_output: opts.tag_output,
         timeout,
         command: RankCommand {
@@ -168,6 +206,25 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
         },
         multi,
     })
+}
+
+/// The `replicas` parameter (from the environment or `--set`, which
+/// `--replicas` becomes), checked, and `replica_timeout_ms`.
+fn replication(param_env: &[(String, String)]) -> Result<(u32, Duration), String> {
+    let mut vars = Vec::new();
+    for (key, value) in parameters::parameter_vars() {
+        vars.push((key, value?));
+    }
+    vars.extend(param_env.iter().cloned());
+    let settings = Settings::from_vars(vars)?;
+    let replicas = settings.uint("replicas");
+    if !(1..=MAX_REPLICAS).contains(&replicas) {
+        return Err(format!(
+            "replicas: a rank runs as 1 to {MAX_REPLICAS} replicas, not {replicas}"
+        ));
+    }
+    let timeout = Duration::from_millis(settings.uint("replica_timeout_ms"));
+    Ok((replicas as u32, timeout))
 }
 
 /// The hosts of `--host` and `--hostfile`, if any were given.

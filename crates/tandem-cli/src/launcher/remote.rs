@@ -200,6 +200,11 @@ impl RemoteHost {
         self.send(encode(&["signal", &signal.to_string()], b""));
     }
 
+    /// Asks the helper to stop one process (SIGCONT, then SIGKILL).
+    pub fn kill(&mut self, rank: u32) {
+        self.send(encode(&["kill", &rank.to_string()], b""));
+    }
+
     pub fn flush(&mut self) {
         let Some(fd) = &self.to else { return };
         while !self.pending.is_empty() {
@@ -336,6 +341,9 @@ pub struct HostJob<'a> {
     pub env: &'a [(String, String)],
     /// Whether rank 0, if it is on this host, reads the master's stdin.
     pub stdin: bool,
+    /// The ranks of the job; fewer than `size` when they are replicated
+    /// (then every replica of rank 0 reads the master's stdin).
+    pub logical: u32,
 }
 
 impl HostJob<'_> {
@@ -364,7 +372,11 @@ impl HostJob<'_> {
         for (k, v) in self.env {
             out.extend(encode(&["env"], format!("{k}={v}").as_bytes()));
         }
-        if self.stdin && self.ranks.contains(&0) {
+        if self.stdin && self.logical < self.size {
+            for r in self.ranks.iter().filter(|r| r.is_multiple_of(self.logical)) {
+                out.extend(encode(&["stdin", &r.to_string()], b""));
+            }
+        } else if self.stdin && self.ranks.contains(&0) {
             out.extend(encode(&["stdin"], b""));
         }
         if let Ok(cwd) = std::env::current_dir() {

@@ -1,92 +1,131 @@
-//! Feeding the launcher's stdin to rank 0 (the other ranks get /dev/null).
+//! Feeding the launcher's stdin to rank 0 (the other ranks get /dev/null);
+//! in a replicated job, to every replica of rank 0 on this host.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::sys::{self, ReadOutcome};
+use crate::sys;
 
-const CHUNK: usize = 64 * 1024;
-
-/// Copies our stdin into rank 0's stdin pipe, one chunk at a time: stdin is
-/// read only when the previous chunk has been written, so a rank that does
-/// not read its input holds the launcher's stdin back instead of filling
-/// the launcher's memory.
-pub struct StdinFeed {
-    /// Rank 0's stdin; dropping it gives rank 0 EOF.
-    pipe: Option<OwnedFd>,
-    /// A chunk read from stdin, `written` bytes of it already passed on.
-    pending: Vec<u8>,
+/// One process's stdin pipe and how much of the current chunk it took.
+struct FeedPipe {
+    process: u32,
+    fd: OwnedFd,
     written: usize,
 }
 
+/// Copies chunks of our stdin (read by the job's event loop) into the
+/// stdin pipes of rank 0's processes here. The next chunk is taken only
+/// when every pipe has written the previous one, so a process that does
+/// not read its input holds the launcher's stdin back instead of filling
+/// the launcher's memory.
+pub struct StdinFeed {
+    /// Dropping a pipe gives its process EOF.
+    pipes: Vec<Option<FeedPipe>>,
+    /// A chunk read from stdin; each pipe has written a prefix of it.
+    pending: Vec<u8>,
+}
+
 impl StdinFeed {
-    pub fn new(pipe: Option<OwnedFd>) -> StdinFeed {
-        let mut feed = StdinFeed {
-            pipe,
+    pub fn new() -> StdinFeed {
+        StdinFeed {
+            pipes: Vec::new(),
             pending: Vec::new(),
-            written: 0,
-        };
-        match &feed.pipe {
-            Some(p) if sys::set_nonblocking(p.as_raw_fd()).is_ok() && stdin_is_worth_reading() => {}
-            _ => feed.close(),
         }
-        feed
     }
 
-    /// Our stdin, when we want to read from it.
-    pub fn source_fd(&self) -> Option<RawFd> {
-        (self.pipe.is_some() && self.pending.is_empty()).then_some(libc::STDIN_FILENO)
+    /// Feeds `process`'s stdin too (when there is anything to feed: else
+    /// the pipe is dropped and the process reads EOF at once).
+    pub fn add(&mut self, process: u32, pipe: Option<OwnedFd>) {
+        if let Some(fd) = pipe {
+            if sys::set_nonblocking(fd.as_raw_fd()).is_ok() && stdin_is_worth_reading() {
+                self.pipes.push(Some(FeedPipe {
+                    process,
+                    fd,
+                    written: 0,
+                }));
+            }
+        }
     }
 
-    /// Rank 0's pipe, when we have something to write into it.
-    pub fn sink_fd(&self) -> Option<RawFd> {
-        self.pipe
-            .as_ref()
-            .filter(|_| !self.pending.is_empty())
-            .map(|p| p.as_raw_fd())
+    /// Whether some process here still takes our stdin.
+    pub fn is_open(&self) -> bool {
+        self.pipes.iter().any(Option::is_some)
     }
 
-    /// Our stdin is readable (or at EOF / in error).
-    pub fn on_source_ready(&mut self) {
-        if self.pipe.is_none() {
+    /// Whether the next chunk of our stdin can be given.
+    pub fn wants_input(&self) -> bool {
+        self.is_open() && self.pending.is_empty()
+    }
+
+    /// A chunk of our stdin for every pipe.
+    pub fn give(&mut self, data: &[u8]) {
+        if !self.is_open() {
             return;
         }
-        let mut buf = vec![0u8; CHUNK];
-        // Our stdin stays in blocking mode (it is shared with whoever started
-        // us); poll said it is readable, so this read returns promptly.
-        match sys::read_fd(libc::STDIN_FILENO, &mut buf) {
-            Ok(ReadOutcome::Data(n)) => {
-                buf.truncate(n);
-                self.pending = buf;
-                self.written = 0;
-                self.on_sink_ready();
+        self.pending = data.to_vec();
+        for i in 0..self.pipes.len() {
+            if let Some(p) = &mut self.pipes[i] {
+                p.written = 0;
             }
-            Ok(ReadOutcome::WouldBlock) => {}
-            Ok(ReadOutcome::Eof) | Err(_) => self.close(),
+            self.on_sink_ready(i);
         }
     }
 
-    /// Rank 0's pipe has room (or its reader is gone).
-    pub fn on_sink_ready(&mut self) {
-        let Some(pipe) = &self.pipe else { return };
-        while self.written < self.pending.len() {
-            match sys::write_fd(pipe.as_raw_fd(), &self.pending[self.written..]) {
-                Ok(0) => return, // full: wait for POLLOUT
-                Ok(n) => self.written += n,
+    /// The pipes that have something left to write, by index.
+    pub fn sink_fds(&self) -> Vec<(usize, RawFd)> {
+        self.pipes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let p = p.as_ref()?;
+                (p.written < self.pending.len()).then(|| (i, p.fd.as_raw_fd()))
+            })
+            .collect()
+    }
+
+    /// Pipe `i` has room (or its reader is gone).
+    pub fn on_sink_ready(&mut self, i: usize) {
+        let Some(Some(p)) = self.pipes.get_mut(i) else {
+            return;
+        };
+        while p.written < self.pending.len() {
+            match sys::write_fd(p.fd.as_raw_fd(), &self.pending[p.written..]) {
+                Ok(0) => break, // full: wait for POLLOUT
+                Ok(n) => p.written += n,
                 Err(_) => {
-                    // Rank 0 closed its stdin or exited: stop forwarding.
-                    self.close();
-                    return;
+                    // The process closed its stdin or exited: stop feeding it.
+                    self.pipes[i] = None;
+                    break;
                 }
             }
         }
-        self.pending.clear();
-        self.written = 0;
+        let pending = self.pending.len();
+        if self.pipes.iter().flatten().all(|p| p.written == pending) {
+            self.pending.clear();
+            for p in self.pipes.iter_mut().flatten() {
+                p.written = 0;
+            }
+        }
     }
 
-    /// Stops forwarding and gives rank 0 EOF.
+    /// `process` has ended: stop feeding it.
+    pub fn close_process(&mut self, process: u32) {
+        for i in 0..self.pipes.len() {
+            if self.pipes[i].as_ref().is_some_and(|p| p.process == process) {
+                self.pipes[i] = None;
+                // The others may be done with the current chunk now.
+                if let Some(j) = self.pipes.iter().position(Option::is_some) {
+                    self.on_sink_ready(j);
+                } else {
+                    self.pending.clear();
+                }
+            }
+        }
+    }
+
+    /// Stops forwarding and gives every process EOF.
     pub fn close(&mut self) {
         self.pending.clear();
-        self.pipe = None;
+        self.pipes.clear();
     }
 }
 

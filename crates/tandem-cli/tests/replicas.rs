@@ -1,0 +1,230 @@
+//! Replicated ranks (`tandem run --replicas R`), end to end: C programs
+//! built with `tandem cc` lose replicas (killed or stopped by the test's
+//! fault hook, tests/c/replica_hook.h) and must still print what an
+//! unreplicated run prints, exit 0, and leave nothing behind; a rank that
+//! loses every replica ends the job with its name. Every job runs under the
+//! harness's watchdog: a hang fails.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{compile, counters, field, run, JOB_TIMEOUT};
+
+/// The lines of stdout, sorted (ranks print in any order).
+fn sorted_lines(text: &str) -> Vec<String> {
+    let mut v: Vec<String> = text.lines().map(str::to_string).collect();
+    v.sort();
+    v
+}
+
+/// A small deterministic generator for the fault plans (xorshift).
+struct Plan(u64);
+
+impl Plan {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+const RANKS: u32 = 4;
+const RING_ARGS: [&str; 3] = ["120", "1000", "300"];
+
+fn ring_reference() -> Vec<String> {
+    let ring = compile("replica_ring");
+    let plain = run(RANKS, &[], &ring, &RING_ARGS, JOB_TIMEOUT);
+    assert!(plain.status.success(), "{}", plain.describe());
+    let lines = sorted_lines(&plain.stdout);
+    assert_eq!(lines.len(), RANKS as usize, "{}", plain.describe());
+    lines
+}
+
+/// (a) One replica of every rank killed at a random step, for 20 seeds:
+/// the same checksums as without replicas, exit 0, every loss reported.
+#[test]
+fn ring_survives_one_replica_of_every_rank_killed() {
+    let ring = compile("replica_ring");
+    let want = ring_reference();
+    for seed in 1..=20u64 {
+        let mut plan = Plan(0x9e37_79b9_7f4a_7c15 ^ seed);
+        let faults: Vec<String> = (0..RANKS)
+            .map(|r| {
+                let replica = plan.below(2) as u32;
+                let step = plan.below(110);
+                format!("{}:{step}:9", replica * RANKS + r)
+            })
+            .collect();
+        let faults = faults.join(",");
+        let mut cmd = std::process::Command::new(common::TANDEM);
+        cmd.args(["run", "-n", &RANKS.to_string(), "--replicas", "2"])
+            .arg(&ring)
+            .args(RING_ARGS)
+            .env("REPLICA_FAULTS", &faults);
+        let out = common::run_command(cmd, JOB_TIMEOUT);
+        assert!(
+            out.status.success(),
+            "seed {seed}, faults {faults}: {}",
+            out.describe()
+        );
+        assert_eq!(
+            sorted_lines(&out.stdout),
+            want,
+            "seed {seed}, faults {faults}: {}",
+            out.describe()
+        );
+        for r in 0..RANKS {
+            assert!(
+                out.stderr.contains(&format!("tandem: rank {r} replica")),
+                "seed {seed}: the loss of rank {r}'s replica is not reported: {}",
+                out.describe()
+            );
+        }
+        assert!(out.leftovers.is_empty(), "{}", out.describe());
+    }
+}
+
+/// (b) Both replicas of rank 2 killed: the job ends soon, non-zero, and
+/// says which rank was lost.
+#[test]
+fn losing_every_replica_of_a_rank_ends_the_job_naming_it() {
+    let ring = compile("replica_ring");
+    let mut cmd = std::process::Command::new(common::TANDEM);
+    cmd.args(["run", "-n", "4", "--replicas", "2"])
+        .arg(&ring)
+        .args(["400", "1000", "1000"])
+        .env("REPLICA_FAULTS", "2:30:9,6:60:9");
+    let out = common::run_command(cmd, JOB_TIMEOUT);
+    assert!(!out.status.success(), "{}", out.describe());
+    assert!(
+        out.stderr.contains("rank 2 lost all its 2 replicas"),
+        "{}",
+        out.describe()
+    );
+    // The program alone would take 400 steps of 1 ms.
+    assert!(out.elapsed < Duration::from_secs(20), "{}", out.describe());
+    assert!(out.leftovers.is_empty(), "{}", out.describe());
+}
+
+/// (c) A replica stopped with SIGSTOP does not hold the others back: they
+/// finish with the right output and the stopped one is stopped for good.
+#[test]
+fn a_stopped_replica_does_not_hold_the_job() {
+    let ring = compile("replica_ring");
+    let want = ring_reference();
+    let mut cmd = std::process::Command::new(common::TANDEM);
+    cmd.args(["run", "-n", "4", "--replicas", "2"])
+        .args(["--set", "replica_timeout_ms=500"])
+        .arg(&ring)
+        .args(RING_ARGS)
+        .env("REPLICA_FAULTS", "6:40:19");
+    let out = common::run_command(cmd, JOB_TIMEOUT);
+    assert!(out.status.success(), "{}", out.describe());
+    assert_eq!(sorted_lines(&out.stdout), want, "{}", out.describe());
+    assert!(
+        out.stderr.contains("rank 2 replica 1"),
+        "the stopped replica is not named: {}",
+        out.describe()
+    );
+    assert!(out.leftovers.is_empty(), "{}", out.describe());
+}
+
+/// (d) 100,000 messages of 1 KiB to a slow receiver: every byte arrives
+/// in order and the senders' logs never hold more than their cap.
+#[test]
+fn a_flood_to_a_slow_receiver_stays_within_the_log_cap() {
+    let flood = compile("replica_flood");
+    let out = run(
+        2,
+        &[
+            "--replicas",
+            "2",
+            "--set",
+            "replica_log_bytes=256k",
+            "--set",
+            "stats=json",
+        ],
+        &flood,
+        &["100000", "1024", "2000"],
+        JOB_TIMEOUT,
+    );
+    assert!(out.status.success(), "{}", out.describe());
+    assert!(
+        out.has_line("rank 1: 100000 messages intact, sum 13056000000"),
+        "{}",
+        out.describe()
+    );
+    let rows = counters(&out.stdout);
+    assert_eq!(rows.len(), 2, "{}", out.describe());
+    for row in &rows {
+        let most = field(row, "max_replica_log_bytes");
+        assert!(
+            most <= 256 * 1024,
+            "log held {most} bytes: {}",
+            out.describe()
+        );
+    }
+    assert!(
+        field(&rows[0], "max_replica_log_bytes") > 0,
+        "{}",
+        out.describe()
+    );
+}
+
+/// The match orders replica_wild's manager replicas wrote.
+fn manager_orders(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = std::fs::read_dir(dir)
+        .expect("order directory")
+        .filter_map(|e| e.ok())
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(e.path()).unwrap_or_default())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// (e) MPI_ANY_SOURCE receives match the same senders in the same order on
+/// every replica of the manager, and survive the loss of the leading one.
+#[test]
+fn wildcard_receives_match_alike_on_every_replica() {
+    let wild = compile("replica_wild");
+    for (case, faults) in [("plain", ""), ("leader-killed", "0:150:9,5:40:9")] {
+        let dir =
+            std::env::temp_dir().join(format!("tandem-replica-wild-{}-{case}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let prefix = dir.join("order");
+        let mut cmd = std::process::Command::new(common::TANDEM);
+        cmd.args(["run", "-n", "4", "--replicas", "2"])
+            .arg(&wild)
+            .arg("400")
+            .arg(&prefix)
+            .env("REPLICA_FAULTS", faults);
+        let out = common::run_command(cmd, JOB_TIMEOUT);
+        assert!(out.status.success(), "{case}: {}", out.describe());
+        assert!(
+            out.stdout.starts_with("manager: 400 results"),
+            "{case}: {}",
+            out.describe()
+        );
+        assert_eq!(out.stdout.lines().count(), 1, "{case}: {}", out.describe());
+        let orders = manager_orders(&dir);
+        if faults.is_empty() {
+            assert_eq!(orders.len(), 2, "{case}: {orders:?}");
+            assert_eq!(orders[0].1.lines().count(), 400);
+            assert_eq!(
+                orders[0].1, orders[1].1,
+                "the manager's replicas matched differently"
+            );
+        } else {
+            // The leader died before writing; the survivor took all 400.
+            assert_eq!(orders.len(), 1, "{case}: {orders:?}");
+            assert_eq!(orders[0].1.lines().count(), 400);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,32 @@
+/*
+ * replica_hook.h - the fault hook of the replication test programs.
+ *
+ * REPLICA_FAULTS="P:I:SIG,P:I:SIG,..." makes process P of the job (its
+ * TANDEM_JOB_RANK: replica P / N of rank P % N) send itself signal SIG (9 =
+ * SIGKILL, 19 = SIGSTOP) when it reaches step I of the program. The library
+ * knows nothing of it; the test picks the victims and the moments.
+ */
+#ifndef TANDEM_TESTS_REPLICA_HOOK_H
+#define TANDEM_TESTS_REPLICA_HOOK_H
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void replica_fault_point(int step) {
+    const char *plan = getenv("REPLICA_FAULTS");
+    const char *me = getenv("TANDEM_JOB_RANK");
+    if (!plan || !me) return;
+    int process = atoi(me);
+    const char *p = plan;
+    while (*p) {
+        int who = -1, at = -1, sig = -1;
+        if (sscanf(p, "%d:%d:%d", &who, &at, &sig) == 3 && who == process && at == step)
+            raise(sig);
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+}
+
+#endif
