@@ -228,3 +228,12 @@ fn wildcard_receives_match_alike_on_every_replica() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// One-sided communication is refused with replicas, with the standard
+/// error class, and the job goes on.
+#[test]
+fn windows_are_refused_with_replicas() {
+    let prog = compile("replica_refusals");
+    let out = run(3, &["--replicas", "2"], &prog, &[], JOB_TIMEOUT);
+    common::assert_pass(&out, "replica_refusals");
+}

@@ -296,6 +296,11 @@ pub unsafe extern "C" fn rwapi_init(_argc: c_int, _argv: *mut *mut c_char) -> c_
         if s.rwapi.is_some() {
             return OK;
         }
+        if s.rt.replicated() {
+            // Remote writes are not replayed from another replica.
+            eprintln!("rwapi_init: RWAPI is not available in a job with replicas");
+            return ERR_INIT;
+        }
         match s.rt.comm_dup(WORLD) {
             Ok(comm) => {
                 let direct = match start_direct(&mut s.rt, comm) {

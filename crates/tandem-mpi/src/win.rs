@@ -254,6 +254,15 @@ fn create_on(
     owned: Option<(usize, AllocLayout)>,
     shared: Option<Shared>,
 ) -> Result<MPI_Win, Fail> {
+    if s.rt.replicated() {
+        // Window operations are requests and answers between two processes,
+        // which the replication layer cannot replay from another replica.
+        let _ = s.rt.comm_free(wcomm);
+        return Err(engine_fail(Error::new(
+            ErrorClass::Unsupported,
+            "one-sided communication is not available in a job with replicas (tandem run --replicas)",
+        )));
+    }
     let c = s.rt.comm(wcomm).map_err(engine_fail)?;
     let (group, n) = (c.group.clone(), c.size() as usize);
     let key = if flavor == MPI_WIN_FLAVOR_DYNAMIC {
