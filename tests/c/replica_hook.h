@@ -5,11 +5,16 @@
  * TANDEM_JOB_RANK: replica P / N of rank P % N) send itself signal SIG (9 =
  * SIGKILL, 19 = SIGSTOP) when it reaches step I of the program. The library
  * knows nothing of it; the test picks the victims and the moments.
+ *
+ * REPLICA_FLIP="P:I" makes process P change bit 0 of the value it passes
+ * to replica_flip_value at step I: its replicas then send different data,
+ * as a corrupted or diverged replica would.
  */
 #ifndef TANDEM_TESTS_REPLICA_HOOK_H
 #define TANDEM_TESTS_REPLICA_HOOK_H
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +32,15 @@ static void replica_fault_point(int step) {
         if (!p) break;
         p++;
     }
+}
+
+static unsigned long long replica_flip_value(int step, unsigned long long v) {
+    const char *plan = getenv("REPLICA_FLIP");
+    const char *me = getenv("TANDEM_JOB_RANK");
+    int who = -1, at = -1;
+    if (plan && me && sscanf(plan, "%d:%d", &who, &at) == 2 && who == atoi(me) && at == step)
+        return v ^ 1;
+    return v;
 }
 
 #endif

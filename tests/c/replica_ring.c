@@ -4,7 +4,8 @@
  * unreplicated run's whatever replicas die on the way.
  *
  * Arguments: steps, message bytes, microseconds of "computing" per step.
- * REPLICA_FAULTS (replica_hook.h) kills or stops chosen replicas.
+ * REPLICA_FAULTS (replica_hook.h) kills or stops chosen replicas;
+ * REPLICA_FLIP makes one replica's allreduce contribution differ.
  */
 #define _DEFAULT_SOURCE
 #include "check.h"
@@ -37,6 +38,7 @@ int main(int argc, char **argv) {
         unsigned long long local = 0, all = 0;
         for (int i = 0; i < len; i++) local += in[i] * (unsigned long long)(i + 1);
         local += (unsigned long long)rank << 40;
+        local = replica_flip_value(step, local);
         MPI_Allreduce(&local, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
         sum = sum * 1000003ULL + all;
         if (nap) usleep(nap);

@@ -237,3 +237,46 @@ fn windows_are_refused_with_replicas() {
     let out = run(3, &["--replicas", "2"], &prog, &[], JOB_TIMEOUT);
     common::assert_pass(&out, "replica_refusals");
 }
+
+/// (f) `replica_verify=hash`: a replica whose data differs from its
+/// sibling's (one bit of one allreduce contribution) is reported, naming
+/// the sender rank; without differences nothing is reported and the
+/// checksums are the unreplicated run's.
+#[test]
+fn verification_reports_a_replica_that_sends_other_data() {
+    let ring = compile("replica_ring");
+    let want = ring_reference();
+    let mut clean = std::process::Command::new(common::TANDEM);
+    clean
+        .args(["run", "-n", "4", "--replicas", "2"])
+        .args(["--set", "replica_verify=hash", "--set", "stats=json"])
+        .arg(&ring)
+        .args(RING_ARGS);
+    let out = common::run_command(clean, JOB_TIMEOUT);
+    assert!(out.status.success(), "{}", out.describe());
+    let lines: Vec<String> = sorted_lines(&out.stdout)
+        .into_iter()
+        .filter(|l| !l.starts_with('{'))
+        .collect();
+    assert_eq!(lines, want, "{}", out.describe());
+    assert!(!out.stderr.contains("differs"), "{}", out.describe());
+    assert_eq!(common::counter_total(&out.stdout, "replica_mismatches"), 0);
+
+    // Process 5 is replica 1 of rank 1.
+    let mut flipped = std::process::Command::new(common::TANDEM);
+    flipped
+        .args(["run", "-n", "4", "--replicas", "2"])
+        .args(["--set", "replica_verify=hash"])
+        .arg(&ring)
+        .args(RING_ARGS)
+        .env("REPLICA_FLIP", "5:30");
+    let out = common::run_command(flipped, JOB_TIMEOUT);
+    assert!(out.status.success(), "{}", out.describe());
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l.contains("differs between the replicas of rank 1")),
+        "no mismatch reported: {}",
+        out.describe()
+    );
+}

@@ -119,7 +119,10 @@ impl JobInfo {
             ));
         }
         let replicas = num(env::REPLICAS).unwrap_or(1).max(1);
-        if replicas > crate::replica::MAX_REPLICAS || size % replicas != 0 {
+        if replicas > crate::replica::MAX_REPLICAS
+            || size % replicas != 0
+            || (replicas > 1 && size / replicas > crate::replica::MAX_RANKS)
+        {
             return Err(Error::new(
                 ErrorClass::Other,
                 format!("launcher gave {replicas} replicas of a job of {size} processes"),

@@ -343,6 +343,12 @@ pub static REGISTRY: &[Param] = &[
         help: "replicas: milliseconds a replica that stops answering is given before its peers turn to another replica of its rank; also how long the launcher waits for the last replicas of a finished job before stopping them",
     },
     Param {
+        name: "replica_verify",
+        kind: Kind::Choice(&["none", "hash"]),
+        default: "none",
+        help: "replicas: hash = every replica checks each message it takes against a hash another replica of the sender computed on its own copy, and reports a mismatch (a corrupted payload, or sender replicas that diverged) naming the ranks, the message's tag and size",
+    },
+    Param {
         name: "replica_log_bytes",
         kind: Kind::Bytes,
         default: "256m",

@@ -653,6 +653,7 @@ impl Engine {
             c.max_replica_log_bytes = rep.counters.log_bytes_max;
             c.replica_duplicates = rep.counters.duplicates_dropped;
             c.replica_resumes = rep.counters.resumes_asked;
+            c.replica_mismatches = rep.verified().1;
         }
         c
     }

@@ -183,6 +183,7 @@ impl Runtime {
             engine.set_replicas(Replicas::new(
                 place,
                 settings.uint("replica_log_bytes") as usize,
+                settings.text("replica_verify") == "hash",
             ));
             // From here on the job is the program's: ranks, not processes.
             job.rank = place.rank();

@@ -91,10 +91,13 @@ pub struct Counters {
     /// Replicated jobs: times this replica turned to another replica of a
     /// sender rank (its source was lost) and asked it to resume.
     pub replica_resumes: u64,
+    /// Replicated jobs with `replica_verify=hash`: messages whose hash
+    /// differed from another replica's hash of the same message.
+    pub replica_mismatches: u64,
 }
 
 /// How many counters there are.
-pub const COUNTERS: usize = 34;
+pub const COUNTERS: usize = 35;
 
 impl Counters {
     /// Names and values, in a stable order.
@@ -134,6 +137,7 @@ impl Counters {
             ("max_replica_log_bytes", self.max_replica_log_bytes),
             ("replica_duplicates", self.replica_duplicates),
             ("replica_resumes", self.replica_resumes),
+            ("replica_mismatches", self.replica_mismatches),
         ]
     }
 
@@ -201,6 +205,9 @@ impl Counters {
             "replica_resumes" => {
                 "replicated jobs: times this replica turned to another replica of a sender whose replica it received from was lost"
             }
+            "replica_mismatches" => {
+                "replicated jobs, replica_verify=hash: messages whose hash differed from another replica's"
+            }
             _ => return None,
         })
     }
@@ -241,6 +248,7 @@ impl Counters {
             "max_replica_log_bytes" => &mut self.max_replica_log_bytes,
             "replica_duplicates" => &mut self.replica_duplicates,
             "replica_resumes" => &mut self.replica_resumes,
+            "replica_mismatches" => &mut self.replica_mismatches,
             _ => return None,
         })
     }

@@ -23,7 +23,7 @@
 //! carries the message's sequence number from its sender rank to its
 //! receiver rank.
 //!
-//! `Eager`, `Data`, `Put`, `GetReply` and `Acc` frames are followed by
+//! `Eager`, `Data`, `Put`, `GetReply`, `Acc` and `ReplicaHashes` frames are followed by
 //! `len` payload bytes; the other kinds carry none. Decoding is total: any byte string either decodes to a
 //! well-formed header or to a [`WireError`].
 
@@ -37,6 +37,8 @@ pub const MAGIC: u8 = 0x54;
 pub const PROTOCOL_VERSION: u16 = 1;
 /// No eager payload may exceed this, whatever a peer's eager limit is.
 pub const MAX_EAGER: u64 = 64 << 20;
+/// No batch of replica hashes may exceed this.
+pub const MAX_HASHES: u64 = 1 << 20;
 /// No message may exceed this (MPI counts are 64-bit; memory is not).
 pub const MAX_MESSAGE: u64 = 1 << 46;
 
@@ -136,6 +138,12 @@ pub enum FrameKind {
     /// Replicas: handed up by the replication layer, never sent: this
     /// replica leads its rank from now on. No payload.
     ReplicaLead = 26,
+    /// Replicas, with `replica_verify=hash`: hashes of messages this sender
+    /// replica logged for the receiving replica's rank, to check the copies
+    /// it gets from another replica against (see replica/verify.rs); the
+    /// payload is `len` bytes of (sequence number, hash) pairs, 8 bytes
+    /// each, little-endian.
+    ReplicaHashes = 27,
 }
 
 impl FrameKind {
@@ -167,6 +175,7 @@ impl FrameKind {
             24 => Some(FrameKind::ReplicaBehind),
             25 => Some(FrameKind::ReplicaDecision),
             26 => Some(FrameKind::ReplicaLead),
+            27 => Some(FrameKind::ReplicaHashes),
             _ => None,
         }
     }
@@ -222,6 +231,7 @@ impl Header {
                 | FrameKind::Put
                 | FrameKind::GetReply
                 | FrameKind::Acc
+                | FrameKind::ReplicaHashes
         )
     }
 
@@ -290,6 +300,7 @@ impl Header {
         let limit = match kind {
             // Both are buffered whole before use.
             FrameKind::Eager | FrameKind::Acc => MAX_EAGER,
+            FrameKind::ReplicaHashes => MAX_HASHES,
             _ => MAX_MESSAGE,
         };
         if h.len > limit {

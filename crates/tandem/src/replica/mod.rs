@@ -39,7 +39,9 @@
 //! passed up, so a sender lost halfway through a frame leaves nothing
 //! half-delivered above.
 
-use std::collections::VecDeque;
+mod verify;
+
+use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
 use crate::error::{Error, ErrorClass, Result};
@@ -53,12 +55,16 @@ const ACK_EVERY_MSGS: u64 = 32;
 const ACK_EVERY_BYTES: u64 = 1 << 20;
 
 /// Token bits of the frames this layer hands the transport: the receiver
-/// rank (20 bits), the replica (4 bits), the sequence number (40 bits).
+/// rank (19 bits), the replica (4 bits), the sequence number (40 bits); the
+/// top bit marks a batch of hashes instead.
 const TOKEN_SEQ_BITS: u32 = 40;
 const TOKEN_REPLICA_BITS: u32 = 4;
 
 /// Most replicas of a rank.
 pub const MAX_REPLICAS: u32 = 1 << TOKEN_REPLICA_BITS;
+/// Most ranks of a replicated job.
+pub const MAX_RANKS: u32 = 1 << 19;
+const HASH_TOKEN_BIT: u64 = 1 << 63;
 
 fn token(rank: u32, replica: u32, seq: u64) -> u64 {
     (u64::from(rank) << (TOKEN_SEQ_BITS + TOKEN_REPLICA_BITS))
@@ -180,6 +186,12 @@ pub struct Replicas {
     /// whether the layer above has yet to be told it now does.
     leader: bool,
     lead_news: bool,
+    /// `replica_verify=hash` (verify.rs), with the batches of hashes a
+    /// transport still reads, by token.
+    verify: Option<verify::Verifier>,
+    hash_frames: HashMap<u64, Vec<u8>>,
+    next_hash_token: u64,
+    last_hashes: Instant,
 }
 
 /// What the replication layer did (shown with `--set stats=1`).
@@ -196,7 +208,7 @@ pub struct ReplicaCounters {
 }
 
 impl Replicas {
-    pub fn new(place: Placement, log_cap: usize) -> Replicas {
+    pub fn new(place: Placement, log_cap: usize, verify: bool) -> Replicas {
         let n = place.ranks as usize;
         let r = place.replicas;
         let k = place.replica();
@@ -230,6 +242,10 @@ impl Replicas {
             last_ack: Instant::now(),
             leader: k == 0,
             lead_news: false,
+            verify: verify.then(|| verify::Verifier::new(place.ranks, place.replicas)),
+            hash_frames: HashMap::new(),
+            next_hash_token: 0,
+            last_hashes: Instant::now(),
         }
     }
 
@@ -357,6 +373,13 @@ impl Replicas {
         let o = &mut self.out[dest as usize];
         let seq = o.next_seq;
         o.next_seq += 1;
+        if let Some(v) = self.verify.as_mut() {
+            let hash = verify::message_hash(&header, &data);
+            let (place, dead, mine) = (self.place, &self.dead, self.place.replica());
+            let others = (0..place.replicas)
+                .filter(|&j| j != mine && !dead[place.process_of(dest, j) as usize]);
+            v.logged(dest, others, seq, hash);
+        }
         header.rreq = seq;
         self.log_bytes += data.len();
         self.counters.logged_msgs += 1;
@@ -489,6 +512,9 @@ impl Replicas {
         self.dead[p as usize] = true;
         self.counters.replicas_lost += 1;
         let (d, j) = (p % self.place.ranks, p / self.place.ranks);
+        if let Some(v) = self.verify.as_mut() {
+            v.forget_receiver(d, j);
+        }
         let o = &mut self.out[d as usize];
         o.subscribers.retain(|&s| s != j);
         for e in o.log.iter_mut() {
@@ -575,6 +601,10 @@ impl Replicas {
             self.ack_all();
         }
         self.send_control(tcp);
+        if self.verify.is_some() {
+            let force = self.last_hashes.elapsed().as_millis() >= 2;
+            self.send_hashes(tcp, force);
+        }
         if !self.waiting.is_empty() {
             self.trim_or_drop_laggards(tcp);
             self.log_waiting(tcp);
@@ -605,6 +635,47 @@ impl Replicas {
     pub fn before_sleep(&mut self, tcp: &mut TcpTransport) {
         self.ack_all();
         self.send_control(tcp);
+        if self.verify.is_some() {
+            self.send_hashes(tcp, true);
+        }
+    }
+
+    /// Sends the batches of hashes that are due (all with `force`).
+    fn send_hashes(&mut self, tcp: &mut TcpTransport, force: bool) {
+        let Some(v) = self.verify.as_mut() else {
+            return;
+        };
+        if force {
+            self.last_hashes = Instant::now();
+        }
+        for (d, j, pairs) in v.batches(force) {
+            let p = self.place.process_of(d, j);
+            if self.dead[p as usize] {
+                continue;
+            }
+            let h = Header {
+                kind: FrameKind::ReplicaHashes,
+                context: 0,
+                src: 0,
+                tag: 0,
+                len: pairs.len() as u64,
+                sreq: 0,
+                rreq: 0,
+            };
+            let t = HASH_TOKEN_BIT | self.next_hash_token;
+            self.next_hash_token += 1;
+            // The vector's heap buffer does not move when the vector does.
+            if let Ok(SendState::Queued) = tcp.send(p, &h, pairs.as_ptr(), pairs.len(), Some(t)) {
+                self.hash_frames.insert(t, pairs);
+            }
+        }
+    }
+
+    /// Messages checked against another replica's hash, and mismatches.
+    pub fn verified(&self) -> (u64, u64) {
+        self.verify
+            .as_ref()
+            .map_or((0, 0), |v| (v.checked, v.mismatches))
     }
 
     /// Whether this layer holds work a sleep would delay: frames the layer
@@ -758,6 +829,14 @@ fn pass_up(
     }
 }
 
+fn report_mismatch(me: u32, m: &verify::Mismatch) {
+    eprintln!(
+        "tandem: rank {me}: message {} from rank {} (context {}, tag {}, {} bytes) differs \
+         between the replicas of rank {}: replica {}'s copy hashes {:016x}, replica {}'s {:016x}",
+        m.seq, m.sender, m.context, m.tag, m.len, m.sender, m.from, m.hash, m.other, m.other_hash
+    );
+}
+
 fn ack_header(seq: u64) -> Header {
     Header {
         kind: FrameKind::ReplicaAck,
@@ -795,7 +874,7 @@ impl FrameSink for Upward<'_> {
             return Err(format!("frame from unknown process {p}"));
         }
         match h.kind {
-            FrameKind::Eager => Ok(PayloadDest::Buffer),
+            FrameKind::Eager | FrameKind::ReplicaHashes => Ok(PayloadDest::Buffer),
             k if h.carries_payload() => Err(format!("{k:?} frame between replicated ranks")),
             _ => Ok(PayloadDest::Buffer),
         }
@@ -832,6 +911,13 @@ impl FrameSink for Upward<'_> {
                 i.expected += 1;
                 let mut up = *h;
                 up.rreq = 0;
+                if let Some(v) = rep.verify.as_mut() {
+                    let hash = verify::message_hash(&up, &data);
+                    if let Some(m) = v.on_taken(s, h.rreq, j, &up, hash) {
+                        report_mismatch(place.rank(), &m);
+                    }
+                }
+                let i = &mut rep.inb[s as usize];
                 if !i.held.is_empty() {
                     i.held.push_back((up, data));
                     return Ok(());
@@ -856,6 +942,21 @@ impl FrameSink for Upward<'_> {
                 rep.resumes.push((s, j, h.sreq));
                 Ok(())
             }
+            FrameKind::ReplicaHashes => {
+                let Payload::Buffer(pairs) = payload else {
+                    return Err("replica hashes not buffered".into());
+                };
+                if pairs.len() % verify::PAIR != 0 {
+                    return Err(format!("replica hashes of {} bytes", pairs.len()));
+                }
+                let taken_below = rep.inb[s as usize].expected;
+                if let Some(v) = rep.verify.as_mut() {
+                    for m in v.on_hashes(s, j, &pairs, taken_below) {
+                        report_mismatch(place.rank(), &m);
+                    }
+                }
+                Ok(())
+            }
             FrameKind::ReplicaDecision if s == place.rank() => {
                 self.inner.on_frame(s, h, Payload::Empty)
             }
@@ -878,6 +979,10 @@ impl FrameSink for Upward<'_> {
     }
 
     fn on_send_done(&mut self, t: u64) {
+        if t & HASH_TOKEN_BIT != 0 {
+            self.rep.hash_frames.remove(&t);
+            return;
+        }
         let (d, j, seq) = untoken(t);
         let Some(o) = self.rep.out.get_mut(d as usize) else {
             return;
