@@ -46,9 +46,19 @@ fn ring_reference() -> Vec<String> {
 /// the same checksums as without replicas, exit 0, every loss reported.
 #[test]
 fn ring_survives_one_replica_of_every_rank_killed() {
+    ring_under_kills(&[], 1..=20);
+}
+
+/// The same under the VolpexMPI report's pull protocol, for 5 seeds.
+#[test]
+fn ring_survives_kills_under_the_pull_protocol() {
+    ring_under_kills(&["--set", "replica_protocol=pull"], 101..=105);
+}
+
+fn ring_under_kills(extra: &[&str], seeds: std::ops::RangeInclusive<u64>) {
     let ring = compile("replica_ring");
     let want = ring_reference();
-    for seed in 1..=20u64 {
+    for seed in seeds {
         let mut plan = Plan(0x9e37_79b9_7f4a_7c15 ^ seed);
         let faults: Vec<String> = (0..RANKS)
             .map(|r| {
@@ -60,6 +70,7 @@ fn ring_survives_one_replica_of_every_rank_killed() {
         let faults = faults.join(",");
         let mut cmd = std::process::Command::new(common::TANDEM);
         cmd.args(["run", "-n", &RANKS.to_string(), "--replicas", "2"])
+            .args(extra)
             .arg(&ring)
             .args(RING_ARGS)
             .env("REPLICA_FAULTS", &faults);
@@ -192,7 +203,11 @@ fn manager_orders(dir: &std::path::Path) -> Vec<(String, String)> {
 #[test]
 fn wildcard_receives_match_alike_on_every_replica() {
     let wild = compile("replica_wild");
-    for (case, faults) in [("plain", ""), ("leader-killed", "0:150:9,5:40:9")] {
+    for (case, faults, protocol) in [
+        ("plain", "", "push"),
+        ("leader-killed", "0:150:9,5:40:9", "push"),
+        ("pull-leader-killed", "0:150:9,5:40:9", "pull"),
+    ] {
         let dir =
             std::env::temp_dir().join(format!("tandem-replica-wild-{}-{case}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -200,6 +215,7 @@ fn wildcard_receives_match_alike_on_every_replica() {
         let prefix = dir.join("order");
         let mut cmd = std::process::Command::new(common::TANDEM);
         cmd.args(["run", "-n", "4", "--replicas", "2"])
+            .args(["--set", &format!("replica_protocol={protocol}")])
             .arg(&wild)
             .arg("400")
             .arg(&prefix)

@@ -340,7 +340,13 @@ pub static REGISTRY: &[Param] = &[
         name: "replica_timeout_ms",
         kind: Kind::UInt,
         default: "3000",
-        help: "replicas: milliseconds a replica that stops answering is given before its peers turn to another replica of its rank; also how long the launcher waits for the last replicas of a finished job before stopping them",
+        help: "replicas: how long a replica may keep a sender's full log waiting before it is declared failed (fallen behind), and how long the launcher waits for the last replicas of a finished job before stopping them",
+    },
+    Param {
+        name: "replica_protocol",
+        kind: Kind::Choice(&["push", "pull"]),
+        default: "push",
+        help: "replicas: push = each sender replica sends every message to its partner replica of the receiver (rMPI's parallel protocol), which turns to another sender replica's log only when its partner is lost; pull = every receiver replica asks for each message in turn, as the VolpexMPI report's receivers do",
     },
     Param {
         name: "replica_verify",

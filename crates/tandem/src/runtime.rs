@@ -183,7 +183,9 @@ impl Runtime {
             engine.set_replicas(Replicas::new(
                 place,
                 settings.uint("replica_log_bytes") as usize,
+                Duration::from_millis(settings.uint("replica_timeout_ms")),
                 settings.text("replica_verify") == "hash",
+                settings.text("replica_protocol") == "pull",
             ));
             // From here on the job is the program's: ranks, not processes.
             job.rank = place.rank();

@@ -121,8 +121,8 @@ pub enum FrameKind {
     /// copy and `src` the chunk size. No payload.
     Help = 21,
     /// Replicas (replica/): the receiver replica that sends it asks this
-    /// sender replica to send it every message to its rank from sequence
-    /// number `sreq` on, and every later one. No payload.
+    /// sender replica to send it the messages to its rank from sequence
+    /// number `sreq` on, below `rreq` (0: every later one). No payload.
     ReplicaResume = 22,
     /// Replicas: the sending receiver replica has taken every message of
     /// this rank to its rank below sequence number `sreq`. No payload.

@@ -124,8 +124,19 @@ struct Outbound {
     log: VecDeque<Entry>,
     /// Per replica of the receiver: every message below this was taken.
     acked: Vec<u64>,
-    /// Replicas of the receiver this replica pushes new messages to.
-    subscribers: Vec<u32>,
+    /// Replicas of the receiver this replica sends messages to.
+    subscribers: Vec<Subscriber>,
+}
+
+/// A replica of a receiver rank that this replica sends messages to.
+#[derive(Clone, Copy)]
+struct Subscriber {
+    replica: u32,
+    /// The next message to send it.
+    next: u64,
+    /// It asked for messages below this (`u64::MAX`: every message; the
+    /// pull protocol asks for one at a time).
+    limit: u64,
 }
 
 /// What this replica took from one sender rank.
@@ -174,8 +185,15 @@ pub struct Replicas {
     done: Vec<u64>,
     /// Frames to send once the transport is free: (process, header).
     control: Vec<(u32, Header)>,
-    /// Resumes asked of this replica: (receiver rank, its replica, from).
-    resumes: Vec<(u32, u32, u64)>,
+    /// Frames to processes declared failed here, telling them so.
+    farewells: Vec<(u32, Header)>,
+    /// Since when sends wait for a full log, and how long a replica may
+    /// keep it full before it has fallen behind (`replica_timeout_ms`).
+    full_since: Option<Instant>,
+    patience: std::time::Duration,
+    /// Resumes asked of this replica: (receiver rank, its replica, from,
+    /// limit or 0).
+    resumes: Vec<(u32, u32, u64, u64)>,
     /// Receiver ranks with acknowledgements to send.
     ack_due: Vec<u32>,
     /// Ranks every replica of which is lost, to report above: (rank, why).
@@ -186,6 +204,9 @@ pub struct Replicas {
     /// whether the layer above has yet to be told it now does.
     leader: bool,
     lead_news: bool,
+    /// `replica_protocol=pull`: receivers ask for each message (the
+    /// VolpexMPI report's protocol) instead of partners pushing them.
+    pull: bool,
     /// `replica_verify=hash` (verify.rs), with the batches of hashes a
     /// transport still reads, by token.
     verify: Option<verify::Verifier>,
@@ -208,14 +229,28 @@ pub struct ReplicaCounters {
 }
 
 impl Replicas {
-    pub fn new(place: Placement, log_cap: usize, verify: bool) -> Replicas {
+    pub fn new(
+        place: Placement,
+        log_cap: usize,
+        patience: std::time::Duration,
+        verify: bool,
+        pull: bool,
+    ) -> Replicas {
         let n = place.ranks as usize;
         let r = place.replicas;
         let k = place.replica();
         let out = (0..n)
             .map(|_| Outbound {
                 acked: vec![0; r as usize],
-                subscribers: vec![k],
+                subscribers: if pull {
+                    Vec::new()
+                } else {
+                    vec![Subscriber {
+                        replica: k,
+                        next: 0,
+                        limit: u64::MAX,
+                    }]
+                },
                 ..Outbound::default()
             })
             .collect();
@@ -235,6 +270,9 @@ impl Replicas {
             waiting: VecDeque::new(),
             done: Vec::new(),
             control: Vec::new(),
+            farewells: Vec::new(),
+            full_since: None,
+            patience,
             resumes: Vec::new(),
             ack_due: Vec::new(),
             lost_ranks: Vec::new(),
@@ -242,6 +280,7 @@ impl Replicas {
             last_ack: Instant::now(),
             leader: k == 0,
             lead_news: false,
+            pull,
             verify: verify.then(|| verify::Verifier::new(place.ranks, place.replicas)),
             hash_frames: HashMap::new(),
             next_hash_token: 0,
@@ -281,14 +320,20 @@ impl Replicas {
 
     /// Opens the connection to the partner replica of every other rank (so
     /// that a partner lost before it ever sent is noticed: its connection
-    /// fails) with an acknowledgement of nothing.
+    /// fails) with an acknowledgement of nothing, or, pulling, a request
+    /// for the first message.
     pub fn greet(&mut self, tcp: &mut TcpTransport) {
         let me = self.place.rank();
         let k = self.place.replica();
         for r in 0..self.place.ranks {
             if r != me {
                 let p = self.place.process_of(r, k);
-                self.control.push((p, ack_header(0)));
+                let h = if self.pull {
+                    resume_header(0, 1)
+                } else {
+                    ack_header(0)
+                };
+                self.control.push((p, h));
             }
         }
         self.send_control(tcp);
@@ -389,8 +434,21 @@ impl Replicas {
             data,
             in_flight: 0,
         });
-        let subs = o.subscribers.clone();
-        for j in subs {
+        for i in 0..self.out[dest as usize].subscribers.len() {
+            self.pump(tcp, dest, i);
+        }
+    }
+
+    /// Sends subscriber `i` of `dest` what it asked for and is logged.
+    fn pump(&mut self, tcp: &mut TcpTransport, dest: u32, i: usize) {
+        loop {
+            let o = &mut self.out[dest as usize];
+            let sub = &mut o.subscribers[i];
+            if sub.next >= o.next_seq.min(sub.limit) {
+                return;
+            }
+            let (j, seq) = (sub.replica, sub.next);
+            sub.next += 1;
             self.push_entry(tcp, dest, j, seq);
         }
     }
@@ -443,6 +501,13 @@ impl Replicas {
             self.trim(d);
         }
         if self.waiting.is_empty() || self.has_room(self.waiting[0].len) {
+            self.full_since = None;
+            return;
+        }
+        // A replica briefly slower than its sibling is waited for; one that
+        // keeps the log full for `patience` has fallen behind.
+        let since = *self.full_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < self.patience {
             return;
         }
         for d in 0..self.place.ranks {
@@ -463,7 +528,7 @@ impl Replicas {
             for j in laggards {
                 let p = self.place.process_of(d, j);
                 let first_kept = self.out[d as usize].base + 1;
-                self.control.push((
+                self.farewells.push((
                     p,
                     Header {
                         kind: FrameKind::ReplicaBehind,
@@ -516,7 +581,7 @@ impl Replicas {
             v.forget_receiver(d, j);
         }
         let o = &mut self.out[d as usize];
-        o.subscribers.retain(|&s| s != j);
+        o.subscribers.retain(|s| s.replica != j);
         for e in o.log.iter_mut() {
             e.in_flight &= !(1 << j);
         }
@@ -549,18 +614,9 @@ impl Replicas {
                 i.source = c;
                 self.counters.resumes_asked += 1;
                 let from = i.expected;
-                self.control.push((
-                    self.place.process_of(s, c),
-                    Header {
-                        kind: FrameKind::ReplicaResume,
-                        context: 0,
-                        src: 0,
-                        tag: 0,
-                        len: 0,
-                        sreq: from,
-                        rreq: 0,
-                    },
-                ));
+                let limit = if self.pull { from + 1 } else { 0 };
+                self.control
+                    .push((self.place.process_of(s, c), resume_header(from, limit)));
             }
             None => {
                 i.lost = true;
@@ -590,8 +646,8 @@ impl Replicas {
     /// waiting sends, reports to the layer above.
     pub fn after_progress(&mut self, tcp: &mut TcpTransport, sink: &mut dyn FrameSink) {
         let resumes = std::mem::take(&mut self.resumes);
-        for (r, k, from) in resumes {
-            self.serve_resume(tcp, r, k, from);
+        for (r, k, from, limit) in resumes {
+            self.serve_resume(tcp, r, k, from, limit);
         }
         let due = std::mem::take(&mut self.ack_due);
         for s in due {
@@ -711,6 +767,10 @@ impl Replicas {
     }
 
     fn send_control(&mut self, tcp: &mut TcpTransport) {
+        // To replicas this one no longer counts (they are told why).
+        for (p, h) in std::mem::take(&mut self.farewells) {
+            let _ = tcp.send(p, &h, std::ptr::null(), 0, None);
+        }
         for (p, h) in std::mem::take(&mut self.control) {
             if !self.dead[p as usize] {
                 // A failure is reported by the transport as a loss.
@@ -719,15 +779,16 @@ impl Replicas {
         }
     }
 
-    /// Replica `k` of rank `r` asks for every message to `r` from `from` on.
-    fn serve_resume(&mut self, tcp: &mut TcpTransport, r: u32, k: u32, from: u64) {
+    /// Replica `k` of rank `r` asks for the messages to `r` from `from` on,
+    /// below `limit` (0: every one).
+    fn serve_resume(&mut self, tcp: &mut TcpTransport, r: u32, k: u32, from: u64, limit: u64) {
         let p = self.place.process_of(r, k);
         if self.dead[p as usize] {
             return;
         }
         let o = &mut self.out[r as usize];
         if from < o.base {
-            self.control.push((
+            self.farewells.push((
                 p,
                 Header {
                     kind: FrameKind::ReplicaBehind,
@@ -742,16 +803,28 @@ impl Replicas {
             self.process_lost_as_sender(p);
             return;
         }
-        self.counters.resumes_served += 1;
         o.acked[k as usize] = o.acked[k as usize].max(from);
-        if !o.subscribers.contains(&k) {
-            o.subscribers.push(k);
-        }
-        let end = o.next_seq;
-        for seq in from.max(o.base)..end {
-            self.counters.replayed_msgs += 1;
-            self.push_entry(tcp, r, k, seq);
-        }
+        let limit = if limit == 0 { u64::MAX } else { limit };
+        let i = match o.subscribers.iter().position(|s| s.replica == k) {
+            Some(i) => {
+                // A pull asks again from what it has not taken; what is on
+                // its way is not sent twice.
+                let sub = &mut o.subscribers[i];
+                sub.next = sub.next.max(from);
+                sub.limit = sub.limit.max(limit);
+                i
+            }
+            None => {
+                self.counters.resumes_served += 1;
+                o.subscribers.push(Subscriber {
+                    replica: k,
+                    next: from,
+                    limit,
+                });
+                o.subscribers.len() - 1
+            }
+        };
+        self.pump(tcp, r, i);
     }
 
     /// Hands frames the layer above paused on to it, in order.
@@ -837,6 +910,20 @@ fn report_mismatch(me: u32, m: &verify::Mismatch) {
     );
 }
 
+/// Asks a sender replica for the messages from `from` on, below `limit`
+/// (0: every one).
+fn resume_header(from: u64, limit: u64) -> Header {
+    Header {
+        kind: FrameKind::ReplicaResume,
+        context: 0,
+        src: 0,
+        tag: 0,
+        len: 0,
+        sreq: from,
+        rreq: limit,
+    }
+}
+
 fn ack_header(seq: u64) -> Header {
     Header {
         kind: FrameKind::ReplicaAck,
@@ -909,6 +996,11 @@ impl FrameSink for Upward<'_> {
                     return Ok(());
                 }
                 i.expected += 1;
+                if rep.pull {
+                    let next = i.expected;
+                    let source = place.process_of(s, i.source);
+                    rep.control.push((source, resume_header(next, next + 1)));
+                }
                 let mut up = *h;
                 up.rreq = 0;
                 if let Some(v) = rep.verify.as_mut() {
@@ -939,7 +1031,7 @@ impl FrameSink for Upward<'_> {
             }
             FrameKind::ReplicaResume => {
                 // Possibly from a message this replica has not sent yet.
-                rep.resumes.push((s, j, h.sreq));
+                rep.resumes.push((s, j, h.sreq, h.rreq));
                 Ok(())
             }
             FrameKind::ReplicaHashes => {
