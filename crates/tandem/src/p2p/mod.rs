@@ -1240,15 +1240,13 @@ impl P2p {
         cap: usize,
     ) -> ReqId {
         let id = self.post_recv(ctx, src, tag, buf, cap);
-        let mut src_filter = src.map(|s| s.0);
-        let mut may_match = true;
         if self.m.wild.is_some() {
-            may_match = self.m.wildcard_posted(id, ctx, src.is_none());
-            src_filter = self.m.reqs.get(id).and_then(|r| r.src_filter);
+            return self.irecv_replicated(id, ctx, src, tag);
         }
+        let src_filter = src.map(|s| s.0);
         let lost = src.is_some_and(|s| self.m.lost[s.1 as usize].is_some());
         let c = self.m.context(ctx);
-        let found = if !may_match || c.unexpected.is_empty() {
+        let found = if c.unexpected.is_empty() {
             None
         } else {
             c.unexpected
@@ -1272,6 +1270,51 @@ impl P2p {
         if let Some(why) = src.and_then(|s| self.m.lost[s.1 as usize].clone()) {
             self.m
                 .complete(id, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
+        }
+        id
+    }
+
+    /// [`P2p::irecv`] in a replicated job, once receive `id` is posted: a
+    /// wildcard receive follows the leader replica's decision (wildcard.rs),
+    /// and none is matched while its context waits for one.
+    #[cold]
+    #[inline(never)]
+    fn irecv_replicated(
+        &mut self,
+        id: ReqId,
+        ctx: u32,
+        src: Option<(u32, u32)>,
+        tag: Option<i32>,
+    ) -> ReqId {
+        let may_match = self.m.wildcard_posted(id, ctx, src.is_none());
+        let (src_filter, peer) = self
+            .m
+            .reqs
+            .get(id)
+            .map_or((None, None), |r| (r.src_filter, r.peer));
+        let lost = peer.and_then(|p| self.m.lost[p as usize].clone());
+        let c = self.m.context(ctx);
+        let found = if may_match {
+            c.unexpected
+                .iter()
+                .position(|u| matches(src_filter, tag, u.src, u.tag))
+        } else {
+            None
+        };
+        if let Some(pos) = found {
+            let u = c.unexpected.remove(pos).expect("position is in range");
+            self.deliver_unexpected(id, u);
+            return id;
+        }
+        match lost {
+            Some(why) => {
+                self.m
+                    .complete(id, 0, Some(Error::new(ErrorClass::ProcAborted, why)));
+            }
+            None => {
+                c.posted.push_back(id);
+                self.m.posted_count += 1;
+            }
         }
         id
     }

@@ -66,6 +66,8 @@ impl Matcher {
     /// A receive was posted in `ctx` with source filter `src`; returns the
     /// source it must take instead (a follower's decided wildcard), and
     /// whether it may be matched now.
+    #[cold]
+    #[inline(never)]
     pub(super) fn wildcard_posted(&mut self, id: ReqId, ctx: u32, any_source: bool) -> bool {
         let Some(w) = self.wild.as_mut() else {
             return true;
@@ -94,7 +96,8 @@ impl Matcher {
 
     /// Receive `id` completed: a leader tells the others whom its wildcard
     /// receive matched.
-    #[inline]
+    #[cold]
+    #[inline(never)]
     pub(super) fn wildcard_completed(&mut self, id: ReqId) {
         let Some(w) = self.wild.as_mut() else {
             return;
