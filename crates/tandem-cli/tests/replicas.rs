@@ -6,6 +6,7 @@
 //! harness's watchdog: a hang fails.
 
 mod common;
+mod multihost_netns;
 
 use std::time::Duration;
 
@@ -295,4 +296,34 @@ fn verification_reports_a_replica_that_sends_other_data() {
         "no mismatch reported: {}",
         out.describe()
     );
+}
+
+/// (g) Across hosts (network namespaces): replica 0 of every rank on one
+/// host, replica 1 on another; every process of the second host dies at
+/// once, and the job finishes on the first with the unreplicated checksums.
+#[test]
+fn losing_a_whole_host_of_replicas_over_tcp() {
+    let Some(hosts) = multihost_netns::hosts_or_skip(3, None, "losing_a_whole_host_of_replicas")
+    else {
+        return;
+    };
+    let ring = compile("replica_ring");
+    let want = ring_reference();
+    let list = format!("{}:4,{}:4", hosts.names[1], hosts.names[2]);
+    let mut cmd = multihost_netns::tandem_run(&hosts, 0);
+    cmd.args(["--host", &list, "-n", "4", "--replicas", "2"])
+        .arg(&ring)
+        .args(RING_ARGS)
+        .env("REPLICA_FAULTS", "4:50:9,5:50:9,6:50:9,7:50:9");
+    let out = common::run_command(cmd, Duration::from_secs(120));
+    assert!(out.status.success(), "{}", out.describe());
+    assert_eq!(sorted_lines(&out.stdout), want, "{}", out.describe());
+    for r in 0..RANKS {
+        let line = out
+            .stderr
+            .lines()
+            .find(|l| l.contains(&format!("rank {r} replica 1")))
+            .unwrap_or_else(|| panic!("rank {r}'s replica 1 not reported: {}", out.describe()));
+        assert!(line.contains(&hosts.names[2]), "{line}");
+    }
 }
