@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void replica_fault_point(int step) {
+static inline void replica_fault_point(int step) {
     const char *plan = getenv("REPLICA_FAULTS");
     const char *me = getenv("TANDEM_JOB_RANK");
     if (!plan || !me) return;
@@ -34,7 +34,7 @@ static void replica_fault_point(int step) {
     }
 }
 
-static unsigned long long replica_flip_value(int step, unsigned long long v) {
+static inline unsigned long long replica_flip_value(int step, unsigned long long v) {
     const char *plan = getenv("REPLICA_FLIP");
     const char *me = getenv("TANDEM_JOB_RANK");
     int who = -1, at = -1;

@@ -327,3 +327,36 @@ fn losing_a_whole_host_of_replicas_over_tcp() {
         assert!(line.contains(&hosts.names[2]), "{line}");
     }
 }
+
+/// Timing-dependent outcomes (MPI_Waitany's index, MPI_Iprobe's and
+/// MPI_Probe's finds with MPI_ANY_SOURCE, how many MPI_Test calls fail) are
+/// the leader's on every replica, also once the leader is lost.
+#[test]
+fn timing_dependent_outcomes_are_alike_on_every_replica() {
+    let prog = compile("replica_choices");
+    for (case, faults) in [("plain", ""), ("leader-killed", "0:15:9,6:10:9")] {
+        let dir = std::env::temp_dir().join(format!(
+            "tandem-replica-choices-{}-{case}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temporary directory");
+        let prefix = dir.join("seen");
+        let mut cmd = std::process::Command::new(common::TANDEM);
+        cmd.args(["run", "-n", "4", "--replicas", "2"])
+            .arg(&prog)
+            .arg("30")
+            .arg(&prefix)
+            .env("REPLICA_FAULTS", faults);
+        let out = common::run_command(cmd, JOB_TIMEOUT);
+        assert!(out.status.success(), "{case}: {}", out.describe());
+        assert!(out.has_line("rank 0: 30 rounds"), "{case}: {}", out.describe());
+        let survivor = std::fs::read_to_string(dir.join("seen.4")).unwrap_or_default();
+        assert_eq!(survivor.lines().count(), 120, "{case}: {survivor}");
+        if faults.is_empty() {
+            let leader = std::fs::read_to_string(dir.join("seen.0")).unwrap_or_default();
+            assert_eq!(leader, survivor, "the replicas of rank 0 saw different outcomes");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

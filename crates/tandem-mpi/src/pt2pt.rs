@@ -10,7 +10,7 @@
 
 use std::os::raw::{c_int, c_void};
 
-use tandem::p2p::{Envelope, MsgId, ReqId, SendMode, Status};
+use tandem::p2p::{ChoiceRole, Envelope, MsgId, ReqId, SendMode, Status};
 use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
@@ -851,7 +851,24 @@ pub unsafe extern "C" fn MPI_Test(
             return Ok(());
         }
         let r = request::classify(s, h)?;
-        if !ready_after_poll(s, r) {
+        let ready = match s.rt.p2p().next_choice() {
+            None => ready_after_poll(s, r),
+            // Replicas: the leader's outcome, on every replica.
+            Some(n) => match s.rt.p2p().choice_role(n) {
+                ChoiceRole::Lead(n) => {
+                    let ready = ready_after_poll(s, r);
+                    s.rt.p2p().choose(n, u64::from(ready));
+                    ready
+                }
+                ChoiceRole::Follow(v) => {
+                    if v == 1 {
+                        request::wait_may_end(s, &[r], true, false);
+                    }
+                    v == 1
+                }
+            },
+        };
+        if !ready {
             // SAFETY: checked non-null.
             unsafe { put(flag, 0) };
             return Ok(());
@@ -1241,6 +1258,10 @@ unsafe fn any(
         return Ok(());
     }
     let live: Vec<Req> = ids.iter().flatten().copied().collect();
+    if let Some(n) = s.rt.p2p().next_choice() {
+        // SAFETY: forwarded from the caller.
+        return unsafe { any_replicated(s, n, ids, live, requests, index, flag, status, finish) };
+    }
     let rest = move |s: &mut State| {
         let found = ids
             .iter()
@@ -1254,6 +1275,77 @@ unsafe fn any(
     }
     request::poll(s);
     rest(s)
+}
+
+/// The outcome of a choice that found nothing.
+const CHOSE_NONE: u64 = u64::MAX;
+
+/// [`any`] in a replicated job: the leader replica finds the request, the
+/// others take the same one (waiting for it if they must).
+///
+/// # Safety
+/// As [`any`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn any_replicated(
+    s: &mut State,
+    n: u64,
+    ids: Vec<Option<Req>>,
+    live: Vec<Req>,
+    requests: *mut MPI_Request,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut MPI_Status,
+    finish: Finish,
+) -> Outcome {
+    match s.rt.p2p().choice_role(n) {
+        ChoiceRole::Lead(n) => {
+            let rest = move |s: &mut State| {
+                let found = ids
+                    .iter()
+                    .position(|id| id.is_some_and(|r| request::is_ready(s, r)));
+                s.rt.p2p().choose(n, found.map_or(CHOSE_NONE, |i| i as u64));
+                // SAFETY: as for `any`.
+                unsafe { any_found(s, &ids, found, requests, index, flag, status, finish) }
+            };
+            if finish == Finish::Wait {
+                return wait_then(s, live, false, rest);
+            }
+            request::poll(s);
+            rest(s)
+        }
+        ChoiceRole::Follow(CHOSE_NONE) => {
+            // SAFETY: as for `any`.
+            unsafe { any_found(s, &ids, None, requests, index, flag, status, finish) }
+        }
+        ChoiceRole::Follow(i) => {
+            let i = i as usize;
+            let Some(&Some(r)) = ids.get(i) else {
+                return Err(Fail::new(
+                    MPI_COMM_WORLD,
+                    ErrorClass::Intern,
+                    format!("the replicas of this rank diverged: the leader's request {i} is not active here"),
+                ));
+            };
+            wait_then(s, vec![r], true, move |s| {
+                // SAFETY: as for `any`.
+                unsafe { any_found(s, &ids, Some(i), requests, index, flag, status, finish) }
+            })
+        }
+    }
+}
+
+/// A probe's status as a choice's outcome, and back.
+fn probe_outcome(st: Option<&Status>) -> u64 {
+    match st {
+        Some(st) => {
+            (u64::from(st.source.unwrap_or(0)) << 32) | u64::from(st.tag.unwrap_or(0) as u32)
+        }
+        None => CHOSE_NONE,
+    }
+}
+
+fn probed(outcome: u64) -> Option<(u32, i32)> {
+    (outcome != CHOSE_NONE).then_some(((outcome >> 32) as u32, outcome as u32 as i32))
 }
 
 /// The end of [`any`]: `found` is the index of a ready request, if any.
@@ -1519,6 +1611,25 @@ pub unsafe extern "C" fn MPI_Probe(
             Source::Any => None,
             Source::Rank(r) => Some(r),
         };
+        let wild = filter.is_none() || tag.is_none();
+        if let Some(n) = wild.then(|| s.rt.p2p().next_choice()).flatten() {
+            // Replicas: the message the leader found, on every replica.
+            let st = match s.rt.p2p().choice_role(n) {
+                ChoiceRole::Lead(n) => {
+                    let st = s.rt.probe(id, filter, tag);
+                    s.rt.p2p().choose(n, probe_outcome(st.as_ref().ok()));
+                    st
+                }
+                ChoiceRole::Follow(v) => match probed(v) {
+                    Some((r, t)) => s.rt.probe(id, Some(r), Some(t)),
+                    None => s.rt.probe(id, filter, tag),
+                },
+            };
+            let st = st.map_err(|error| Fail { comm, error })?;
+            // SAFETY: MPI contract.
+            unsafe { write_status(status, &st) };
+            return Ok(());
+        }
         state::block_on(s, move |s, may_end| {
             let st = if may_end {
                 s.rt.probe_or_hand_over(id, filter, tag)?
@@ -1544,10 +1655,30 @@ pub unsafe extern "C" fn MPI_Iprobe(
     call("MPI_Iprobe", |s| {
         args::out_ptr(comm, flag, "flag")?;
         let (id, src, tag) = probe_args(s, source, tag, comm)?;
-        let found = match src {
-            Source::Null => Ok(Some(proc_null_status())),
-            Source::Any => s.rt.iprobe(id, None, tag),
-            Source::Rank(r) => s.rt.iprobe(id, Some(r), tag),
+        let filter = match src {
+            Source::Rank(r) => Some(r),
+            _ => None,
+        };
+        let choice = match src {
+            Source::Null => None,
+            _ => s.rt.p2p().next_choice(),
+        };
+        let found = match (src, choice) {
+            (Source::Null, _) => Ok(Some(proc_null_status())),
+            (_, None) => s.rt.iprobe(id, filter, tag),
+            // Replicas: what the leader found, on every replica.
+            (_, Some(n)) => match s.rt.p2p().choice_role(n) {
+                ChoiceRole::Lead(n) => {
+                    let found = s.rt.iprobe(id, filter, tag);
+                    let outcome = probe_outcome(found.as_ref().ok().and_then(Option::as_ref));
+                    s.rt.p2p().choose(n, outcome);
+                    found
+                }
+                ChoiceRole::Follow(v) => match probed(v) {
+                    None => Ok(None),
+                    Some((r, t)) => s.rt.probe(id, Some(r), Some(t)).map(Some),
+                },
+            },
         }
         .map_err(|error| Fail { comm, error })?;
         // SAFETY: checked non-null / MPI contract.

@@ -144,6 +144,10 @@ pub enum FrameKind {
     /// payload is `len` bytes of (sequence number, hash) pairs, 8 bytes
     /// each, little-endian.
     ReplicaHashes = 27,
+    /// Replicas: the rank's leader replica made its choice number `sreq`
+    /// (the outcome of a test, a probe, or which request a wait-any found
+    /// done) and it came out as `rreq` (see p2p/wildcard.rs). No payload.
+    ReplicaChoice = 28,
 }
 
 impl FrameKind {
@@ -176,6 +180,7 @@ impl FrameKind {
             25 => Some(FrameKind::ReplicaDecision),
             26 => Some(FrameKind::ReplicaLead),
             27 => Some(FrameKind::ReplicaHashes),
+            28 => Some(FrameKind::ReplicaChoice),
             _ => None,
         }
     }

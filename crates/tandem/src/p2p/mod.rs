@@ -32,6 +32,7 @@ mod path;
 mod remote;
 pub mod request;
 mod wildcard;
+pub use wildcard::ChoiceRole;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -778,6 +779,7 @@ impl FrameSink for Matcher {
             (FrameKind::Help, Payload::Empty) => self.on_help(peer, h)?,
             (FrameKind::ReplicaDecision, Payload::Empty) => self.on_decision(h)?,
             (FrameKind::ReplicaLead, Payload::Empty) => self.on_lead(),
+            (FrameKind::ReplicaChoice, Payload::Empty) => self.on_choice(h)?,
             (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
         }
         Ok(())

@@ -18,10 +18,16 @@
 //! leader got (with every source fixed, MPI matching does not depend on
 //! when messages arrive).
 //!
+//! Other outcomes that depend on timing (whether `MPI_Test` finds its
+//! request done, which request `MPI_Waitany`/`_Testany` finds, what
+//! `MPI_Iprobe` or a wildcard `MPI_Probe` finds) are choices: the layer
+//! above numbers them in program order, the leader makes each and sends it
+//! (`ReplicaChoice`: `sreq` the number, `rreq` the outcome), and the others
+//! wait for it and follow it.
+//!
 //! When the leader is lost the next replica leads: its undecided receives
-//! become ordinary wildcard receives again, and it decides from then on.
-//! Not covered: wildcard probes, and which request `MPI_Waitany`/`_Testany`
-//! /`_Waitsome`/`_Testsome` or a `MPI_Test` finds done first.
+//! become ordinary wildcard receives again, and it decides from then on
+//! (also the choices it was waiting for).
 
 use std::collections::HashMap;
 
@@ -45,6 +51,10 @@ pub(super) struct Wildcards {
     held: HashMap<u32, usize>,
     /// Decisions to send to the other replicas of this rank.
     pub(super) out: Vec<Header>,
+    /// Number of the next choice.
+    next_choice: u64,
+    /// Follower: choices the leader made that are not followed yet.
+    choices: HashMap<u64, u64>,
 }
 
 impl Wildcards {
@@ -63,6 +73,17 @@ impl Wildcards {
 }
 
 impl Matcher {
+    /// The leader made choice `h.sreq`: it came out as `h.rreq`.
+    pub(super) fn on_choice(&mut self, h: &Header) -> Result<(), String> {
+        let Some(w) = self.wild.as_mut() else {
+            return Err("replica choice in a job without replicas".into());
+        };
+        if !w.leader {
+            w.choices.insert(h.sreq, h.rreq);
+        }
+        Ok(())
+    }
+
     /// A receive was posted in `ctx` with source filter `src`; returns the
     /// source it must take instead (a follower's decided wildcard), and
     /// whether it may be matched now.
@@ -214,6 +235,66 @@ impl Matcher {
         }
         if let Some(c) = self.contexts.get_mut(&ctx) {
             c.posted = kept;
+        }
+    }
+}
+
+/// Where a replica stands at one of its rank's choices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChoiceRole {
+    /// This replica leads: it chooses, then calls [`P2p::choose`].
+    Lead(u64),
+    /// The leader chose this outcome.
+    Follow(u64),
+}
+
+impl super::P2p {
+    /// The number of this replica's next choice; `None` outside a
+    /// replicated job (nothing to agree on).
+    pub fn next_choice(&mut self) -> Option<u64> {
+        let w = self.m.wild.as_mut()?;
+        let n = w.next_choice;
+        w.next_choice += 1;
+        Some(n)
+    }
+
+    /// Whether choice `n` can be settled now: the leader's outcome came, or
+    /// this replica leads (its leader was lost meanwhile).
+    pub fn choice_settled(&self, n: u64) -> bool {
+        self.m
+            .wild
+            .as_ref()
+            .is_none_or(|w| w.leader || w.choices.contains_key(&n))
+    }
+
+    /// Waits until choice `n` is settled, and says how.
+    pub fn choice_role(&mut self, n: u64) -> ChoiceRole {
+        if !self.choice_settled(n) {
+            self.wait_for(|p| p.choice_settled(n));
+        }
+        match self.m.wild.as_mut() {
+            Some(w) if !w.leader => match w.choices.remove(&n) {
+                Some(v) => ChoiceRole::Follow(v),
+                None => ChoiceRole::Lead(n),
+            },
+            _ => ChoiceRole::Lead(n),
+        }
+    }
+
+    /// The leader's choice `n` came out as `outcome`: the other replicas
+    /// are told.
+    pub fn choose(&mut self, n: u64, outcome: u64) {
+        if let Some(w) = self.m.wild.as_mut() {
+            w.out.push(Header {
+                kind: FrameKind::ReplicaChoice,
+                context: 0,
+                src: 0,
+                tag: 0,
+                len: 0,
+                sreq: n,
+                rreq: outcome,
+            });
+            self.flush_outbox();
         }
     }
 }

@@ -1049,7 +1049,7 @@ impl FrameSink for Upward<'_> {
                 }
                 Ok(())
             }
-            FrameKind::ReplicaDecision if s == place.rank() => {
+            FrameKind::ReplicaDecision | FrameKind::ReplicaChoice if s == place.rank() => {
                 self.inner.on_frame(s, h, Payload::Empty)
             }
             FrameKind::ReplicaBehind => {
