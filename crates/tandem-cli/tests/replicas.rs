@@ -350,12 +350,19 @@ fn timing_dependent_outcomes_are_alike_on_every_replica() {
             .env("REPLICA_FAULTS", faults);
         let out = common::run_command(cmd, JOB_TIMEOUT);
         assert!(out.status.success(), "{case}: {}", out.describe());
-        assert!(out.has_line("rank 0: 30 rounds"), "{case}: {}", out.describe());
+        assert!(
+            out.has_line("rank 0: 30 rounds"),
+            "{case}: {}",
+            out.describe()
+        );
         let survivor = std::fs::read_to_string(dir.join("seen.4")).unwrap_or_default();
         assert_eq!(survivor.lines().count(), 120, "{case}: {survivor}");
         if faults.is_empty() {
             let leader = std::fs::read_to_string(dir.join("seen.0")).unwrap_or_default();
-            assert_eq!(leader, survivor, "the replicas of rank 0 saw different outcomes");
+            assert_eq!(
+                leader, survivor,
+                "the replicas of rank 0 saw different outcomes"
+            );
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
