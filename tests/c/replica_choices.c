@@ -2,8 +2,8 @@
  * replica_choices.c - outcomes that depend on timing, which every replica
  * of a rank must see alike: the request MPI_Waitany finds, whether
  * MPI_Iprobe(MPI_ANY_SOURCE) finds a message and which, how many MPI_Test
- * calls see a request unfinished, and the message MPI_Probe(MPI_ANY_SOURCE)
- * finds. Rank 0 writes what it saw to PREFIX.<process>; the replicas of
+ * calls see a request unfinished, the message MPI_Probe(MPI_ANY_SOURCE)
+ * finds, and what each MPI_Testsome finds. Rank 0 writes what it saw to PREFIX.<process>; the replicas of
  * rank 0 must write the same file. The workers answer after varying pauses
  * so that the outcomes differ from run to run.
  *
@@ -74,6 +74,22 @@ int main(int argc, char **argv) {
             MPI_Probe(MPI_ANY_SOURCE, 5, MPI_COMM_WORLD, &st);
             MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             if (f) fprintf(f, "probe %d\n", st.MPI_SOURCE);
+            /* 5: what each MPI_Testsome finds, until everyone's tag 6 came. */
+            {
+                MPI_Request six[64];
+                int vals[64], idx6[64], left = workers, outcount;
+                for (int w = 0; w < workers; w++)
+                    MPI_Irecv(&vals[w], 1, MPI_INT, w + 1, 6, MPI_COMM_WORLD, &six[w]);
+                while (left > 0) {
+                    MPI_Testsome(workers, six, &outcount, idx6, MPI_STATUSES_IGNORE);
+                    if (outcount > 0 && f) {
+                        fprintf(f, "testsome");
+                        for (int k = 0; k < outcount; k++) fprintf(f, " %d", idx6[k]);
+                        fprintf(f, "\n");
+                    }
+                    if (outcount > 0) left -= outcount;
+                }
+            }
             /* Everyone else's messages of this round. */
             for (int k = 0; k < workers - 1; k++) {
                 MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -107,6 +123,8 @@ int main(int argc, char **argv) {
             MPI_Send(&v, 1, MPI_INT, 0, 4, MPI_COMM_WORLD);
             pause_for(rank, round + 3);
             MPI_Send(&v, 1, MPI_INT, 0, 5, MPI_COMM_WORLD);
+            pause_for(rank, round + 4);
+            MPI_Send(&v, 1, MPI_INT, 0, 6, MPI_COMM_WORLD);
             /* Picked by this round's Waitany? */
             int picked = 0;
             MPI_Iprobe(0, 2, MPI_COMM_WORLD, &picked, MPI_STATUS_IGNORE);

@@ -1221,8 +1221,28 @@ pub unsafe extern "C" fn MPI_Testall(
         args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
         // SAFETY: MPI contract: `count` entries.
         let ids = unsafe { request_array(s, count, requests)? };
-        request::poll(s);
-        let all = ids.iter().flatten().all(|&r| request::is_ready(s, r));
+        let live: Vec<Req> = ids.iter().flatten().copied().collect();
+        let all = match s.rt.p2p().next_choice() {
+            None => {
+                request::poll(s);
+                live.iter().all(|&r| request::is_ready(s, r))
+            }
+            // Replicas: the leader's outcome, on every replica.
+            Some(n) => match s.rt.p2p().choice_role(n) {
+                ChoiceRole::Lead(n) => {
+                    request::poll(s);
+                    let all = live.iter().all(|&r| request::is_ready(s, r));
+                    s.rt.p2p().choose(n, u64::from(all));
+                    all
+                }
+                ChoiceRole::Follow(v) => {
+                    if v == 1 {
+                        request::wait_may_end(s, &live, true, false);
+                    }
+                    v == 1
+                }
+            },
+        };
         // SAFETY: checked non-null.
         unsafe { put(flag, c_int::from(all)) };
         if !all {
@@ -1451,14 +1471,56 @@ unsafe fn some(
         ));
     }
     let live: Vec<Req> = ids.iter().flatten().copied().collect();
+    // Replicas: the requests the leader found, on every replica.
+    let mut chosen: Option<Vec<usize>> = None;
+    let mut leads = None;
+    if let Some(n) = s.rt.p2p().next_choice() {
+        match s.rt.p2p().choice_role(n) {
+            ChoiceRole::Lead(n) => leads = Some(n),
+            ChoiceRole::Follow(count) => {
+                let mut picked = Vec::new();
+                for _ in 0..count {
+                    let k = s.rt.p2p().next_choice().expect("replicated");
+                    match s.rt.p2p().choice_role(k) {
+                        ChoiceRole::Follow(i) => picked.push(i as usize),
+                        // The leader was lost halfway through its list.
+                        ChoiceRole::Lead(_) => break,
+                    }
+                }
+                if picked
+                    .iter()
+                    .any(|&i| ids.get(i).is_none_or(Option::is_none))
+                {
+                    return Err(Fail::new(
+                        MPI_COMM_WORLD,
+                        ErrorClass::Intern,
+                        "the replicas of this rank diverged: the leader's requests are not active here",
+                    ));
+                }
+                let those: Vec<Req> = picked.iter().filter_map(|&i| ids[i]).collect();
+                request::wait_may_end(s, &those, true, false);
+                chosen = Some(picked);
+            }
+        }
+    }
     let rest = move |s: &mut State| {
         let mut n = 0usize;
         let mut first = None;
-        for (i, id) in ids.iter().enumerate() {
-            let Some(r) = *id else { continue };
-            if !request::is_ready(s, r) {
-                continue;
+        let ready: Vec<usize> = match &chosen {
+            Some(picked) => picked.clone(),
+            None => (0..ids.len())
+                .filter(|&i| ids[i].is_some_and(|r| request::is_ready(s, r)))
+                .collect(),
+        };
+        if let Some(k) = leads {
+            s.rt.p2p().choose(k, ready.len() as u64);
+            for &i in &ready {
+                let c = s.rt.p2p().next_choice().expect("replicated");
+                s.rt.p2p().choose(c, i as u64);
             }
+        }
+        for i in ready {
+            let Some(r) = ids[i] else { continue };
             // SAFETY: `i < incount`, `n <= i`; arrays have `incount` entries
             // (the caller's promise, which holds until the call returns).
             unsafe {
