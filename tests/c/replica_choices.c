@@ -3,7 +3,8 @@
  * of a rank must see alike: the request MPI_Waitany finds, whether
  * MPI_Iprobe(MPI_ANY_SOURCE) finds a message and which, how many MPI_Test
  * calls see a request unfinished, the message MPI_Probe(MPI_ANY_SOURCE)
- * finds, and what each MPI_Testsome finds. Rank 0 writes what it saw to PREFIX.<process>; the replicas of
+ * finds, what each MPI_Testsome finds, and the messages MPI_Improbe and
+ * MPI_Mprobe take. Rank 0 writes what it saw to PREFIX.<process>; the replicas of
  * rank 0 must write the same file. The workers answer after varying pauses
  * so that the outcomes differ from run to run.
  *
@@ -90,6 +91,25 @@ int main(int argc, char **argv) {
                     if (outcount > 0) left -= outcount;
                 }
             }
+            /* 6: matched probes of anyone: polled, then blocking. */
+            {
+                MPI_Message msg;
+                long long polls = 0;
+                int found = 0;
+                while (!found) {
+                    MPI_Improbe(MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &found, &msg, &st);
+                    polls++;
+                }
+                MPI_Mrecv(&v, 1, MPI_INT, &msg, MPI_STATUS_IGNORE);
+                if (f) fprintf(f, "improbe %d after %lld\n", st.MPI_SOURCE, polls);
+                MPI_Mprobe(MPI_ANY_SOURCE, 8, MPI_COMM_WORLD, &msg, &st);
+                MPI_Mrecv(&v, 1, MPI_INT, &msg, MPI_STATUS_IGNORE);
+                if (f) fprintf(f, "mprobe %d\n", st.MPI_SOURCE);
+                for (int k = 0; k < workers - 1; k++) {
+                    MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                }
+            }
             /* Everyone else's messages of this round. */
             for (int k = 0; k < workers - 1; k++) {
                 MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -125,6 +145,10 @@ int main(int argc, char **argv) {
             MPI_Send(&v, 1, MPI_INT, 0, 5, MPI_COMM_WORLD);
             pause_for(rank, round + 4);
             MPI_Send(&v, 1, MPI_INT, 0, 6, MPI_COMM_WORLD);
+            pause_for(rank, round + 5);
+            MPI_Send(&v, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
+            pause_for(rank, round + 6);
+            MPI_Send(&v, 1, MPI_INT, 0, 8, MPI_COMM_WORLD);
             /* Picked by this round's Waitany? */
             int picked = 0;
             MPI_Iprobe(0, 2, MPI_COMM_WORLD, &picked, MPI_STATUS_IGNORE);

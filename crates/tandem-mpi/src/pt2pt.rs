@@ -1858,6 +1858,30 @@ pub unsafe extern "C" fn MPI_Mprobe(
             Source::Any => None,
             Source::Rank(r) => Some(r),
         };
+        let wild = filter.is_none() || tag.is_none();
+        if let Some(n) = wild.then(|| s.rt.p2p().next_choice()).flatten() {
+            // Replicas: the message the leader took, on every replica.
+            let found = match s.rt.p2p().choice_role(n) {
+                ChoiceRole::Lead(n) => {
+                    let found = s.rt.mprobe(id, filter, tag);
+                    s.rt.p2p()
+                        .choose(n, probe_outcome(found.as_ref().ok().map(|(_, st)| st)));
+                    found
+                }
+                ChoiceRole::Follow(v) => match probed(v) {
+                    Some((r, t)) => s.rt.mprobe(id, Some(r), Some(t)),
+                    None => s.rt.mprobe(id, filter, tag),
+                },
+            };
+            let (msg, st) = found.map_err(|error| Fail { comm, error })?;
+            let h = message_handle(s, msg, comm);
+            // SAFETY: checked non-null / MPI contract.
+            unsafe {
+                put(message, h);
+                write_status(status, &st);
+            }
+            return Ok(());
+        }
         state::block_on(s, move |s, may_end| {
             let found = if may_end {
                 s.rt.mprobe_or_hand_over(id, filter, tag)?
@@ -1900,7 +1924,26 @@ pub unsafe extern "C" fn MPI_Improbe(
                     Source::Rank(r) => Some(r),
                     _ => None,
                 };
-                s.rt.improbe(id, filter, tag)
+                let taken = match s.rt.p2p().next_choice() {
+                    None => s.rt.improbe(id, filter, tag),
+                    // Replicas: what the leader took, on every replica.
+                    Some(n) => match s.rt.p2p().choice_role(n) {
+                        ChoiceRole::Lead(n) => {
+                            let found = s.rt.improbe(id, filter, tag);
+                            let st = found
+                                .as_ref()
+                                .ok()
+                                .and_then(|f| f.as_ref().map(|(_, st)| st));
+                            s.rt.p2p().choose(n, probe_outcome(st));
+                            found
+                        }
+                        ChoiceRole::Follow(v) => match probed(v) {
+                            None => Ok(None),
+                            Some((r, t)) => s.rt.mprobe(id, Some(r), Some(t)).map(Some),
+                        },
+                    },
+                };
+                taken
                     .map_err(|error| Fail { comm, error })?
                     .map(|(msg, st)| (message_handle(s, msg, comm), st))
             }
