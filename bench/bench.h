@@ -518,6 +518,12 @@ static inline void bench_size_label(char *buf, size_t n, long size)
  * load on a shared machine then lands in one batch of many sizes, which
  * the median over the rounds discards, instead of in every batch of a few
  * neighbouring sizes, which would bend the curve there.
+ *
+ * iters=I1,I2,... (one count per size) replaces the calibration: every
+ * batch of size k runs Ik iterations, after one untimed batch of Ik/4 + 1
+ * as warm-up. The run then sends the same messages whatever the clocks say,
+ * as the replicas of a rank must (`tandem bench --replicas` gives the
+ * replicated launches the counts an unreplicated launch calibrated).
  */
 static inline int bench_pair_main(int argc, char **argv, const char *kernel, bench_body body,
                                   long msgs_per_iter, const char *default_sizes)
@@ -527,6 +533,7 @@ static inline int bench_pair_main(int argc, char **argv, const char *kernel, ben
     int nsizes, i, rep, repeat;
     double duration, warmup;
     long maxsize = 0;
+    const char *fixed;
 
     bench_init(&argc, &argv, kernel);
     nsizes = bench_param_sizes("sizes", default_sizes, sizes);
@@ -534,8 +541,13 @@ static inline int bench_pair_main(int argc, char **argv, const char *kernel, ben
     repeat = (int)bench_param_long("repeat", 10, 1, 100000);
     warmup = bench_param_double("warmup", duration / 4, 0, 3600);
     bench_pair_msgs = msgs_per_iter;
+    fixed = bench_param("iters");
+    if (fixed != NULL && bench_param_sizes("iters", fixed, iters) != nsizes)
+        bench_fail("parameter iters=%s: expected one count per size (%d)", fixed, nsizes);
     if (bench_pair_params != NULL)
         bench_pair_params();
+    if (fixed != NULL && bench_pair_also != NULL)
+        bench_fail("parameter iters=%s: not with a second body (with=...)", fixed);
     if (bench_size < 2)
         bench_fail("%s needs at least 2 ranks (ranks 0 and 1 measure; others wait)", kernel);
     for (i = 0; i < nsizes; i++)
@@ -546,6 +558,13 @@ static inline int bench_pair_main(int argc, char **argv, const char *kernel, ben
 
     if (bench_rank == 0) {
         for (i = 0; i < nsizes; i++) {
+            if (fixed != NULL) {
+                if (iters[i] < 1)
+                    bench_fail("parameter iters=%s: every count must be at least 1", fixed);
+                bench_pair_order(i, iters[i] / 4 + 1);
+                body(sizes[i], iters[i] / 4 + 1);
+                continue;
+            }
             iters[i] = bench_calibrate(body, i, sizes[i], duration, warmup);
             if (bench_pair_also)
                 also_iters[i] = bench_calibrate_of(1, bench_pair_also, i, sizes[i], duration, warmup);

@@ -445,6 +445,185 @@ fn compare_rwapi_with_mpi() {
     assert!(o.stderr.contains("no RWAPI variant"), "{}", o.describe());
 }
 
+/// The runs of library `lib` in a kernel's JSON document.
+fn runs_of<'a>(doc: &'a Value, lib: &str) -> Vec<&'a Value> {
+    doc["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["mpi"] == lib)
+        .collect()
+}
+
+fn table_names(doc: &Value) -> Vec<String> {
+    doc["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .map(|t| t[0].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// `--replicas 1,2`: Tandem unreplicated and with 2 replicas per rank in
+/// one run, launches interleaved, side by side with ratios.
+#[test]
+fn replicated_beside_unreplicated() {
+    let dir = out_dir("replicas");
+    let json = dir.join("r.json");
+    let o = bench(&[
+        "pingpong",
+        "--replicas",
+        "1,2",
+        "--sizes",
+        "8,64k",
+        "--duration",
+        "0.005",
+        "--repeat",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    ok(&o);
+    assert!(o.stdout.contains("tandem-r2/tandem"), "{}", o.describe());
+    assert!(
+        o.stdout
+            .contains("tandem-r2: every rank runs as 2 processes"),
+        "{}",
+        o.describe()
+    );
+    let doc = read_json(&json);
+    assert_eq!(table_names(&doc), ["tandem", "tandem-r2"], "{doc}");
+    for t in doc["tables"].as_array().unwrap() {
+        let rows = t[1]["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 2, "{t}");
+        assert!(rows[0]["values"][0]["median"].as_f64().unwrap() > 0.0);
+    }
+    // Two rounds of one repetition each, in alternating order.
+    let order: Vec<&str> = doc["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["mpi"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["tandem", "tandem-r2", "tandem-r2", "tandem"]);
+    for r in runs_of(&doc, "tandem-r2") {
+        let command = r["command"].as_str().unwrap();
+        assert!(command.contains(" run -n 2 --replicas 2 "), "{command}");
+    }
+    for r in runs_of(&doc, "tandem") {
+        let command = r["command"].as_str().unwrap();
+        assert!(!command.contains("--replicas"), "{command}");
+    }
+
+    // RWAPI cannot be replicated: skipped with a note, the rest measured.
+    let o = bench(&[
+        "compare",
+        "pingpong",
+        "--mpi",
+        "rwapi,tandem",
+        "--replicas",
+        "1,2",
+        "--sizes",
+        "8",
+        "--duration",
+        "0.005",
+        "--repeat",
+        "2",
+    ]);
+    ok(&o);
+    assert!(
+        o.stdout
+            .contains("rwapi-r2 skipped for pingpong: replicated jobs refuse RWAPI"),
+        "{}",
+        o.describe()
+    );
+    assert!(
+        o.stdout.contains("tandem/rwapi") && o.stdout.contains("tandem-r2/rwapi"),
+        "{}",
+        o.describe()
+    );
+    let o = bench(&["pingpong", "--mpi", "rwapi", "--replicas", "2"]);
+    assert!(!o.status.success());
+    assert!(o.stderr.contains("nothing left to run"), "{}", o.describe());
+}
+
+/// The VolpexMPI report's experiment: the same checked computation
+/// unreplicated, with 2 replicas, and with 2 replicas of which one is
+/// killed halfway; every solve verifies.
+#[test]
+fn time_to_solution_with_a_replica_killed_halfway() {
+    let dir = out_dir("tts");
+    let json = dir.join("r.json");
+    let o = bench(&[
+        "tts",
+        "--mpi",
+        "tandem",
+        "--np",
+        "2",
+        "--repeat",
+        "2",
+        "--set",
+        "steps=40",
+        "--sizes",
+        "4k",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    ok(&o);
+    for line in [
+        "tandem: 2 of 2 solves verified",
+        "tandem-r2: 2 of 2 solves verified",
+        "tandem-r2-kill: 2 of 2 solves verified; 2 of 2 launches lost a replica and went on",
+        "every solve gave the result",
+        "process 3 (replica 1 of rank 1) kills itself (SIGKILL) at step 20 of 40",
+        "tandem-r2-kill/tandem",
+    ] {
+        assert!(o.stdout.contains(line), "no {line:?}: {}", o.describe());
+    }
+    let doc = read_json(&json);
+    assert_eq!(
+        table_names(&doc),
+        ["tandem", "tandem-r2", "tandem-r2-kill"],
+        "{doc}"
+    );
+    // One solve per launch, two launches per configuration.
+    for lib in ["tandem", "tandem-r2", "tandem-r2-kill"] {
+        let runs = runs_of(&doc, lib);
+        assert_eq!(runs.len(), 2, "{lib}: {doc}");
+        for r in runs {
+            let solves: Vec<&Value> = r["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["type"] == "tts")
+                .collect();
+            assert_eq!(solves.len(), 1, "{r}");
+            assert_eq!(solves[0]["ok"], true, "{r}");
+            assert_eq!(solves[0]["bad_blocks"], 0, "{r}");
+            assert!(solves[0]["wall"].as_f64().unwrap() > 0.0, "{r}");
+            let command = r["command"].as_str().unwrap();
+            let notes = r["launcher_notes"].to_string();
+            if lib == "tandem-r2-kill" {
+                assert!(command.contains("kill=3:20"), "{command}");
+                assert!(
+                    notes.contains("rank 1 replica 1") && notes.contains("killed by signal 9"),
+                    "{r}"
+                );
+            } else {
+                assert!(!command.contains("kill="), "{command}");
+                assert!(!notes.contains("killed"), "{r}");
+            }
+        }
+    }
+    let verified = &doc["tables"][2][1]["rows"][0]["values"][2];
+    assert_eq!(verified["median"], 100.0, "{doc}");
+
+    // One problem at a time.
+    let o = bench(&["tts", "--mpi", "tandem", "--sizes", "1k,2k"]);
+    assert!(!o.status.success());
+    assert!(o.stderr.contains("one size"), "{}", o.describe());
+}
+
 #[test]
 fn compare_with_open_mpi() {
     let installed = std::env::var_os("PATH")
@@ -588,6 +767,55 @@ fn report_page() {
     );
 }
 
+/// The report with `--replicas 1,2`: every section compares tandem-r2
+/// with tandem, and the time to solution is added.
+#[test]
+fn report_with_replicas() {
+    let dir = out_dir("report-replicas");
+    let o = bench(&[
+        "report",
+        "--out",
+        dir.to_str().unwrap(),
+        "--duration",
+        "0.003",
+        "--repeat",
+        "2",
+        "--np",
+        "2",
+        "--set",
+        "transports=tcp",
+        "--replicas",
+        "1,2",
+    ]);
+    ok(&o);
+    let html = std::fs::read_to_string(dir.join("index.html")).expect("index.html");
+    for word in [
+        "tandem-r2/tandem (latency)",
+        "tandem-r2/tandem (total)",
+        "Time to solution",
+        "tandem-r2-kill/tandem (time to solution)",
+        "tandem-r2-kill: 2 of 2 solves verified; 2 of 2 launches lost a replica",
+    ] {
+        assert!(html.contains(word), "no {word} in the report");
+    }
+    // The overhead kernel decides by the clock what to send, so it is not
+    // replicated; the page says why.
+    assert!(
+        html.contains("tandem-r2 skipped for overhead: it decides from each process"),
+        "no note on the overhead section"
+    );
+    let doc = read_json(&dir.join("results.json"));
+    for s in doc["sections"].as_array().unwrap() {
+        let names = table_names(&s["result"]);
+        let expected: &[&str] = match s["kernel"].as_str().unwrap() {
+            "overhead" => &["tandem"],
+            "tts" => &["tandem", "tandem-r2", "tandem-r2-kill"],
+            _ => &["tandem", "tandem-r2"],
+        };
+        assert_eq!(names, expected, "{}: {}", s["kernel"], s["skipped"]);
+    }
+}
+
 #[test]
 fn pingpong_across_rate_limited_namespaces() {
     // Two network namespaces as hosts, each link limited to 1 Gbit/s
@@ -656,6 +884,120 @@ fn pingpong_across_rate_limited_namespaces() {
     );
 }
 
+/// Replicated and unreplicated Tandem across 4 namespace hosts at 1 Gbit/s,
+/// each replica of the 2 ranks on a host of its own; then the time to
+/// solution there, with Open MPI beside it when it is installed.
+#[test]
+fn replicas_across_rate_limited_namespaces() {
+    let dir = out_dir("netns-replicas");
+    let json = dir.join("r.json");
+    let o = bench(&[
+        "pingpong",
+        "--replicas",
+        "1,2",
+        "--hosts",
+        "netns:4",
+        "--rate",
+        "1gbit",
+        "--sizes",
+        "8,64k",
+        "--duration",
+        "0.005",
+        "--repeat",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    if !o.status.success() && o.stderr.contains("network namespaces cannot be created") {
+        eprintln!(
+            "SKIP replicas_across_rate_limited_namespaces: {}",
+            o.stderr.trim()
+        );
+        return;
+    }
+    ok(&o);
+    assert!(
+        o.stdout.contains("4 network namespaces") && o.stdout.contains("tandem-r2/tandem"),
+        "{}",
+        o.describe()
+    );
+    let doc = read_json(&json);
+    assert_eq!(table_names(&doc), ["tandem", "tandem-r2"], "{doc}");
+    for r in runs_of(&doc, "tandem-r2") {
+        let command = r["command"].as_str().unwrap();
+        assert!(
+            command.starts_with("ip netns exec tnd-") && command.contains("--replicas 2 --host "),
+            "{command}"
+        );
+        // One slot per host: the launcher had to spread the replicas.
+        assert!(command.contains("-h3:1 --agent"), "{command}");
+        assert!(
+            !r["launcher_notes"].to_string().contains("share host"),
+            "{r}"
+        );
+    }
+
+    let json = dir.join("tts.json");
+    let o = bench(&[
+        "tts",
+        "--np",
+        "2",
+        "--repeat",
+        "1",
+        "--set",
+        "steps=20",
+        "--sizes",
+        "4k",
+        "--hosts",
+        "netns:4",
+        "--rate",
+        "1gbit",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    ok(&o);
+    let doc = read_json(&json);
+    let mut expected = vec!["tandem", "tandem-r2", "tandem-r2-kill"];
+    let ompi = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("mpirun.openmpi").is_file()))
+        .unwrap_or(false);
+    if ompi {
+        expected.push("openmpi");
+        let command = runs_of(&doc, "openmpi")[0]["command"].as_str().unwrap();
+        assert!(
+            command.contains("ip netns exec tnd-") && command.contains("plm_rsh_agent"),
+            "{command}"
+        );
+        // The temporary directory each host had for Open MPI's daemons is gone.
+        let h0 = command
+            .split_whitespace()
+            .skip_while(|w| *w != "exec")
+            .nth(1)
+            .unwrap_or("");
+        let dir = std::env::temp_dir().join(format!("tandem-netns-{h0}"));
+        assert!(!dir.exists(), "{} left behind", dir.display());
+    }
+    assert_eq!(table_names(&doc), expected, "{doc}");
+    assert!(
+        o.stdout.contains("every solve gave the result"),
+        "{}",
+        o.describe()
+    );
+    for lib in &expected {
+        assert!(
+            o.stdout.contains(&format!("{lib}: 1 of 1 solves verified")),
+            "{lib}: {}",
+            o.describe()
+        );
+    }
+    // The replica lost was on a host of its own: the last one.
+    let notes = runs_of(&doc, "tandem-r2-kill")[0]["launcher_notes"].to_string();
+    assert!(
+        notes.contains("rank 1 replica 1 (host tnd-") && notes.contains("-h3, pid"),
+        "{notes}"
+    );
+}
+
 #[test]
 fn user_errors_are_explained() {
     let o = bench(&["pingpong", "--mpi", "/nonexistent/mpicc"]);
@@ -694,14 +1036,25 @@ fn user_errors_are_explained() {
         assert!(o.stderr.contains(needle), "{args:?}: {}", o.describe());
     }
 
-    // Other libraries are not started across namespaces (or not installed).
+    // MPICH is not started across namespaces (or not installed).
     let o = bench(&["pingpong", "--hosts", "netns:2", "--mpi", "tandem,mpich"]);
     assert!(!o.status.success());
     assert!(
-        o.stderr.contains("Tandem only") || o.stderr.contains("MPICH is not installed"),
+        o.stderr.contains("Tandem and Open MPI only")
+            || o.stderr.contains("MPICH is not installed"),
         "{}",
         o.describe()
     );
+
+    for bad in ["0", "two", "1,17"] {
+        let o = bench(&["pingpong", "--replicas", bad]);
+        assert!(!o.status.success(), "--replicas {bad}");
+        assert!(
+            o.stderr.contains("expected replica counts from 1 to 16"),
+            "{}",
+            o.describe()
+        );
+    }
 
     let o = bench(&["overhead", "--duration", "1"]);
     assert!(!o.status.success());

@@ -88,6 +88,7 @@ pub fn analyse(kernel: &str, records: &[Value], params: &BTreeMap<String, String
         "coll" => coll_table(records),
         "alltoallv" => alltoallv_table(records),
         "cannon" => cannon_table(records),
+        "tts" => tts_table(records),
         other => Table {
             kernel: other.to_string(),
             key_names: vec![],
@@ -426,6 +427,62 @@ fn cannon_table(records: &[Value]) -> Table {
     }
 }
 
+/// The time-to-solution kernel: per problem (size, steps) the solve's time
+/// (the slowest rank's), the launch's from start to exit (`wall`, added by
+/// `tandem bench`: start-up, the solve, finalisation, the wait for lost
+/// replicas), and the share of solves whose result verified.
+fn tts_table(records: &[Value]) -> Table {
+    type Acc = (Vec<f64>, Vec<f64>, Vec<f64>);
+    let mut by: BTreeMap<(u64, u64), Acc> = BTreeMap::new();
+    for r in of_type(records, "tts") {
+        let (Some(s), Some(steps), Some(t)) = (f(r, "size"), f(r, "steps"), f(r, "t")) else {
+            continue;
+        };
+        let e = by.entry((s as u64, steps as u64)).or_default();
+        e.0.push(t);
+        if let Some(w) = f(r, "wall") {
+            e.1.push(w);
+        }
+        let ok = r.get("ok").and_then(Value::as_bool) == Some(true);
+        e.2.push(if ok { 100.0 } else { 0.0 });
+    }
+    Table {
+        kernel: "tts".into(),
+        key_names: vec!["size".into(), "steps".into()],
+        x_label: "bytes per pair".into(),
+        x_log: true,
+        metrics: vec![
+            Metric {
+                name: "time to solution",
+                unit: "s",
+                lower_is_better: true,
+            },
+            Metric {
+                name: "launch to exit",
+                unit: "s",
+                lower_is_better: true,
+            },
+            Metric {
+                name: "verified",
+                unit: "%",
+                lower_is_better: false,
+            },
+        ],
+        rows: by
+            .into_iter()
+            .map(|((s, steps), (t, w, ok))| Row {
+                keys: vec![
+                    ("size".into(), size_text(s)),
+                    ("steps".into(), steps.to_string()),
+                ],
+                group: String::new(),
+                x: s as f64,
+                values: vec![Summary::of(&t), Summary::of(&w), Summary::of(&ok)],
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,6 +519,22 @@ mod tests {
         assert!((t.rows[0].values[0].unwrap().median - 20.0).abs() < 1e-6);
         assert!((t.rows[0].values[1].unwrap().median - 80.0).abs() < 1e-6);
         assert_eq!(t.rows[0].key(), "op=isend size=64 KiB");
+    }
+
+    #[test]
+    fn time_to_solution_and_verification() {
+        let recs = vec![
+            json!({"type":"tts","size":32768,"steps":100,"rep":0,"t":2.0,"ok":true,"wall":2.5}),
+            json!({"type":"tts","size":32768,"steps":100,"rep":1,"t":3.0,"ok":false,"wall":3.5}),
+            json!({"type":"tts","size":32768,"steps":100,"rep":2,"t":4.0,"ok":true,"wall":4.5}),
+        ];
+        let t = analyse("tts", &recs, &BTreeMap::new());
+        assert_eq!(t.rows.len(), 1);
+        assert_eq!(t.rows[0].key(), "size=32 KiB steps=100");
+        let v = |i: usize| t.rows[0].values[i].unwrap();
+        assert_eq!(v(0).median, 3.0);
+        assert_eq!(v(1).median, 3.5);
+        assert!((v(2).mean - 200.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]

@@ -75,13 +75,15 @@ pub fn missing_functions(compiler_output: &str) -> Vec<String> {
 }
 
 /// Builds `kernel` with `lib` (or finds it in the cache); returns the
-/// executable.
+/// executable. A replicated variant of a library (`tandem-r2`) runs the
+/// library's own executable.
 pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
+    let lib_name = lib.base_name();
     // The library `rwapi` is Tandem running the kernel's RWAPI variant.
     // Its source includes the MPI kernel's file, for its body: both are
     // written, under their own names.
     let mpi_file = format!("{}.c", kernel.name);
-    let (file, source) = if lib.name == "rwapi" {
+    let (file, source) = if lib_name == "rwapi" {
         let variant = kernel.rwapi.as_ref().ok_or_else(|| {
             BuildError::Other(format!(
                 "kernel {} has no RWAPI variant (those with one: pingpong, bidir, burst)",
@@ -94,7 +96,7 @@ pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
     };
     let mut key_text = Vec::new();
     key_text.extend_from_slice(source.as_bytes());
-    if lib.name == "rwapi" {
+    if lib_name == "rwapi" {
         key_text.extend_from_slice(kernel.source.as_bytes());
     }
     key_text.extend_from_slice(COMMON_HEADER.1.as_bytes());
@@ -102,7 +104,7 @@ pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
     key_text.extend_from_slice(lib.identity().as_bytes());
     let key = fnv1a(&key_text);
     let dir = cache_dir();
-    let exe = dir.join(format!("{}-{}-{key:016x}", kernel.name, lib.name));
+    let exe = dir.join(format!("{}-{lib_name}-{key:016x}", kernel.name));
     if exe.is_file() {
         return Ok(exe);
     }
@@ -123,9 +125,8 @@ pub fn build(kernel: &Kernel, lib: &Library) -> Result<PathBuf, BuildError> {
             .map_err(|e| BuildError::Other(format!("cannot write {}: {e}", path.display())))?;
     }
     let tmp = dir.join(format!(
-        "{}-{}-{key:016x}.tmp{}",
+        "{}-{lib_name}-{key:016x}.tmp{}",
         kernel.name,
-        lib.name,
         std::process::id()
     ));
     let mut cmd = Command::new(&lib.cc[0]);

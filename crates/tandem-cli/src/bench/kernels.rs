@@ -32,6 +32,27 @@ pub struct Kernel {
     /// The same measurement with RWAPI writes in place of sends (run as the
     /// library `rwapi`), where there is one.
     pub rwapi: Option<RwapiVariant>,
+    /// How the kernel runs with replicated ranks (see [`Replication`]).
+    pub replication: Replication,
+    /// A time to solution: one solve per launch (`--repeat` launches per
+    /// library, interleaved), and with `--replicas` a configuration that
+    /// loses one replica halfway through (`kill=PROCESS:STEP`).
+    pub time_to_solution: bool,
+}
+
+/// How a kernel runs with replicated ranks: the replicas of a rank must
+/// send the same messages, so a kernel whose messages depend on the clock
+/// cannot run replicated as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replication {
+    /// Its messages do not depend on the clock.
+    Same,
+    /// Its iterations per batch are calibrated by the clock: replicated
+    /// launches get fixed counts (`iters=...`) from an unreplicated launch.
+    FixedIterations,
+    /// Its messages depend on the clock throughout: not replicated, for
+    /// this reason.
+    Refused(&'static str),
 }
 
 /// A kernel's RWAPI variant.
@@ -65,7 +86,12 @@ const P_WARMUP_N: Param = Param {
     help: "untimed rounds before timing",
 };
 
-const PAIR: &[Param] = &[P_SIZES, P_DURATION, P_REPEAT, P_WARMUP_S];
+const P_ITERS: Param = Param {
+    name: "iters",
+    help: "iterations per batch, one count per size, in place of calibrating them to duration (replicated runs get an unreplicated launch's)",
+};
+
+const PAIR: &[Param] = &[P_SIZES, P_DURATION, P_REPEAT, P_WARMUP_S, P_ITERS];
 
 /// How an RWAPI kernel's target learns that a write arrived (bench/rw.h).
 const RW_NOTIFY: &[Param] = &[Param {
@@ -88,6 +114,8 @@ pub static KERNELS: &[Kernel] = &[
             source: include_str!("../../../../bench/rw_pingpong.c"),
             params: RW_NOTIFY,
         }),
+        replication: Replication::FixedIterations,
+        time_to_solution: false,
     },
     Kernel {
         name: "bidir",
@@ -103,6 +131,8 @@ pub static KERNELS: &[Kernel] = &[
             source: include_str!("../../../../bench/rw_bidir.c"),
             params: RW_NOTIFY,
         }),
+        replication: Replication::FixedIterations,
+        time_to_solution: false,
     },
     Kernel {
         name: "burst",
@@ -118,6 +148,7 @@ pub static KERNELS: &[Kernel] = &[
             P_DURATION,
             P_REPEAT,
             P_WARMUP_S,
+            P_ITERS,
             Param {
                 name: "window",
                 help: "sends kept in flight (default 64)",
@@ -127,6 +158,8 @@ pub static KERNELS: &[Kernel] = &[
             source: include_str!("../../../../bench/rw_burst.c"),
             params: &[],
         }),
+        replication: Replication::FixedIterations,
+        time_to_solution: false,
     },
     Kernel {
         name: "overhead",
@@ -170,6 +203,10 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi: None,
+        replication: Replication::Refused(
+            "it decides from each process's clock how much work to add and when a series ends, so the replicas of a rank would send different messages",
+        ),
+        time_to_solution: false,
     },
     Kernel {
         name: "coll",
@@ -194,6 +231,8 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi: None,
+        replication: Replication::Same,
+        time_to_solution: false,
     },
     Kernel {
         name: "alltoallv",
@@ -218,6 +257,8 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi: None,
+        replication: Replication::Same,
+        time_to_solution: false,
     },
     Kernel {
         name: "cannon",
@@ -241,8 +282,49 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi: None,
+        replication: Replication::Same,
+        time_to_solution: false,
+    },
+    Kernel {
+        name: "tts",
+        source: include_str!("../../../../bench/tts.c"),
+        about: "time to solution of a fixed all-to-all computation that checks its result, unreplicated, \
+                replicated and losing a replica halfway (the VolpexMPI report's experiment)",
+        default_np: 4,
+        min_np: 1,
+        square_np: false,
+        default_sizes: Some("32k"),
+        takes_duration: false,
+        params: &[
+            Param {
+                name: "sizes",
+                help: "bytes between each pair of ranks per step, one size (--sizes)",
+            },
+            Param {
+                name: "repeat",
+                help: "launches per configuration, one solve each (--repeat; default 5)",
+            },
+            Param {
+                name: "steps",
+                help: "exchanges of the computation (default 1000); the -kill configurations lose their replica at steps/2",
+            },
+            Param {
+                name: "spread",
+                help: "per-pair counts vary by up to this fraction (default 0.15)",
+            },
+            Param {
+                name: "kill",
+                help: "PROCESS:STEP: that process (TANDEM_JOB_RANK) kills itself at STEP (given to the -kill configurations)",
+            },
+        ],
+        rwapi: None,
+        replication: Replication::Same,
+        time_to_solution: true,
     },
 ];
+
+/// The steps of the tts kernel when not given (as in bench/tts.c).
+pub const TTS_STEPS: u64 = 1000;
 
 /// The kernel named `name`.
 pub fn find(name: &str) -> Option<&'static Kernel> {
@@ -262,6 +344,12 @@ impl Kernel {
     /// The parameters of the RWAPI variant alone (none without one).
     pub fn rwapi_params(&self) -> &'static [Param] {
         self.rwapi.as_ref().map_or(&[], |v| v.params)
+    }
+
+    /// Whether the kernel calls one-sided communication, which replicated
+    /// jobs refuse.
+    pub fn uses_one_sided(&self) -> bool {
+        self.source.contains("MPI_Win_")
     }
 
     /// Checks a rank count.
@@ -389,6 +477,15 @@ mod tests {
             }
         }
         assert!(find("cannon").unwrap().check_np(3).is_err());
+        // Rust and C agree on the solve's default length.
+        let tts = find("tts").unwrap();
+        assert!(tts.time_to_solution);
+        assert!(
+            tts.source
+                .contains(&format!("bench_param_long(\"steps\", {TTS_STEPS},")),
+            "bench/tts.c's default steps differ from TTS_STEPS"
+        );
+        assert!(KERNELS.iter().all(|k| !k.uses_one_sided()));
         assert!(find("pingpong").unwrap().check_np(1).is_err());
     }
 }

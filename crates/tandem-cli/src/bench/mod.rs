@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use analyze::Table;
-use kernels::Kernel;
+use kernels::{Kernel, Replication};
 use mpi::{Family, Library, Placement, Transport};
 use output::Machine;
 use run::RunOutput;
@@ -53,6 +53,9 @@ pub enum BenchCommand {
     Alltoallv(KernelArgs),
     /// Cannon's matrix multiplication with overlapped shifts (seed 004)
     Cannon(KernelArgs),
+    /// Time to solution of a checked all-to-all computation: unreplicated,
+    /// replicated, and losing a replica halfway (the VolpexMPI report)
+    Tts(KernelArgs),
     /// Run one kernel on several MPI libraries, interleaved, with ratios
     Compare(CompareArgs),
     /// Fit Hockney and LogGP to ping-pong, burst and overhead; predict collectives
@@ -104,18 +107,29 @@ pub struct KernelArgs {
     pub timeout: f64,
     /// Run across hosts: netns:K makes K network namespaces joined by a
     /// bridge (needs root; removed afterwards, also on failure or Ctrl-C)
-    /// and spreads the ranks over them, talking TCP (Tandem only)
+    /// and spreads the ranks over them, talking TCP (Tandem and Open MPI)
     #[arg(long, value_name = "netns:K")]
     pub hosts: Option<String>,
     /// With --hosts netns:K: limit every host's link to this rate with a
     /// token bucket (tc tbf), e.g. 1gbit for the seeds' Gigabit Ethernet
     #[arg(long, value_name = "RATE")]
     pub rate: Option<String>,
+    /// Run Tandem with replicated ranks: R processes per rank (`tandem run
+    /// --replicas R`), or a list such as 1,2 to measure unreplicated and
+    /// replicated in the same run, launches interleaved as compare does; the
+    /// replicated runs are the libraries tandem-r2, ... (tts adds
+    /// tandem-r2-kill, which loses one replica halfway; tts's default: 1,2)
+    #[arg(long, value_name = "R[,R...]")]
+    pub replicas: Option<String>,
 }
+
+/// Launches per library of a comparison (also of a kernel run with
+/// several replica counts).
+pub const DEFAULT_ROUNDS: u32 = 5;
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The kernel: pingpong, bidir, burst, overhead, coll, alltoallv, cannon
+    /// The kernel: pingpong, bidir, burst, overhead, coll, alltoallv, cannon, tts
     #[arg(value_name = "KERNEL")]
     pub kernel: String,
     #[command(flatten)]
@@ -123,7 +137,7 @@ pub struct CompareArgs {
     /// Launches per library, alternating between libraries (the repetitions are split among them);
     /// ratios are paired within rounds, leaving out rounds in which the machine changed state
     /// (cache-line probes around the launches more than 1.5x apart) while most rounds did not
-    #[arg(long, value_name = "K", default_value_t = 5)]
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_ROUNDS)]
     pub rounds: u32,
     /// Launch rwapi and tandem apart (by default, compared on a kernel with an RWAPI variant, they
     /// run in the same launches, their batches alternating, which launch-to-launch noise cannot
@@ -187,6 +201,9 @@ pub struct RunSpec {
     /// Launch `rwapi` and `tandem` apart even where they could share
     /// launches (see [`RunSpec::shared_pair`]).
     pub separate_launches: bool,
+    /// What the run leaves out or changes, for its output (replicated
+    /// variants skipped, ...).
+    pub notes: Vec<String>,
 }
 
 impl RunSpec {
@@ -258,6 +275,9 @@ pub struct KernelResult {
     /// The two libraries measured in the same launches (see
     /// [`RunSpec::shared_pair`]), if any.
     pub shared_launches: Option<(String, String)>,
+    /// What the run left out or changed (see [`RunSpec::notes`]), and how
+    /// the replicated configurations ran.
+    pub notes: Vec<String>,
 }
 
 impl KernelResult {
@@ -336,6 +356,174 @@ fn join_sizes(sizes: &[u64]) -> String {
         .join(",")
 }
 
+/// Parses `--replicas`: a replica count or a comma list of them, each from
+/// 1 to the launcher's largest, repeats dropped.
+pub fn parse_replicas(text: &str) -> Result<Vec<u32>, String> {
+    let max = crate::launcher::MAX_REPLICAS as u32;
+    let mut out: Vec<u32> = Vec::new();
+    for w in text.split(',') {
+        let r = w
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|r| (1..=max).contains(r))
+            .ok_or_else(|| {
+                format!("--replicas {text}: expected replica counts from 1 to {max}, e.g. 2 or 1,2")
+            })?;
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+/// The libraries to run with replica counts `replicas`: each Tandem
+/// library once per count, `tandem` for 1 and `tandem-rR` for R > 1 (and
+/// `tandem-rR-kill` after it for a time-to-solution kernel), in the order
+/// of the libraries, then of the counts. Replicated jobs refuse RWAPI and
+/// one-sided communication, and a kernel whose messages depend on the
+/// clock would make the replicas of a rank diverge: `rwapi`, kernels that
+/// use windows and kernels of [`Replication::Refused`] keep their
+/// unreplicated run (when 1 is listed) and a note says what was skipped
+/// and why; other MPI libraries run unreplicated, also with a note.
+pub fn with_replicas(
+    kernel: &Kernel,
+    libs: &[Library],
+    replicas: &[u32],
+) -> Result<(Vec<Library>, Vec<String>), String> {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    let unreplicated = replicas.contains(&1);
+    let counts: Vec<u32> = replicas.iter().copied().filter(|&r| r > 1).collect();
+    let names = |base: &str| {
+        counts
+            .iter()
+            .map(|r| format!("{base}-r{r}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for lib in libs {
+        let refused = if lib.family != Family::Tandem {
+            if !counts.is_empty() {
+                notes.push(format!(
+                    "{} runs unreplicated: --replicas is Tandem's",
+                    lib.name
+                ));
+            }
+            out.push(lib.clone());
+            continue;
+        } else if lib.name == "rwapi" {
+            Some("replicated jobs refuse RWAPI (rwapi_init fails: a remote write is a request and an answer between two processes, which another replica cannot replay)")
+        } else if kernel.uses_one_sided() {
+            Some("replicated jobs refuse one-sided communication (window creation fails with MPI_ERR_UNSUPPORTED_OPERATION)")
+        } else if let Replication::Refused(why) = kernel.replication {
+            Some(why)
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            if !counts.is_empty() {
+                notes.push(format!(
+                    "{} skipped for {}: {why}",
+                    names(&lib.name),
+                    kernel.name
+                ));
+            }
+            if unreplicated {
+                out.push(lib.clone());
+            }
+            continue;
+        }
+        for &r in replicas {
+            if r == 1 {
+                out.push(lib.clone());
+                continue;
+            }
+            out.push(lib.replicated(r, false));
+            if kernel.time_to_solution {
+                out.push(lib.replicated(r, true));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "--replicas {}: nothing left to run ({})",
+            replicas
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            notes.join("; ")
+        ));
+    }
+    Ok((out, notes))
+}
+
+/// The iteration counts a launch of a pair kernel ran, one per size of
+/// `sizes` (comma list); None if a size has no sample.
+fn iterations_of(records: &[Value], sizes: &str) -> Option<Vec<u64>> {
+    sizes
+        .split(',')
+        .map(|s| {
+            let size: u64 = s.trim().parse().ok()?;
+            records
+                .iter()
+                .find(|r| r["type"] == "sample" && r["size"].as_u64() == Some(size))
+                .and_then(|r| r["iters"].as_u64())
+        })
+        .collect()
+}
+
+/// The kernel's `iters` parameter from the counts of several launches:
+/// per size the median (of two, the larger), so that a launch that
+/// calibrated in a slow moment (few iterations) does not set them.
+fn median_iterations(launches: &[Vec<u64>]) -> Option<String> {
+    let first = launches.first()?;
+    let counts: Vec<String> = (0..first.len())
+        .map(|k| {
+            let mut v: Vec<u64> = launches.iter().filter_map(|l| l.get(k).copied()).collect();
+            v.sort_unstable();
+            v[v.len() / 2].to_string()
+        })
+        .collect();
+    Some(counts.join(","))
+}
+
+/// A note when replicated libraries are asked for another transport than
+/// TCP, which is all they use.
+pub fn replicated_transport_note(libs: &[Library], transport: &Transport) -> Option<String> {
+    let replicated: Vec<&str> = libs
+        .iter()
+        .filter(|l| l.replicas > 1)
+        .map(|l| l.name.as_str())
+        .collect();
+    (!replicated.is_empty() && *transport != Transport::Tcp).then(|| {
+        format!(
+            "{} ran over TCP whatever the transport ({}): replicated jobs talk TCP only",
+            replicated.join(", "),
+            transport.name()
+        )
+    })
+}
+
+/// The process a `-kill` configuration loses and the step at which (the
+/// solve's middle): the last process, replica R-1 of rank N-1, so the
+/// leaders of every rank and the output of rank 0 stay.
+pub fn kill_plan(
+    lib: &Library,
+    np: u32,
+    params: &BTreeMap<String, String>,
+) -> Option<(u32, u64, u64)> {
+    if !lib.kill_halfway || lib.replicas < 2 {
+        return None;
+    }
+    let steps = params
+        .get("steps")
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(kernels::TTS_STEPS);
+    Some((np * lib.replicas - 1, steps / 2, steps))
+}
+
 /// Builds a RunSpec from command-line options.
 pub fn spec_from_args(
     kernel: &'static Kernel,
@@ -343,13 +531,38 @@ pub fn spec_from_args(
     default_mpi: &str,
     rounds: u32,
 ) -> Result<RunSpec, String> {
+    let mut notes = Vec::new();
+    let mut default_mpi = default_mpi.to_string();
+    if a.mpi.is_none() && kernel.time_to_solution {
+        // The experiment sets Open MPI beside Tandem where it is installed.
+        match mpi::resolve("openmpi") {
+            Ok(_) => default_mpi = "tandem,openmpi".into(),
+            Err(e) => {
+                default_mpi = "tandem".into();
+                notes.push(format!("measuring Tandem alone: {e}"));
+            }
+        }
+    }
     let libs = a
         .mpi
         .as_deref()
-        .unwrap_or(default_mpi)
+        .unwrap_or(&default_mpi)
         .split(',')
         .map(|s| mpi::resolve(s.trim()))
         .collect::<Result<Vec<Library>, String>>()?;
+    let replicas = match (&a.replicas, kernel.time_to_solution) {
+        (Some(r), _) => Some(parse_replicas(r)?),
+        (None, true) => Some(vec![1, 2]),
+        (None, false) => None,
+    };
+    let libs = match &replicas {
+        Some(r) => {
+            let (libs, more) = with_replicas(kernel, &libs, r)?;
+            notes.extend(more);
+            libs
+        }
+        None => libs,
+    };
     let np = a.np.unwrap_or(kernel.default_np);
     kernel.check_np(np)?;
     let mut params = BTreeMap::new();
@@ -383,6 +596,15 @@ pub fn spec_from_args(
         params.insert("repeat".into(), r.to_string());
     }
     let mut lib_set = split_set(kernel, &a.set, &libs, &mut params)?;
+    if kernel.time_to_solution {
+        let sizes = params.get("sizes").map_or(0, |s| s.split(',').count());
+        if sizes != 1 {
+            return Err(format!(
+                "{} solves one problem: give one size (--sizes 32k), not {sizes}",
+                kernel.name
+            ));
+        }
+    }
     if let Some(name) = params.keys().find(|k| kernel.is_rwapi_param(k)) {
         if !libs.iter().any(|l| l.name == "rwapi") {
             return Err(format!(
@@ -400,10 +622,21 @@ pub fn spec_from_args(
     {
         transport = Transport::parse(&lib_set.remove(i).2);
     }
+    notes.extend(replicated_transport_note(&libs, &transport));
     if !(a.timeout.is_finite() && a.timeout > 0.0) {
         return Err("--timeout: expected a positive number of seconds".into());
     }
     let np_list = node_counts(kernel, np, &mut params)?;
+    let rounds = if kernel.time_to_solution {
+        // One solve per launch: a lost replica stays lost for the rest of
+        // its launch.
+        params
+            .get("repeat")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| default_repeat(kernel))
+    } else {
+        rounds
+    };
     Ok(RunSpec {
         kernel,
         libs,
@@ -417,6 +650,7 @@ pub fn spec_from_args(
         progress: true,
         placement: None,
         separate_launches: false,
+        notes,
     })
 }
 
@@ -448,7 +682,7 @@ pub fn node_counts(
 /// The repetitions a kernel does by default (for splitting among rounds).
 fn default_repeat(kernel: &Kernel) -> u32 {
     match kernel.name {
-        "overhead" | "cannon" => 5,
+        "overhead" | "cannon" | "tts" => 5,
         "coll" => 20,
         _ => 10,
     }
@@ -489,6 +723,11 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
     let rounds = spec.rounds.min(repeat).max(1);
     let mut runs = Vec::new();
     let mut pooled: Vec<Vec<Value>> = vec![Vec::new(); spec.libs.len()];
+    // Per unreplicated library, the iteration counts of its launches so
+    // far, for the replicated launches of a kernel calibrated by the clock.
+    let mut calibrated: BTreeMap<String, Vec<Vec<u64>>> = BTreeMap::new();
+    let fixed_iterations = spec.kernel.replication == Replication::FixedIterations
+        && !spec.params.contains_key("iters");
     for round in 0..rounds {
         // Spread the repetitions: the first rounds take the remainder.
         let share = repeat / rounds + u32::from(round < repeat % rounds);
@@ -515,14 +754,53 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                 if lib.name != "rwapi" {
                     params.retain(|k, _| !spec.kernel.is_rwapi_param(k));
                 }
+                if let Some((process, step, _)) = kill_plan(lib, np, &spec.params) {
+                    params.insert("kill".into(), format!("{process}:{step}"));
+                }
+                if fixed_iterations && lib.replicas > 1 {
+                    let base = lib.base_name().to_string();
+                    if !calibrated.contains_key(&base) {
+                        // No unreplicated launch yet: one, untimed, to
+                        // calibrate.
+                        let mut once = params.clone();
+                        once.insert("repeat".into(), "1".into());
+                        let unreplicated = Library {
+                            replicas: 1,
+                            kill_halfway: false,
+                            name: base.clone(),
+                            ..lib.clone()
+                        };
+                        let out = run::launch(&run::Launch {
+                            lib: &unreplicated,
+                            program: &exes[i],
+                            np,
+                            kernel_args: once.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+                            lib_set: lib_set_of(spec, &unreplicated),
+                            transport: spec.transport.clone(),
+                            timeout: spec.timeout,
+                            label: format!("{} {base} (calibration)", spec.kernel.name),
+                            progress: spec.progress,
+                            placement: spec.placement.as_ref(),
+                        })?;
+                        let sizes = params.get("sizes").cloned().unwrap_or_default();
+                        if let Some(iters) = iterations_of(&out.records, &sizes) {
+                            calibrated.entry(base.clone()).or_default().push(iters);
+                        }
+                    }
+                    let iters = calibrated
+                        .get(&base)
+                        .and_then(|l| median_iterations(l))
+                        .ok_or_else(|| {
+                            format!(
+                                "{}: no iteration counts to run {} with",
+                                spec.kernel.name, lib.name
+                            )
+                        })?;
+                    params.insert("iters".into(), iters);
+                }
                 let kernel_args: Vec<String> =
                     params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let lib_set: Vec<(String, String)> = spec
-                    .lib_set
-                    .iter()
-                    .filter(|(l, _, _)| l.is_empty() || *l == lib.name)
-                    .map(|(_, k, v)| (k.clone(), v.clone()))
-                    .collect();
+                let lib_set = lib_set_of(spec, lib);
                 let mut label = format!("{} {}", spec.kernel.name, lib.name);
                 if let Some(mpi) = shared_mpi {
                     label.push_str(&format!("+{}", spec.libs[mpi].name));
@@ -554,6 +832,21 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                     runs.push(mpi_out);
                     continue;
                 }
+                let mut out = out;
+                if fixed_iterations && lib.replicas == 1 && lib.family == Family::Tandem {
+                    if let Some(iters) =
+                        iterations_of(&out.records, spec.params.get("sizes").map_or("", |s| s))
+                    {
+                        calibrated.entry(lib.name.clone()).or_default().push(iters);
+                    }
+                }
+                if spec.kernel.time_to_solution {
+                    // The launch's own time, start-up and finalisation
+                    // included, beside the solve's.
+                    for r in &mut out.records {
+                        r["wall"] = Value::from(out.seconds);
+                    }
+                }
                 analyze::pool(&mut pooled[i], out.records.clone());
                 runs.push(out);
             }
@@ -583,7 +876,54 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
         tables,
         shared_launches: shared
             .map(|(rw, mpi)| (spec.libs[rw].name.clone(), spec.libs[mpi].name.clone())),
+        notes: run_notes(spec),
     })
+}
+
+/// The library parameters of `lib`'s launches.
+fn lib_set_of(spec: &RunSpec, lib: &Library) -> Vec<(String, String)> {
+    spec.lib_set
+        .iter()
+        .filter(|(l, _, _)| l.is_empty() || *l == lib.name)
+        .map(|(_, k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The spec's notes, then what each replicated configuration is.
+fn run_notes(spec: &RunSpec) -> Vec<String> {
+    let mut notes = spec.notes.clone();
+    for lib in spec.libs.iter().filter(|l| l.replicas > 1) {
+        let n = spec.np;
+        let mut text = format!(
+            "{}: every rank runs as {} processes (tandem run --replicas {})",
+            lib.name, lib.replicas, lib.replicas
+        );
+        if spec.np_list.is_empty() {
+            text.push_str(&format!(", {} in all", n * lib.replicas));
+        }
+        if let Some((p, step, steps)) = kill_plan(lib, n, &spec.params) {
+            text.push_str(&format!(
+                "; process {p} (replica {} of rank {}) kills itself (SIGKILL) at step {step} of {steps} \
+                 of each launch's solve",
+                p / n,
+                p % n
+            ));
+        }
+        if spec.kernel.replication == Replication::FixedIterations
+            && !spec.params.contains_key("iters")
+        {
+            text.push_str(
+                "; each batch runs the iterations the unreplicated launches before it calibrated \
+                 (per size the median over them: replicas must send the same messages, and calibrating \
+                 by each one's clock would not), so it lasts longer than the duration by the slowdown",
+            );
+        }
+        if spec.placement.is_some() {
+            text.push_str("; the launcher puts the replicas of a rank on different hosts where there are enough");
+        }
+        notes.push(text);
+    }
+    notes
 }
 
 /// Paired ratios of a comparison, keyed by (library, metric index, row
@@ -872,6 +1212,9 @@ fn header_lines(result: &KernelResult) -> String {
              (--separate-launches launches them apart)\n"
         ));
     }
+    for n in &result.notes {
+        s.push_str(&format!("  note: {n}\n"));
+    }
     if !result.params.is_empty() {
         s.push_str(&format!(
             "  parameters: {}\n",
@@ -894,9 +1237,26 @@ fn kernel_command(
     let spec = match compare {
         Some(c) => RunSpec {
             separate_launches: c.separate_launches,
-            ..spec_from_args(kernel, a, "tandem,openmpi", c.rounds)?
+            // With --replicas, the comparison is Tandem's with itself.
+            ..spec_from_args(
+                kernel,
+                a,
+                if a.replicas.is_some() {
+                    "tandem"
+                } else {
+                    "tandem,openmpi"
+                },
+                c.rounds,
+            )?
         },
-        None => spec_from_args(kernel, a, "tandem", 1)?,
+        None => {
+            let mut spec = spec_from_args(kernel, a, "tandem", 1)?;
+            if spec.libs.len() > 1 && !kernel.time_to_solution {
+                // Replicated and not: interleaved as compare does.
+                spec.rounds = DEFAULT_ROUNDS;
+            }
+            spec
+        }
     };
     if let Some(p) = &a.plot {
         plot::check_path(p)?;
@@ -948,9 +1308,90 @@ fn kernel_command(
         }
     }
     print!("{}", output::counters_text(&result.runs));
+    if result.kernel == "tts" {
+        print!("{}", solutions_text(&result));
+    }
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     write_outputs(&result, a.json.as_ref(), a.csv.as_ref(), a.plot.as_ref())
+}
+
+/// Per library of a time-to-solution run: how many solves verified, the
+/// results they gave (every configuration of a correct run gives the same
+/// one), and the replicas its launches lost (from the launcher's notes).
+pub fn solutions_text(result: &KernelResult) -> String {
+    let mut out = String::new();
+    let mut results: Vec<String> = Vec::new();
+    for (lib, _) in &result.tables {
+        let runs: Vec<&RunOutput> = result.runs.iter().filter(|r| r.mpi == *lib).collect();
+        let solves: Vec<&Value> = runs
+            .iter()
+            .flat_map(|r| r.records.iter())
+            .filter(|r| r["type"] == "tts")
+            .collect();
+        let verified = solves.iter().filter(|r| r["ok"] == true).count();
+        let bad: u64 = solves.iter().filter_map(|r| r["bad_blocks"].as_u64()).sum();
+        let lost = runs
+            .iter()
+            .filter(|r| {
+                r.launcher_notes
+                    .iter()
+                    .any(|n| n.contains("continuing on its other replicas"))
+            })
+            .count();
+        for r in &solves {
+            if let Some(x) = r["result"].as_str() {
+                if !results.iter().any(|y| y == x) {
+                    results.push(x.to_string());
+                }
+            }
+        }
+        out.push_str(&format!(
+            "{lib}: {verified} of {} solves verified{}",
+            solves.len(),
+            if bad > 0 {
+                format!(" ({bad} wrong blocks received)")
+            } else {
+                String::new()
+            }
+        ));
+        if runs.iter().any(|r| r.mpi.ends_with("-kill")) || lost > 0 {
+            out.push_str(&format!(
+                "; {lost} of {} launches lost a replica and went on",
+                runs.len()
+            ));
+        }
+        out.push('\n');
+    }
+    match results.as_slice() {
+        [one] => out.push_str(&format!("every solve gave the result {one}\n")),
+        [] => {}
+        many => out.push_str(&format!(
+            "the solves gave {} different results: {}\n",
+            many.len(),
+            many.join(", ")
+        )),
+    }
+    out
+}
+
+/// Namespace hosts made for a run, removed on drop with the temporary
+/// directories Open MPI's agent gave them.
+struct PlacedHosts {
+    hosts: crate::netns::Hosts,
+    tmp_dirs: bool,
+}
+
+impl Drop for PlacedHosts {
+    fn drop(&mut self) {
+        if self.tmp_dirs {
+            for name in &self.hosts.names {
+                let _ = std::fs::remove_dir_all(
+                    std::env::temp_dir().join(format!("tandem-netns-{name}")),
+                );
+            }
+        }
+    }
 }
 
 /// Makes the hosts of `--hosts SPEC [--rate R]` and places the spec's ranks
@@ -959,7 +1400,7 @@ fn place_on_hosts(
     spec: &mut RunSpec,
     hosts: &str,
     rate: Option<&str>,
-) -> Result<crate::netns::Hosts, String> {
+) -> Result<PlacedHosts, String> {
     let k: usize = hosts
         .strip_prefix("netns:")
         .and_then(|k| k.parse().ok())
@@ -969,14 +1410,18 @@ fn place_on_hosts(
                 "--hosts {hosts}: expected netns:K, K network namespaces (1 to 64) standing in for hosts"
             )
         })?;
-    if let Some(other) = spec.libs.iter().find(|l| l.family != Family::Tandem) {
+    if let Some(other) = spec.libs.iter().find(|l| l.family == Family::Mpich) {
         return Err(format!(
-            "--hosts {hosts} runs Tandem only for now: {} would have to be started across the namespaces \
-             by its own launcher (scripts/netns-pingpong.sh does it for Open MPI, with its rsh launcher \
-             and an agent that enters a namespace); measure it without --hosts, or Tandem alone with --hosts",
+            "--hosts {hosts} runs Tandem and Open MPI only for now: {} would have to be started across the \
+             namespaces by its own launcher; measure it without --hosts",
             other.name
         ));
     }
+    let rsh_agent = if spec.libs.iter().any(|l| l.family == Family::OpenMpi) {
+        Some(write_rsh_agent()?)
+    } else {
+        None
+    };
     let bucket = match rate {
         Some(r) => {
             let burst = crate::netns::burst_for(r).ok_or_else(|| {
@@ -1007,7 +1452,10 @@ fn place_on_hosts(
         .max()
         .unwrap_or(spec.np)
         .max(spec.np);
-    let slots = (most as usize).div_ceil(k).max(1) as u32;
+    // Room for every process of the most replicated library; fewer ranks
+    // fill the first hosts.
+    let replicas = spec.libs.iter().map(|l| l.replicas).max().unwrap_or(1);
+    let slots = ((most * replicas) as usize).div_ceil(k).max(1) as u32;
     let mut describe = format!(
         "{k} network namespace{} on a bridge ({}), {slots} slot{} each",
         if k == 1 { "" } else { "s" },
@@ -1029,9 +1477,45 @@ fn place_on_hosts(
         hosts: made.host_list(slots),
         agent: crate::netns::AGENT.into(),
         set: vec![("tcp_if_include".into(), made.network())],
+        network: made.network(),
+        rsh_agent: rsh_agent.clone(),
         describe,
     });
-    Ok(made)
+    Ok(PlacedHosts {
+        hosts: made,
+        tmp_dirs: rsh_agent.is_some(),
+    })
+}
+
+/// Open MPI's remote shell for namespace hosts: its rsh launcher hands the
+/// agent a host and a shell command, as it would to ssh. The hosts share
+/// one file system and one host name, so each gets a temporary directory
+/// of its own: Open MPI's daemons name their working directories and
+/// topology files under it by host name, and without it the daemons of two
+/// "hosts" collide there (mkdir failing with "File exists", a daemon
+/// crashing in hwloc_shmem_topology_write). Kept beside the built kernels;
+/// returns its path.
+fn write_rsh_agent() -> Result<PathBuf, String> {
+    const AGENT: &str = "#!/bin/sh\n\
+         # Open MPI's rsh agent for tandem bench --hosts netns:K: runs the command it is\n\
+         # handed inside the network namespace named as the host, with a TMPDIR of its own.\n\
+         host=$1; shift\n\
+         dir=\"${TMPDIR:-/tmp}/tandem-netns-$host\"\n\
+         mkdir -p \"$dir\" || exit 1\n\
+         exec ip netns exec \"$host\" env TMPDIR=\"$dir\" sh -c \"$*\"\n";
+    let dir = build::cache_dir();
+    let path = dir.join("netns-rsh-agent");
+    if std::fs::read_to_string(&path).is_ok_and(|t| t == AGENT) {
+        return Ok(path);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = dir.join(format!("netns-rsh-agent.tmp{}", std::process::id()));
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(&tmp, AGENT)
+        .and_then(|()| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)))
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 fn list() {
@@ -1066,6 +1550,7 @@ pub fn main(args: BenchArgs) -> i32 {
         BenchCommand::Coll(a) => kernel_command(kernel("coll"), &a, None),
         BenchCommand::Alltoallv(a) => kernel_command(kernel("alltoallv"), &a, None),
         BenchCommand::Cannon(a) => kernel_command(kernel("cannon"), &a, None),
+        BenchCommand::Tts(a) => kernel_command(kernel("tts"), &a, None),
         BenchCommand::Compare(c) => match kernels::find(&c.kernel) {
             Some(k) => kernel_command(k, &c.common, Some(&c)),
             None => Err(format!(
@@ -1108,6 +1593,8 @@ mod tests {
             family: Family::Tandem,
             cc: vec![],
             launcher: vec![],
+            replicas: 1,
+            kill_halfway: false,
         }
     }
 
@@ -1128,6 +1615,7 @@ mod tests {
             progress: false,
             placement: None,
             separate_launches: false,
+            notes: vec![],
         }
     }
 
@@ -1207,6 +1695,7 @@ mod tests {
             })],
             core_round_trip_ns: vec![],
             shared_with: None,
+            launcher_notes: vec![],
         }
     }
 
@@ -1245,6 +1734,93 @@ mod tests {
         analyze::analyse("pingpong", &r.records, &BTreeMap::new())
     }
 
+    fn names(libs: &[Library]) -> Vec<&str> {
+        libs.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    #[test]
+    fn replica_counts_expand_the_libraries() {
+        assert_eq!(parse_replicas("1,2,2").unwrap(), [1, 2]);
+        assert_eq!(parse_replicas("3").unwrap(), [3]);
+        for bad in ["0", "x", "1,,2", "17"] {
+            let e = parse_replicas(bad).unwrap_err();
+            assert!(e.contains("from 1 to 16"), "{bad}: {e}");
+        }
+        let ompi = Library {
+            family: Family::OpenMpi,
+            ..tandem_lib("openmpi")
+        };
+        let libs = [tandem_lib("tandem"), tandem_lib("rwapi"), ompi];
+        let pingpong = kernels::find("pingpong").unwrap();
+        let (out, notes) = with_replicas(pingpong, &libs, &[1, 2]).unwrap();
+        assert_eq!(names(&out), ["tandem", "tandem-r2", "rwapi", "openmpi"]);
+        assert_eq!(out[1].replicas, 2);
+        assert!(!out[1].kill_halfway);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n
+                    .starts_with("rwapi-r2 skipped for pingpong: replicated jobs refuse RWAPI")),
+            "{notes:?}"
+        );
+        assert!(notes
+            .iter()
+            .any(|n| n.starts_with("openmpi runs unreplicated")));
+        // Replicated only; a time to solution adds the run that loses a
+        // replica halfway.
+        let tts = kernels::find("tts").unwrap();
+        let (out, _) = with_replicas(tts, &libs[..1], &[2, 3]).unwrap();
+        assert_eq!(
+            names(&out),
+            ["tandem-r2", "tandem-r2-kill", "tandem-r3", "tandem-r3-kill"]
+        );
+        let (out, notes) = with_replicas(tts, &libs[..1], &[1]).unwrap();
+        assert_eq!(names(&out), ["tandem"]);
+        assert!(notes.is_empty());
+        // RWAPI alone, replicated: nothing left, and the error says why.
+        let e = with_replicas(pingpong, &libs[1..2], &[2]).unwrap_err();
+        assert!(
+            e.contains("nothing left") && e.contains("refuse RWAPI"),
+            "{e}"
+        );
+        // Replicated jobs talk TCP whatever the transport.
+        let (out, _) = with_replicas(pingpong, &libs[..1], &[1, 2]).unwrap();
+        assert!(replicated_transport_note(&out, &Transport::Tcp).is_none());
+        let note = replicated_transport_note(&out, &Transport::Shm).unwrap();
+        assert!(note.starts_with("tandem-r2 ran over TCP"), "{note}");
+    }
+
+    #[test]
+    fn replicated_launches_run_the_median_calibration() {
+        let records: Vec<Value> = [(8, 2000), (4194304, 6), (8, 2000)]
+            .iter()
+            .map(|(s, i)| serde_json::json!({"type":"sample","size":s,"iters":i,"rep":0,"n":1,"t":1.0}))
+            .collect();
+        assert_eq!(iterations_of(&records, "8,4194304"), Some(vec![2000, 6]));
+        assert_eq!(iterations_of(&records, "8,16"), None);
+        let launches = vec![vec![2000, 6], vec![4, 15], vec![3000, 14]];
+        assert_eq!(median_iterations(&launches).as_deref(), Some("2000,14"));
+        assert_eq!(
+            median_iterations(&launches[..2]).as_deref(),
+            Some("2000,15")
+        );
+        assert_eq!(median_iterations(&[]), None);
+    }
+
+    #[test]
+    fn the_kill_configuration_loses_the_last_process_halfway() {
+        let kill = tandem_lib("tandem").replicated(2, true);
+        let mut params = BTreeMap::new();
+        assert_eq!(
+            kill_plan(&kill, 4, &params),
+            Some((7, kernels::TTS_STEPS / 2, kernels::TTS_STEPS))
+        );
+        params.insert("steps".to_string(), "41".to_string());
+        assert_eq!(kill_plan(&kill, 2, &params), Some((3, 20, 41)));
+        let r2 = tandem_lib("tandem").replicated(2, false);
+        assert_eq!(kill_plan(&r2, 2, &params), None);
+    }
+
     #[test]
     fn rounds_alternate_the_launch_order() {
         assert_eq!(launch_order(0, 3), [0, 1, 2]);
@@ -1265,6 +1841,7 @@ mod tests {
             library_params: vec![],
             tables: vec![],
             shared_launches: None,
+            notes: vec![],
             runs,
         }
     }
@@ -1340,6 +1917,7 @@ mod tests {
             ],
             runs,
             shared_launches: None,
+            notes: vec![],
         };
         let paired = paired_ratios(&result);
         let key = result.tables[0].1.rows[0].key();

@@ -2045,6 +2045,7 @@ pub fn specs(
             progress: true,
             placement: None,
             separate_launches: false,
+            notes: vec![],
         });
     }
     Ok(out)

@@ -27,17 +27,29 @@ pub struct Library {
     pub cc: Vec<OsString>,
     /// The launcher command (words) before the rank count.
     pub launcher: Vec<OsString>,
+    /// Processes per rank (Tandem's `--replicas`); 1: unreplicated.
+    pub replicas: u32,
+    /// One replica of one rank is killed halfway through each launch (see
+    /// [`Library::replicated`]; kernels that measure a time to solution).
+    pub kill_halfway: bool,
 }
 
-/// Ranks placed on other hosts: `tandem run` started inside `enter` (a
-/// command prefix, such as `ip netns exec HOST0`) with `--host hosts`,
-/// `--agent agent` and parameters `set`. Tandem only.
+/// Ranks placed on other hosts: the launcher started inside `enter` (a
+/// command prefix, such as `ip netns exec HOST0`), `tandem run` with
+/// `--host hosts`, `--agent agent` and parameters `set`; Open MPI's
+/// `mpirun` with `--host hosts`, the remote shell `rsh_agent` (a script
+/// that runs the command it is handed inside the host) and TCP on
+/// `network` alone.
 #[derive(Clone, Debug)]
 pub struct Placement {
     pub enter: Vec<String>,
     pub hosts: String,
     pub agent: String,
     pub set: Vec<(String, String)>,
+    /// The hosts' network (CIDR).
+    pub network: String,
+    /// Open MPI's `plm_rsh_agent` (None: Open MPI cannot be placed).
+    pub rsh_agent: Option<PathBuf>,
     /// What the hosts are, for tables and JSON.
     pub describe: String,
 }
@@ -105,6 +117,8 @@ pub fn resolve(spec: &str) -> Result<Library, String> {
                 family: Family::Tandem,
                 cc: vec![exe.clone().into(), "cc".into()],
                 launcher: vec![exe.into(), "run".into()],
+                replicas: 1,
+                kill_halfway: false,
             })
         }
         "openmpi" | "open-mpi" | "ompi" => {
@@ -115,6 +129,8 @@ pub fn resolve(spec: &str) -> Result<Library, String> {
                     family: Family::OpenMpi,
                     cc: vec![cc.into()],
                     launcher: vec![run.into()],
+                    replicas: 1,
+                    kill_halfway: false,
                 }),
                 _ => Err(format!(
                     "Open MPI is not installed (no mpicc.openmpi / mpirun.openmpi on PATH): {}",
@@ -130,6 +146,8 @@ pub fn resolve(spec: &str) -> Result<Library, String> {
                     family: Family::Mpich,
                     cc: vec![cc.into()],
                     launcher: vec![run.into()],
+                    replicas: 1,
+                    kill_halfway: false,
                 }),
                 _ => Err(format!(
                     "MPICH is not installed (no mpicc.mpich / mpirun.mpich on PATH): {}",
@@ -189,10 +207,45 @@ fn custom(cc: &Path) -> Result<Library, String> {
         family,
         cc: vec![cc.into()],
         launcher: vec![run.into()],
+        replicas: 1,
+        kill_halfway: false,
     })
 }
 
 impl Library {
+    /// This Tandem library with every rank run as `replicas` processes
+    /// (`tandem run --replicas`), named `NAME-rR`; with `kill_halfway`, one
+    /// replica of one rank is killed halfway through each launch, named
+    /// `NAME-rR-kill`. The kernel is the same executable.
+    pub fn replicated(&self, replicas: u32, kill_halfway: bool) -> Library {
+        let mut lib = Library {
+            replicas,
+            kill_halfway,
+            ..self.clone()
+        };
+        lib.name = format!("{}{}", self.base_name(), lib.variant_suffix());
+        lib
+    }
+
+    fn variant_suffix(&self) -> String {
+        let mut s = String::new();
+        if self.replicas > 1 {
+            s.push_str(&format!("-r{}", self.replicas));
+        }
+        if self.kill_halfway {
+            s.push_str("-kill");
+        }
+        s
+    }
+
+    /// The library's name without its replication suffix: what the kernel
+    /// is built with.
+    pub fn base_name(&self) -> &str {
+        self.name
+            .strip_suffix(&self.variant_suffix())
+            .unwrap_or(&self.name)
+    }
+
     /// Text that identifies the wrapper's configuration, for the build
     /// cache key: what it would run, and for Tandem the header.
     pub fn identity(&self) -> String {
@@ -238,6 +291,10 @@ impl Library {
             Family::Tandem => {
                 argv.push("-n".into());
                 argv.push(np.to_string().into());
+                if self.replicas > 1 {
+                    argv.push("--replicas".into());
+                    argv.push(self.replicas.to_string().into());
+                }
                 if let Some(p) = placement {
                     let mut entered: Vec<OsString> = p.enter.iter().map(OsString::from).collect();
                     entered.append(&mut argv);
@@ -266,6 +323,22 @@ impl Library {
                 argv.push("--oversubscribe".into());
                 argv.push("-n".into());
                 argv.push(np.to_string().into());
+                if let Some(p) = placement {
+                    // mpirun runs in the first host and starts its daemons
+                    // in the others through the agent; TCP on the hosts'
+                    // network only, and no binding (the hosts share cores).
+                    let mut entered: Vec<OsString> = p.enter.iter().map(OsString::from).collect();
+                    entered.append(&mut argv);
+                    argv = entered;
+                    argv.extend(["--host", &p.hosts, "--bind-to", "none"].map(OsString::from));
+                    if let Some(agent) = &p.rsh_agent {
+                        argv.extend(["--mca", "plm_rsh_agent"].map(OsString::from));
+                        argv.push(agent.into());
+                    }
+                    for key in ["btl_tcp_if_include", "oob_tcp_if_include"] {
+                        argv.extend(["--mca", key, &p.network].map(OsString::from));
+                    }
+                }
                 match transport {
                     Transport::Tcp => {
                         argv.extend(["--mca", "btl", "tcp,self"].map(OsString::from));
@@ -335,6 +408,8 @@ mod tests {
             family: Family::OpenMpi,
             cc: vec!["mpicc".into()],
             launcher: vec!["mpirun".into()],
+            replicas: 1,
+            kill_halfway: false,
         };
         let set = vec![("coll_tuned_use_dynamic_rules".to_string(), "1".to_string())];
         let (argv, env) = lib.launch_command(
@@ -370,6 +445,8 @@ mod tests {
             hosts: "h0:1,h1:1".into(),
             agent: "ip netns exec {host}".into(),
             set: vec![("tcp_if_include".into(), "10.231.0.0/24".into())],
+            network: "10.231.0.0/24".into(),
+            rsh_agent: Some("/cache/agent".into()),
             describe: String::new(),
         };
         let (argv, _) = tandem.launch_command(
@@ -405,6 +482,68 @@ mod tests {
                 "transports=tcp",
                 "/k"
             ]
+        );
+    }
+
+    #[test]
+    fn replicated_variants_and_placed_open_mpi() {
+        let tandem = Library {
+            name: "tandem".into(),
+            family: Family::Tandem,
+            cc: vec!["tandem".into(), "cc".into()],
+            launcher: vec!["tandem".into(), "run".into()],
+            replicas: 1,
+            kill_halfway: false,
+        };
+        let r2 = tandem.replicated(2, false);
+        let kill = r2.replicated(2, true);
+        assert_eq!(
+            (r2.name.as_str(), kill.name.as_str()),
+            ("tandem-r2", "tandem-r2-kill")
+        );
+        assert_eq!((r2.base_name(), kill.base_name()), ("tandem", "tandem"));
+        assert_eq!(tandem.base_name(), "tandem");
+        let words = |argv: Vec<OsString>| -> String {
+            argv.iter()
+                .map(|w| w.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let (argv, _) = kill.launch_command(2, &[], &Transport::Tcp, Path::new("/k"), &[], None);
+        assert_eq!(
+            words(argv),
+            "tandem run -n 2 --replicas 2 --set transports=tcp /k"
+        );
+        let placement = Placement {
+            enter: vec!["ip".into(), "netns".into(), "exec".into(), "h0".into()],
+            hosts: "h0:1,h1:1".into(),
+            agent: "ip netns exec {host}".into(),
+            set: vec![],
+            network: "10.231.0.0/24".into(),
+            rsh_agent: Some("/cache/agent".into()),
+            describe: String::new(),
+        };
+        let ompi = Library {
+            name: "openmpi".into(),
+            family: Family::OpenMpi,
+            cc: vec!["mpicc".into()],
+            launcher: vec!["mpirun".into()],
+            replicas: 1,
+            kill_halfway: false,
+        };
+        let (argv, _) = ompi.launch_command(
+            2,
+            &[],
+            &Transport::Tcp,
+            Path::new("/k"),
+            &[],
+            Some(&placement),
+        );
+        assert_eq!(
+            words(argv),
+            "ip netns exec h0 mpirun --oversubscribe -n 2 --host h0:1,h1:1 --bind-to none \
+             --mca plm_rsh_agent /cache/agent --mca btl_tcp_if_include 10.231.0.0/24 \
+             --mca oob_tcp_if_include 10.231.0.0/24 --mca btl tcp,self /k"
         );
     }
 }

@@ -372,6 +372,7 @@ mod tests {
             records,
             core_round_trip_ns: vec![],
             shared_with: None,
+            launcher_notes: vec![],
         };
         let runs = vec![run(
             "tandem",

@@ -47,6 +47,11 @@ pub struct ReportArgs {
     /// largest square not above it)
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub np: u32,
+    /// Tandem with replicated ranks beside (1,2) or instead of (2) the
+    /// unreplicated runs, every section a comparison of them; a replica
+    /// count above 1 adds the time-to-solution section (tts)
+    #[arg(long, value_name = "R[,R...]")]
+    pub replicas: Option<String>,
 }
 
 /// One section of the report.
@@ -124,8 +129,8 @@ struct Plan {
 }
 
 /// The report's kernels; the ping-pong over `pingpong` sizes (see
-/// [`model::pingpong_sizes`]).
-fn plans(a: &ReportArgs, pingpong: &[u64]) -> Result<Vec<Plan>, String> {
+/// [`model::pingpong_sizes`]); with `replicated`, the time to solution.
+fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>, String> {
     let sizes = |s: &str| -> Result<String, String> {
         Ok(kernels::parse_sizes(s)?
             .iter()
@@ -140,7 +145,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64]) -> Result<Vec<Plan>, String> {
         .last()
         .unwrap_or(1);
     let k = |n: &str| kernels::find(n).expect("kernel in the catalogue");
-    Ok(vec![
+    let mut plans = vec![
         Plan {
             kernel: k("pingpong"),
             title: "Ping-pong (seed 003): one-way latency and throughput",
@@ -221,7 +226,20 @@ fn plans(a: &ReportArgs, pingpong: &[u64]) -> Result<Vec<Plan>, String> {
                 ("repeat", (r * 2).to_string()),
             ],
         },
-    ])
+    ];
+    if replicated {
+        plans.push(Plan {
+            kernel: k("tts"),
+            title: "Time to solution, replicated and losing a replica halfway (the VolpexMPI report's experiment)",
+            np: a.np.max(1),
+            params: vec![
+                ("sizes", sizes("32k")?),
+                ("steps", "200".into()),
+                ("repeat", r.clamp(1, 3).to_string()),
+            ],
+        });
+    }
+    Ok(plans)
 }
 
 /// The measurement records of `lib`'s runs in `res`.
@@ -414,6 +432,9 @@ pub fn html(r: &Report) -> String {
         if let Some(n) = core_latency::note(&res.core_probes()) {
             let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&n));
         }
+        for n in &res.notes {
+            let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(n));
+        }
         let refs = res.table_refs();
         let first = &refs[0].1;
         if !first.rows.is_empty() && first.rows.len() > 1 {
@@ -446,6 +467,9 @@ pub fn html(r: &Report) -> String {
             );
         }
         h.push_str(&tables_html(&refs));
+        if s.kernel == "tts" {
+            let _ = writeln!(h, "<pre>{}</pre>", esc(&super::solutions_text(res)));
+        }
         let counters = output::counters_text(&res.runs);
         if !counters.is_empty() {
             let _ = writeln!(h, "<pre>{}</pre>", esc(&counters));
@@ -492,6 +516,12 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
     if transports.is_empty() {
         return Err("--set transports=...: no transport named".into());
     }
+    let replicas = a
+        .replicas
+        .as_deref()
+        .map(super::parse_replicas)
+        .transpose()?;
+    let replicated = replicas.as_ref().is_some_and(|r| r.iter().any(|&r| r > 1));
     let mut sections = Vec::new();
     let mut models = Vec::new();
     let mut versions: Vec<(String, String)> = Vec::new();
@@ -514,31 +544,62 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
             model::protocols_of(libs[0].family, &lib_set, &transport, model::PINGPONG_MAX)?;
         let pingpong_sizes = model::pingpong_sizes(planned.as_ref(), model::PINGPONG_MAX);
         let mut largest = model::PINGPONG_MAX;
-        for p in plans(a, &pingpong_sizes)? {
+        for p in plans(a, &pingpong_sizes, replicated)? {
             let mut params: BTreeMap<String, String> = p
                 .params
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect();
-            let lib_set = split_set(p.kernel, &rest, &libs, &mut params)?;
+            let (run_libs, mut notes) = match &replicas {
+                Some(r) => match super::with_replicas(p.kernel, &libs, r) {
+                    Ok(x) => x,
+                    Err(why) => {
+                        eprintln!("tandem bench report: skipping {}: {why}", p.kernel.name);
+                        sections.push(Section {
+                            transport: t.clone(),
+                            kernel: p.kernel.name.to_string(),
+                            title: p.title.to_string(),
+                            result: None,
+                            skipped: Some(why),
+                        });
+                        continue;
+                    }
+                },
+                None => (libs.clone(), Vec::new()),
+            };
+            notes.extend(super::replicated_transport_note(&run_libs, &transport));
+            let lib_set = split_set(p.kernel, &rest, &run_libs, &mut params)?;
+            let repeat: u32 = params
+                .get("repeat")
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(1);
             let spec = RunSpec {
                 kernel: p.kernel,
-                libs: libs.clone(),
+                libs: run_libs.clone(),
                 np: p.np,
                 np_list: super::node_counts(p.kernel, p.np, &mut params.clone())?,
                 params,
                 lib_set,
                 transport: transport.clone(),
-                rounds: if libs.len() > 1 { 2 } else { 1 },
+                rounds: if p.kernel.time_to_solution {
+                    repeat
+                } else if run_libs.len() > 1 {
+                    2
+                } else {
+                    1
+                },
                 timeout: Duration::from_secs(600),
                 progress: true,
                 placement: None,
                 separate_launches: false,
+                notes,
             };
-            let skipped = libs.iter().find_map(|l| match build::build(p.kernel, l) {
-                Err(BuildError::Missing(message)) => Some(message),
-                _ => None,
-            });
+            let skipped = run_libs
+                .iter()
+                .find_map(|l| match build::build(p.kernel, l) {
+                    Err(BuildError::Missing(message)) => Some(message),
+                    _ => None,
+                });
             let section = |result, skipped| Section {
                 transport: t.clone(),
                 kernel: p.kernel.name.to_string(),

@@ -57,6 +57,20 @@ pub struct RunOutput {
     /// beside this one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shared_with: Option<String>,
+    /// What Tandem's launcher said on stderr of a launch that succeeded
+    /// (its `tandem: ...` lines), such as a replica lost and the job going
+    /// on without it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub launcher_notes: Vec<String>,
+}
+
+/// The launcher's own lines in a job's stderr.
+fn launcher_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("tandem: "))
+        .map(|l| l.trim_end().to_string())
+        .collect()
 }
 
 fn shell_words(argv: &[std::ffi::OsString], env: &[(String, String)]) -> String {
@@ -271,6 +285,7 @@ pub fn launch(l: &Launch) -> Result<RunOutput, String> {
         records,
         core_round_trip_ns,
         shared_with: None,
+        launcher_notes: launcher_lines(&err_text),
     })
 }
 
