@@ -123,6 +123,9 @@ impl Matcher {
         let Some(w) = self.wild.as_mut() else {
             return;
         };
+        if w.leading.is_empty() {
+            return;
+        }
         let Some(n) = w.leading.remove(&id.0) else {
             return;
         };
