@@ -851,24 +851,7 @@ pub unsafe extern "C" fn MPI_Test(
             return Ok(());
         }
         let r = request::classify(s, h)?;
-        let ready = match s.rt.p2p().next_choice() {
-            None => ready_after_poll(s, r),
-            // Replicas: the leader's outcome, on every replica.
-            Some(n) => match s.rt.p2p().choice_role(n) {
-                ChoiceRole::Lead(n) => {
-                    let ready = ready_after_poll(s, r);
-                    s.rt.p2p().choose(n, u64::from(ready));
-                    ready
-                }
-                ChoiceRole::Follow(v) => {
-                    if v == 1 {
-                        request::wait_may_end(s, &[r], true, false);
-                    }
-                    v == 1
-                }
-            },
-        };
-        if !ready {
+        if !agreed_ready(s, &[r], |s| ready_after_poll(s, r)) {
             // SAFETY: checked non-null.
             unsafe { put(flag, 0) };
             return Ok(());
@@ -903,7 +886,7 @@ pub unsafe extern "C" fn MPI_Request_get_status(
             return Ok(());
         }
         let r = request::classify(s, request)?;
-        if !ready_after_poll(s, r) {
+        if !agreed_ready(s, &[r], |s| ready_after_poll(s, r)) {
             // SAFETY: checked non-null.
             unsafe { put(flag, 0) };
             return Ok(());
@@ -963,8 +946,11 @@ pub unsafe extern "C" fn MPI_Request_get_status_all(
         args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
         // SAFETY: MPI contract: `count` entries, only read.
         let ids = unsafe { request_array(s, count, requests.cast_mut())? };
-        request::poll(s);
-        let all = ids.iter().flatten().all(|&r| request::is_ready(s, r));
+        let live: Vec<Req> = ids.iter().flatten().copied().collect();
+        let all = agreed_ready(s, &live, |s| {
+            request::poll(s);
+            live.iter().all(|&r| request::is_ready(s, r))
+        });
         // SAFETY: checked non-null.
         unsafe { put(flag, c_int::from(all)) };
         if !all {
@@ -1222,27 +1208,10 @@ pub unsafe extern "C" fn MPI_Testall(
         // SAFETY: MPI contract: `count` entries.
         let ids = unsafe { request_array(s, count, requests)? };
         let live: Vec<Req> = ids.iter().flatten().copied().collect();
-        let all = match s.rt.p2p().next_choice() {
-            None => {
-                request::poll(s);
-                live.iter().all(|&r| request::is_ready(s, r))
-            }
-            // Replicas: the leader's outcome, on every replica.
-            Some(n) => match s.rt.p2p().choice_role(n) {
-                ChoiceRole::Lead(n) => {
-                    request::poll(s);
-                    let all = live.iter().all(|&r| request::is_ready(s, r));
-                    s.rt.p2p().choose(n, u64::from(all));
-                    all
-                }
-                ChoiceRole::Follow(v) => {
-                    if v == 1 {
-                        request::wait_may_end(s, &live, true, false);
-                    }
-                    v == 1
-                }
-            },
-        };
+        let all = agreed_ready(s, &live, |s| {
+            request::poll(s);
+            live.iter().all(|&r| request::is_ready(s, r))
+        });
         // SAFETY: checked non-null.
         unsafe { put(flag, c_int::from(all)) };
         if !all {
@@ -1295,6 +1264,28 @@ unsafe fn any(
     }
     request::poll(s);
     rest(s)
+}
+
+/// Whether requests `reqs` are done, as `look` finds; in a replicated job,
+/// as the leader replica's `look` found (another replica told done waits
+/// for them), so that every replica takes the same branch.
+fn agreed_ready(s: &mut State, reqs: &[Req], look: impl FnOnce(&mut State) -> bool) -> bool {
+    let Some(n) = s.rt.p2p().next_choice() else {
+        return look(s);
+    };
+    match s.rt.p2p().choice_role(n) {
+        ChoiceRole::Lead(n) => {
+            let ready = look(s);
+            s.rt.p2p().choose(n, u64::from(ready));
+            ready
+        }
+        ChoiceRole::Follow(v) => {
+            if v == 1 {
+                request::wait_may_end(s, reqs, true, false);
+            }
+            v == 1
+        }
+    }
 }
 
 /// The outcome of a choice that found nothing.

@@ -622,7 +622,11 @@ impl Replicas {
                 i.lost = true;
                 self.lost_ranks.push((
                     s,
-                    format!("rank {s}: all {replicas} replicas are lost (the last: {why})"),
+                    format!(
+                        "rank {s}: all {replicas} replicas are lost (the last: {})",
+                        // The transport names processes as ranks.
+                        why.replacen(&format!("rank {p} "), &format!("replica {j} "), 1)
+                    ),
                 ));
             }
         }
