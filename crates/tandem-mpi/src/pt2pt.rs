@@ -1247,14 +1247,25 @@ unsafe fn any(
         return Ok(());
     }
     let live: Vec<Req> = ids.iter().flatten().copied().collect();
+    // Replicas: the leader replica finds the request and says which; the
+    // others take the same one.
+    let mut leads = None;
     if let Some(n) = s.rt.p2p().next_choice() {
-        // SAFETY: forwarded from the caller.
-        return unsafe { any_replicated(s, n, ids, live, requests, index, flag, status, finish) };
+        match s.rt.p2p().choice_role(n) {
+            ChoiceRole::Lead(n) => leads = Some(n),
+            // SAFETY: forwarded from the caller.
+            ChoiceRole::Follow(v) => unsafe {
+                return any_followed(s, v, ids, requests, index, flag, status, finish);
+            },
+        }
     }
     let rest = move |s: &mut State| {
         let found = ids
             .iter()
             .position(|id| id.is_some_and(|r| request::is_ready(s, r)));
+        if let Some(n) = leads {
+            s.rt.p2p().choose(n, found.map_or(CHOSE_NONE, |i| i as u64));
+        }
         // SAFETY: the pointers as `any` got them (its caller's promise,
         // which holds until the call returns, however long it waits).
         unsafe { any_found(s, &ids, found, requests, index, flag, status, finish) }
@@ -1291,58 +1302,40 @@ fn agreed_ready(s: &mut State, reqs: &[Req], look: impl FnOnce(&mut State) -> bo
 /// The outcome of a choice that found nothing.
 const CHOSE_NONE: u64 = u64::MAX;
 
-/// [`any`] in a replicated job: the leader replica finds the request, the
-/// others take the same one (waiting for it if they must).
+/// [`any`] on a replica that follows its leader, which found request
+/// `chosen` (or none): the same one, waited for if need be.
 ///
 /// # Safety
 /// As [`any`].
 #[allow(clippy::too_many_arguments)]
-unsafe fn any_replicated(
+unsafe fn any_followed(
     s: &mut State,
-    n: u64,
+    chosen: u64,
     ids: Vec<Option<Req>>,
-    live: Vec<Req>,
     requests: *mut MPI_Request,
     index: *mut c_int,
     flag: *mut c_int,
     status: *mut MPI_Status,
     finish: Finish,
 ) -> Outcome {
-    match s.rt.p2p().choice_role(n) {
-        ChoiceRole::Lead(n) => {
-            let rest = move |s: &mut State| {
-                let found = ids
-                    .iter()
-                    .position(|id| id.is_some_and(|r| request::is_ready(s, r)));
-                s.rt.p2p().choose(n, found.map_or(CHOSE_NONE, |i| i as u64));
-                // SAFETY: as for `any`.
-                unsafe { any_found(s, &ids, found, requests, index, flag, status, finish) }
-            };
-            if finish == Finish::Wait {
-                return wait_then(s, live, false, rest);
-            }
-            request::poll(s);
-            rest(s)
-        }
-        ChoiceRole::Follow(CHOSE_NONE) => {
-            // SAFETY: as for `any`.
-            unsafe { any_found(s, &ids, None, requests, index, flag, status, finish) }
-        }
-        ChoiceRole::Follow(i) => {
-            let i = i as usize;
-            let Some(&Some(r)) = ids.get(i) else {
-                return Err(Fail::new(
-                    MPI_COMM_WORLD,
-                    ErrorClass::Intern,
-                    format!("the replicas of this rank diverged: the leader's request {i} is not active here"),
-                ));
-            };
-            wait_then(s, vec![r], true, move |s| {
-                // SAFETY: as for `any`.
-                unsafe { any_found(s, &ids, Some(i), requests, index, flag, status, finish) }
-            })
-        }
+    if chosen == CHOSE_NONE {
+        // SAFETY: as for `any`.
+        return unsafe { any_found(s, &ids, None, requests, index, flag, status, finish) };
     }
+    let i = chosen as usize;
+    let Some(&Some(r)) = ids.get(i) else {
+        return Err(Fail::new(
+            MPI_COMM_WORLD,
+            ErrorClass::Intern,
+            format!(
+                "the replicas of this rank diverged: the leader's request {i} is not active here"
+            ),
+        ));
+    };
+    wait_then(s, vec![r], true, move |s| {
+        // SAFETY: as for `any`.
+        unsafe { any_found(s, &ids, Some(i), requests, index, flag, status, finish) }
+    })
 }
 
 /// A probe's status as a choice's outcome, and back.

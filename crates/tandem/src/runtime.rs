@@ -649,11 +649,15 @@ impl Runtime {
     }
 
     /// Leaves the job cleanly: flushes what is queued, waits for every rank
-    /// to arrive, then closes all connections.
+    /// to arrive, then closes all connections. A replica waits instead for
+    /// the acknowledgements of the living (see [`Runtime::drain_replica_log`]),
+    /// without the launcher's fence: a lost or stopped replica never
+    /// arrives there.
     pub fn finalize(mut self) -> Result<()> {
         self.p2p.flush(Instant::now() + Duration::from_secs(10));
-        if self.job.replicas > 1 {
-            return self.finalize_replica();
+        let replicated = self.replicated();
+        if replicated {
+            self.drain_replica_log();
         }
         if let Some(link) = &self.master {
             let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
@@ -663,7 +667,9 @@ impl Runtime {
                     &self.counters().encode(),
                 )?;
             }
-            link.fence()?;
+            if !replicated {
+                link.fence()?;
+            }
             self.p2p.engine().shutdown();
             link.finalize()?;
         } else {
@@ -672,10 +678,9 @@ impl Runtime {
         Ok(())
     }
 
-    /// A replica leaves once every live replica of every rank it sent to
-    /// has taken all it sent (they may still need its log), without the
-    /// launcher's fence: a lost or stopped replica never arrives there.
-    fn finalize_replica(mut self) -> Result<()> {
+    /// Waits until every live replica of every rank this replica sent to
+    /// has taken all it sent (they may still need its log).
+    fn drain_replica_log(&mut self) {
         let patience = Duration::from_millis(self.settings.uint("replica_timeout_ms"));
         // Receivers acknowledge before they sleep; one lost or stopped is
         // noticed by its connection or stopped by the launcher, so this
@@ -689,24 +694,10 @@ impl Runtime {
                 .replicas()
                 .is_none_or(|r| r.all_acknowledged());
             if done || Instant::now() >= deadline {
-                break;
+                return;
             }
             std::thread::sleep(Duration::from_micros(200));
         }
-        if let Some(link) = &self.master {
-            let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
-            if stats_wanted(&self.settings) {
-                link.put(
-                    &format!("stats.{}", self.job.rank),
-                    &self.counters().encode(),
-                )?;
-            }
-            self.p2p.engine().shutdown();
-            link.finalize()?;
-        } else {
-            self.p2p.engine().shutdown();
-        }
-        Ok(())
     }
 
     /// Whether this job runs every rank as several replicas (then one-sided

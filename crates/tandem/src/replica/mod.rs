@@ -528,18 +528,8 @@ impl Replicas {
             for j in laggards {
                 let p = self.place.process_of(d, j);
                 let first_kept = self.out[d as usize].base + 1;
-                self.farewells.push((
-                    p,
-                    Header {
-                        kind: FrameKind::ReplicaBehind,
-                        context: 0,
-                        src: 0,
-                        tag: 0,
-                        len: 0,
-                        sreq: first_kept,
-                        rreq: 0,
-                    },
-                ));
+                self.farewells
+                    .push((p, control(FrameKind::ReplicaBehind, first_kept, 0)));
                 self.process_lost_as_sender(p);
             }
             self.trim(d);
@@ -673,15 +663,7 @@ impl Replicas {
             sink.on_send_done(t);
         }
         if std::mem::take(&mut self.lead_news) {
-            let h = Header {
-                kind: FrameKind::ReplicaLead,
-                context: 0,
-                src: 0,
-                tag: 0,
-                len: 0,
-                sreq: 0,
-                rreq: 0,
-            };
+            let h = control(FrameKind::ReplicaLead, 0, 0);
             if let Err(why) = sink.on_frame(self.place.rank(), &h, Payload::Empty) {
                 eprintln!("tandem: rank {}: {why}", self.place.rank());
             }
@@ -714,13 +696,8 @@ impl Replicas {
                 continue;
             }
             let h = Header {
-                kind: FrameKind::ReplicaHashes,
-                context: 0,
-                src: 0,
-                tag: 0,
                 len: pairs.len() as u64,
-                sreq: 0,
-                rreq: 0,
+                ..control(FrameKind::ReplicaHashes, 0, 0)
             };
             let t = HASH_TOKEN_BIT | self.next_hash_token;
             self.next_hash_token += 1;
@@ -792,18 +769,8 @@ impl Replicas {
         }
         let o = &mut self.out[r as usize];
         if from < o.base {
-            self.farewells.push((
-                p,
-                Header {
-                    kind: FrameKind::ReplicaBehind,
-                    context: 0,
-                    src: 0,
-                    tag: 0,
-                    len: 0,
-                    sreq: o.base,
-                    rreq: 0,
-                },
-            ));
+            self.farewells
+                .push((p, control(FrameKind::ReplicaBehind, o.base, 0)));
             self.process_lost_as_sender(p);
             return;
         }
@@ -917,26 +884,23 @@ fn report_mismatch(me: u32, m: &verify::Mismatch) {
 /// Asks a sender replica for the messages from `from` on, below `limit`
 /// (0: every one).
 fn resume_header(from: u64, limit: u64) -> Header {
-    Header {
-        kind: FrameKind::ReplicaResume,
-        context: 0,
-        src: 0,
-        tag: 0,
-        len: 0,
-        sreq: from,
-        rreq: limit,
-    }
+    control(FrameKind::ReplicaResume, from, limit)
 }
 
 fn ack_header(seq: u64) -> Header {
+    control(FrameKind::ReplicaAck, seq, 0)
+}
+
+/// A frame of this layer's own: no envelope, no payload, two numbers.
+fn control(kind: FrameKind, sreq: u64, rreq: u64) -> Header {
     Header {
-        kind: FrameKind::ReplicaAck,
+        kind,
         context: 0,
         src: 0,
         tag: 0,
         len: 0,
-        sreq: seq,
-        rreq: 0,
+        sreq,
+        rreq,
     }
 }
 
