@@ -437,6 +437,43 @@ fn timeout_stops_the_job() {
     assert_timed_out(&tandem_marked(&args, &marker), &marker);
 }
 
+/// A rank stopped by a signal is named as stopped after `stall_warn_s`
+/// (the job waits for it: a scheduler may have suspended it), and again by
+/// the timeout that ends the job; the running rank is not named.
+#[test]
+fn a_stopped_rank_is_named() {
+    let marker = new_marker("stopped");
+    let script = r#"if [ "$TANDEM_JOB_RANK" = 1 ]; then kill -STOP $$; fi; sleep 30"#;
+    let args = [
+        "run",
+        "-n",
+        "2",
+        "--timeout",
+        "2.5",
+        "--set",
+        "stall_warn_s=1",
+        "sh",
+        "-c",
+        script,
+    ];
+    let out = tandem_marked(&args, &marker);
+    assert_eq!(out.code(), Some(124), "{out:?}");
+    assert!(
+        out.stderr.contains("tandem: rank 1 (pid ")
+            && out
+                .stderr
+                .contains("has been stopped (SIGSTOP, SIGTSTP or a debugger) for 1 s"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("rank 0 (pid "), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("tandem: job exceeded the timeout of 2.5 s (rank 1 is stopped)"),
+        "{out:?}"
+    );
+    assert_nothing_left(&marker);
+}
+
 /// `MPIEXEC_TIMEOUT`, which MPICH's and Open MPI's launchers honour and
 /// test suites set, limits the job when `--timeout` is not given; a bad
 /// value is refused before anything starts.

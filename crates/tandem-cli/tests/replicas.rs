@@ -200,14 +200,27 @@ fn manager_orders(dir: &std::path::Path) -> Vec<(String, String)> {
 }
 
 /// (e) MPI_ANY_SOURCE receives match the same senders in the same order on
-/// every replica of the manager, and survive the loss of the leading one.
+/// every replica of the manager, and survive the loss of the leading one,
+/// also when it is stopped rather than killed (its follower, waiting for its
+/// decisions, would wait for ever; the launcher declares it failed).
 #[test]
 fn wildcard_receives_match_alike_on_every_replica() {
     let wild = compile("replica_wild");
-    for (case, faults, protocol) in [
-        ("plain", "", "push"),
-        ("leader-killed", "0:150:9,5:40:9", "push"),
-        ("pull-leader-killed", "0:150:9,5:40:9", "pull"),
+    for (case, faults, protocol, told) in [
+        ("plain", "", "push", ""),
+        (
+            "leader-killed",
+            "0:150:9,5:40:9",
+            "push",
+            "rank 0 replica 0",
+        ),
+        (
+            "pull-leader-killed",
+            "0:150:9,5:40:9",
+            "pull",
+            "rank 0 replica 0",
+        ),
+        ("leader-stopped", "0:150:19", "push", "was stopped"),
     ] {
         let dir =
             std::env::temp_dir().join(format!("tandem-replica-wild-{}-{case}", std::process::id()));
@@ -217,6 +230,7 @@ fn wildcard_receives_match_alike_on_every_replica() {
         let mut cmd = std::process::Command::new(common::TANDEM);
         cmd.args(["run", "-n", "4", "--replicas", "2"])
             .args(["--set", &format!("replica_protocol={protocol}")])
+            .args(["--set", "replica_timeout_ms=500"])
             .arg(&wild)
             .arg("400")
             .arg(&prefix)
@@ -229,6 +243,8 @@ fn wildcard_receives_match_alike_on_every_replica() {
             out.describe()
         );
         assert_eq!(out.stdout.lines().count(), 1, "{case}: {}", out.describe());
+        assert!(out.stderr.contains(told), "{case}: {}", out.describe());
+        assert!(out.leftovers.is_empty(), "{case}: {}", out.describe());
         let orders = manager_orders(&dir);
         if faults.is_empty() {
             assert_eq!(orders.len(), 2, "{case}: {orders:?}");
@@ -375,4 +391,43 @@ fn timing_dependent_outcomes_are_alike_on_every_replica() {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// (c) over TCP: the leading replica of the wildcard manager, on another
+/// host, is stopped; that host's helper notices, the launcher declares it
+/// failed, and its follower takes over with every result.
+#[test]
+fn a_stopped_leader_on_another_host_is_declared_failed() {
+    let Some(hosts) = multihost_netns::hosts_or_skip(3, None, "a_stopped_leader_on_another_host")
+    else {
+        return;
+    };
+    let wild = compile("replica_wild");
+    let dir = std::env::temp_dir().join(format!("tandem-replica-stop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let list = format!("{}:4,{}:4", hosts.names[1], hosts.names[2]);
+    let mut cmd = multihost_netns::tandem_run(&hosts, 0);
+    cmd.args(["--host", &list, "-n", "4", "--replicas", "2"])
+        .args(["--set", "replica_timeout_ms=500"])
+        .arg(&wild)
+        .arg("400")
+        .arg(dir.join("order"))
+        .env("REPLICA_FAULTS", "0:150:19");
+    let out = common::run_command(cmd, Duration::from_secs(120));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{}", out.describe());
+    assert!(
+        out.stdout.starts_with("manager: 400 results"),
+        "{}",
+        out.describe()
+    );
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("rank 0 replica 0"))
+        .unwrap_or_else(|| panic!("the stopped leader is not named: {}", out.describe()));
+    assert!(line.contains("was stopped"), "{line}");
+    assert!(line.contains(&hosts.names[1]), "{line}");
+    assert!(out.leftovers.is_empty(), "{}", out.describe());
 }

@@ -331,6 +331,12 @@ pub static REGISTRY: &[Param] = &[
         help: "milliseconds to wait for a TCP connection and its handshake before reporting the peer unreachable",
     },
     Param {
+        name: "stall_warn_s",
+        kind: Kind::UInt,
+        default: "120",
+        help: "seconds a rank may stay stopped (SIGSTOP, SIGTSTP, a debugger) before the launcher names it on stderr; the job keeps waiting for it (0 = never). A stopped replica of a replicated job is instead declared failed after replica_timeout_ms",
+    },
+    Param {
         name: "replicas",
         kind: Kind::UInt,
         default: "1",
@@ -340,7 +346,7 @@ pub static REGISTRY: &[Param] = &[
         name: "replica_timeout_ms",
         kind: Kind::UInt,
         default: "3000",
-        help: "replicas: how long a replica may keep a sender's full log waiting before it is declared failed (fallen behind), and how long the launcher waits for the last replicas of a finished job before stopping them",
+        help: "replicas: how long a replica may keep a sender's full log waiting, or stay stopped (SIGSTOP, a debugger), before it is declared failed, and how long the launcher waits for the last replicas of a finished job before stopping them",
     },
     Param {
         name: "replica_protocol",
@@ -382,6 +388,7 @@ pub static GROUPS: &[(&str, &str)] = &[
     ("rwapi", "the Remote-Write API"),
     ("stats", "progress-engine counters"),
     ("replica", "replicated ranks for volatile nodes"),
+    ("job", "what the launcher watches in a running job"),
 ];
 
 impl Param {
@@ -402,6 +409,8 @@ impl Param {
             "stats"
         } else if n.starts_with("replica") {
             "replica"
+        } else if n.starts_with("stall") {
+            "job"
         } else {
             "messages"
         }

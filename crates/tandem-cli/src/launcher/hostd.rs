@@ -23,6 +23,7 @@ use super::channel::{encode, Decoder, Record};
 use super::host_setup;
 use super::job::{os_error_text, spawn_error};
 use super::signals::{SignalQueue, STOP_SIGNALS};
+use super::stopped::{self, StopWatch};
 use super::supervise::{self, RankCommand, Termination};
 use crate::{parameters, sys};
 
@@ -158,6 +159,11 @@ pub fn main(host: &str) -> i32 {
         }
     }
     drop(shm);
+    let replicated = spec
+        .env
+        .iter()
+        .any(|(k, v)| k == job_env::REPLICAS && v.parse::<u32>().is_ok_and(|r| r > 1));
+    let stop_watch = StopWatch::new(stopped::limit(&settings, replicated));
     if !send(&["ready", &node_addr], b"") {
         kill_all(&ranks);
         return 1;
@@ -170,6 +176,7 @@ pub fn main(host: &str) -> i32 {
         stdin: rank0_stdin,
         stdin_pending: Vec::new(),
         stdin_eof: false,
+        stop_watch,
     }
     .run()
 }
@@ -331,6 +338,8 @@ struct Helper {
     stdin: Vec<StdinPipe>,
     stdin_pending: Vec<u8>,
     stdin_eof: bool,
+    /// Ranks stopped too long are reported to the master, which decides.
+    stop_watch: Option<StopWatch>,
 }
 
 enum Step {
@@ -391,7 +400,14 @@ impl Helper {
                     }
                 }
             }
-            if sys::poll(&mut fds, None).is_err() {
+            let timeout = self
+                .stop_watch
+                .as_ref()
+                .map(|w| w.next_check().saturating_duration_since(Instant::now()));
+            if sys::poll(&mut fds, timeout).is_err() {
+                return self.abandon();
+            }
+            if matches!(self.report_stopped(), Step::Abandon) {
                 return self.abandon();
             }
             if fds[stdin_slots].iter().any(|f| f.revents != 0)
@@ -418,6 +434,21 @@ impl Helper {
                 }
             }
         }
+    }
+
+    /// Tells the master of ranks stopped longer than the limit.
+    fn report_stopped(&mut self) -> Step {
+        let Some(watch) = self.stop_watch.as_mut() else {
+            return Step::Go;
+        };
+        let running = self.ranks.iter().filter(|r| r.running);
+        for (rank, long) in watch.check(Instant::now(), running.map(|r| (r.rank, r.pid))) {
+            let ms = long.as_millis().to_string();
+            if !send(&["stopped", &rank.to_string(), &ms], b"") {
+                return Step::Abandon;
+            }
+        }
+        Step::Go
     }
 
     /// Forwards what rank `i`'s stream `s` holds (at most `rounds` reads).

@@ -32,6 +32,7 @@ use super::output::{LineSplitter, OutputStream, Printed, Sink};
 use super::remote::{self, HostEvent, HostJob, Pipe, RemoteHost};
 use super::signals::{signal_name, SignalQueue, STOP_SIGNALS};
 use super::stdin_feed::{self, StdinFeed};
+use super::stopped::{self, StopWatch};
 use super::supervise::{self, RankCommand, Termination};
 use crate::{parameters, sys};
 
@@ -91,6 +92,8 @@ struct RankProcess {
     host: Option<usize>,
     /// A replica the launcher stopped because its rank no longer needs it.
     stopping: bool,
+    /// Why the launcher declared this replica failed and killed it.
+    verdict: Option<String>,
 }
 
 /// A remote host where processes of rank 0 read our stdin.
@@ -161,6 +164,8 @@ pub struct Job {
     /// stopped, and when those that do not end then are given up.
     replica_deadline: Option<Instant>,
     stragglers_give_up: Option<Instant>,
+    /// Watches this host's processes for being stopped (`stopped`).
+    stop_watch: Option<StopWatch>,
 }
 
 impl Job {
@@ -286,6 +291,7 @@ impl Job {
         } else {
             (Printed::new(0), Vec::new(), Vec::new())
         };
+        let stop_watch = StopWatch::new(stopped::limit(&settings, config.replicas > 1));
         let mut job = Job {
             signals,
             service,
@@ -309,6 +315,7 @@ impl Job {
             ranks_done: 0,
             replica_deadline: None,
             stragglers_give_up: None,
+            stop_watch,
         };
         for (local, &rank) in local_ranks.iter().enumerate() {
             if let Err((msg, code)) = job.spawn(rank, local as u32, host.as_ref()) {
@@ -388,6 +395,7 @@ impl Job {
                             running: true,
                             host: Some(index),
                             stopping: false,
+                            verdict: None,
                         });
                     }
                     self.hosts.push(h);
@@ -439,6 +447,7 @@ impl Job {
             running: true,
             host: None,
             stopping: false,
+            verdict: None,
         });
         let tag = self.config.tag_output;
         let replicated = self.replicated();
@@ -580,6 +589,7 @@ impl Job {
                 self.launch_deadline,
                 self.replica_deadline,
                 self.stragglers_give_up,
+                self.stop_watch.as_ref().map(StopWatch::next_check),
             ]
             .into_iter()
             .flatten()
@@ -610,9 +620,21 @@ impl Job {
         }
         match self.phase {
             Phase::Running => {
+                self.watch_stopped(now);
                 if self.timeout_at.is_some_and(|t| t <= now) {
                     let secs = self.config.timeout.unwrap_or_default();
-                    eprintln!("tandem: job exceeded the timeout of {secs} s");
+                    let stopped: Vec<String> = self
+                        .ranks
+                        .iter()
+                        .filter(|r| r.running && r.host.is_none() && stopped::is_stopped(r.pid))
+                        .map(|r| r.rank.to_string())
+                        .collect();
+                    let which = match stopped.len() {
+                        0 => String::new(),
+                        1 => format!(" (rank {} is stopped)", stopped[0]),
+                        _ => format!(" (ranks {} are stopped)", stopped.join(", ")),
+                    };
+                    eprintln!("tandem: job exceeded the timeout of {secs} s{which}");
                     self.begin_stop(TIMEOUT_STATUS, libc::SIGTERM);
                 } else if self.launch_deadline.is_some_and(|t| t <= now) {
                     self.launch_deadline = None;
@@ -869,6 +891,11 @@ impl Job {
                     let whom = format!("(pid {} on {})", self.ranks[i].pid, self.hosts[h].name);
                     self.judge(rank, &whom, how);
                 }
+                HostEvent::Stopped(rank, long) => {
+                    if let Some(i) = self.ranks.iter().position(|r| r.rank == rank && r.running) {
+                        self.on_stopped(i, long);
+                    }
+                }
                 HostEvent::Ack(n) => {
                     if let Some(t) = self.remote_stdin.iter_mut().find(|t| t.host == h) {
                         t.in_flight = t.in_flight.saturating_sub(n);
@@ -1044,8 +1071,66 @@ impl Job {
         }
     }
 
+    /// Checks this host's processes for being stopped too long.
+    fn watch_stopped(&mut self, now: Instant) {
+        let Some(watch) = self.stop_watch.as_mut() else {
+            return;
+        };
+        let here = self.ranks.iter().filter(|r| r.running && r.host.is_none());
+        let over = watch.check(now, here.map(|r| (r.rank, r.pid)));
+        for (rank, long) in over {
+            if let Some(i) = self.ranks.iter().position(|r| r.rank == rank && r.running) {
+                self.on_stopped(i, long);
+            }
+        }
+    }
+
+    /// Process `i` has been stopped (by a signal or a debugger) for `long`:
+    /// a replica is declared failed and killed, so that its rank goes on
+    /// with its other replicas (its peers cannot tell it from a slow one);
+    /// a rank of an unreplicated job is named, and waited for.
+    fn on_stopped(&mut self, i: usize, long: Duration) {
+        if !matches!(self.phase, Phase::Running) || self.ranks[i].stopping {
+            return;
+        }
+        if !self.replicated() {
+            let r = &self.ranks[i];
+            let whom = match r.host {
+                None => format!("pid {}", r.pid),
+                Some(h) => format!("pid {} on {}", r.pid, self.hosts[h].name),
+            };
+            eprintln!(
+                "tandem: rank {} ({whom}) has been stopped (SIGSTOP, SIGTSTP or a debugger) for {} s; the job waits for it",
+                r.rank,
+                long.as_secs()
+            );
+            return;
+        }
+        let limit = self.stop_watch.as_ref().map_or(long, StopWatch::limit);
+        self.ranks[i].verdict = Some(format!(
+            "was stopped (SIGSTOP or a debugger) for more than replica_timeout_ms ({} ms); declared failed and killed",
+            limit.as_millis()
+        ));
+        match self.ranks[i].host {
+            // Not reaped yet, so the group id cannot have been reused.
+            None => sys::signal_group(self.ranks[i].pid, libc::SIGKILL),
+            Some(h) => {
+                let rank = self.ranks[i].rank;
+                self.hosts[h].kill(rank);
+            }
+        }
+    }
+
     /// Why a rank's end fails the job, and the launcher's exit status.
     fn failure(&self, rank: u32, how: Termination) -> Option<(String, i32)> {
+        let verdict = self
+            .ranks
+            .iter()
+            .find(|r| r.rank == rank)
+            .and_then(|r| r.verdict.clone());
+        if let Some(why) = verdict {
+            return Some((why, how.exit_code()));
+        }
         match how {
             Termination::Exited(0)
                 if self.service.said_hello(rank) && !self.service.finalized(rank) =>

@@ -22,6 +22,7 @@ mod output;
 mod remote;
 mod signals;
 mod stdin_feed;
+mod stopped;
 mod supervise;
 
 use std::ffi::OsString;

@@ -98,6 +98,8 @@ pub enum HostEvent {
     Pid(u32, libc::pid_t),
     Output(u32, Sink, Vec<u8>),
     Exit(u32, Termination),
+    /// A rank has been stopped (by a signal or a debugger) this long.
+    Stopped(u32, std::time::Duration),
     Ready,
     /// Bytes of rank 0's input written to it.
     Ack(usize),
@@ -272,6 +274,9 @@ impl RemoteHost {
                     };
                     Some(HostEvent::Exit(k, how))
                 }),
+                "stopped" => rank_here(r.num(1))
+                    .zip(r.num(2))
+                    .map(|(k, ms)| HostEvent::Stopped(k, std::time::Duration::from_millis(ms))),
                 "ready" => Some(HostEvent::Ready),
                 "ack" => r.num(1).map(HostEvent::Ack),
                 "fail" => Some(HostEvent::Fail(r.num(1).unwrap_or(1), r.text())),
