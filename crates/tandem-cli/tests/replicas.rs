@@ -208,6 +208,13 @@ fn wildcard_receives_match_alike_on_every_replica() {
     let wild = compile("replica_wild");
     for (case, faults, protocol, told) in [
         ("plain", "", "push", ""),
+        // Three replicas, the first two leaders killed in turn.
+        (
+            "three-leaders-killed",
+            "4:100:9,0:150:9",
+            "push",
+            "rank 0 replica 1",
+        ),
         (
             "leader-killed",
             "0:150:9,5:40:9",
@@ -228,7 +235,8 @@ fn wildcard_receives_match_alike_on_every_replica() {
         std::fs::create_dir_all(&dir).expect("temporary directory");
         let prefix = dir.join("order");
         let mut cmd = std::process::Command::new(common::TANDEM);
-        cmd.args(["run", "-n", "4", "--replicas", "2"])
+        let replicas = if case.starts_with("three") { "3" } else { "2" };
+        cmd.args(["run", "-n", "4", "--replicas", replicas])
             .args(["--set", &format!("replica_protocol={protocol}")])
             .args(["--set", "replica_timeout_ms=500"])
             .arg(&wild)
@@ -317,6 +325,52 @@ fn verification_reports_a_replica_that_sends_other_data() {
 /// (g) Across hosts (network namespaces): replica 0 of every rank on one
 /// host, replica 1 on another; every process of the second host dies at
 /// once, and the job finishes on the first with the unreplicated checksums.
+/// (f) with three replicas: the copies of a message one replica of rank
+/// 1 corrupts are outvoted; every other rank takes the copy its other two
+/// replicas agree on, and computes what an unreplicated run computes.
+#[test]
+fn three_replicas_outvote_a_corrupted_copy() {
+    let ring = compile("replica_ring");
+    let want = ring_reference();
+    let mut cmd = std::process::Command::new(common::TANDEM);
+    cmd.args(["run", "-n", "4", "--replicas", "3"])
+        .args(["--set", "replica_verify=hash", "--set", "stats=json"])
+        .arg(&ring)
+        .args(RING_ARGS)
+        // Process 5 is replica 1 of rank 1.
+        .env("REPLICA_FLIP", "5:30");
+    let out = common::run_command(cmd, JOB_TIMEOUT);
+    assert!(out.status.success(), "{}", out.describe());
+    // Rank 1's own line may come from its corrupted replica.
+    let others = |lines: Vec<String>| -> Vec<String> {
+        lines
+            .into_iter()
+            .filter(|l| !l.starts_with('{') && !l.starts_with("rank 1 "))
+            .collect()
+    };
+    assert_eq!(
+        others(sorted_lines(&out.stdout)),
+        others(want),
+        "{}",
+        out.describe()
+    );
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l.contains("differs between the replicas of rank 1")),
+        "no mismatch reported: {}",
+        out.describe()
+    );
+    assert!(
+        out.stderr
+            .lines()
+            .any(|l| l.contains("took the majority's copy of message") && l.contains("from rank 1")),
+        "no majority copy taken: {}",
+        out.describe()
+    );
+    assert!(common::counter_total(&out.stdout, "replica_mismatches") > 0);
+}
+
 #[test]
 fn losing_a_whole_host_of_replicas_over_tcp() {
     let Some(hosts) = multihost_netns::hosts_or_skip(3, None, "losing_a_whole_host_of_replicas")
@@ -351,7 +405,13 @@ fn losing_a_whole_host_of_replicas_over_tcp() {
 #[test]
 fn timing_dependent_outcomes_are_alike_on_every_replica() {
     let prog = compile("replica_choices");
-    for (case, faults) in [("plain", ""), ("leader-killed", "0:15:9,6:10:9")] {
+    // With three replicas, two survivors of rank 0 follow the first leader,
+    // then one leads the other: both must see the same outcomes.
+    for (case, faults, replicas) in [
+        ("plain", "", "2"),
+        ("leader-killed", "0:15:9,6:10:9", "2"),
+        ("three-leader-killed", "0:15:9", "3"),
+    ] {
         let dir = std::env::temp_dir().join(format!(
             "tandem-replica-choices-{}-{case}",
             std::process::id()
@@ -360,7 +420,7 @@ fn timing_dependent_outcomes_are_alike_on_every_replica() {
         std::fs::create_dir_all(&dir).expect("temporary directory");
         let prefix = dir.join("seen");
         let mut cmd = std::process::Command::new(common::TANDEM);
-        cmd.args(["run", "-n", "4", "--replicas", "2"])
+        cmd.args(["run", "-n", "4", "--replicas", replicas])
             .arg(&prog)
             .arg("30")
             .arg(&prefix)
@@ -382,11 +442,16 @@ fn timing_dependent_outcomes_are_alike_on_every_replica() {
             survivor.lines().any(|l| l.starts_with("testsome")),
             "{case}"
         );
-        if faults.is_empty() {
-            let leader = std::fs::read_to_string(dir.join("seen.0")).unwrap_or_default();
+        let other = match (faults.is_empty(), replicas) {
+            (true, _) => Some("seen.0"),
+            (false, "3") => Some("seen.8"),
+            _ => None,
+        };
+        if let Some(other) = other {
+            let seen = std::fs::read_to_string(dir.join(other)).unwrap_or_default();
             assert_eq!(
-                leader, survivor,
-                "the replicas of rank 0 saw different outcomes"
+                seen, survivor,
+                "{case}: the replicas of rank 0 saw different outcomes"
             );
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -135,8 +135,9 @@ pub enum FrameKind {
     /// number `sreq` with the sender of rank `src` in communicator context
     /// `context`, world rank `tag` (see p2p/wildcard.rs). No payload.
     ReplicaDecision = 25,
-    /// Replicas: handed up by the replication layer, never sent: this
-    /// replica leads its rank from now on. No payload.
+    /// Replicas: handed up by the replication layer, never sent: a replica
+    /// of this rank was lost, and this one leads its rank from now on if
+    /// `sreq` is 1. No payload.
     ReplicaLead = 26,
     /// Replicas, with `replica_verify=hash`: hashes of messages this sender
     /// replica logged for the receiving replica's rank, to check the copies
@@ -148,6 +149,11 @@ pub enum FrameKind {
     /// (the outcome of a test, a probe, or which request a wait-any found
     /// done) and it came out as `rreq` (see p2p/wildcard.rs). No payload.
     ReplicaChoice = 28,
+    /// Replicas, voting on copies (`replica_verify=hash`, three or more
+    /// replicas): the receiver replica that sends it asks this sender
+    /// replica for its copy of message `sreq` again (see replica/verify.rs).
+    /// No payload.
+    ReplicaFetch = 29,
 }
 
 impl FrameKind {
@@ -181,6 +187,7 @@ impl FrameKind {
             26 => Some(FrameKind::ReplicaLead),
             27 => Some(FrameKind::ReplicaHashes),
             28 => Some(FrameKind::ReplicaChoice),
+            29 => Some(FrameKind::ReplicaFetch),
             _ => None,
         }
     }

@@ -778,7 +778,7 @@ impl FrameSink for Matcher {
             (FrameKind::Revoked, Payload::Empty) => self.on_revoked(peer, h),
             (FrameKind::Help, Payload::Empty) => self.on_help(peer, h)?,
             (FrameKind::ReplicaDecision, Payload::Empty) => self.on_decision(h)?,
-            (FrameKind::ReplicaLead, Payload::Empty) => self.on_lead(),
+            (FrameKind::ReplicaLead, Payload::Empty) => self.on_sibling_lost(h.sreq == 1),
             (FrameKind::ReplicaChoice, Payload::Empty) => self.on_choice(h)?,
             (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
         }

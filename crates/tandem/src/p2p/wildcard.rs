@@ -25,11 +25,20 @@
 //! (`ReplicaChoice`: `sreq` the number, `rreq` the outcome), and the others
 //! wait for it and follow it.
 //!
-//! When the leader is lost the next replica leads: its undecided receives
+//! When the leader is lost the next replica leads: it follows what the old
+//! leader decided that it has not reached yet, its undecided receives
 //! become ordinary wildcard receives again, and it decides from then on
-//! (also the choices it was waiting for).
+//! (also the choices it was waiting for). With three or more replicas the
+//! survivors may have heard different amounts of the old leader: each
+//! passes the last [`HISTORY`] decisions and choices it received on to
+//! the others, which take those they lack (a new leader too, for receives
+//! it has not decided yet) and ignore the rest.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+
+/// Decisions and choices from the leader a replica keeps, to pass on to
+/// its siblings when the leader is lost.
+const HISTORY: usize = 1 << 16;
 
 use super::{matches, Body, Matcher, ReqId};
 use crate::wire::{FrameKind, Header};
@@ -55,9 +64,21 @@ pub(super) struct Wildcards {
     next_choice: u64,
     /// Follower: choices the leader made that are not followed yet.
     choices: HashMap<u64, u64>,
+    /// Choices settled so far (they are settled in order).
+    choices_settled: u64,
+    /// The last decisions and choices received from a leader.
+    history: VecDeque<Header>,
 }
 
 impl Wildcards {
+    /// Keeps a decision or choice heard from the leader.
+    fn remember(&mut self, h: &Header) {
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back(*h);
+    }
+
     pub(super) fn new(leader: bool) -> Wildcards {
         Wildcards {
             leader,
@@ -78,9 +99,12 @@ impl Matcher {
         let Some(w) = self.wild.as_mut() else {
             return Err("replica choice in a job without replicas".into());
         };
-        if !w.leader {
-            w.choices.insert(h.sreq, h.rreq);
+        // Settled already (a sibling passing on what the leader said).
+        if h.sreq < w.choices_settled || w.choices.contains_key(&h.sreq) {
+            return Ok(());
         }
+        w.choices.insert(h.sreq, h.rreq);
+        w.remember(h);
         Ok(())
     }
 
@@ -98,10 +122,11 @@ impl Matcher {
         }
         let n = w.next;
         w.next += 1;
-        if w.leader {
+        if w.leader && w.decided.is_empty() {
             w.leading.insert(id.0, n);
             return true;
         }
+        // A new leader follows what the old one decided before it decides.
         if let Some((src, world)) = w.decided.remove(&n) {
             let held = w.holds(ctx);
             if let Some(r) = self.reqs.get_mut(id) {
@@ -109,6 +134,10 @@ impl Matcher {
                 r.peer = Some(world);
             }
             return !held;
+        }
+        if w.leader {
+            w.leading.insert(id.0, n);
+            return true;
         }
         w.undecided.push((id, n, ctx));
         *w.held.entry(ctx).or_insert(0) += 1;
@@ -158,15 +187,41 @@ impl Matcher {
         let Some(w) = self.wild.as_mut() else {
             return Err("wildcard decision in a job without replicas".into());
         };
+        let (n, src, world) = (h.sreq, h.src, h.tag as u32);
         if w.leader {
-            // A late word from a lost leader: this replica decides now.
+            // A decision of the lost leader, passed on by a sibling: one
+            // this replica has not reached is followed; a receive posted
+            // and not matched yet takes it (its own decision would have
+            // gone out when it matched).
+            if n >= w.next {
+                if w.decided.insert(n, (src, world)).is_none() {
+                    w.remember(h);
+                }
+                return Ok(());
+            }
+            let Some((&id, _)) = w.leading.iter().find(|&(_, &m)| m == n) else {
+                return Ok(());
+            };
+            w.leading.remove(&id);
+            w.remember(h);
+            if let Some(r) = self.reqs.get_mut(ReqId(id)) {
+                r.src_filter = Some(src);
+                r.peer = Some(world);
+            }
+            let ctx = self.reqs.get(ReqId(id)).map(|r| r.context);
+            if let Some(ctx) = ctx {
+                self.rematch(ctx);
+            }
             return Ok(());
         }
-        let (src, world) = (h.src, h.tag as u32);
-        let Some(pos) = w.undecided.iter().position(|&(_, n, _)| n == h.sreq) else {
-            w.decided.insert(h.sreq, (src, world));
+        let Some(pos) = w.undecided.iter().position(|&(_, m, _)| m == n) else {
+            // Posted and decided already, or known: a sibling's copy.
+            if n >= w.next && w.decided.insert(n, (src, world)).is_none() {
+                w.remember(h);
+            }
             return Ok(());
         };
+        w.remember(h);
         let (id, _, ctx) = w.undecided.remove(pos);
         let left = w.held.get_mut(&ctx).map(|c| {
             *c -= 1;
@@ -185,12 +240,18 @@ impl Matcher {
         Ok(())
     }
 
-    /// This replica leads its rank now: its undecided wildcard receives are
-    /// matched as usual, and it decides.
-    pub(super) fn on_lead(&mut self) {
+    /// A replica of this rank was lost (`leads`: this one leads now). What
+    /// this replica heard from the leader goes to its siblings, which may
+    /// have missed some; a new leader matches its undecided wildcard
+    /// receives as usual, and decides.
+    pub(super) fn on_sibling_lost(&mut self, leads: bool) {
         let Some(w) = self.wild.as_mut() else {
             return;
         };
+        w.out.extend(w.history.iter().copied());
+        if !leads || w.leader {
+            return;
+        }
         w.leader = true;
         for (id, n, _) in std::mem::take(&mut w.undecided) {
             w.leading.insert(id.0, n);
@@ -276,11 +337,15 @@ impl super::P2p {
             self.wait_for(|p| p.choice_settled(n));
         }
         match self.m.wild.as_mut() {
-            Some(w) if !w.leader => match w.choices.remove(&n) {
-                Some(v) => ChoiceRole::Follow(v),
-                None => ChoiceRole::Lead(n),
-            },
-            _ => ChoiceRole::Lead(n),
+            // A new leader follows what the old one chose before it chooses.
+            Some(w) => {
+                w.choices_settled = w.choices_settled.max(n + 1);
+                match w.choices.remove(&n) {
+                    Some(v) => ChoiceRole::Follow(v),
+                    None => ChoiceRole::Lead(n),
+                }
+            }
+            None => ChoiceRole::Lead(n),
         }
     }
 

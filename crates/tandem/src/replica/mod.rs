@@ -152,10 +152,30 @@ struct Inbound {
     acked: u64,
     bytes_since_ack: u64,
     /// Frames taken off the wire but not yet by the layer above (it
-    /// paused: its unexpected-message limit).
-    held: VecDeque<(Header, Vec<u8>)>,
+    /// paused: its unexpected-message limit; or, with three or more
+    /// replicas verifying, the message's copies are being voted on).
+    held: VecDeque<Held>,
     /// Every replica of the sender is lost.
     lost: bool,
+}
+
+/// A message taken off the wire and not yet passed up.
+struct Held {
+    header: Header,
+    data: Vec<u8>,
+    seq: u64,
+    state: HeldState,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum HeldState {
+    /// May go up.
+    Ready,
+    /// Waits for other replicas' hashes of it (verify.rs).
+    Voting,
+    /// The majority's copy is fetched from a replica in the mask `from`
+    /// (asked: `asked`), and must hash `hash`.
+    Fetching { from: u32, asked: u32, hash: u64 },
 }
 
 /// A send waiting for room in the log.
@@ -194,6 +214,9 @@ pub struct Replicas {
     /// Resumes asked of this replica: (receiver rank, its replica, from,
     /// limit or 0).
     resumes: Vec<(u32, u32, u64, u64)>,
+    /// Messages asked of this replica again, for a vote's majority copy:
+    /// (receiver rank, its replica, sequence number).
+    fetches: Vec<(u32, u32, u64)>,
     /// Receiver ranks with acknowledgements to send.
     ack_due: Vec<u32>,
     /// Ranks every replica of which is lost, to report above: (rank, why).
@@ -201,7 +224,8 @@ pub struct Replicas {
     pub counters: ReplicaCounters,
     last_ack: Instant,
     /// This replica leads its rank (the lowest-numbered live replica), and
-    /// whether the layer above has yet to be told it now does.
+    /// whether the layer above has yet to be told that a sibling was lost
+    /// (and whether this replica leads now).
     leader: bool,
     lead_news: bool,
     /// `replica_protocol=pull`: receivers ask for each message (the
@@ -274,6 +298,7 @@ impl Replicas {
             full_since: None,
             patience,
             resumes: Vec::new(),
+            fetches: Vec::new(),
             ack_due: Vec::new(),
             lost_ranks: Vec::new(),
             counters: ReplicaCounters::default(),
@@ -583,14 +608,18 @@ impl Replicas {
         self.process_lost_as_sender(p);
         let me = self.place.rank();
         if s == me {
-            let lowest_live = (0..self.place.replicas)
-                .find(|&c| !self.dead[self.place.process_of(me, c) as usize]);
+            let live = |c: u32| !self.dead[self.place.process_of(me, c) as usize];
+            let lowest_live = (0..self.place.replicas).find(|&c| live(c));
+            let was_leader = (0..self.place.replicas).find(|&c| c == j || live(c)) == Some(j);
             if !self.leader && lowest_live == Some(self.place.replica()) {
                 self.leader = true;
-                self.lead_news = true;
             }
+            // Leading or not, the layer above passes on what the lost
+            // leader told it, for the siblings that may have missed some.
+            self.lead_news |= was_leader;
             return;
         }
+        self.revote_without(s, j);
         let replicas = self.place.replicas;
         let i = &mut self.inb[s as usize];
         if i.lost || i.source != j {
@@ -643,6 +672,9 @@ impl Replicas {
         for (r, k, from, limit) in resumes {
             self.serve_resume(tcp, r, k, from, limit);
         }
+        for (r, k, seq) in std::mem::take(&mut self.fetches) {
+            self.push_entry(tcp, r, k, seq);
+        }
         let due = std::mem::take(&mut self.ack_due);
         for s in due {
             self.ack(s);
@@ -651,9 +683,13 @@ impl Replicas {
             self.ack_all();
         }
         self.send_control(tcp);
-        if self.verify.is_some() {
-            let force = self.last_hashes.elapsed().as_millis() >= 2;
+        if let Some(votes) = self.verify.as_ref().map(|v| v.votes()) {
+            // Votes hold messages until hashes come: they leave at once.
+            let force = votes || self.last_hashes.elapsed().as_millis() >= 2;
             self.send_hashes(tcp, force);
+            if votes {
+                self.deliver_held(sink);
+            }
         }
         if !self.waiting.is_empty() {
             self.trim_or_drop_laggards(tcp);
@@ -663,7 +699,7 @@ impl Replicas {
             sink.on_send_done(t);
         }
         if std::mem::take(&mut self.lead_news) {
-            let h = control(FrameKind::ReplicaLead, 0, 0);
+            let h = control(FrameKind::ReplicaLead, u64::from(self.leader), 0);
             if let Err(why) = sink.on_frame(self.place.rank(), &h, Payload::Empty) {
                 eprintln!("tandem: rank {}: {why}", self.place.rank());
             }
@@ -718,7 +754,11 @@ impl Replicas {
     /// Whether this layer holds work a sleep would delay: frames the layer
     /// above paused, or sends waiting for log room.
     pub fn has_pending(&self) -> bool {
-        !self.waiting.is_empty() || self.inb.iter().any(|i| !i.held.is_empty())
+        !self.waiting.is_empty()
+            || self
+                .inb
+                .iter()
+                .any(|i| i.held.front().is_some_and(|h| h.state == HeldState::Ready))
     }
 
     fn ack_all(&mut self) {
@@ -802,14 +842,21 @@ impl Replicas {
     fn deliver_held(&mut self, sink: &mut dyn FrameSink) -> bool {
         let mut did = false;
         for s in 0..self.place.ranks {
-            while let Some((h, data)) = self.inb[s as usize].held.pop_front() {
-                match pass_up(sink, s, &h, data) {
+            while self.inb[s as usize]
+                .held
+                .front()
+                .is_some_and(|h| h.state == HeldState::Ready)
+            {
+                let held = &mut self.inb[s as usize].held;
+                let mut m = held.pop_front().expect("front exists");
+                match pass_up(sink, s, &m.header, std::mem::take(&mut m.data)) {
                     Ok(None) => {
                         did = true;
-                        self.taken(s, h.len);
+                        self.taken(s, m.header.len);
                     }
                     Ok(Some(data)) => {
-                        self.inb[s as usize].held.push_front((h, data));
+                        m.data = data;
+                        self.inb[s as usize].held.push_front(m);
                         break;
                     }
                     Err(why) => {
@@ -821,6 +868,110 @@ impl Replicas {
             }
         }
         did
+    }
+
+    /// Voting: held message `seq` of `s` has its verdict.
+    fn apply_verdict(&mut self, s: u32, seq: u64, verdict: verify::Verdict) {
+        let place = self.place;
+        let Some(m) = self.inb[s as usize].held.iter_mut().find(|m| m.seq == seq) else {
+            return;
+        };
+        m.state = match verdict {
+            verify::Verdict::Wait => HeldState::Voting,
+            verify::Verdict::Take | verify::Verdict::NoMajority => HeldState::Ready,
+            verify::Verdict::Fetch { from, hash } => {
+                let c = from.trailing_zeros();
+                self.control.push((
+                    place.process_of(s, c),
+                    control(FrameKind::ReplicaFetch, seq, 0),
+                ));
+                HeldState::Fetching {
+                    from,
+                    asked: c,
+                    hash,
+                }
+            }
+        };
+    }
+
+    /// Voting: replica `j` of `s` sent message `seq` again, as asked; true
+    /// if it was (the copy replaces the held one when it hashes as the
+    /// majority's did).
+    fn take_fetched(&mut self, s: u32, j: u32, seq: u64, h: &Header, data: Vec<u8>) -> bool {
+        let me = self.place.rank();
+        let Some(m) = self.inb[s as usize].held.iter_mut().find(|m| m.seq == seq) else {
+            return false;
+        };
+        let HeldState::Fetching { asked, hash, .. } = m.state else {
+            return false;
+        };
+        if asked != j {
+            return false;
+        }
+        if verify::message_hash(h, &data) == hash {
+            eprintln!(
+                "tandem: rank {me}: took the majority's copy of message {seq} from rank {s} (replica {j}'s)"
+            );
+            m.data = data;
+        } else {
+            eprintln!(
+                "tandem: rank {me}: replica {j} of rank {s} sent message {seq} again unlike its hash; kept the copy at hand"
+            );
+        }
+        m.state = HeldState::Ready;
+        true
+    }
+
+    /// Voting: replica `j` of `s` is lost; messages waiting for its hash
+    /// or its copy turn to the others.
+    fn revote_without(&mut self, s: u32, j: u32) {
+        let place = self.place;
+        let Some(v) = self.verify.as_mut() else {
+            return;
+        };
+        if !v.votes() {
+            return;
+        }
+        let dead = &self.dead;
+        let live = |r: u32| !dead[place.process_of(s, r) as usize];
+        let decided = v.vote_reconsider(s, &live);
+        let mut refetch = Vec::new();
+        for m in self.inb[s as usize].held.iter_mut() {
+            if let HeldState::Fetching { from, asked, hash } = m.state {
+                if asked != j {
+                    continue;
+                }
+                let rest = (0..place.replicas)
+                    .filter(|&r| from & (1 << r) != 0 && live(r))
+                    .fold(0u32, |acc, r| acc | 1 << r);
+                if rest == 0 {
+                    eprintln!(
+                        "tandem: rank {}: every replica of rank {s} that agreed on message {} is lost; kept the copy at hand",
+                        place.rank(),
+                        m.seq
+                    );
+                    m.state = HeldState::Ready;
+                } else {
+                    let c = rest.trailing_zeros();
+                    m.state = HeldState::Fetching {
+                        from: rest,
+                        asked: c,
+                        hash,
+                    };
+                    refetch.push((place.process_of(s, c), m.seq));
+                }
+            }
+        }
+        for (p, seq) in refetch {
+            self.control
+                .push((p, control(FrameKind::ReplicaFetch, seq, 0)));
+        }
+        for (seq, verdict, found) in decided {
+            for m in &found {
+                report_mismatch(place.rank(), m);
+            }
+            self.apply_verdict(s, seq, verdict);
+        }
     }
 
     /// The next message of `s` was taken by the layer above.
@@ -960,7 +1111,13 @@ impl FrameSink for Upward<'_> {
                 };
                 let i = &mut rep.inb[s as usize];
                 if h.rreq != i.expected || i.lost {
-                    rep.counters.duplicates_dropped += 1;
+                    let mut up = *h;
+                    up.rreq = 0;
+                    let voting = rep.verify.as_ref().is_some_and(|v| v.votes());
+                    if !(voting && h.rreq < i.expected && rep.take_fetched(s, j, h.rreq, &up, data))
+                    {
+                        rep.counters.duplicates_dropped += 1;
+                    }
                     return Ok(());
                 }
                 i.expected += 1;
@@ -971,20 +1128,49 @@ impl FrameSink for Upward<'_> {
                 }
                 let mut up = *h;
                 up.rreq = 0;
+                let seq = h.rreq;
+                let mut verdict = verify::Verdict::Take;
                 if let Some(v) = rep.verify.as_mut() {
                     let hash = verify::message_hash(&up, &data);
-                    if let Some(m) = v.on_taken(s, h.rreq, j, &up, hash) {
+                    if v.votes() {
+                        let dead = &rep.dead;
+                        let live = |r: u32| !dead[place.process_of(s, r) as usize];
+                        let found;
+                        (verdict, found) = v.vote_taken(s, seq, j, &up, hash, &live);
+                        for m in &found {
+                            report_mismatch(place.rank(), m);
+                        }
+                    } else if let Some(m) = v.on_taken(s, seq, j, &up, hash) {
                         report_mismatch(place.rank(), &m);
                     }
                 }
+                let ready = matches!(verdict, verify::Verdict::Take | verify::Verdict::NoMajority);
                 let i = &mut rep.inb[s as usize];
-                if !i.held.is_empty() {
-                    i.held.push_back((up, data));
+                if !ready || !i.held.is_empty() {
+                    let state = if ready {
+                        HeldState::Ready
+                    } else {
+                        HeldState::Voting
+                    };
+                    i.held.push_back(Held {
+                        header: up,
+                        data,
+                        seq,
+                        state,
+                    });
+                    if !ready {
+                        rep.apply_verdict(s, seq, verdict);
+                    }
                     return Ok(());
                 }
                 match pass_up(self.inner, s, &up, data)? {
                     None => rep.taken(s, h.len),
-                    Some(data) => rep.inb[s as usize].held.push_back((up, data)),
+                    Some(data) => rep.inb[s as usize].held.push_back(Held {
+                        header: up,
+                        data,
+                        seq,
+                        state: HeldState::Ready,
+                    }),
                 }
                 Ok(())
             }
@@ -995,6 +1181,10 @@ impl FrameSink for Upward<'_> {
                 let a = &mut o.acked[j as usize];
                 *a = (*a).max(h.sreq);
                 rep.trim(s);
+                Ok(())
+            }
+            FrameKind::ReplicaFetch => {
+                rep.fetches.push((s, j, h.sreq));
                 Ok(())
             }
             FrameKind::ReplicaResume => {
@@ -1010,10 +1200,22 @@ impl FrameSink for Upward<'_> {
                     return Err(format!("replica hashes of {} bytes", pairs.len()));
                 }
                 let taken_below = rep.inb[s as usize].expected;
-                if let Some(v) = rep.verify.as_mut() {
+                let Some(v) = rep.verify.as_mut() else {
+                    return Ok(());
+                };
+                if !v.votes() {
                     for m in v.on_hashes(s, j, &pairs, taken_below) {
                         report_mismatch(place.rank(), &m);
                     }
+                    return Ok(());
+                }
+                let dead = &rep.dead;
+                let live = |r: u32| !dead[place.process_of(s, r) as usize];
+                for (seq, verdict, found) in v.vote_hashes(s, j, &pairs, taken_below, &live) {
+                    for m in &found {
+                        report_mismatch(place.rank(), m);
+                    }
+                    rep.apply_verdict(s, seq, verdict);
                 }
                 Ok(())
             }
