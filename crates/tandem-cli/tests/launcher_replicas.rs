@@ -446,7 +446,8 @@ struct Link {
 impl Link {
     fn connect(process: u32) -> Link {
         let addr = std::env::var("TANDEM_JOB_ADDR").expect("launched by tandem");
-        let secret = std::env::var("TANDEM_JOB_SECRET").unwrap();
+        let fd = std::env::var("TANDEM_JOB_SECRET_FD").expect("launched by tandem");
+        let secret = std::fs::read_to_string(format!("/proc/self/fd/{fd}")).unwrap();
         let stream = TcpStream::connect(addr).unwrap();
         let mut link = Link {
             reader: BufReader::new(stream.try_clone().unwrap()),

@@ -3,7 +3,8 @@
 //! refuses (`abi_misc.c`), distributed-array datatypes, external32
 //! packing and the datatype queries (`datatype_misc.c`), MPI-4.1 buffers
 //! for buffered sends (`buffer_misc.c`), partitioned communication
-//! (`part_misc.c`), built with `tandem cc` and run with
+//! (`part_misc.c`), the job secret kept from what ranks start
+//! (`secret_hidden.c`), built with `tandem cc` and run with
 //! `tandem run` on several job sizes.
 
 mod common;
@@ -28,6 +29,7 @@ macro_rules! pass_tests {
 }
 
 pass_tests! {
+    secret_hidden_np2: "secret_hidden", 2;
     abi_misc_np1: "abi_misc", 1;
     abi_misc_np3: "abi_misc", 3;
     buffer_misc_np1: "buffer_misc", 1;

@@ -9,7 +9,7 @@
 //! | `TANDEM_JOB_SIZE` | ranks in the job |
 //! | `TANDEM_JOB_LOCAL_SIZE` | ranks on this host |
 //! | `TANDEM_JOB_ADDR` | `host:port` of the master's service (loopback for one host) |
-//! | `TANDEM_JOB_SECRET` | the per-job secret, 64 hex digits |
+//! | `TANDEM_JOB_SECRET_FD` | a pipe holding the per-job secret (64 hex digits), which the rank reads and closes at `MPI_Init`, so that neither its environment nor the processes it starts carry the secret (`TANDEM_JOB_SECRET`, the secret itself, is read when the pipe is absent) |
 //! | `TANDEM_JOB_ID` | a short job identifier |
 //! | `TANDEM_JOB_HOSTS` | hosts the job spans (absent: 1; more than one makes TCP listen beyond loopback) |
 //! | `TANDEM_JOB_NODE_ADDR` | the address this host used to reach the master (the TCP transport's default listening address in multi-host jobs) |
@@ -46,6 +46,7 @@ pub mod env {
     pub const LOCAL_SIZE: &str = "TANDEM_JOB_LOCAL_SIZE";
     pub const ADDR: &str = "TANDEM_JOB_ADDR";
     pub const SECRET: &str = "TANDEM_JOB_SECRET";
+    pub const SECRET_FD: &str = "TANDEM_JOB_SECRET_FD";
     pub const ID: &str = "TANDEM_JOB_ID";
     pub const HOSTS: &str = "TANDEM_JOB_HOSTS";
     pub const NODE_ADDR: &str = "TANDEM_JOB_NODE_ADDR";
@@ -54,6 +55,41 @@ pub mod env {
 
 /// How long a rank tries to reach the master before giving up.
 const MASTER_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads the secret from the pipe the launcher left open as descriptor
+/// `fd`, and closes it. Anything but a pipe is left alone: the variable
+/// may have been inherited by a program the rank started, where the number
+/// names another file.
+fn read_secret_pipe(fd: &str) -> Result<String, String> {
+    let fd: libc::c_int = fd
+        .parse()
+        .map_err(|_| "not a descriptor number".to_string())?;
+    // SAFETY: `st` is plain data filled in by fstat; an invalid descriptor
+    // only makes fstat fail.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if fd < 0 || unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err("not open (read already?)".into());
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return Err("not a pipe".into());
+    }
+    let mut buf = [0u8; 2 * SECRET_BYTES + 1];
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: the range `got..` of `buf` is valid for writes.
+        let n = unsafe { libc::read(fd, buf[got..].as_mut_ptr().cast(), buf.len() - got) };
+        if n > 0 {
+            got += n as usize;
+        } else if n == 0
+            || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+        {
+            break;
+        }
+    }
+    // SAFETY: the descriptor is the secret's pipe, which nothing else uses.
+    unsafe { libc::close(fd) };
+    String::from_utf8(buf[..got].to_vec()).map_err(|_| "not text".into())
+}
 
 /// Length of the job secret in bytes (it travels as twice as many hex digits).
 pub const SECRET_BYTES: usize = 32;
@@ -128,11 +164,23 @@ impl JobInfo {
                 format!("launcher gave {replicas} replicas of a job of {size} processes"),
             ));
         }
-        let secret_hex = std::env::var(env::SECRET).unwrap_or_default();
+        let secret_hex = match std::env::var(env::SECRET_FD) {
+            Ok(fd) => read_secret_pipe(&fd).map_err(|why| {
+                Error::new(
+                    ErrorClass::Other,
+                    format!("{} ({fd}): {why}", env::SECRET_FD),
+                )
+            })?,
+            Err(_) => std::env::var(env::SECRET).unwrap_or_default(),
+        };
         let secret = decode_secret(&secret_hex).ok_or_else(|| {
             Error::new(
                 ErrorClass::Other,
-                format!("{} is missing or malformed", env::SECRET),
+                format!(
+                    "the job secret ({} or {}) is missing or malformed",
+                    env::SECRET_FD,
+                    env::SECRET
+                ),
             )
         })?;
         Ok(JobInfo {

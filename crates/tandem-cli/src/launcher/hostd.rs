@@ -94,7 +94,6 @@ pub fn main(host: &str) -> i32 {
         (job_env::SIZE.to_string(), spec.size.to_string()),
         (job_env::LOCAL_SIZE.to_string(), local_size.to_string()),
         (job_env::ADDR.to_string(), master.to_string()),
-        (job_env::SECRET.to_string(), spec.secret.clone()),
         (job_env::ID.to_string(), spec.id.clone()),
         (job_env::HOSTS.to_string(), spec.hosts.to_string()),
         (job_env::NODE_ADDR.to_string(), node_addr.clone()),
@@ -113,6 +112,7 @@ pub fn main(host: &str) -> i32 {
             .map(|s| s.to_string())
             .collect(),
         original_fd_limit: sys::raise_fd_limit(4 * u64::from(local_size) + 256),
+        secret: spec.secret.clone(),
     };
     let shm = match host_setup::shared_memory(local_size, &settings) {
         Ok(s) => s,

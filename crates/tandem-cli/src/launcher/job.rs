@@ -255,9 +255,9 @@ impl Job {
                 local_ranks.len().to_string(),
             ),
             (job_env::ADDR.to_string(), service.addrs()[0].to_string()),
-            (job_env::SECRET.to_string(), secret.clone()),
             (job_env::ID.to_string(), job_id.clone()),
         ]);
+        config.command.secret = secret.clone();
         if let Some(addr) = &node_addr {
             config.command.env.extend([
                 (job_env::HOSTS.to_string(), hosts_total.to_string()),

@@ -204,6 +204,7 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
                 .map(|s| s.to_string())
                 .collect(),
             original_fd_limit: None,
+            secret: String::new(),
         },
         multi,
     })

@@ -5,11 +5,12 @@
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
 use super::signals::signal_name;
+use tandem::bootstrap::env as job_env;
 
 /// What is needed to start every rank of the job.
 pub struct RankCommand {
@@ -21,6 +22,9 @@ pub struct RankCommand {
     pub env_remove: Vec<String>,
     /// The launcher's descriptor limit before it raised it, for the children.
     pub original_fd_limit: Option<libc::rlimit>,
+    /// The job's secret, handed to each rank through a pipe rather than
+    /// its environment (empty: none).
+    pub secret: String,
 }
 
 /// A started rank: its pid (also its process group id) and our pipe ends.
@@ -39,6 +43,14 @@ pub fn spawn_rank(
 ) -> io::Result<SpawnedRank> {
     let mut command = Command::new(&cmd.program);
     command.args(&cmd.args);
+    let secret = if cmd.secret.is_empty() {
+        None
+    } else {
+        let fd = secret_pipe(&cmd.secret)?;
+        command.env(job_env::SECRET_FD, fd.as_raw_fd().to_string());
+        Some(fd)
+    };
+    let secret_fd = secret.as_ref().map(|f| f.as_raw_fd());
     for name in &cmd.env_remove {
         command.env_remove(name);
     }
@@ -59,9 +71,19 @@ pub fn spawn_rank(
     // async-signal-safe system calls (sigprocmask, prctl, getppid,
     // setrlimit); it neither allocates nor takes locks.
     unsafe {
-        command.pre_exec(move || prepare_child(launcher_pid, fd_limit, libc::SIGKILL));
+        command.pre_exec(move || {
+            if let Some(fd) = secret_fd {
+                // The secret's pipe stays open across exec for the rank only.
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            prepare_child(launcher_pid, fd_limit, libc::SIGKILL)
+        });
     }
     let mut child = command.spawn()?;
+    // Our end of the secret's pipe goes (the child has its own).
+    drop(secret);
     let spawned = SpawnedRank {
         pid: child.id() as libc::pid_t,
         stdin: child.stdin.take().map(OwnedFd::from),
@@ -71,6 +93,22 @@ pub fn spawn_rank(
     // Dropping `child` neither kills nor waits; we reap by pid ourselves.
     drop(child);
     Ok(spawned)
+}
+
+/// A pipe (close-on-exec) holding `secret`, its write end closed: the
+/// read end, which a rank reads the secret from and closes.
+fn secret_pipe(secret: &str) -> io::Result<OwnedFd> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 returns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 just created both descriptors and nothing else owns them.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // 64 bytes fit in any pipe's buffer: the write does not block.
+    let mut w = std::fs::File::from(write);
+    std::io::Write::write_all(&mut w, secret.as_bytes())?;
+    Ok(read)
 }
 
 /// A started agent (`ssh HOST tandem _host ...`): its pid (and process
