@@ -400,6 +400,8 @@ impl Engine {
         let mut did = false;
         let timeout = if self.replicas.as_ref().is_some_and(Replicas::has_pending) {
             QUEUED_SLEEP_MS
+        } else if self.replicas.as_ref().is_some_and(Replicas::acks_due) {
+            crate::replica::ACK_DELAY_MS
         } else if self.tcp.needs_timer() {
             100
         } else if self.shm_has_queued() {

@@ -682,7 +682,7 @@ impl Runtime {
     /// has taken all it sent (they may still need its log).
     fn drain_replica_log(&mut self) {
         let patience = Duration::from_millis(self.settings.uint("replica_timeout_ms"));
-        // Receivers acknowledge before they sleep; one lost or stopped is
+        // Receivers acknowledge within ACK_DELAY_MS; one lost or stopped is
         // noticed by its connection or stopped by the launcher, so this
         // only guards against a peer that lives and never waits.
         let deadline = Instant::now() + patience * 10 + Duration::from_secs(10);

@@ -23,7 +23,7 @@
 //!   next sequence number on (pull from the sender log, the VolpexMPI
 //!   report's fallback), and that replica pushes to it from then on too.
 //! * Receivers acknowledge what they took to every live replica of the
-//!   sender, on traffic thresholds and before they sleep; a sender frees
+//!   sender, on traffic thresholds and within `ACK_DELAY_MS`; a sender frees
 //!   log entries every live replica of the receiver has acknowledged. At
 //!   `replica_log_bytes` a send waits (returned queued, logged when room
 //!   comes); when a replica's lag is all that keeps the log full while
@@ -51,8 +51,10 @@ use crate::wire::{FrameKind, Header};
 
 /// Acknowledge after taking this many messages from one sender rank...
 const ACK_EVERY_MSGS: u64 = 32;
-/// ...or this many bytes (at most a quarter of the log's cap).
+/// ...or this many bytes (at most a quarter of the log's cap), or at the
+/// latest after this many milliseconds (also when the process sleeps).
 const ACK_EVERY_BYTES: u64 = 1 << 20;
+pub const ACK_DELAY_MS: i32 = 5;
 
 /// Token bits of the frames this layer hands the transport: the receiver
 /// rank (19 bits), the replica (4 bits), the sequence number (40 bits); the
@@ -679,7 +681,7 @@ impl Replicas {
         for s in due {
             self.ack(s);
         }
-        if self.last_ack.elapsed().as_millis() >= 5 {
+        if self.last_ack.elapsed().as_millis() >= ACK_DELAY_MS as u128 {
             self.ack_all();
         }
         self.send_control(tcp);
@@ -709,9 +711,11 @@ impl Replicas {
         }
     }
 
-    /// Before the process sleeps: acknowledge everything taken.
+    /// Before the process sleeps: what is queued leaves. Acknowledgements
+    /// wait for the sleep's timeout ([`Replicas::acks_due`]): sent at every
+    /// sleep they cost a ping-pong two frames, and two wake-ups of sender
+    /// replicas that wait too, per message.
     pub fn before_sleep(&mut self, tcp: &mut TcpTransport) {
-        self.ack_all();
         self.send_control(tcp);
         if self.verify.is_some() {
             self.send_hashes(tcp, true);
@@ -742,6 +746,12 @@ impl Replicas {
                 self.hash_frames.insert(t, pairs);
             }
         }
+    }
+
+    /// Whether messages were taken and not acknowledged yet: a sleep then
+    /// ends after [`ACK_DELAY_MS`], when they are.
+    pub fn acks_due(&self) -> bool {
+        self.inb.iter().any(|i| i.acked < i.taken && !i.lost)
     }
 
     /// Messages checked against another replica's hash, and mismatches.
