@@ -14,6 +14,7 @@
 # means no empty poll). Instruction counts do not depend on how busy the
 # machine is, unlike timings. Needs valgrind (apt-get install valgrind).
 #     scripts/callgrind-p2p.sh [BYTES]      (default 8)
+# TRANSPORTS=tcp measures the TCP path instead of shared memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bytes=${1:-8}
@@ -38,7 +39,7 @@ for mode in blocking nonblocking; do
     for run in $(seq "$runs"); do
         out=$PWD/target/callgrind/p2p_calls.$mode.$run.out
         # A long spin: rank 0 must never block in the kernel while it is measured.
-        CALLGRIND_OUT=$out target/release/tandem run -n 2 --set spin_us=100000 --timeout 600 \
+        CALLGRIND_OUT=$out target/release/tandem run -n 2 --set spin_us=100000 ${TRANSPORTS:+--set transports=$TRANSPORTS} --timeout 600 \
             "$wrap" "$PWD/target/examples/p2p_calls" -n "$iters" -s "$bytes" -m "$mode" -d "$delay" >/dev/null 2>&1
         summary=$(callgrind_annotate --inclusive=yes --tree=calling --threshold=100 "$out" 2>/dev/null |
             awk -v calls="$calls" '

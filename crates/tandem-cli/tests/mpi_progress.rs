@@ -315,3 +315,110 @@ fn oversubscribed_hosts_keep_mid_size_messages_eager() {
         rows[0]
     );
 }
+
+/// The TCP ports process `pid` listens on (its sockets in LISTEN state).
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .filter_map(|l| {
+                    let l = l.to_string_lossy().into_owned();
+                    l.strip_prefix("socket:[")?
+                        .strip_suffix(']')
+                        .map(str::to_string)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // local_address, ..., st (0A = LISTEN), ..., inode
+            (f.len() > 9 && f[3] == "0A" && inodes.iter().any(|i| i == f[9]))
+                .then(|| u16::from_str_radix(f[1].rsplit(':').next()?, 16).ok())
+                .flatten()
+        })
+        .collect()
+}
+
+/// CPU time (user + system) of process `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of stat, counted after the command name.
+    f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+}
+
+/// A rank waiting in `MPI_Recv` while strangers hold more connections to
+/// its port than its descriptor limit allows stays idle (its listener,
+/// out of descriptors, rests instead of waking it at once, again and
+/// again), and the message it waits for still arrives.
+#[test]
+fn a_waiting_rank_stays_idle_when_strangers_exhaust_its_descriptors() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let prog = compile("fd_siege");
+    let mut cmd = std::process::Command::new(common::TANDEM);
+    cmd.args(["run", "-n", "2", "--set", "transports=tcp"])
+        .arg(&prog)
+        .arg("4000")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let limit = libc::rlimit {
+        rlim_cur: 64,
+        rlim_max: 64,
+    };
+    // SAFETY: setrlimit is async-signal-safe and only changes the child.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("tandem run starts");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("rank 0 says it waits");
+    let pid: u32 = line
+        .trim()
+        .strip_prefix("waiting ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    let ports = listening_ports(pid);
+    assert!(!ports.is_empty(), "rank 0 (pid {pid}) listens on no port");
+    let mut held = Vec::new();
+    for _ in 0..120 {
+        for &port in &ports {
+            if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                held.push(s);
+            }
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let before = cpu_ticks(pid);
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let used = cpu_ticks(pid) - before;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    drop(held);
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut out, &mut rest);
+    let status = child.wait().expect("tandem run ends");
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err);
+    assert!(status.success(), "{status}: {rest}{err}");
+    assert!(rest.contains("PASS fd_siege"), "{rest}{err}");
+    // Idle: at most a tenth of a core over the two seconds (busy: 2 s).
+    assert!(
+        used * 10 <= 2 * hz,
+        "the waiting rank used {used} ticks of {hz}/s over 2 s of siege"
+    );
+}

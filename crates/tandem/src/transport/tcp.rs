@@ -65,6 +65,8 @@ pub enum Poller {
 }
 
 const LISTENER_TOKEN: u64 = u64::MAX;
+/// How long the listener rests when this rank is out of descriptors.
+const LISTENER_REST: Duration = Duration::from_millis(100);
 /// Receive buffer per connection; payloads larger than what is buffered are
 /// read straight into their destination.
 const RBUF_LEN: usize = 64 * 1024;
@@ -215,6 +217,10 @@ pub struct TcpTransport {
     /// What this transport did (readiness events and their handling).
     pub counters: Counters,
     pollfds: Vec<libc::pollfd>,
+    /// Out of descriptors, the listener is not watched until then (a
+    /// level-triggered listener with connections waiting would wake this
+    /// rank at once, again and again).
+    listener_resume: Option<Instant>,
 }
 
 fn errno() -> io::Error {
@@ -499,6 +505,7 @@ impl TcpTransport {
             done_tokens: Vec::new(),
             counters: Counters::default(),
             pollfds: Vec::new(),
+            listener_resume: None,
         };
         t.epoll_ctl(
             libc::EPOLL_CTL_ADD,
@@ -547,9 +554,10 @@ impl TcpTransport {
         self.cfg.timing
     }
 
-    /// Whether a handshake is in flight, whose deadline needs a timer.
+    /// Whether a handshake is in flight, whose deadline needs a timer, or
+    /// the listener waits to be watched again.
     pub fn needs_timer(&self) -> bool {
-        self.handshakes > 0
+        self.handshakes > 0 || self.listener_resume.is_some()
     }
 
     /// Whether any frame is still waiting to leave.
@@ -830,8 +838,9 @@ impl TcpTransport {
         }
         // Work found above must reach the caller before it may sleep.
         let timeout_ms = if did { 0 } else { timeout_ms };
-        let timeout = if self.handshakes > 0 && timeout_ms != 0 {
-            // Wake up in time to enforce handshake deadlines.
+        let timeout = if timeout_ms != 0 && self.needs_timer() {
+            // Wake up in time to enforce handshake deadlines (and to watch
+            // the listener again).
             if timeout_ms < 0 {
                 100
             } else {
@@ -844,6 +853,9 @@ impl TcpTransport {
             did |= self.progress_select(sink, timeout);
             if self.handshakes > 0 {
                 self.expire_handshakes(sink);
+            }
+            if self.listener_resume.is_some() {
+                self.resume_listener();
             }
             return did;
         }
@@ -869,7 +881,29 @@ impl TcpTransport {
         if self.handshakes > 0 {
             self.expire_handshakes(sink);
         }
+        if self.listener_resume.is_some() {
+            self.resume_listener();
+        }
         did
+    }
+
+    /// Watches the listener again once its pause is over.
+    #[cold]
+    fn resume_listener(&mut self) {
+        if self.listener_resume.is_some_and(|t| Instant::now() >= t) {
+            self.listener_resume = None;
+            if self.cfg.poller != Poller::Select {
+                let fd = self.listener.as_raw_fd();
+                // Failing, the listener stays unwatched: strangers and late
+                // peers cannot connect, the connections made still work.
+                let _ = self.epoll_ctl(
+                    libc::EPOLL_CTL_ADD,
+                    fd,
+                    libc::EPOLLIN as u32,
+                    LISTENER_TOKEN,
+                );
+            }
+        }
     }
 
     /// A look that asks the socket itself instead of epoll, when this rank
@@ -924,12 +958,14 @@ impl TcpTransport {
         let mut fds = std::mem::take(&mut self.pollfds);
         fds.clear();
         let mut tokens = Vec::with_capacity(self.conns.len() + 1);
-        fds.push(libc::pollfd {
-            fd: self.listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        tokens.push(LISTENER_TOKEN);
+        if self.listener_resume.is_none() {
+            fds.push(libc::pollfd {
+                fd: self.listener.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            tokens.push(LISTENER_TOKEN);
+        }
         for (i, c) in self.conns.iter().enumerate() {
             let Some(c) = c else { continue };
             let events = match c.state {
@@ -1014,7 +1050,31 @@ impl TcpTransport {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // Out of descriptors or similar: try again at the next event.
+                // Out of descriptors (or kernel memory): the connections
+                // wait in the backlog while the listener rests, and
+                // unfinished handshakes expire meanwhile.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                    ) =>
+                {
+                    self.listener_resume = Some(Instant::now() + LISTENER_REST);
+                    if self.cfg.poller != Poller::Select {
+                        let fd = self.listener.as_raw_fd();
+                        let _ = self.epoll_ctl(libc::EPOLL_CTL_DEL, fd, 0, LISTENER_TOKEN);
+                    }
+                    return;
+                }
+                // A connection aborted before it was taken: the next may do.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::ECONNABORTED | libc::EPROTO | libc::EPERM)
+                    ) =>
+                {
+                    continue
+                }
                 Err(_) => return,
             }
         }
