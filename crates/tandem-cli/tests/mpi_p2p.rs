@@ -184,9 +184,9 @@ pass_tests! {
     ordering_np1_skips: "ordering", 1;
 }
 
-/// Unexpected eager messages beyond the receiver's budget hold the sender
-/// back: with a 256 KiB budget, 9.4 MiB of unexpected messages still arrive
-/// intact and in order.
+/// Unexpected messages beyond the receiver's budget: with a 256 KiB
+/// budget, 9.4 MiB of messages sent before any receive is posted still
+/// arrive intact and in order.
 #[test]
 fn flow_control_holds_back_senders_without_loss() {
     let prog = compile("flow_control");
@@ -199,6 +199,47 @@ fn flow_control_holds_back_senders_without_loss() {
             JOB_TIMEOUT,
         );
         assert_pass(&outcome, "flow_control");
+    }
+}
+
+/// A correct program whose receiver waits for a message sent after more
+/// unexpected data than it buffers finishes (flood_order.c): once a
+/// sender's share of the budget is spent its messages go by rendezvous, so
+/// matching reaches the one the receiver waits for. On shared memory and
+/// TCP; tags out of order, MPI_ANY_SOURCE, and a receiver that posts
+/// nothing until everything was sent; also with 3 ranks (a share is a
+/// third of the budget) and at the default budget.
+#[test]
+fn a_message_behind_more_than_the_budget_still_arrives() {
+    let prog = compile("flood_order");
+    let cases: &[(u32, &[&str], &[&str])] = &[
+        (2, &["--set", "unexpected_limit=1m"], &["100", "16384"]),
+        (
+            2,
+            &["--set", "unexpected_limit=1m", "--set", "transports=tcp"],
+            &["100", "16384"],
+        ),
+        (
+            2,
+            &["--set", "unexpected_limit=1m"],
+            &["100", "16384", "any"],
+        ),
+        (
+            2,
+            &["--set", "unexpected_limit=1m", "--set", "transports=tcp"],
+            &["300", "8192", "late"],
+        ),
+        (
+            3,
+            &["--set", "unexpected_limit=256k"],
+            &["500", "4096", "any"],
+        ),
+        (2, &[], &["5000", "16384"]),
+        (2, &["--set", "transports=tcp"], &["1200", "65536"]),
+    ];
+    for (np, set, args) in cases {
+        let outcome = run(*np, set, &prog, args, JOB_TIMEOUT);
+        assert_pass(&outcome, "flood_order");
     }
 }
 

@@ -280,7 +280,7 @@ pub static REGISTRY: &[Param] = &[
         name: "unexpected_limit",
         kind: Kind::Bytes,
         default: "64m",
-        help: "bytes of unexpected eager messages a rank buffers before it stops reading from senders (they are held back, nothing is dropped)",
+        help: "bytes of unexpected eager messages a rank buffers: each other rank may have its share (this over the number of other ranks) unconsumed there, and sends beyond it by rendezvous (only the envelope waits), so the message a receive waits for is never stuck behind others",
     },
     Param {
         name: "tcp_send_chunk",

@@ -154,6 +154,10 @@ pub enum FrameKind {
     /// replica for its copy of message `sreq` again (see replica/verify.rs).
     /// No payload.
     ReplicaFetch = 29,
+    /// Flow control (p2p/credit.rs): the receiver consumed `sreq` more
+    /// bytes of this sender's eager messages, which it may send eagerly
+    /// again. No payload.
+    Credit = 30,
 }
 
 impl FrameKind {
@@ -188,6 +192,7 @@ impl FrameKind {
             27 => Some(FrameKind::ReplicaHashes),
             28 => Some(FrameKind::ReplicaChoice),
             29 => Some(FrameKind::ReplicaFetch),
+            30 => Some(FrameKind::Credit),
             _ => None,
         }
     }

@@ -4,8 +4,10 @@
 //!
 //! * Eager (`len <= eager_limit`): one frame carries the message. If a
 //!   receive is posted, the transport reads the payload straight into it;
-//!   otherwise it is buffered as unexpected, up to `unexpected_limit` bytes,
-//!   past which the sender is held back by flow control.
+//!   otherwise it is buffered as unexpected. Each sender may have a share
+//!   of the receiver's `unexpected_limit` bytes unconsumed there; beyond
+//!   it, messages go by rendezvous (credit.rs), so no correct program waits
+//!   on a message stuck behind others.
 //! * Rendezvous: RTS carries the envelope; the receiver matches it, answers
 //!   CTS with its request id and the bytes it can take, and the sender
 //!   writes the data from its buffer; the transport reads it straight into
@@ -25,6 +27,7 @@
 
 mod advert;
 mod copy_help;
+mod credit;
 pub use copy_help::{chunk_of as copy_help_chunk, copy_help_share};
 mod direct;
 mod handler;
@@ -202,6 +205,8 @@ pub struct Matcher {
     filling: Vec<Option<ReqId>>,
     unexpected_bytes: usize,
     unexpected_limit: usize,
+    /// Eager flow control (none between replicas, which always send eagerly).
+    credits: Option<credit::Credits>,
     outbox: Vec<Outgoing>,
     pulls: Vec<Pull>,
     lost: Vec<Option<String>>,
@@ -379,6 +384,31 @@ impl Matcher {
     /// `false`: not that case, or a frame that fails
     /// [`Matcher::check_source`] (nothing was done; the general path sorts
     /// it out).
+    /// Spends credit for an eager message of `len` bytes to `dest` (none
+    /// needed between replicas): whether it may go eagerly.
+    #[inline]
+    fn take_credit(&mut self, dest: u32, len: usize) -> bool {
+        match self.credits.as_mut() {
+            None => true,
+            Some(c) => c.take(dest, len),
+        }
+    }
+
+    /// A receive consumed `len` bytes of an eager message from `peer`:
+    /// credit goes back when due (credit.rs).
+    #[inline]
+    fn eager_consumed(&mut self, peer: u32, len: usize) {
+        if let Some(header) = self.credits.as_mut().and_then(|c| c.consumed(peer, len)) {
+            self.outbox.push(Outgoing {
+                peer,
+                header,
+                payload: std::ptr::null(),
+                len: 0,
+                token: None,
+            });
+        }
+    }
+
     fn deliver_to_oldest(&mut self, peer: u32, h: &Header, data: &[u8]) -> bool {
         if h.context >= MAX_CONTEXTS {
             return false;
@@ -562,10 +592,12 @@ impl FrameSink for Matcher {
             return whole_frame_in_steps(self, peer, h, data);
         }
         if self.deliver_to_oldest(peer, h, data) {
+            self.eager_consumed(peer, data.len());
             return Ok(true);
         }
         self.check_source(h.context, h.src, peer)?;
         if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
+            self.eager_consumed(peer, data.len());
             let r = self.reqs.get_mut(id).expect("posted receive is live");
             let n = data.len().min(r.len);
             // SAFETY: the receive buffer is valid for `r.len` bytes of writes
@@ -601,6 +633,7 @@ impl FrameSink for Matcher {
             FrameKind::Eager => {
                 self.check_source(h.context, h.src, peer)?;
                 if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
+                    self.eager_consumed(peer, h.len as usize);
                     let r = self.reqs.get_mut(id).expect("posted receive is live");
                     r.stage = Stage::RecvFilling { peer };
                     r.peer = Some(peer);
@@ -676,6 +709,7 @@ impl FrameSink for Matcher {
                 // A receive posted while this payload was arriving matches it now.
                 if let Some(id) = self.take_posted(h.context, h.src, h.tag) {
                     self.unexpected_bytes -= data.len();
+                    self.eager_consumed(peer, data.len());
                     self.deliver_buffered(id, h.src, h.tag, &data);
                     return Ok(());
                 }
@@ -777,6 +811,11 @@ impl FrameSink for Matcher {
             (FrameKind::Revoke, Payload::Empty) => self.on_revoke(peer, h),
             (FrameKind::Revoked, Payload::Empty) => self.on_revoked(peer, h),
             (FrameKind::Help, Payload::Empty) => self.on_help(peer, h)?,
+            (FrameKind::Credit, Payload::Empty) => {
+                if let Some(c) = self.credits.as_mut() {
+                    c.returned(peer, h.sreq);
+                }
+            }
             (FrameKind::ReplicaDecision, Payload::Empty) => self.on_decision(h)?,
             (FrameKind::ReplicaLead, Payload::Empty) => self.on_sibling_lost(h.sreq == 1),
             (FrameKind::ReplicaChoice, Payload::Empty) => self.on_choice(h)?,
@@ -920,6 +959,8 @@ impl P2p {
                 filling: vec![None; size as usize],
                 unexpected_bytes: 0,
                 unexpected_limit: cfg.unexpected_limit,
+                credits: (!cfg.replicated && size > 1)
+                    .then(|| credit::Credits::new(rank, size, cfg.unexpected_limit)),
                 outbox: Vec::new(),
                 pulls: Vec::new(),
                 counters: Counters::default(),
@@ -1031,7 +1072,7 @@ impl P2p {
         buf: *const u8,
         len: usize,
     ) -> Result<bool> {
-        if !self.eager_fits(dest, len) || dest == self.rank {
+        if !self.eager_fits(dest, len) || dest == self.rank || !self.m.take_credit(dest, len) {
             return Ok(false);
         }
         if let Some(why) = &self.m.lost[dest as usize] {
@@ -1047,10 +1088,14 @@ impl P2p {
             rreq: 0,
         };
         // SAFETY: forwarded from the caller.
+        // (A failure means the peer is lost: its credit no longer matters.)
         let sent = unsafe { self.engine.try_send(dest, &header, buf, len)? };
         if sent {
             self.m.counters.eager_msgs += 1;
             self.m.counters.eager_bytes += len as u64;
+        } else if let Some(c) = self.m.credits.as_mut() {
+            // Not sent now: the send goes through isend, which takes again.
+            c.returned(dest, len as u64);
         }
         Ok(sent)
     }
@@ -1103,7 +1148,9 @@ impl P2p {
         if dest == self.rank {
             return Ok(self.send_to_self(ctx, src, tag, req, mode));
         }
-        let eager = mode == SendMode::Standard && self.eager_fits(dest, len);
+        let eager = mode == SendMode::Standard
+            && self.eager_fits(dest, len)
+            && self.m.take_credit(dest, len);
         req.stage = if eager {
             Stage::SendQueued
         } else {
@@ -1327,6 +1374,7 @@ impl P2p {
         match u.body {
             Body::Eager(data) => {
                 self.m.unexpected_bytes -= data.len();
+                self.m.eager_consumed(u.peer, data.len());
                 self.m.deliver_buffered(id, u.src, u.tag, &data);
             }
             Body::Rts { sreq, addr } => self

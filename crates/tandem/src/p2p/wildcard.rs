@@ -289,6 +289,7 @@ impl Matcher {
             match u.body {
                 Body::Eager(data) => {
                     self.unexpected_bytes -= data.len();
+                    self.eager_consumed(u.peer, data.len());
                     self.deliver_buffered(id, u.src, u.tag, &data);
                 }
                 Body::SelfHeld { sreq } => self.deliver_self_held(id, sreq),
