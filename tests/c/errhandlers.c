@@ -156,6 +156,8 @@ int main(int argc, char **argv)
     rc = MPI_Remove_error_code(myclass);
     tc_expect_class(rc, MPI_ERR_ARG, "MPI_Remove_error_code of a class");
 
+    rc = MPI_Remove_error_code(mycode);
+    tc_expect_class(rc, MPI_ERR_ARG, "MPI_Remove_error_code of a code whose string is not removed");
     CHECK_MPI(MPI_Remove_error_string(mycode));
     CHECK_MPI(MPI_Error_string(mycode, str, &len));
     CHECK_EQ(0, len, "MPI_Error_string after MPI_Remove_error_string");

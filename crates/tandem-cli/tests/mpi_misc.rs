@@ -4,7 +4,9 @@
 //! packing and the datatype queries (`datatype_misc.c`), MPI-4.1 buffers
 //! for buffered sends (`buffer_misc.c`), partitioned communication
 //! (`part_misc.c`), the job secret kept from what ranks start
-//! (`secret_hidden.c`), built with `tandem cc` and run with
+//! (`secret_hidden.c`), datatype queries in reductions, decoded constituents
+//! and generalized requests as mpi4py uses them (`callback_queries.c`),
+//! built with `tandem cc` and run with
 //! `tandem run` on several job sizes.
 
 mod common;
@@ -30,6 +32,8 @@ macro_rules! pass_tests {
 
 pass_tests! {
     secret_hidden_np2: "secret_hidden", 2;
+    callback_queries_np1: "callback_queries", 1;
+    callback_queries_np2: "callback_queries", 2;
     abi_misc_np1: "abi_misc", 1;
     abi_misc_np3: "abi_misc", 3;
     buffer_misc_np1: "buffer_misc", 1;

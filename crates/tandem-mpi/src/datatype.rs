@@ -371,6 +371,26 @@ pub(crate) fn register(layout: Layout, contents: Contents) -> MPI_Datatype {
 
 /// [`register`] for datatypes that need no `MPI_Type_commit` (the
 /// `MPI_Type_create_f90_*` types, predefined by the standard).
+/// The handle `MPI_Type_get_contents` gives for constituent `dt`: a
+/// predefined type is itself; a derived one is a new handle made alike
+/// (layout, contents, commit state), as Open MPI does, which the caller
+/// owns and frees, as the standard asks, without touching the type the
+/// program holds.
+pub(crate) fn handed_out(dt: MPI_Datatype) -> MPI_Datatype {
+    if is_predefined(dt) {
+        return dt;
+    }
+    let found = types()
+        .get(dt.wrapping_sub(USER_TYPE_BASE))
+        .and_then(Option::as_ref)
+        .map(|e| ((*e.layout).clone(), e.contents.clone(), e.committed));
+    match found {
+        Some((layout, contents, true)) => register_committed(layout, contents),
+        Some((layout, contents, false)) => register(layout, contents),
+        None => dt,
+    }
+}
+
 pub(crate) fn register_committed(layout: Layout, contents: Contents) -> MPI_Datatype {
     let h = register(layout, contents);
     if let Some(Some(e)) = types().get_mut(h - USER_TYPE_BASE) {
@@ -622,7 +642,8 @@ fn put_counts(
     b: *mut MPI_Count,
     pick: fn(&Layout) -> (isize, isize),
 ) -> c_int {
-    call(func, |_| {
+    // Reads only the datatype: allowed inside callbacks (call_local).
+    call_local(func, || {
         args::out_ptr(MPI_COMM_WORLD, a, "lb")?;
         args::out_ptr(MPI_COMM_WORLD, b, "extent")?;
         let (x, y) = pick(&*layout_any(MPI_COMM_WORLD, datatype)?);

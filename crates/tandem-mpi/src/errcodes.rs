@@ -128,9 +128,14 @@ pub fn remove_string(code: c_int) -> Result<(), String> {
     })
 }
 
-/// `MPI_Remove_error_code`: an added code (not a class).
+/// `MPI_Remove_error_code`: an added code (not a class) whose string, if
+/// it had one, was removed first (MPI-4.1: removing it before is
+/// erroneous).
 pub fn remove_code(code: c_int) -> Result<(), String> {
     with(|r| match r.added.get(&code) {
+        Some(a) if a.class != code && a.string.is_some() => Err(format!(
+            "error code {code} still has its string (MPI_Remove_error_string first)"
+        )),
         Some(a) if a.class != code => {
             r.remove(code);
             Ok(())
@@ -151,6 +156,11 @@ pub fn remove_class(class: c_int) -> Result<(), String> {
         }
         if r.added.iter().any(|(&k, a)| a.class == class && k != class) {
             return Err(format!("error class {class} still has codes"));
+        }
+        if r.added.get(&class).is_some_and(|a| a.string.is_some()) {
+            return Err(format!(
+                "error class {class} still has its string (MPI_Remove_error_string first)"
+            ));
         }
         r.remove(class);
         Ok(())

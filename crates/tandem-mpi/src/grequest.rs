@@ -42,7 +42,9 @@ impl Greq {
         // and a status it may write (MPI_Grequest_query_function).
         let rc = unsafe { (self.query)(self.extra, &mut st) };
         Status {
-            source: u32::try_from(st.MPI_SOURCE).ok(),
+            // Any value the callback set, MPI_ANY_SOURCE included, comes
+            // back as it was (the cast is undone when the status is written).
+            source: (st.MPI_SOURCE != MPI_UNDEFINED).then_some(st.MPI_SOURCE as u32),
             tag: (st.MPI_TAG != MPI_UNDEFINED).then_some(st.MPI_TAG),
             count: status_bytes(&st) as usize,
             cancelled: st.internal[2] != 0,
@@ -61,9 +63,11 @@ impl Greq {
         st
     }
 
-    pub fn cancel(&self) {
+    /// The cancel callback; its error is `MPI_Cancel`'s.
+    pub fn cancel(&self) -> Option<Error> {
         // SAFETY: the application's cancel callback with its extra state.
-        let _ = unsafe { (self.cancel)(self.extra, c_int::from(self.complete)) };
+        let rc = unsafe { (self.cancel)(self.extra, c_int::from(self.complete)) };
+        failed("cancel", rc)
     }
 }
 

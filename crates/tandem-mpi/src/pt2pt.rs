@@ -558,7 +558,7 @@ fn exchange(
         Err(f) => {
             let h = handle_of(s, recv);
             if let Ok(r) = request::classify(s, h) {
-                request::cancel(s, r);
+                let _ = request::cancel(s, r);
                 request::wait(s, &[r], true);
                 request::complete(s, r);
             }
@@ -1607,8 +1607,13 @@ pub unsafe extern "C" fn MPI_Cancel(request: *mut MPI_Request) -> c_int {
         }
         let r = request::classify(s, h)?;
         crate::part::refuse_if_active(s, r, h, "cancelled")?;
-        request::cancel(s, r);
-        Ok(())
+        match request::cancel(s, r) {
+            None => Ok(()),
+            Some(error) => Err(Fail {
+                comm: MPI_COMM_WORLD,
+                error,
+            }),
+        }
     })
 }
 

@@ -167,20 +167,19 @@ impl Op {
         }
     }
 
-    fn cancel(&self, rt: &mut Runtime) {
+    /// Cancels the operation; an error only from a generalized request's
+    /// cancel callback.
+    fn cancel(&self, rt: &mut Runtime) -> Option<Error> {
         match self {
             Op::P2p(id) | Op::Staged { inner: id, .. } => {
                 let _ = rt.p2p().cancel(*id);
+                None
             }
             // Only its receive can be cancelled (sends cannot be).
             Op::Pair { recv, .. } => recv.cancel(rt),
             Op::Greq(g) => g.cancel(),
-            Op::Part(r) => {
-                if let Some(op) = &r.inner {
-                    op.cancel(rt);
-                }
-            }
-            Op::Coll(_) | Op::Done(_) | Op::Watch(_) => {}
+            Op::Part(r) => r.inner.as_ref().and_then(|op| op.cancel(rt)),
+            Op::Coll(_) | Op::Done(_) | Op::Watch(_) => None,
         }
     }
 
@@ -567,11 +566,13 @@ pub fn free(s: &mut State, r: Req) -> Result<(), Fail> {
     }
 }
 
-/// `MPI_Cancel`: receives that have not matched are cancelled.
-pub fn cancel(s: &mut State, r: Req) {
+/// `MPI_Cancel`: receives that have not matched are cancelled; the error
+/// a generalized request's cancel callback returned.
+pub fn cancel(s: &mut State, r: Req) -> Option<Error> {
     match r {
         Req::P2p(id) => {
             let _ = s.rt.p2p().cancel(id);
+            None
         }
         Req::Ext(i) => {
             let State { rt, ext, .. } = s;
@@ -580,7 +581,7 @@ pub fn cancel(s: &mut State, r: Req) {
                 | Some(Slot::Persistent {
                     active: Some(op), ..
                 }) => op.cancel(rt),
-                _ => {}
+                _ => None,
             }
         }
     }
@@ -589,7 +590,7 @@ pub fn cancel(s: &mut State, r: Req) {
 /// Cancels an operation that has no handle yet and releases it once it
 /// completes (a cancelled receive at once; a send when it is done).
 pub fn cancel_op(s: &mut State, op: Op) {
-    op.cancel(&mut s.rt);
+    let _ = op.cancel(&mut s.rt);
     op.detach(&mut s.rt, &mut s.ext.reqs.zombies);
 }
 
