@@ -297,7 +297,8 @@ pub fn encode_secret(secret: &[u8; SECRET_BYTES]) -> String {
 
 /// Decodes 64 hex digits.
 pub fn decode_secret(hex: &str) -> Option<[u8; SECRET_BYTES]> {
-    if hex.len() != SECRET_BYTES * 2 || !hex.is_ascii() {
+    // Digits only: `from_str_radix` would also take a sign (`+f`).
+    if hex.len() != SECRET_BYTES * 2 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
     let mut out = [0u8; SECRET_BYTES];
@@ -524,5 +525,50 @@ mod tests {
         let mut t = s;
         t[31] ^= 1;
         assert!(!secrets_equal(&s, &t));
+    }
+
+    /// `from_str_radix` takes a sign: `+f` passed as a digit pair, so a
+    /// secret had more than one accepted spelling.
+    #[test]
+    fn secret_with_signs_is_refused() {
+        assert_eq!(decode_secret(&"+f".repeat(SECRET_BYTES)), None);
+        let mut s = encode_secret(&[0xab; SECRET_BYTES]);
+        s.replace_range(0..2, "+a");
+        assert_eq!(decode_secret(&s), None);
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn config() -> ProptestConfig {
+            crate::prop_config()
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            /// Any text decodes or is refused, and what decodes is the
+            /// secret's hex spelling (in either case).
+            #[test]
+            fn prop_decode_secret_is_total_and_canonical(
+                text in prop_oneof![
+                    any::<String>(),
+                    "[0-9a-fA-F+ \\-]{64}",
+                    "[0-9a-f]{62}[^0-9a-f]{1}",
+                    "[0-9a-fé]{60,66}",
+                ],
+            ) {
+                if let Some(s) = decode_secret(&text) {
+                    prop_assert_eq!(encode_secret(&s), text.to_ascii_lowercase());
+                }
+            }
+
+            #[test]
+            fn prop_secret_round_trips(s in any::<[u8; SECRET_BYTES]>()) {
+                prop_assert_eq!(decode_secret(&encode_secret(&s)), Some(s));
+                prop_assert_eq!(decode_secret(&encode_secret(&s).to_ascii_uppercase()), Some(s));
+            }
+        }
     }
 }

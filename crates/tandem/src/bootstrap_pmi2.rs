@@ -274,10 +274,13 @@ pub fn parse_mapping(text: &str, rank: u32) -> Option<(u32, u32)> {
         };
         nodes = nodes.max(start.checked_add(count)?);
         let span = u64::from(count) * u64::from(per);
-        if mine.is_none() && u64::from(rank) < first_rank + span {
+        // Saturating: a server's blocks may add up to more ranks than a u64
+        // counts, and every rank lies below that anyway.
+        let end = first_rank.saturating_add(span);
+        if mine.is_none() && u64::from(rank) < end {
             mine = Some(per);
         }
-        first_rank += span;
+        first_rank = end;
     }
     Some((nodes, mine?))
 }
@@ -300,5 +303,101 @@ mod tests {
         assert_eq!(parse_mapping("(vector,(0,2,4))", 5), Some((2, 4)));
         assert_eq!(parse_mapping("(vector,(0,2,2),(2,1,1))", 4), Some((3, 1)));
         assert_eq!(parse_mapping("nonsense", 0), None);
+    }
+
+    /// A mapping whose blocks add up to more than 2^64 ranks: the running
+    /// count overflowed (a panic where overflow is checked).
+    #[test]
+    fn mapping_beyond_u64_ranks_does_not_overflow() {
+        let m = "(vector,(0,4294967295,4294967295),(0,4294967295,4294967295))";
+        assert_eq!(parse_mapping(m, 0), Some((u32::MAX, u32::MAX)));
+        assert_eq!(parse_mapping(m, u32::MAX), Some((u32::MAX, u32::MAX)));
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        fn config() -> ProptestConfig {
+            crate::prop_config()
+        }
+
+        /// Text made mostly of the characters the parsers look for, so that
+        /// most inputs are near misses rather than plain noise.
+        fn pmi_text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                any::<String>(),
+                "[a-z0-9=; ]{0,40}",
+                "(\\(vector,)?[0-9(), ]{0,40}\\)?",
+                "\\(vector,(\\([0-9]{1,11},[0-9]{1,11},[0-9]{1,11}\\),?){0,4}\\)",
+            ]
+        }
+
+        /// (nodes in a block, ranks per node) of a valid mapping.
+        fn mapping_blocks() -> impl Strategy<Value = Vec<(u32, u32)>> {
+            proptest::collection::vec((1u32..6, 1u32..6), 1..6)
+        }
+
+        /// Blocks laid one after another from node 0, as PMI servers write them.
+        fn mapping_text(blocks: &[(u32, u32)]) -> String {
+            let mut start = 0;
+            let parts: Vec<String> = blocks
+                .iter()
+                .map(|&(count, per)| {
+                    let p = format!("({start},{count},{per})");
+                    start += count;
+                    p
+                })
+                .collect();
+            format!("(vector,{})", parts.join(","))
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn prop_parse_pairs_is_total(text in pmi_text()) {
+                let _ = parse_pairs(&text);
+            }
+
+            #[test]
+            fn prop_parse_mapping_is_total(text in pmi_text(), rank in any::<u32>()) {
+                let _ = parse_mapping(&text, rank);
+            }
+
+            /// Pairs escaped as `Client::send` escapes them come back as they went.
+            #[test]
+            fn prop_parse_pairs_round_trips(
+                pairs in proptest::collection::btree_map("[a-z_-]{1,10}", "[ -~]{0,16}", 0..6),
+            ) {
+                let body: String = pairs
+                    .iter()
+                    .map(|(k, v)| format!("{k}={};", v.replace(';', ";;")))
+                    .collect();
+                let got: BTreeMap<String, String> = parse_pairs(&body).into_iter().collect();
+                prop_assert_eq!(got, pairs);
+            }
+
+            /// Every rank of a valid mapping finds its block's ranks per
+            /// node, and the node count is the blocks' total; a rank past
+            /// the end finds none.
+            #[test]
+            fn prop_mapping_round_trips(blocks in mapping_blocks(), pick in any::<u32>()) {
+                let text = mapping_text(&blocks);
+                let nodes: u32 = blocks.iter().map(|b| b.0).sum();
+                let ranks: u32 = blocks.iter().map(|b| b.0 * b.1).sum();
+                let rank = pick % (ranks + 2);
+                let mut first = 0;
+                let mut want = None;
+                for &(count, per) in &blocks {
+                    if want.is_none() && rank < first + count * per {
+                        want = Some(per);
+                    }
+                    first += count * per;
+                }
+                prop_assert_eq!(parse_mapping(&text, rank), want.map(|per| (nodes, per)));
+            }
+        }
     }
 }

@@ -32,3 +32,15 @@ pub mod wire;
 
 pub use error::{Error, ErrorClass, Result};
 pub use runtime::{CommId, Runtime, SELF, WORLD};
+
+/// The property tests' settings: a quick run by default, which
+/// PROPTEST_CASES raises (scripts/fuzz.sh), and no failure files written
+/// under the source tree.
+#[cfg(test)]
+pub(crate) fn prop_config() -> proptest::prelude::ProptestConfig {
+    proptest::prelude::ProptestConfig {
+        cases: 2000,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    }
+}

@@ -372,4 +372,73 @@ mod tests {
             .to_json(2)
             .starts_with("{\"type\":\"counters\",\"rank\":2,"));
     }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn config() -> ProptestConfig {
+            crate::prop_config()
+        }
+
+        fn any_counters() -> impl Strategy<Value = Counters> {
+            proptest::collection::vec(any::<u64>(), COUNTERS).prop_map(|values| {
+                let mut c = Counters::default();
+                for ((name, _), v) in Counters::default().fields().iter().zip(values) {
+                    *c.field_mut(name).expect("own field") = v;
+                }
+                c
+            })
+        }
+
+        /// Items of the encoded form: known and unknown names, numbers in
+        /// and out of range, missing `=`.
+        fn counters_text() -> impl Strategy<Value = String> {
+            let name = prop_oneof![
+                Just("eager_msgs".to_string()),
+                Just("max_unexpected_queue".to_string()),
+                "[a-z_]{0,12}",
+            ];
+            let value = prop_oneof![
+                any::<u64>().prop_map(|v| v.to_string()),
+                "[0-9]{19,22}",
+                "[-+0-9a-z= ]{0,6}",
+            ];
+            prop_oneof![
+                any::<String>(),
+                proptest::collection::vec(
+                    (name, prop_oneof![Just("="), Just(""), Just("==")], value),
+                    0..6
+                )
+                .prop_map(|items| {
+                    items
+                        .iter()
+                        .map(|(n, eq, v)| format!("{n}{eq}{v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                }),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn prop_counters_decode_is_total(text in counters_text()) {
+                let _ = Counters::decode(&text);
+            }
+
+            #[test]
+            fn prop_counters_round_trip(c in any_counters()) {
+                prop_assert_eq!(Counters::decode(&c.encode()), Some(c));
+            }
+
+            /// A newer rank's counters that this one does not know are skipped.
+            #[test]
+            fn prop_counters_skip_unknown_names(c in any_counters(), extra in "[a-z]{1,8}_new", v in any::<u64>()) {
+                let text = format!("{extra}={v},{}", c.encode());
+                prop_assert_eq!(Counters::decode(&text), Some(c));
+            }
+        }
+    }
 }

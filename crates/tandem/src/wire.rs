@@ -489,4 +489,159 @@ mod tests {
         assert_eq!(decode_hello_reply(&encode_hello_reply(false)), Ok(false));
         assert!(decode_hello_reply(&[1u8; HELLO_REPLY_LEN]).is_err());
     }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn config() -> ProptestConfig {
+            crate::prop_config()
+        }
+
+        /// Every kind there is, found through the decoder's own table so
+        /// that a new kind is drawn as soon as it exists.
+        fn all_kinds() -> Vec<FrameKind> {
+            (0..=u8::MAX).filter_map(FrameKind::from_u8).collect()
+        }
+
+        fn any_kind() -> impl Strategy<Value = FrameKind> {
+            proptest::sample::select(all_kinds())
+        }
+
+        /// A header `decode` must accept: a known kind, a tag that is not
+        /// negative and a length within the kind's limit.
+        fn valid_header() -> impl Strategy<Value = Header> {
+            (
+                any_kind(),
+                any::<u32>(),
+                any::<u32>(),
+                0..=i32::MAX,
+                any::<u64>(),
+                any::<u64>(),
+                any::<u64>(),
+            )
+                .prop_map(|(kind, context, src, tag, len, sreq, rreq)| {
+                    let limit = match kind {
+                        FrameKind::Eager | FrameKind::Acc => MAX_EAGER,
+                        FrameKind::ReplicaHashes => MAX_HASHES,
+                        _ => MAX_MESSAGE,
+                    };
+                    Header {
+                        kind,
+                        context,
+                        src,
+                        tag,
+                        len: len % (limit + 1),
+                        sreq,
+                        rreq,
+                    }
+                })
+        }
+
+        /// Raw headers, half of them with a plausible start so that the
+        /// checks past the magic byte and the kind are reached.
+        fn raw_header() -> impl Strategy<Value = [u8; HEADER_LEN]> {
+            (any::<[u8; HEADER_LEN]>(), any::<bool>(), 0u8..40).prop_map(
+                |(mut b, plausible, kind)| {
+                    if plausible {
+                        b[0] = MAGIC;
+                        b[1] = kind;
+                        b[2] = 0;
+                        b[3] = 0;
+                    }
+                    b
+                },
+            )
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            /// Any 40 bytes decode or are refused; an accepted header is the
+            /// only encoding of itself.
+            #[test]
+            fn prop_header_decode_is_total_and_canonical(b in raw_header()) {
+                if let Ok(h) = Header::decode(&b) {
+                    prop_assert_eq!(h.encode(), b);
+                    prop_assert!(h.tag >= 0);
+                    prop_assert!(h.payload_len() <= MAX_MESSAGE);
+                }
+            }
+
+            #[test]
+            fn prop_header_round_trips(h in valid_header()) {
+                prop_assert_eq!(Header::decode(&h.encode()), Ok(h));
+            }
+
+            /// A length or tag out of bounds is refused for every kind.
+            #[test]
+            fn prop_header_refuses_negative_tags_and_long_lengths(
+                h in valid_header(),
+                tag in i32::MIN..0,
+                excess in 1u64..=u64::MAX - MAX_MESSAGE,
+            ) {
+                let negative = Header { tag, ..h };
+                prop_assert_eq!(Header::decode(&negative.encode()), Err(WireError::NegativeTag(tag)));
+                let long = Header { len: MAX_MESSAGE + excess, ..h };
+                let refused = matches!(Header::decode(&long.encode()), Err(WireError::TooLong { .. }));
+                prop_assert!(refused);
+            }
+
+            #[test]
+            fn prop_clear_to_write_carries_its_address(
+                sreq in any::<u64>(),
+                rreq in any::<u64>(),
+                len in 0..=MAX_MESSAGE,
+                addr in any::<u64>(),
+            ) {
+                let d = Header::decode(&Header::clear_to_write(sreq, rreq, len, addr).encode()).unwrap();
+                prop_assert_eq!((d.kind, d.write_addr(), d.sreq, d.rreq, d.len), (FrameKind::Ctw, addr, sreq, rreq, len));
+            }
+
+            #[test]
+            fn prop_hello_decode_is_total_and_canonical(b in any::<[u8; HELLO_LEN]>(), plausible in any::<bool>()) {
+                let mut b = b;
+                if plausible {
+                    b[0..4].copy_from_slice(HELLO_MAGIC);
+                    b[6..8].fill(0);
+                    b[12..16].fill(0);
+                }
+                if let Ok(h) = Hello::decode(&b) {
+                    prop_assert_eq!(h.encode(), b);
+                }
+            }
+
+            #[test]
+            fn prop_hello_round_trips(version in any::<u16>(), rank in any::<u32>(), secret in any::<[u8; 32]>()) {
+                let h = Hello { version, rank, secret };
+                prop_assert_eq!(Hello::decode(&h.encode()), Ok(h));
+            }
+
+            #[test]
+            fn prop_hello_reply_decode_is_total_and_canonical(b in any::<[u8; HELLO_REPLY_LEN]>(), plausible in any::<bool>()) {
+                let mut b = b;
+                if plausible {
+                    b[0..4].copy_from_slice(HELLO_MAGIC);
+                    b[4] &= 1;
+                    b[5..8].fill(0);
+                }
+                if let Ok(accept) = decode_hello_reply(&b) {
+                    prop_assert_eq!(encode_hello_reply(accept), b);
+                }
+            }
+        }
+
+        /// Each kind decodes from its own number, so that drawing numbers
+        /// through `from_u8` draws every kind once.
+        #[test]
+        fn kinds_decode_from_their_own_numbers() {
+            assert!(!all_kinds().is_empty());
+            for b in 0..=u8::MAX {
+                if let Some(k) = FrameKind::from_u8(b) {
+                    assert_eq!(k as u8, b);
+                }
+            }
+            assert_eq!(FrameKind::from_u8(0), None);
+        }
+    }
 }

@@ -162,4 +162,102 @@ mod tests {
         d.push(&vec![b'a'; MAX_LINE + 2]);
         assert!(d.next_record().is_err());
     }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn config() -> ProptestConfig {
+            crate::prop_config()
+        }
+
+        /// Pushes `stream` cut into pieces of the given sizes (in turn),
+        /// taking records after each; the records, and the error that ended
+        /// the stream if one did.
+        fn decode_in_pieces(stream: &[u8], sizes: &[usize]) -> (Vec<Record>, Option<String>) {
+            let mut d = Decoder::default();
+            let mut got = Vec::new();
+            let mut rest = stream;
+            for &size in sizes.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let (piece, after) = rest.split_at(size.min(rest.len()));
+                rest = after;
+                d.push(piece);
+                loop {
+                    match d.next_record() {
+                        Ok(Some(r)) => got.push(r),
+                        Ok(None) => break,
+                        Err(e) => return (got, Some(e)),
+                    }
+                }
+            }
+            (got, None)
+        }
+
+        fn split_sizes() -> impl Strategy<Value = Vec<usize>> {
+            proptest::collection::vec(prop_oneof![1usize..4, 1usize..64, 1usize..5000], 1..8)
+        }
+
+        fn record() -> impl Strategy<Value = (Vec<String>, Vec<u8>)> {
+            (
+                proptest::collection::vec("[!-~]{1,12}", 1..6),
+                prop_oneof![
+                    proptest::collection::vec(any::<u8>(), 0..64),
+                    proptest::collection::vec(any::<u8>(), 0..3000),
+                ],
+            )
+        }
+
+        /// Streams close to records: numbers, spaces and newlines in the
+        /// places a line has them, and plain noise.
+        fn near_stream() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..600),
+                "([a-z]{0,3}( [0-9]{0,3}){0,3}( -?[0-9+]{0,20})?\n?[a-z\n]{0,5}){0,8}"
+                    .prop_map(String::into_bytes),
+                proptest::collection::vec(
+                    prop_oneof![Just(b'a'), Just(b' '), Just(b'\n')],
+                    4090..4200
+                ),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            /// Records encoded one after another come back whole and in
+            /// order, however the stream is cut.
+            #[test]
+            fn prop_channel_records_round_trip_across_any_split(
+                records in proptest::collection::vec(record(), 0..6),
+                sizes in split_sizes(),
+            ) {
+                let mut stream = Vec::new();
+                for (words, payload) in &records {
+                    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+                    stream.extend(encode(&words, payload));
+                }
+                let (got, err) = decode_in_pieces(&stream, &sizes);
+                prop_assert_eq!(err, None);
+                let want: Vec<Record> = records
+                    .into_iter()
+                    .map(|(words, payload)| Record { words, payload })
+                    .collect();
+                prop_assert_eq!(got, want);
+            }
+
+            /// Any bytes in any pieces: records or an error, never a panic;
+            /// what comes out has words and a payload within the limit.
+            #[test]
+            fn prop_channel_decoder_never_panics(stream in near_stream(), sizes in split_sizes()) {
+                let (got, _) = decode_in_pieces(&stream, &sizes);
+                for r in got {
+                    prop_assert!(!r.words.is_empty() && r.words.iter().all(|w| !w.is_empty()));
+                    prop_assert!(r.payload.len() <= MAX_PAYLOAD);
+                }
+            }
+        }
+    }
 }

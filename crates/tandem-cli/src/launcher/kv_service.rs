@@ -714,4 +714,71 @@ mod tests {
             assert_eq!(parse_request(bad), None, "{bad:?}");
         }
     }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn config() -> ProptestConfig {
+            crate::prop_config()
+        }
+
+        /// A line as a client writes it.
+        fn text_of(r: &Request<'_>) -> String {
+            match r {
+                Request::Hello { secret, rank } => format!("HELLO {secret} {rank}"),
+                Request::Ping { secret } => format!("PING {secret}"),
+                Request::Put { key, value } => format!("PUT {key} {value}"),
+                Request::Get { key } => format!("GET {key}"),
+                Request::Fence => "FENCE".into(),
+                Request::Finalize => "FINALIZE".into(),
+                Request::Abort { code, message: "" } => format!("ABORT {code}"),
+                Request::Abort { code, message } => format!("ABORT {code} {message}"),
+            }
+        }
+
+        /// Lines made of the protocol's verbs and separators, and noise.
+        fn line() -> impl Strategy<Value = String> {
+            prop_oneof![
+                any::<String>(),
+                "(HELLO|PING|PUT|GET|FENCE|FINALIZE|ABORT)?( {1,2}[-+0-9a-zA-Z\t]{0,12}){0,4} ?",
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            /// Any line parses or is refused, and what parses reads the
+            /// same once written back (numbers may lose a sign or zeros).
+            #[test]
+            fn prop_kv_parse_request_is_total(line in line()) {
+                if let Some(r) = parse_request(&line) {
+                    let again = text_of(&r);
+                    prop_assert_eq!(parse_request(&again), Some(r));
+                }
+            }
+
+            #[test]
+            fn prop_kv_requests_round_trip(
+                token in "[!-~]{1,20}",
+                other in "[!-~]{1,20}",
+                rank in any::<u32>(),
+                code in any::<i32>(),
+                message in "[^\n]{0,30}",
+                which in 0u8..7,
+            ) {
+                let r = match which {
+                    0 => Request::Hello { secret: &token, rank },
+                    1 => Request::Ping { secret: &token },
+                    2 => Request::Put { key: &token, value: &other },
+                    3 => Request::Get { key: &token },
+                    4 => Request::Fence,
+                    5 => Request::Finalize,
+                    _ => Request::Abort { code, message: &message },
+                };
+                let text = text_of(&r);
+                prop_assert_eq!(parse_request(&text), Some(r));
+            }
+        }
+    }
 }

@@ -805,4 +805,141 @@ mod tests {
         }
         assert!(d.contains("power-of-two"));
     }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+        use serde_json::{Map, Value};
+
+        fn config() -> ProptestConfig {
+            crate::prop_config()
+        }
+
+        /// Names a rules file uses, and some it must refuse.
+        fn name() -> impl Strategy<Value = String> {
+            let known: Vec<String> = OpKind::ALL
+                .iter()
+                .map(|k| k.name().to_string())
+                .chain(
+                    [
+                        "comm_min",
+                        "comm_max",
+                        "bytes_min",
+                        "bytes_max",
+                        "algorithm",
+                    ]
+                    .map(String::from),
+                )
+                .chain(CATALOGUE.iter().map(|a| a.name.to_string()))
+                .collect();
+            prop_oneof![3 => proptest::sample::select(known), 1 => any::<String>()]
+        }
+
+        fn leaf() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<u64>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                any::<f64>().prop_map(Value::from),
+                (0u64..10).prop_map(Value::from),
+                name().prop_map(Value::from),
+            ]
+        }
+
+        /// Any JSON, its object keys and strings mostly names a rules file uses.
+        fn json() -> impl Strategy<Value = Value> {
+            leaf().prop_recursive(4, 64, 6, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                    proptest::collection::vec((name(), inner), 0..6)
+                        .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+                ]
+            })
+        }
+
+        /// Shaped like a rules file (operations to lists of rule objects),
+        /// with names and values now and then wrong.
+        fn rules_shaped() -> impl Strategy<Value = Value> {
+            let rule = proptest::collection::vec((name(), leaf()), 0..5)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>()));
+            proptest::collection::vec((name(), proptest::collection::vec(rule, 0..4)), 0..4)
+                .prop_map(|ops| {
+                    Value::Object(
+                        ops.into_iter()
+                            .map(|(k, rules)| (k, Value::Array(rules)))
+                            .collect::<Map<_, _>>(),
+                    )
+                })
+        }
+
+        /// Rules that parsed name only their operation's algorithms, and a
+        /// selection following them serves every call.
+        fn check_accepted(text: &str, calls: &[(u32, u64, bool)]) -> Result<(), TestCaseError> {
+            let Ok(rules) = parse_rules(text) else {
+                return Ok(());
+            };
+            for op in OpKind::ALL {
+                for r in rules.get(&op).into_iter().flatten() {
+                    prop_assert!(algorithm_names(op).contains(&r.algo), "{:?} {}", op, r.algo);
+                }
+            }
+            let mut s = Selection {
+                rules,
+                ..Selection::defaults()
+            };
+            for &(n, bytes, commutative) in calls {
+                for op in OpKind::ALL {
+                    let c = CallInfo {
+                        n: n.max(1),
+                        bytes,
+                        commutative,
+                    };
+                    let (a, _) = s.choose(op, &c);
+                    prop_assert_eq!(a.op, op);
+                    prop_assert!(why_not(a, &c).is_none());
+                }
+            }
+            Ok(())
+        }
+
+        fn calls() -> impl Strategy<Value = Vec<(u32, u64, bool)>> {
+            proptest::collection::vec(
+                (
+                    0u32..70,
+                    prop_oneof![0u64..100_000, any::<u64>()],
+                    any::<bool>(),
+                ),
+                1..4,
+            )
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn prop_parse_rules_is_total_on_text(text in prop_oneof![any::<String>(), "[\\[\\]{}\":,0-9a-z ]{0,60}"]) {
+                check_accepted(&text, &[(4, 64, true)])?;
+            }
+
+            #[test]
+            fn prop_parse_rules_is_total_on_json(v in json(), calls in calls()) {
+                check_accepted(&v.to_string(), &calls)?;
+            }
+
+            #[test]
+            fn prop_parse_rules_is_total_on_rules_shaped_json(v in rules_shaped(), calls in calls()) {
+                check_accepted(&v.to_string(), &calls)?;
+            }
+
+            /// Nesting far deeper than any rules file is refused, not a
+            /// stack overflow.
+            #[test]
+            fn prop_parse_rules_refuses_deep_nesting(depth in 0usize..50_000, object in any::<bool>()) {
+                let (open, close) = if object { ("{\"bcast\":", "}") } else { ("[", "]") };
+                let text = format!("{}0{}", open.repeat(depth), close.repeat(depth));
+                prop_assert!(parse_rules(&text).is_err());
+            }
+        }
+    }
 }

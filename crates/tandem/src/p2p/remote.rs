@@ -496,7 +496,10 @@ impl Remote {
 
     /// A scattered put: checks every block, then writes them all (or none).
     fn apply_put_scatter(&self, key: u32, payload: &[u8]) -> std::result::Result<(), ErrorClass> {
-        let (blocks, data) = decode_table(payload)?;
+        let (mut blocks, data) = decode_table(payload)?;
+        // Empty blocks name no memory and are not range-checked: not one
+        // pointer is made from them, nor a loop run over their count.
+        blocks.retain(|b| b.len > 0);
         if self.check_blocks(key, &blocks)? != data.len() {
             return Err(ErrorClass::Intern);
         }
@@ -993,7 +996,9 @@ impl Remote {
         payload: &[u8],
         fetch: bool,
     ) -> std::result::Result<Vec<u8>, ErrorClass> {
-        let (blocks, data) = decode_table(payload)?;
+        let (mut blocks, data) = decode_table(payload)?;
+        // As for a put: empty blocks are not range-checked, so not used.
+        blocks.retain(|b| b.len > 0);
         let total = self.check_blocks(key, &blocks)?;
         if op != PredefOp::NoOp && data.len() != total {
             return Err(ErrorClass::Intern);
@@ -1880,5 +1885,215 @@ mod tests {
         };
         assert_eq!(r.apply_acc(&h3, &add), Err(ErrorClass::RmaRange));
         assert_eq!(mem, [99, 22, 33, 44]);
+    }
+
+    /// A scattered table of one empty block, and a region to aim it at.
+    fn empty_block_payload(addr: u64, count: u32) -> Vec<u8> {
+        let mut payload = Vec::new();
+        encode_table(
+            &[Strided {
+                addr,
+                len: 0,
+                count,
+                stride: 0,
+            }],
+            &mut payload,
+        );
+        payload
+    }
+
+    /// Empty blocks are not range-checked (they name no memory), so their
+    /// address may be anything, null included: the apply loops made a
+    /// pointer (`ptr::copy`, `slice::from_raw_parts_mut`) from it anyway,
+    /// undefined for null, and an abort where those checks are compiled in.
+    #[test]
+    fn scattered_empty_blocks_at_null_touch_nothing() {
+        let mut r = Remote::new(0, 2);
+        let mut mem = vec![5u8; 64];
+        let key = r.expose(mem.as_mut_ptr(), 64);
+        let payload = empty_block_payload(0, 3);
+        assert_eq!(r.apply_put_scatter(key, &payload), Ok(()));
+        let old = r
+            .apply_acc_scatter(key, PredefOp::Replace, Prim::I32, &payload, true)
+            .unwrap();
+        assert!(old.is_empty());
+        assert_eq!(mem, [5u8; 64]);
+    }
+
+    /// An empty block repeated 2^32 - 1 times passes the checks at no
+    /// cost; the apply loops then went through every repetition, holding
+    /// the engine for seconds.
+    #[test]
+    fn scattered_empty_block_with_huge_count_returns_at_once() {
+        let mut r = Remote::new(0, 2);
+        let mut mem = vec![5u8; 64];
+        let key = r.expose(mem.as_mut_ptr(), 64);
+        let payload = empty_block_payload(mem.as_ptr() as u64, u32::MAX);
+        let start = std::time::Instant::now();
+        assert_eq!(r.apply_put_scatter(key, &payload), Ok(()));
+        assert_eq!(
+            r.apply_acc_scatter(key, PredefOp::Replace, Prim::I32, &payload, false),
+            Ok(Vec::new())
+        );
+        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(mem, [5u8; 64]);
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn config() -> ProptestConfig {
+            crate::prop_config()
+        }
+
+        fn any_strided() -> impl Strategy<Value = Strided> {
+            (any::<u64>(), any::<u32>(), any::<u32>(), any::<i64>()).prop_map(
+                |(addr, len, count, stride)| Strided {
+                    addr,
+                    len,
+                    count,
+                    stride,
+                },
+            )
+        }
+
+        /// Payloads whose count field is often small enough for the table
+        /// to fit, so that decoding gets past the length check.
+        fn scattered_payload() -> impl Strategy<Value = Vec<u8>> {
+            (
+                proptest::collection::vec(any::<u8>(), 0..200),
+                prop_oneof![Just(None), (0u32..10).prop_map(Some), Just(Some(u32::MAX))],
+            )
+                .prop_map(|(mut p, count)| {
+                    if let (Some(n), true) = (count, p.len() >= 4) {
+                        p[..4].copy_from_slice(&n.to_le_bytes());
+                    }
+                    p
+                })
+        }
+
+        /// Bytes of the test buffer; the region is its middle half, the rest
+        /// a guard that a scattered put must never touch.
+        const BUF: usize = 256;
+        const REGION: std::ops::Range<usize> = 64..192;
+
+        /// A block near the region: inside, straddling its ends or outside,
+        /// with now and then counts and strides far out of range.
+        fn block_near_region() -> impl Strategy<Value = (i64, u32, u32, i64)> {
+            (
+                prop_oneof![3 => 64i64..160, 1 => -80i64..220],
+                prop_oneof![3 => 1u32..12, 1 => 0u32..48],
+                prop_oneof![6 => 0u32..5, 1 => Just(u32::MAX)],
+                prop_oneof![6 => -24i64..24, 2 => -64i64..64, 1 => Just(i64::MIN), 1 => Just(i64::MAX)],
+            )
+        }
+
+        /// Writes the blocks into a copy of `buf` the plain way; `None` if
+        /// any byte falls outside the region.
+        fn model_put(buf: &[u8], base: u64, blocks: &[Strided], data: &[u8]) -> Option<Vec<u8>> {
+            let mut out = buf.to_vec();
+            let mut pos = 0;
+            // Empty blocks name no memory and are skipped, wherever they point.
+            for b in blocks.iter().filter(|b| b.len > 0) {
+                for i in 0..u64::from(b.count) {
+                    let at = i128::from(b.addr) + i128::from(i) * i128::from(b.stride);
+                    let off = usize::try_from(at - i128::from(base)).ok()?;
+                    let len = b.len as usize;
+                    if off < REGION.start || off + len > REGION.end {
+                        return None;
+                    }
+                    out[off..off + len].copy_from_slice(data.get(pos..pos + len)?);
+                    pos += len;
+                }
+            }
+            (pos == data.len()).then_some(out)
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            /// Any payload decodes or is refused; what decodes is exactly
+            /// the table's encoding followed by the data.
+            #[test]
+            fn prop_decode_table_is_total_and_exact(payload in scattered_payload()) {
+                if let Ok((blocks, data)) = decode_table(&payload) {
+                    let mut again = Vec::new();
+                    encode_table(&blocks, &mut again);
+                    again.extend_from_slice(data);
+                    prop_assert_eq!(again, payload);
+                }
+            }
+
+            #[test]
+            fn prop_table_round_trips(
+                blocks in proptest::collection::vec(any_strided(), 0..12),
+                data in proptest::collection::vec(any::<u8>(), 0..64),
+            ) {
+                let mut payload = Vec::new();
+                encode_table(&blocks, &mut payload);
+                payload.extend_from_slice(&data);
+                let (got, rest) = decode_table(&payload).unwrap();
+                prop_assert_eq!(got, blocks);
+                prop_assert_eq!(rest, &data[..]);
+            }
+
+            /// A scattered put from a peer writes exactly its blocks when all
+            /// lie inside the region and the data matches, and nothing
+            /// otherwise: never a byte outside the region, in a window of
+            /// one region or of two attached pieces that touch.
+            #[test]
+            fn prop_scattered_put_writes_inside_the_region_or_nothing(
+                raw in proptest::collection::vec(block_near_region(), 1..5),
+                dynamic in any::<bool>(),
+                data_extra in prop_oneof![4 => Just(0isize), 1 => -3isize..3],
+                fill in any::<u8>(),
+            ) {
+                let mut mem = vec![0u8; BUF];
+                let base = mem.as_ptr() as u64;
+                let ptr = mem.as_mut_ptr();
+                let mut r = Remote::new(0, 2);
+                let key = if dynamic {
+                    let key = r.expose_dynamic();
+                    let mid = (REGION.start + REGION.end) / 2;
+                    // SAFETY: both pointers stay inside `mem`.
+                    r.attach(key, unsafe { ptr.add(REGION.start) }, mid - REGION.start);
+                    r.attach(key, unsafe { ptr.add(mid) }, REGION.end - mid);
+                    key
+                } else {
+                    // SAFETY: the pointer stays inside `mem`.
+                    r.expose(unsafe { ptr.add(REGION.start) }, REGION.len())
+                };
+                let blocks: Vec<Strided> = raw
+                    .iter()
+                    .map(|&(off, len, count, stride)| Strided {
+                        addr: base.wrapping_add(off as u64),
+                        len,
+                        // A dynamic window checks each block: keep counts small.
+                        count: if dynamic { count.min(6) } else { count },
+                        stride,
+                    })
+                    .collect();
+                let want: u64 = blocks.iter().map(|b| u64::from(b.len) * u64::from(b.count)).sum();
+                let data_len = (want.min(4096) as isize + data_extra).max(0) as usize;
+                let data: Vec<u8> = (0..data_len).map(|i| fill.wrapping_add(i as u8)).collect();
+                let mut payload = Vec::new();
+                encode_table(&blocks, &mut payload);
+                payload.extend_from_slice(&data);
+                let before = mem.clone();
+                let result = r.apply_put_scatter(key, &payload);
+                let expected = model_put(&before, base, &blocks, &data);
+                match (&result, expected) {
+                    (Ok(()), Some(model)) => prop_assert_eq!(&mem, &model),
+                    (Err(_), None) => prop_assert_eq!(&mem, &before),
+                    (_, model) => prop_assert!(
+                        false,
+                        "put gave {:?} where the model says {}",
+                        result,
+                        if model.is_some() { "it fits" } else { "refuse" }
+                    ),
+                }
+            }
+        }
     }
 }

@@ -2179,4 +2179,248 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.class, ErrorClass::ProcAborted);
     }
+
+    /// Frame reassembly on a connection whose bytes come from a pipe, so
+    /// that every split of the stream can be fed to the real reading code
+    /// (`read_frames`, `parse_buffered`) without a peer. The transport
+    /// binds its listener on loopback but no connection is made.
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn config() -> ProptestConfig {
+            crate::prop_config()
+        }
+
+        /// Longest payload the sink takes, as the layers above bound theirs.
+        const SINK_MAX: u64 = 1 << 20;
+
+        /// Takes even tags' payloads into fresh buffers and odd tags' into
+        /// a buffer of its own of `sreq % (len + 1)` bytes (the rest is
+        /// dropped), as a posted receive shorter than the message would.
+        #[derive(Default)]
+        struct Collect {
+            frames: Vec<(Header, Vec<u8>)>,
+            direct: Option<Vec<u8>>,
+        }
+
+        impl FrameSink for Collect {
+            fn on_header(&mut self, _peer: u32, h: &Header) -> Result<PayloadDest, String> {
+                if h.len > SINK_MAX {
+                    return Err(format!("{} bytes is too long", h.len));
+                }
+                if h.tag % 2 == 0 {
+                    return Ok(PayloadDest::Buffer);
+                }
+                let cap = (h.sreq % (h.len + 1)) as usize;
+                let mut v = vec![0u8; cap];
+                let ptr = v.as_mut_ptr();
+                assert!(self.direct.replace(v).is_none(), "one payload at a time");
+                Ok(PayloadDest::Direct { ptr, cap })
+            }
+            fn on_frame(&mut self, _peer: u32, h: &Header, payload: Payload) -> Result<(), String> {
+                let data = match payload {
+                    Payload::Empty => Vec::new(),
+                    Payload::Buffer(v) => v,
+                    Payload::Direct { written } => {
+                        let mut v = self.direct.take().expect("a direct payload was asked for");
+                        assert!(written <= v.len(), "wrote {written} into {} bytes", v.len());
+                        v.truncate(written);
+                        v
+                    }
+                };
+                self.frames.push((*h, data));
+                Ok(())
+            }
+            fn on_send_done(&mut self, _token: u64) {}
+            fn on_peer_lost(&mut self, _peer: u32, _reason: &str) {}
+        }
+
+        /// A transport of rank 0 of 2 with an established connection from
+        /// rank 1 that reads a pipe; the pipe's write end.
+        fn piped() -> (TcpTransport, usize, OwnedFd) {
+            let cfg = TcpConfig {
+                rank: 0,
+                size: 2,
+                secret: [7; 32],
+                listen_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                port_range: None,
+                sndbuf: 0,
+                send_chunk: 4096,
+                rcvbuf: 0,
+                congestion: None,
+                connect_timeout: Duration::from_secs(5),
+                poller: Poller::Epoll,
+                timing: false,
+            };
+            let mut t = TcpTransport::new(cfg, Box::new(|_| Ok(String::new()))).unwrap();
+            let mut fds = [0; 2];
+            // SAFETY: `fds` has room for the two descriptors.
+            let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+            assert_eq!(r, 0, "pipe2: {}", errno());
+            // SAFETY: both descriptors are new and owned by nobody else.
+            let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            let c = t.new_conn(rd, Some(1), ConnState::Established);
+            (t, c, wr)
+        }
+
+        /// Writes `stream` into the pipe in pieces of the given sizes (in
+        /// turn), letting the transport read after each; the reason it
+        /// dropped the connection, if it did.
+        fn feed(stream: &[u8], sizes: &[usize], sink: &mut Collect) -> Option<String> {
+            let (mut t, c, wr) = piped();
+            let mut rest = stream;
+            for &size in sizes.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let mut piece = &rest[..size.min(rest.len())];
+                rest = &rest[piece.len()..];
+                while !piece.is_empty() {
+                    // SAFETY: `piece` is valid for reads of its length.
+                    let n =
+                        unsafe { libc::write(wr.as_raw_fd(), piece.as_ptr().cast(), piece.len()) };
+                    if n > 0 {
+                        piece = &piece[n as usize..];
+                    } else {
+                        assert_eq!(
+                            errno().kind(),
+                            io::ErrorKind::WouldBlock,
+                            "pipe write failed"
+                        );
+                    }
+                    // The pipe holds 64 KiB: read between writes.
+                    if let Served::Close(why) = t.read_frames(c, sink) {
+                        return Some(why);
+                    }
+                }
+            }
+            None
+        }
+
+        /// The numbers of every kind but CLAIMED, found through the decoder
+        /// so that a new kind is drawn as soon as it exists.
+        fn kind_numbers() -> Vec<u8> {
+            let probe = Header {
+                kind: FrameKind::Eager,
+                context: 0,
+                src: 0,
+                tag: 0,
+                len: 0,
+                sreq: 0,
+                rreq: 0,
+            }
+            .encode();
+            (0..=u8::MAX)
+                .filter(|&k| {
+                    let mut b = probe;
+                    b[1] = k;
+                    Header::decode(&b).is_ok_and(|h| h.kind != FrameKind::Claimed)
+                })
+                .collect()
+        }
+
+        /// Frames the reader must accept: any kind but CLAIMED (which TCP
+        /// refuses), payloads small, mid-sized and above `DIRECT_MIN`
+        /// (read straight into their destination).
+        fn frame() -> impl Strategy<Value = Header> {
+            (
+                proptest::sample::select(kind_numbers()),
+                any::<u32>(),
+                any::<u32>(),
+                0..=i32::MAX,
+                prop_oneof![4 => 0u64..64, 2 => 0u64..5000, 1 => 30_000u64..70_000],
+                any::<u64>(),
+                any::<u64>(),
+            )
+                .prop_map(|(kind, context, src, tag, len, sreq, rreq)| {
+                    let h = Header {
+                        kind: FrameKind::Eager,
+                        context,
+                        src,
+                        tag,
+                        len,
+                        sreq,
+                        rreq,
+                    };
+                    // The kind by its number, through the decoder.
+                    let mut b = h.encode();
+                    b[1] = kind;
+                    Header::decode(&b).expect("a valid header")
+                })
+        }
+
+        fn split_sizes() -> impl Strategy<Value = Vec<usize>> {
+            proptest::collection::vec(prop_oneof![1usize..8, 1usize..200, 1usize..70_000], 1..8)
+        }
+
+        /// The stream of `frames`, payload bytes numbered from `seed`.
+        fn stream_of(frames: &[Header], seed: u8) -> (Vec<u8>, Vec<Vec<u8>>) {
+            let mut stream = Vec::new();
+            let mut payloads = Vec::new();
+            for (i, h) in frames.iter().enumerate() {
+                stream.extend_from_slice(&h.encode());
+                let p: Vec<u8> = (0..h.payload_len())
+                    .map(|j| seed.wrapping_add(i as u8).wrapping_add((j % 251) as u8))
+                    .collect();
+                stream.extend_from_slice(&p);
+                payloads.push(p);
+            }
+            (stream, payloads)
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            /// However the stream is cut, every frame arrives once, in
+            /// order, with its payload (or the part its destination holds).
+            #[test]
+            fn prop_tcp_frames_split_anywhere_arrive_intact(
+                frames in proptest::collection::vec(frame(), 0..8),
+                sizes in split_sizes(),
+                seed in any::<u8>(),
+            ) {
+                let (stream, payloads) = stream_of(&frames, seed);
+                let mut sink = Collect::default();
+                let dropped = feed(&stream, &sizes, &mut sink);
+                prop_assert_eq!(dropped, None);
+                prop_assert_eq!(sink.frames.len(), frames.len());
+                for ((h, p), (got_h, got_p)) in frames.iter().zip(&payloads).zip(&sink.frames) {
+                    prop_assert_eq!(h, got_h);
+                    let keep = if h.carries_payload() && h.tag % 2 == 1 {
+                        (h.sreq % (h.len + 1)) as usize
+                    } else {
+                        p.len()
+                    };
+                    prop_assert_eq!(&p[..keep], &got_p[..]);
+                }
+            }
+
+            /// Garbage, or valid frames with bytes overwritten, cut
+            /// anywhere: the reader delivers what is well formed and drops
+            /// the connection at the first fault, and never panics.
+            #[test]
+            fn prop_tcp_garbage_never_panics(
+                frames in proptest::collection::vec(frame(), 0..4),
+                noise in proptest::collection::vec(any::<u8>(), 0..400),
+                flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+                sizes in split_sizes(),
+            ) {
+                let (mut stream, _) = stream_of(&frames, 0);
+                stream.extend_from_slice(&noise);
+                for (at, byte) in flips {
+                    let n = stream.len();
+                    if n > 0 {
+                        stream[at % n] = byte;
+                    }
+                }
+                let mut sink = Collect::default();
+                let _ = feed(&stream, &sizes, &mut sink);
+                for (h, p) in &sink.frames {
+                    prop_assert!(h.kind != FrameKind::Claimed);
+                    prop_assert!(p.len() as u64 <= h.payload_len());
+                }
+            }
+        }
+    }
 }
