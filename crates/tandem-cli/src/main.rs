@@ -115,6 +115,9 @@ struct RunArgs {
     /// Stop the job (exit status 124) if it runs longer than this
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     timeout: Option<f64>,
+    /// Start the ranks in this directory, on every host (default: the current one)
+    #[arg(long = "wdir", visible_alias = "wd", value_name = "DIR")]
+    wdir: Option<std::path::PathBuf>,
     /// The program to run (searched on PATH unless it contains a '/') and
     /// its arguments; options after PROGRAM are the program's
     #[arg(
@@ -176,6 +179,7 @@ fn main() {
                 export: a.export,
                 launch_timeout: a.launch_timeout,
                 remote_tandem: a.remote_tandem,
+                wdir: a.wdir,
             })
         }
         Command::Host { host } => launcher::host_main(&host),

@@ -92,19 +92,28 @@ pub fn compiler_wrapper(language: Language, args: Vec<OsString>) -> i32 {
 }
 
 const RUN_USAGE: &str =
-    "usage: NAME [-n N] [-H HOST[:SLOTS],...] [--hostfile FILE] [-x VAR[=VALUE]] \
-[--map-by slot|node] [--tag-output] [--timeout S] [--agent CMD] [--set NAME=VALUE] PROGRAM [ARGS...]
+    "usage: {launcher} [-n N] [-H HOST[:SLOTS],...] [--hostfile FILE] [-x VAR[=VALUE]] \
+[--map-by slot|node] [--bind-to core|none] [-wdir DIR] [--tag-output] [--timeout S] [--agent CMD] \
+[--set NAME=VALUE] PROGRAM [ARGS...]
 (Tandem's launcher under the mpirun/mpiexec name; `tandem run --help` explains every option)";
 
 fn mpirun(name: &str, args: Vec<OsString>) -> i32 {
+    let usage = || RUN_USAGE.replace("{launcher}", name);
+    if args
+        .first()
+        .is_some_and(|a| a == "--version" || a == "-version" || a == "-V")
+    {
+        println!("{name} (Tandem {})", env!("CARGO_PKG_VERSION"));
+        return 0;
+    }
     match parse_mpirun(args) {
         Ok(Some(opts)) => launcher::run(opts),
         Ok(None) => {
-            println!("{}", RUN_USAGE.replace("NAME", name));
+            println!("{}", usage());
             0
         }
         Err(msg) => {
-            eprintln!("{name}: {msg}\n{}", RUN_USAGE.replace("NAME", name));
+            eprintln!("{name}: {msg}\n{}", usage());
             2
         }
     }
@@ -126,6 +135,7 @@ fn parse_mpirun(args: Vec<OsString>) -> Result<Option<RunOptions>, String> {
         export: Vec::new(),
         launch_timeout: None,
         remote_tandem: None,
+        wdir: None,
     };
     let mut it = args.into_iter();
     let text = |v: Option<OsString>, flag: &str| -> Result<String, String> {
@@ -199,9 +209,22 @@ fn parse_mpirun(args: Vec<OsString>) -> Result<Option<RunOptions>, String> {
                     opts.agent = Some(val);
                 }
             }
-            "--bind-to" | "-bind-to" | "--rank-by" | "-rank-by" | "--prefix" | "-prefix"
-            | "-ppn" | "--npernode" | "-npernode" | "-wdir" | "--wdir" | "-launcher"
-            | "-bootstrap" => {
+            "-wdir" | "--wdir" | "-wd" | "--wd" => opts.wdir = Some(value(&flag)?.into()),
+            "--bind-to" | "-bind-to" | "-bind" => {
+                let v = value(&flag)?;
+                let bind = match v.split(':').next().unwrap_or("") {
+                    "none" => "none",
+                    "core" | "hwthread" | "cpu" => "core",
+                    other => {
+                        return Err(format!(
+                            "{flag} {other}: Tandem binds each rank to one core (core) or not at all (none)"
+                        ))
+                    }
+                };
+                opts.set.push(format!("bind={bind}"));
+            }
+            "--rank-by" | "-rank-by" | "--prefix" | "-prefix" | "-ppn" | "--npernode"
+            | "-npernode" | "-launcher" | "-bootstrap" => {
                 value(&flag)?;
             }
             "--oversubscribe"
@@ -239,6 +262,28 @@ mod tests {
         parse_mpirun(words.iter().map(OsString::from).collect())
             .unwrap()
             .unwrap()
+    }
+
+    #[test]
+    fn working_directory_and_binding_are_kept_or_refused() {
+        let o = parse(&["-wdir", "/data", "--bind-to", "none", "./prog"]);
+        assert_eq!(o.wdir.as_deref(), Some(std::path::Path::new("/data")));
+        assert_eq!(o.set, ["bind=none"]);
+        let o = parse(&["-wd", "d", "--bind-to=core:overload-allowed", "./prog"]);
+        assert_eq!(o.wdir.as_deref(), Some(std::path::Path::new("d")));
+        assert_eq!(o.set, ["bind=core"]);
+        let err = parse_mpirun(
+            ["--bind-to", "socket", "./prog"]
+                .iter()
+                .map(OsString::from)
+                .collect(),
+        )
+        .err()
+        .expect("socket binding is refused");
+        assert!(err.contains("socket"), "{err}");
+        assert!(!RUN_USAGE
+            .replace("{launcher}", "mpirun")
+            .contains("--set mpirun"));
     }
 
     #[test]

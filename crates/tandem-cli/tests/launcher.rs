@@ -437,6 +437,25 @@ fn timeout_stops_the_job() {
     assert_timed_out(&tandem_marked(&args, &marker), &marker);
 }
 
+/// `--wdir DIR` starts every rank in DIR; a relative program path that
+/// names a file where tandem was called still names it.
+#[test]
+fn ranks_start_in_the_working_directory_given() {
+    let dir = std::env::temp_dir().join(format!("tandem-wdir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let want = dir.canonicalize().unwrap();
+    let dir_arg = dir.to_str().unwrap();
+    let out = tandem(&["run", "-n", "2", "--wdir", dir_arg, "sh", "-c", "pwd -P"]);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{out:?}");
+    assert!(lines.iter().all(|l| std::path::Path::new(l) == want), "{out:?}");
+    let missing = tandem(&["run", "-n", "1", "--wdir", "/no/such/dir", "true"]);
+    assert_eq!(missing.code(), Some(2), "{missing:?}");
+    assert!(missing.stderr.contains("-wdir /no/such/dir"), "{missing:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A rank stopped by a signal is named as stopped after `stall_warn_s`
 /// (the job waits for it: a scheduler may have suspended it), and again by
 /// the timeout that ends the job; the running rank is not named.

@@ -57,6 +57,8 @@ pub struct RunOptions {
     pub launch_timeout: Option<f64>,
     /// The tandem executable on the other hosts (default: this one's path).
     pub remote_tandem: Option<OsString>,
+    /// `-wdir DIR`: where the ranks start, on every host (default: here).
+    pub wdir: Option<PathBuf>,
 }
 
 /// Most replicas of a rank.
@@ -188,6 +190,22 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
         Some(t) => Some(t),
         None => timeout_from_env(std::env::var_os("MPIEXEC_TIMEOUT")).map_err(usage)?,
     };
+    // Ranks start where the launcher is (the helpers on other hosts are
+    // told its directory), so the launcher moves there, after it has read
+    // the host file named relative to where it was called.
+    let mut program = opts.program;
+    if let Some(dir) = &opts.wdir {
+        // A relative program path that names a file here keeps naming it
+        // (else it is looked for in DIR, as the ranks see it).
+        let path = std::path::Path::new(&program);
+        if path.is_relative() && path.components().count() > 1 && path.exists() {
+            if let Ok(abs) = std::path::absolute(path) {
+                program = abs.into_os_string();
+            }
+        }
+        std::env::set_current_dir(dir)
+            .map_err(|e| usage(format!("-wdir {}: {e}", dir.display())))?;
+    }
     Ok(JobConfig {
         ranks,
         replicas,
@@ -196,7 +214,7 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
         tag_output: opts.tag_output,
         timeout,
         command: RankCommand {
-            program: opts.program,
+            program,
             args: opts.args,
             env: param_env,
             env_remove: parameters::TOOL_VARS
