@@ -449,7 +449,10 @@ fn ranks_start_in_the_working_directory_given() {
     assert_eq!(out.code(), Some(0), "{out:?}");
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{out:?}");
-    assert!(lines.iter().all(|l| std::path::Path::new(l) == want), "{out:?}");
+    assert!(
+        lines.iter().all(|l| std::path::Path::new(l) == want),
+        "{out:?}"
+    );
     let missing = tandem(&["run", "-n", "1", "--wdir", "/no/such/dir", "true"]);
     assert_eq!(missing.code(), Some(2), "{missing:?}");
     assert!(missing.stderr.contains("-wdir /no/such/dir"), "{missing:?}");
