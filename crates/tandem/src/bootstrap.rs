@@ -64,9 +64,10 @@ fn read_secret_pipe(fd: &str) -> Result<String, String> {
     let fd: libc::c_int = fd
         .parse()
         .map_err(|_| "not a descriptor number".to_string())?;
-    // SAFETY: `st` is plain data filled in by fstat; an invalid descriptor
-    // only makes fstat fail.
+    // SAFETY: `stat` is plain data; all-zero is a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is valid for writes; an invalid descriptor only makes
+    // fstat fail.
     if fd < 0 || unsafe { libc::fstat(fd, &mut st) } != 0 {
         return Err("not open (read already?)".into());
     }

@@ -68,8 +68,9 @@ pub fn spawn_rank(
     let launcher_pid = std::process::id() as libc::pid_t;
     let fd_limit = cmd.original_fd_limit;
     // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe system calls (sigprocmask, prctl, getppid,
-    // setrlimit); it neither allocates nor takes locks.
+    // async-signal-safe system calls (fcntl on the secret's pipe, which
+    // stays open until after spawn; sigprocmask, prctl, getppid, setrlimit);
+    // it neither allocates nor takes locks.
     unsafe {
         command.pre_exec(move || {
             if let Some(fd) = secret_fd {

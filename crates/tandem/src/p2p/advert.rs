@@ -216,13 +216,7 @@ impl P2p {
                 if let Some(r) = self.m.reqs.get_mut(id) {
                     r.stage = Stage::SendData;
                 }
-                self.m.outbox.push(Outgoing {
-                    peer: dest,
-                    header: claimed(id.0),
-                    payload: std::ptr::null(),
-                    len: 0,
-                    token: None,
-                });
+                self.m.outbox.push(Outgoing::control(dest, claimed(id.0)));
                 let data = Header {
                     kind: FrameKind::Data,
                     context: env.ctx,

@@ -159,13 +159,9 @@ impl P2p {
                 Ok(()) => {
                     self.m.complete(p.sid, slen, None);
                     self.m.counters.direct_writes += 1;
-                    self.m.outbox.push(Outgoing {
-                        peer: p.peer,
-                        header: header(FrameKind::Wrote),
-                        payload: std::ptr::null(),
-                        len: 0,
-                        token: None,
-                    });
+                    self.m
+                        .outbox
+                        .push(Outgoing::control(p.peer, header(FrameKind::Wrote)));
                 }
                 Err(ReadRemoteError::Failed(why)) if self.m.lost[p.peer as usize].is_some() => {
                     let e = Error::new(ErrorClass::ProcAborted, why);

@@ -182,6 +182,19 @@ struct Outgoing {
     token: Option<u64>,
 }
 
+impl Outgoing {
+    /// A frame with no payload and no completion to report.
+    fn control(peer: u32, header: Header) -> Outgoing {
+        Outgoing {
+            peer,
+            header,
+            payload: std::ptr::null(),
+            len: 0,
+            token: None,
+        }
+    }
+}
+
 /// A single-copy read the matcher wants made once the transport is free.
 #[derive(Clone, Copy)]
 struct Pull {
@@ -399,13 +412,7 @@ impl Matcher {
     #[inline]
     fn eager_consumed(&mut self, peer: u32, len: usize) {
         if let Some(header) = self.credits.as_mut().and_then(|c| c.consumed(peer, len)) {
-            self.outbox.push(Outgoing {
-                peer,
-                header,
-                payload: std::ptr::null(),
-                len: 0,
-                token: None,
-            });
+            self.outbox.push(Outgoing::control(peer, header));
         }
     }
 
@@ -505,13 +512,7 @@ impl Matcher {
         r.status.tag = Some(tag);
         if write {
             let header = self.clear_to_write(id, sreq);
-            self.outbox.push(Outgoing {
-                peer,
-                header,
-                payload: std::ptr::null(),
-                len: 0,
-                token: None,
-            });
+            self.outbox.push(Outgoing::control(peer, header));
             return;
         }
         if let Some(addr) = addr {
@@ -538,13 +539,7 @@ impl Matcher {
             sreq,
             rreq: id.0,
         };
-        self.outbox.push(Outgoing {
-            peer,
-            header,
-            payload: std::ptr::null(),
-            len: 0,
-            token: None,
-        });
+        self.outbox.push(Outgoing::control(peer, header));
     }
 
     /// A receive matched a synchronous send to self: copy and complete both.
