@@ -1,12 +1,15 @@
 //! Makes the names build systems look for next to the `tandem` executable
-//! (target/<profile>/): `mpicc`, `mpicxx`, `mpic++`, `mpirun` and `mpiexec`
+//! (target/<profile>/): `mpicc`, `mpicxx`, `mpic++`, `mpifort`, `mpif90`,
+//! `mpif77`, `mpirun` and `mpiexec`
 //! as symbolic links to `tandem` (which dispatches on its name), and
 //! pkg-config files in target/<profile>/pkgconfig/ (`tandem-mpi.pc`, also
 //! as `mpi.pc`, `mpi-c.pc` and `mpi-cxx.pc`) describing the build tree.
 
 use std::path::{Path, PathBuf};
 
-const NAMES: &[&str] = &["mpicc", "mpicxx", "mpic++", "mpirun", "mpiexec"];
+const NAMES: &[&str] = &[
+    "mpicc", "mpicxx", "mpic++", "mpifort", "mpif90", "mpif77", "mpirun", "mpiexec",
+];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");

@@ -62,6 +62,10 @@ enum Command {
     /// Compile and link a C++ program against Tandem (compiler: $TANDEM_CXX or c++)
     #[command(name = "cxx", alias = "c++", disable_help_flag = true)]
     Cxx(CompilerArgs),
+    /// Compile and link a Fortran program against Tandem: mpif.h, `use mpi`,
+    /// `use mpi_f08` (compiler: $TANDEM_FC or gfortran)
+    #[command(name = "fc", disable_help_flag = true)]
+    Fc(CompilerArgs),
     /// Show the version, the installation and every parameter
     Info {
         /// Print JSON instead of text
@@ -150,7 +154,7 @@ fn parse_timeout(text: &str) -> Result<f64, String> {
 }
 
 fn main() {
-    // Called as mpicc, mpicxx, mpirun or mpiexec (links the build makes)?
+    // Called as mpicc, mpicxx, mpifort, mpirun or mpiexec (links the build makes)?
     let mut argv = std::env::args_os();
     if let Some(argv0) = argv.next() {
         if let Some(status) = mpi_names::dispatch(&argv0, argv.collect()) {
@@ -191,6 +195,7 @@ fn main() {
         } => netns::run_with_hosts(hosts as usize, rate.as_deref(), burst.as_deref(), &command),
         Command::Cc(a) => mpi_names::compiler_wrapper(compiler::Language::C, a.args),
         Command::Cxx(a) => mpi_names::compiler_wrapper(compiler::Language::Cxx, a.args),
+        Command::Fc(a) => mpi_names::compiler_wrapper(compiler::Language::Fortran, a.args),
         Command::Info { coll: true, .. } => {
             print!("{}", tandem::coll::describe());
             0

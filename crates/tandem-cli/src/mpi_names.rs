@@ -1,5 +1,5 @@
 //! The names build systems and scripts look for: `mpicc`, `mpicxx`
-//! (`mpic++`, `mpiCC`), `mpirun` and `mpiexec` are links to `tandem` (the
+//! (`mpic++`, `mpiCC`), `mpifort` (`mpif90`, `mpif77`), `mpirun` and `mpiexec` are links to `tandem` (the
 //! build makes them next to it, see build.rs) and this module dispatches on
 //! the name, accepting the flags common to Open MPI's and MPICH's wrappers:
 //!
@@ -28,6 +28,7 @@ pub fn dispatch(argv0: &OsString, args: Vec<OsString>) -> Option<i32> {
     match name.as_str() {
         "mpicc" => Some(compiler_wrapper(Language::C, args)),
         "mpicxx" | "mpic++" | "mpiCC" => Some(compiler_wrapper(Language::Cxx, args)),
+        "mpifort" | "mpif90" | "mpif77" => Some(compiler_wrapper(Language::Fortran, args)),
         "mpirun" | "mpiexec" => Some(mpirun(&name, args)),
         _ => None,
     }
@@ -55,10 +56,31 @@ pub fn compiler_wrapper(language: Language, args: Vec<OsString>) -> i32 {
                 return 1;
             }
         };
-        let inc = layout.include_dir.display().to_string();
+        let compiler = language.compiler_command();
+        let extra = match compiler::language_flags(language, &compiler, &layout) {
+            Ok(f) => f,
+            Err(msg) => {
+                eprintln!("tandem: {msg}");
+                return 1;
+            }
+        };
+        let extra: Vec<String> = extra
+            .iter()
+            .map(|f| f.to_string_lossy().into_owned())
+            .collect();
+        let mut inc = layout.include_dir.display().to_string();
+        let mut compile = format!("-I{inc}");
+        for f in &extra {
+            compile.push(' ');
+            compile.push_str(f);
+            if let Some(dir) = f.strip_prefix("-I") {
+                inc.push(' ');
+                inc.push_str(dir);
+            }
+        }
         let lib = layout.lib_dir.display().to_string();
         let line = match what.as_str() {
-            "showme:compile" => format!("-I{inc}"),
+            "showme:compile" => compile,
             "showme:incdirs" => inc,
             "showme:link" => format!("-L{lib} -Wl,-rpath,{lib} -l{LIBRARY_NAME}"),
             "showme:libdirs" => lib,

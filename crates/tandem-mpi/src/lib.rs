@@ -27,6 +27,7 @@ mod external;
 mod file;
 mod file_io;
 mod file_view;
+mod fortran;
 mod grequest;
 mod group;
 mod handle_int;

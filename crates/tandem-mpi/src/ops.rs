@@ -27,6 +27,9 @@ pub const USER_OP_BASE: usize = 0x0200_0000;
 enum UserFn {
     Int(MPI_User_function),
     Big(MPI_User_function_c),
+    /// A Fortran `USER_FUNCTION(INVEC, INOUTVEC, LEN, DATATYPE)`: the
+    /// datatype is an INTEGER handle.
+    Fortran(crate::fortran::FortranUserFunction),
 }
 
 #[derive(Clone, Copy)]
@@ -162,6 +165,11 @@ impl UserReducer {
                         let mut len = chunk as MPI_Count;
                         f(a.cast::<c_void>(), b.cast::<c_void>(), &mut len, &mut dt)
                     }
+                    UserFn::Fortran(f) => {
+                        let mut len = chunk as c_int;
+                        let mut fdt = crate::handle_int::MPI_Type_toint(dt);
+                        f(a.cast::<c_void>(), b.cast::<c_void>(), &mut len, &mut fdt)
+                    }
                 }
             }
             done += chunk;
@@ -250,6 +258,15 @@ fn create(op: *mut MPI_Op, f: UserFn, commute: c_int) -> c_int {
         unsafe { put(op, USER_OP_BASE + i) };
         Ok(())
     })
+}
+
+/// `MPI_OP_CREATE` from Fortran.
+pub fn create_fortran(
+    op: *mut MPI_Op,
+    f: crate::fortran::FortranUserFunction,
+    commute: c_int,
+) -> c_int {
+    create(op, UserFn::Fortran(f), commute)
 }
 
 #[no_mangle]

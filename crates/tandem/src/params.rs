@@ -38,7 +38,12 @@ pub const JOB_ENV_PREFIX: &str = "TANDEM_JOB_";
 
 /// `TANDEM_*` variables that configure the `tandem` command itself (`tandem
 /// cc` reads them); they are not parameters.
-pub const TOOL_ENV: &[&str] = &["TANDEM_CC", "TANDEM_CXX"];
+pub const TOOL_ENV: &[&str] = &[
+    "TANDEM_CC",
+    "TANDEM_CXX",
+    "TANDEM_FC",
+    "TANDEM_FORTRAN_CACHE",
+];
 
 /// All parameters, in the order `tandem info` lists them.
 pub static REGISTRY: &[Param] = &[

@@ -1,0 +1,620 @@
+//! The Fortran bindings (`mpif.h`, `use mpi`, `use mpi_f08`): what the
+//! generated entry points (`fortran_generated.rs`, written by
+//! `scripts/gen-fortran.py` from `include/mpi.h`) share, and the few
+//! routines whose Fortran form is not a mechanical translation of the C one.
+//!
+//! gfortran passes every argument by reference and each CHARACTER
+//! argument's length after the others. Handles are INTEGERs: the MPI-5.0
+//! ABI's `MPI_<Kind>_toint` values. A Fortran status is eight INTEGERs laid
+//! out as the C `MPI_Status`, so statuses pass through. `MPI_BOTTOM`,
+//! `MPI_IN_PLACE`, `MPI_STATUS_IGNORE` and the other sentinels are Fortran
+//! variables (common blocks in `mpif.h`, `bind(C)` variables in the
+//! modules) defined here; a call recognises them by address.
+#![allow(clippy::missing_safety_doc)]
+#![allow(clippy::too_many_arguments)]
+#![allow(non_upper_case_globals)]
+
+use std::cell::UnsafeCell;
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::OnceLock;
+
+use crate::abi::*;
+use crate::handle_int;
+
+#[path = "fortran_generated.rs"]
+mod generated;
+
+/// A Fortran user reduction: `USER_FUNCTION(INVEC, INOUTVEC, LEN, DATATYPE)`.
+pub type FortranUserFunction =
+    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut c_int);
+
+/// The storage of one Fortran sentinel. The program may write to it (it is
+/// an ordinary variable to the compiler), so it lives in writable memory.
+#[repr(C)]
+pub struct Sentinel<const N: usize>(UnsafeCell<[c_int; N]>);
+
+// SAFETY: the library never reads or writes the contents, only compares
+// addresses.
+unsafe impl<const N: usize> Sync for Sentinel<N> {}
+
+impl<const N: usize> Sentinel<N> {
+    const fn new() -> Self {
+        Sentinel(UnsafeCell::new([0; N]))
+    }
+}
+
+// The names are the common blocks' (gfortran adds an underscore); the sizes
+// are those mpif.h declares.
+#[no_mangle]
+pub static tandem_status_ignore_: Sentinel<8> = Sentinel::new();
+#[no_mangle]
+pub static tandem_statuses_ignore_: Sentinel<8> = Sentinel::new();
+#[no_mangle]
+pub static tandem_bottom_: Sentinel<1> = Sentinel::new();
+#[no_mangle]
+pub static tandem_in_place_: Sentinel<1> = Sentinel::new();
+#[no_mangle]
+pub static tandem_errcodes_ignore_: Sentinel<1> = Sentinel::new();
+#[no_mangle]
+pub static tandem_unweighted_: Sentinel<1> = Sentinel::new();
+#[no_mangle]
+pub static tandem_weights_empty_: Sentinel<1> = Sentinel::new();
+
+/// The sentinels' addresses as the program sees them.
+struct Addresses {
+    status_ignore: usize,
+    statuses_ignore: usize,
+    bottom: usize,
+    in_place: usize,
+    unweighted: usize,
+    weights_empty: usize,
+}
+
+/// The address of a sentinel's one definition in the process. An
+/// executable that names a common block or variable keeps its own copy
+/// (a common symbol, or a copy relocation) and the dynamic linker binds
+/// every reference to that copy, so the library asks the dynamic linker
+/// rather than taking the address of its own definition.
+fn canonical<const N: usize>(name: &[u8], own: &Sentinel<N>) -> usize {
+    debug_assert!(name.ends_with(b"\0"));
+    // SAFETY: `name` is NUL-terminated; dlsym only reads it.
+    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr().cast()) };
+    if found.is_null() {
+        own as *const Sentinel<N> as usize
+    } else {
+        found as usize
+    }
+}
+
+fn addresses() -> &'static Addresses {
+    static ADDRESSES: OnceLock<Addresses> = OnceLock::new();
+    ADDRESSES.get_or_init(|| Addresses {
+        status_ignore: canonical(b"tandem_status_ignore_\0", &tandem_status_ignore_),
+        statuses_ignore: canonical(b"tandem_statuses_ignore_\0", &tandem_statuses_ignore_),
+        bottom: canonical(b"tandem_bottom_\0", &tandem_bottom_),
+        in_place: canonical(b"tandem_in_place_\0", &tandem_in_place_),
+        unweighted: canonical(b"tandem_unweighted_\0", &tandem_unweighted_),
+        weights_empty: canonical(b"tandem_weights_empty_\0", &tandem_weights_empty_),
+    })
+}
+
+/// A choice buffer: Fortran's `MPI_BOTTOM` and `MPI_IN_PLACE` become C's.
+fn fix_choice(p: *mut c_void) -> *mut c_void {
+    let a = addresses();
+    match p as usize {
+        x if x == a.bottom => std::ptr::null_mut(),
+        x if x == a.in_place => std::ptr::without_provenance_mut(MPI_IN_PLACE),
+        _ => p,
+    }
+}
+
+/// A status or array of statuses: `MPI_STATUS_IGNORE` and
+/// `MPI_STATUSES_IGNORE` become C's (null).
+fn fix_status(p: *mut MPI_Status) -> *mut MPI_Status {
+    let a = addresses();
+    let x = p as usize;
+    if x == a.status_ignore || x == a.statuses_ignore {
+        std::ptr::null_mut()
+    } else {
+        p
+    }
+}
+
+/// A weights array: `MPI_UNWEIGHTED` and `MPI_WEIGHTS_EMPTY` become C's.
+fn fix_weights(p: *mut c_int) -> *mut c_int {
+    let a = addresses();
+    match p as usize {
+        x if x == a.unweighted => MPI_UNWEIGHTED as *mut c_int,
+        x if x == a.weights_empty => MPI_WEIGHTS_EMPTY as *mut c_int,
+        _ => p,
+    }
+}
+
+/// The C string of a Fortran CHARACTER argument: trailing blanks dropped,
+/// cut at a NUL if there is one.
+///
+/// # Safety
+/// `p` addresses `len` bytes.
+unsafe fn str_in(p: *const c_char, len: usize) -> CString {
+    let bytes: &[u8] = if p.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) }
+    };
+    let bytes = bytes.split(|&b| b == 0).next().unwrap_or(&[]);
+    let end = bytes.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+    CString::new(&bytes[..end]).unwrap_or_default()
+}
+
+/// The smallest buffer an output string gets from C: the longest string
+/// any MPI function writes (`MPI_MAX_LIBRARY_VERSION_STRING`).
+const STR_OUT_MIN: usize = 8192;
+
+/// Copies a C string into a Fortran CHARACTER of `len` bytes, blank-padded
+/// (cut if longer).
+///
+/// # Safety
+/// `out` addresses `len` writable bytes.
+unsafe fn str_out(c: &[c_char], out: *mut c_char, len: usize) {
+    if out.is_null() || len == 0 {
+        return;
+    }
+    let n = c.iter().position(|&b| b == 0).unwrap_or(c.len()).min(len);
+    // SAFETY: the caller's contract; `n <= len` and `n <= c.len()`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(c.as_ptr(), out, n);
+        std::ptr::write_bytes(out.add(n), b' ', len - n);
+    }
+}
+
+/// Converts `n` INTEGER handles (none when `n` is not positive).
+///
+/// # Safety
+/// `p` addresses `n` INTEGERs.
+unsafe fn handles_in<H>(p: *const c_int, n: c_int, f: extern "C" fn(c_int) -> H) -> Vec<H> {
+    if p.is_null() || n <= 0 {
+        return Vec::new();
+    }
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(p, n as usize) }
+        .iter()
+        .map(|&x| f(x))
+        .collect()
+}
+
+/// Writes handles back as INTEGERs.
+///
+/// # Safety
+/// `p` addresses `v.len()` INTEGERs.
+unsafe fn handles_out<H: Copy>(v: &[H], p: *mut c_int, f: extern "C" fn(H) -> c_int) {
+    for (i, &h) in v.iter().enumerate() {
+        // SAFETY: the caller's contract.
+        unsafe { *p.add(i) = f(h) };
+    }
+}
+
+/// Stores the error code; `mpi_f08`'s `ierror` is optional (absent: null).
+///
+/// # Safety
+/// `p` is null or writable.
+unsafe fn set_ierror(p: *mut c_int, rc: c_int) {
+    if !p.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { *p = rc };
+    }
+}
+
+/// Fortran counts indices from 1.
+///
+/// # Safety
+/// `p` addresses `n` INTEGERs when `n` is positive.
+unsafe fn indices_to_fortran(p: *mut c_int, n: c_int) {
+    if n == MPI_UNDEFINED || n <= 0 || p.is_null() {
+        return;
+    }
+    for i in 0..n as usize {
+        // SAFETY: the caller's contract.
+        unsafe { *p.add(i) += 1 };
+    }
+}
+
+/// How many datatypes an `alltoallw` call reads per side: the group size
+/// (the remote group's for an intercommunicator), or for the neighbour
+/// forms the in- or out-degree. 0 when the communicator is not valid (the
+/// call itself then reports the error).
+fn alltoallw_types(comm: MPI_Comm, neighbor: bool, send: bool) -> c_int {
+    let mut n: c_int = 0;
+    // SAFETY: every pointer is to a local.
+    unsafe {
+        if !neighbor {
+            let mut inter: c_int = 0;
+            if crate::pmpi::PMPI_Comm_test_inter(comm, &mut inter) != MPI_SUCCESS {
+                return 0;
+            }
+            let rc = if inter != 0 {
+                crate::pmpi::PMPI_Comm_remote_size(comm, &mut n)
+            } else {
+                crate::pmpi::PMPI_Comm_size(comm, &mut n)
+            };
+            return if rc == MPI_SUCCESS { n } else { 0 };
+        }
+        let mut topo: c_int = 0;
+        if crate::pmpi::PMPI_Topo_test(comm, &mut topo) != MPI_SUCCESS {
+            return 0;
+        }
+        match topo {
+            MPI_CART if crate::pmpi::PMPI_Cartdim_get(comm, &mut n) == MPI_SUCCESS => 2 * n,
+            MPI_GRAPH => {
+                let mut rank: c_int = 0;
+                if crate::pmpi::PMPI_Comm_rank(comm, &mut rank) == MPI_SUCCESS
+                    && crate::pmpi::PMPI_Graph_neighbors_count(comm, rank, &mut n) == MPI_SUCCESS
+                {
+                    n
+                } else {
+                    0
+                }
+            }
+            MPI_DIST_GRAPH => {
+                let (mut indeg, mut outdeg, mut weighted) = (0, 0, 0);
+                if crate::pmpi::PMPI_Dist_graph_neighbors_count(
+                    comm,
+                    &mut indeg,
+                    &mut outdeg,
+                    &mut weighted,
+                ) == MPI_SUCCESS
+                {
+                    if send {
+                        outdeg
+                    } else {
+                        indeg
+                    }
+                } else {
+                    0
+                }
+            }
+            _ => 0,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Routines whose Fortran form differs from the C one
+// ---------------------------------------------------------------------------
+
+/// `MPI_INIT(IERROR)`: Fortran has no argc/argv.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_init_(ierror: *mut c_int) {
+    // SAFETY: MPI_Init accepts null arguments; ierror is null or writable.
+    unsafe {
+        let rc = crate::pmpi::PMPI_Init(std::ptr::null_mut(), std::ptr::null_mut());
+        set_ierror(ierror, rc);
+    }
+}
+
+/// `MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR)`.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_init_thread_(
+    required: *const c_int,
+    provided: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references.
+    unsafe {
+        let rc = crate::pmpi::PMPI_Init_thread(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            *required,
+            provided,
+        );
+        set_ierror(ierror, rc);
+    }
+}
+
+/// `DOUBLE PRECISION MPI_WTIME()`.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_wtime_() -> f64 {
+    // SAFETY: no arguments.
+    unsafe { crate::pmpi::PMPI_Wtime() }
+}
+
+/// `DOUBLE PRECISION MPI_WTICK()`.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_wtick_() -> f64 {
+    // SAFETY: no arguments.
+    unsafe { crate::pmpi::PMPI_Wtick() }
+}
+
+/// `INTEGER(KIND=MPI_ADDRESS_KIND) MPI_AINT_ADD(BASE, DISP)`.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_aint_add_(base: *const MPI_Aint, disp: *const MPI_Aint) -> MPI_Aint {
+    // SAFETY: gfortran passes valid references.
+    unsafe { crate::pmpi::PMPI_Aint_add(*base, *disp) }
+}
+
+/// `INTEGER(KIND=MPI_ADDRESS_KIND) MPI_AINT_DIFF(ADDR1, ADDR2)`.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_aint_diff_(a: *const MPI_Aint, b: *const MPI_Aint) -> MPI_Aint {
+    // SAFETY: gfortran passes valid references.
+    unsafe { crate::pmpi::PMPI_Aint_diff(*a, *b) }
+}
+
+/// `MPI_PCONTROL(LEVEL)`: does nothing, as in C.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_pcontrol_(_level: *const c_int) {}
+
+/// `MPI_OP_CREATE(USER_FN, COMMUTE, OP, IERROR)`.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_op_create_(
+    user_fn: Option<FortranUserFunction>,
+    commute: *const c_int,
+    op: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references.
+    unsafe {
+        let mut h: MPI_Op = MPI_OP_NULL;
+        let rc = match user_fn {
+            Some(f) => crate::ops::create_fortran(&mut h, f, *commute),
+            // The C function reports a missing function.
+            None => crate::pmpi::PMPI_Op_create(None, *commute, &mut h),
+        };
+        *op = handle_int::MPI_Op_toint(h);
+        set_ierror(ierror, rc);
+    }
+}
+
+/// Attributes the library sets whose C value points at an integer: Fortran
+/// gets the integer. (For `MPI_WIN_BASE` C gives the address itself.)
+fn points_at_int(keyval: c_int) -> bool {
+    matches!(
+        keyval,
+        MPI_TAG_UB
+            | MPI_IO
+            | MPI_HOST
+            | MPI_WTIME_IS_GLOBAL
+            | MPI_APPNUM
+            | MPI_LASTUSEDCODE
+            | MPI_UNIVERSE_SIZE
+            | MPI_WIN_DISP_UNIT
+            | MPI_WIN_CREATE_FLAVOR
+            | MPI_WIN_MODEL
+    )
+}
+
+/// `MPI_<KIND>_GET_ATTR(OBJ, KEYVAL, ATTRIBUTE_VAL, FLAG, IERROR)`: the
+/// value is an INTEGER(KIND=MPI_ADDRESS_KIND) (a default INTEGER in the
+/// MPI-1 `MPI_ATTR_GET`).
+///
+/// # Safety
+/// `flag` and `ierror` as gfortran passes them.
+unsafe fn get_attr(
+    get: impl FnOnce(*mut c_void, *mut c_int) -> c_int,
+    keyval: c_int,
+    flag: *mut c_int,
+    ierror: *mut c_int,
+) -> Option<MPI_Aint> {
+    let mut v: *mut c_void = std::ptr::null_mut();
+    let rc = get((&mut v as *mut *mut c_void).cast(), flag);
+    // SAFETY: the caller's contract; on success with the flag set, `v` is
+    // the attribute, which for the library's own attributes points at
+    // their value.
+    unsafe {
+        set_ierror(ierror, rc);
+        if rc != MPI_SUCCESS || *flag == 0 {
+            return None;
+        }
+        Some(if points_at_int(keyval) {
+            *v.cast::<c_int>() as MPI_Aint
+        } else if keyval == MPI_WIN_SIZE {
+            *v.cast::<MPI_Aint>()
+        } else {
+            v as MPI_Aint
+        })
+    }
+}
+
+macro_rules! attr_routines {
+    ($get:ident, $set:ident, $cget:ident, $cset:ident, $fromint:ident, $val:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $get(
+            obj: *const c_int,
+            keyval: *const c_int,
+            value: *mut $val,
+            flag: *mut c_int,
+            ierror: *mut c_int,
+        ) {
+            // SAFETY: gfortran passes valid references.
+            unsafe {
+                let h = handle_int::$fromint(*obj);
+                let k = *keyval;
+                let got = get_attr(|v, f| crate::pmpi::$cget(h, k, v, f), k, flag, ierror);
+                if let Some(x) = got {
+                    *value = x as $val;
+                }
+            }
+        }
+
+        #[no_mangle]
+        pub unsafe extern "C" fn $set(
+            obj: *const c_int,
+            keyval: *const c_int,
+            value: *const $val,
+            ierror: *mut c_int,
+        ) {
+            // SAFETY: gfortran passes valid references; the value is kept
+            // as a pointer-sized integer, as the standard says.
+            unsafe {
+                let rc = crate::pmpi::$cset(
+                    handle_int::$fromint(*obj),
+                    *keyval,
+                    *value as MPI_Aint as *mut c_void,
+                );
+                set_ierror(ierror, rc);
+            }
+        }
+    };
+}
+
+attr_routines!(
+    mpi_comm_get_attr_,
+    mpi_comm_set_attr_,
+    PMPI_Comm_get_attr,
+    PMPI_Comm_set_attr,
+    MPI_Comm_fromint,
+    MPI_Aint
+);
+attr_routines!(
+    mpi_type_get_attr_,
+    mpi_type_set_attr_,
+    PMPI_Type_get_attr,
+    PMPI_Type_set_attr,
+    MPI_Type_fromint,
+    MPI_Aint
+);
+attr_routines!(
+    mpi_win_get_attr_,
+    mpi_win_set_attr_,
+    PMPI_Win_get_attr,
+    PMPI_Win_set_attr,
+    MPI_Win_fromint,
+    MPI_Aint
+);
+// The MPI-1 forms, whose value is a default INTEGER.
+attr_routines!(
+    mpi_attr_get_,
+    mpi_attr_put_,
+    PMPI_Comm_get_attr,
+    PMPI_Comm_set_attr,
+    MPI_Comm_fromint,
+    c_int
+);
+
+/// `MPI_INFO_GET(INFO, KEY, VALUELEN, VALUE, FLAG, IERROR)`.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_info_get_(
+    info: *const c_int,
+    key: *const c_char,
+    valuelen: *const c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+    ierror: *mut c_int,
+    key_len: usize,
+    value_len: usize,
+) {
+    // SAFETY: gfortran passes valid references and lengths.
+    unsafe {
+        let k = str_in(key, key_len);
+        let want = (*valuelen).max(0) as usize;
+        let mut buf = vec![0 as c_char; want + 1];
+        let rc = crate::pmpi::PMPI_Info_get(
+            handle_int::MPI_Info_fromint(*info),
+            k.as_ptr(),
+            *valuelen,
+            buf.as_mut_ptr(),
+            flag,
+        );
+        if rc == MPI_SUCCESS && *flag != 0 {
+            str_out(&buf, value, value_len.min(want.max(value_len)));
+        }
+        set_ierror(ierror, rc);
+    }
+}
+
+/// `MPI_INFO_GET_STRING(INFO, KEY, BUFLEN, VALUE, FLAG, IERROR)`: BUFLEN is
+/// the length of VALUE on entry and the value's length on return (Fortran
+/// strings have no terminating NUL).
+#[no_mangle]
+pub unsafe extern "C" fn mpi_info_get_string_(
+    info: *const c_int,
+    key: *const c_char,
+    buflen: *mut c_int,
+    value: *mut c_char,
+    flag: *mut c_int,
+    ierror: *mut c_int,
+    key_len: usize,
+    value_len: usize,
+) {
+    // SAFETY: gfortran passes valid references and lengths.
+    unsafe {
+        let k = str_in(key, key_len);
+        let room = (*buflen).max(0) as usize;
+        let mut buf = vec![0 as c_char; room + 1];
+        let mut cbuflen = (room + 1) as c_int;
+        let rc = crate::pmpi::PMPI_Info_get_string(
+            handle_int::MPI_Info_fromint(*info),
+            k.as_ptr(),
+            &mut cbuflen,
+            buf.as_mut_ptr(),
+            flag,
+        );
+        if rc == MPI_SUCCESS && *flag != 0 {
+            str_out(&buf, value, value_len);
+            *buflen = cbuflen - 1;
+        }
+        set_ierror(ierror, rc);
+    }
+}
+
+// The profiling names of the routines above.
+macro_rules! profiled {
+    ($($p:ident => $f:ident ($($a:ident: $t:ty),*) $(-> $r:ty)?;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $p($($a: $t),*) $(-> $r)? {
+            // SAFETY: the same contract as the function it forwards to.
+            unsafe { $f($($a),*) }
+        }
+    )*};
+}
+
+profiled! {
+    pmpi_init_ => mpi_init_(ierror: *mut c_int);
+    pmpi_init_thread_ => mpi_init_thread_(required: *const c_int, provided: *mut c_int, ierror: *mut c_int);
+    pmpi_wtime_ => mpi_wtime_() -> f64;
+    pmpi_wtick_ => mpi_wtick_() -> f64;
+    pmpi_aint_add_ => mpi_aint_add_(a: *const MPI_Aint, b: *const MPI_Aint) -> MPI_Aint;
+    pmpi_aint_diff_ => mpi_aint_diff_(a: *const MPI_Aint, b: *const MPI_Aint) -> MPI_Aint;
+    pmpi_pcontrol_ => mpi_pcontrol_(level: *const c_int);
+    pmpi_op_create_ => mpi_op_create_(f: Option<FortranUserFunction>, commute: *const c_int, op: *mut c_int, ierror: *mut c_int);
+    pmpi_comm_get_attr_ => mpi_comm_get_attr_(o: *const c_int, k: *const c_int, v: *mut MPI_Aint, f: *mut c_int, e: *mut c_int);
+    pmpi_comm_set_attr_ => mpi_comm_set_attr_(o: *const c_int, k: *const c_int, v: *const MPI_Aint, e: *mut c_int);
+    pmpi_type_get_attr_ => mpi_type_get_attr_(o: *const c_int, k: *const c_int, v: *mut MPI_Aint, f: *mut c_int, e: *mut c_int);
+    pmpi_type_set_attr_ => mpi_type_set_attr_(o: *const c_int, k: *const c_int, v: *const MPI_Aint, e: *mut c_int);
+    pmpi_win_get_attr_ => mpi_win_get_attr_(o: *const c_int, k: *const c_int, v: *mut MPI_Aint, f: *mut c_int, e: *mut c_int);
+    pmpi_win_set_attr_ => mpi_win_set_attr_(o: *const c_int, k: *const c_int, v: *const MPI_Aint, e: *mut c_int);
+    pmpi_attr_get_ => mpi_attr_get_(o: *const c_int, k: *const c_int, v: *mut c_int, f: *mut c_int, e: *mut c_int);
+    pmpi_attr_put_ => mpi_attr_put_(o: *const c_int, k: *const c_int, v: *const c_int, e: *mut c_int);
+    pmpi_info_get_ => mpi_info_get_(i: *const c_int, k: *const c_char, l: *const c_int, v: *mut c_char, f: *mut c_int, e: *mut c_int, kl: usize, vl: usize);
+    pmpi_info_get_string_ => mpi_info_get_string_(i: *const c_int, k: *const c_char, l: *mut c_int, v: *mut c_char, f: *mut c_int, e: *mut c_int, kl: usize, vl: usize);
+}
+
+// `==` and `/=` on mpi_f08's handle types (each a one-INTEGER type).
+macro_rules! handle_compare {
+    ($($eq:ident $ne:ident;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $eq(a: *const c_int, b: *const c_int) -> bool {
+            // SAFETY: gfortran passes valid references.
+            unsafe { *a == *b }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $ne(a: *const c_int, b: *const c_int) -> bool {
+            // SAFETY: gfortran passes valid references.
+            unsafe { *a != *b }
+        }
+    )*};
+}
+
+handle_compare! {
+    tandem_f08_comm_eq tandem_f08_comm_ne;
+    tandem_f08_type_eq tandem_f08_type_ne;
+    tandem_f08_group_eq tandem_f08_group_ne;
+    tandem_f08_info_eq tandem_f08_info_ne;
+    tandem_f08_win_eq tandem_f08_win_ne;
+    tandem_f08_file_eq tandem_f08_file_ne;
+    tandem_f08_op_eq tandem_f08_op_ne;
+    tandem_f08_errhandler_eq tandem_f08_errhandler_ne;
+    tandem_f08_request_eq tandem_f08_request_ne;
+    tandem_f08_message_eq tandem_f08_message_ne;
+    tandem_f08_session_eq tandem_f08_session_ne;
+}
