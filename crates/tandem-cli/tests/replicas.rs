@@ -149,6 +149,31 @@ fn a_stopped_replica_does_not_hold_the_job() {
     assert!(out.leftovers.is_empty(), "{}", out.describe());
 }
 
+/// A rank whose only live replica finishes while a slow replica of another
+/// rank still sends to it: the slow replica's sends complete (the rank
+/// took those messages from the fast replica) and it finishes too, instead
+/// of failing on a rank it takes for lost.
+#[test]
+fn a_slow_replica_outlives_the_rank_it_sends_to() {
+    let prog = compile("replica_laggard");
+    let mut cmd = std::process::Command::new(common::TANDEM);
+    cmd.args(["run", "-n", "2", "--replicas", "2"])
+        .arg(&prog)
+        .arg("300")
+        // Process 2 is rank 0's replica 1; process 3 is rank 1's replica 1.
+        .env("REPLICA_FAULTS", "2:0:9")
+        .env("REPLICA_SLOW", "3");
+    let out = common::run_command(cmd, JOB_TIMEOUT);
+    assert!(out.status.success(), "{}", out.describe());
+    assert_eq!(out.stdout.trim(), "sum 44850", "{}", out.describe());
+    assert!(
+        !out.stderr.contains("rank 1 replica"),
+        "rank 1's slow replica failed: {}",
+        out.describe()
+    );
+    assert!(out.leftovers.is_empty(), "{}", out.describe());
+}
+
 /// (d) 100,000 messages of 1 KiB to a slow receiver: every byte arrives
 /// in order and the senders' logs never hold more than their cap.
 #[test]

@@ -154,6 +154,14 @@ impl Engine {
         }
     }
 
+    /// A replicated job's replica has finished: tells the others (see
+    /// [`Replicas::announce_finished`]).
+    pub fn announce_replica_finished(&mut self) {
+        if let Some(rep) = self.replicas.as_mut() {
+            rep.announce_finished(&mut self.tcp);
+        }
+    }
+
     /// The replication layer, in a replicated job.
     pub fn replicas(&self) -> Option<&Replicas> {
         self.replicas.as_ref()

@@ -658,6 +658,8 @@ impl Runtime {
         let replicated = self.replicated();
         if replicated {
             self.drain_replica_log();
+            self.p2p.engine().announce_replica_finished();
+            self.p2p.flush(Instant::now() + Duration::from_secs(10));
         }
         if let Some(link) = &self.master {
             let mut link = link.lock().unwrap_or_else(|p| p.into_inner());

@@ -158,6 +158,10 @@ pub enum FrameKind {
     /// bytes of this sender's eager messages, which it may send eagerly
     /// again. No payload.
     Credit = 30,
+    /// Replicas: the sending replica has finished (`MPI_Finalize`) and is
+    /// about to leave; its connection closing next is not a loss. No
+    /// payload.
+    ReplicaDone = 31,
 }
 
 impl FrameKind {
@@ -193,6 +197,7 @@ impl FrameKind {
             28 => Some(FrameKind::ReplicaChoice),
             29 => Some(FrameKind::ReplicaFetch),
             30 => Some(FrameKind::Credit),
+            31 => Some(FrameKind::ReplicaDone),
             _ => None,
         }
     }

@@ -159,6 +159,10 @@ struct Inbound {
     held: VecDeque<Held>,
     /// Every replica of the sender is lost.
     lost: bool,
+    /// The sender rank has finished: a replica of it left after
+    /// `MPI_Finalize` and the others are gone. What this replica still
+    /// sends it is dropped; it took all the rank sent before it left.
+    finished: bool,
 }
 
 /// A message taken off the wire and not yet passed up.
@@ -199,6 +203,8 @@ pub struct Replicas {
     log_bytes: usize,
     /// Per process: lost (dead, exited, or declared failed).
     dead: Vec<bool>,
+    /// Per process: said it finished (`ReplicaDone`) before it left.
+    left_finished: Vec<bool>,
     out: Vec<Outbound>,
     inb: Vec<Inbound>,
     /// Sends waiting for log room, in order.
@@ -291,6 +297,7 @@ impl Replicas {
             log_cap: log_cap.max(1),
             log_bytes: 0,
             dead: vec![false; (place.ranks * place.replicas) as usize],
+            left_finished: vec![false; (place.ranks * place.replicas) as usize],
             out,
             inb,
             waiting: VecDeque::new(),
@@ -332,6 +339,24 @@ impl Replicas {
             if j != self.place.replica() && !self.dead[p as usize] {
                 // A failure is reported by the transport as a loss.
                 let _ = tcp.send(p, header, std::ptr::null(), 0, None);
+            }
+        }
+    }
+
+    /// Tells every other live process that this replica has finished
+    /// (`MPI_Finalize`, after every live receiver took what it sent), so
+    /// that slower replicas of other ranks, which may still send to this
+    /// rank what they sent a faster sibling, do not take its leaving for a
+    /// loss.
+    pub fn announce_finished(&mut self, tcp: &mut TcpTransport) {
+        let me = self
+            .place
+            .process_of(self.place.rank(), self.place.replica());
+        let h = control(FrameKind::ReplicaDone, 0, 0);
+        for p in 0..self.dead.len() as u32 {
+            if p != me && !self.dead[p as usize] {
+                // A failure is reported by the transport as a loss.
+                let _ = tcp.send(p, &h, std::ptr::null(), 0, None);
             }
         }
     }
@@ -392,6 +417,9 @@ impl Replicas {
                     header.kind
                 ),
             ));
+        }
+        if self.inb[dest as usize].finished {
+            return Ok(SendState::Done);
         }
         if self.inb[dest as usize].lost {
             return Err(Error::new(
@@ -638,6 +666,11 @@ impl Replicas {
                 let limit = if self.pull { from + 1 } else { 0 };
                 self.control
                     .push((self.place.process_of(s, c), resume_header(from, limit)));
+            }
+            None if (0..replicas)
+                .any(|c| self.left_finished[self.place.process_of(s, c) as usize]) =>
+            {
+                i.finished = true;
             }
             None => {
                 i.lost = true;
@@ -1195,6 +1228,10 @@ impl FrameSink for Upward<'_> {
             }
             FrameKind::ReplicaFetch => {
                 rep.fetches.push((s, j, h.sreq));
+                Ok(())
+            }
+            FrameKind::ReplicaDone => {
+                rep.left_finished[place.process_of(s, j) as usize] = true;
                 Ok(())
             }
             FrameKind::ReplicaResume => {
