@@ -281,7 +281,7 @@ fn coll_kernel() {
         json.to_str().unwrap(),
     ]);
     ok(&o);
-    // 5 ops x 1 size x node counts 2 and 3.
+    // 5 ops x 1 size x rank counts 2 and 3.
     check_document(&read_json(&json), "coll", "coll", 10);
 }
 
@@ -303,7 +303,7 @@ fn coll_kernel_reductions() {
         json.to_str().unwrap(),
     ]);
     ok(&o);
-    // 3 ops x 2 sizes x node count 2.
+    // 3 ops x 2 sizes x rank count 2.
     let doc = read_json(&json);
     check_document(&doc, "coll", "coll", 6);
     let ops: std::collections::BTreeSet<&str> = doc["runs"][0]["records"]
@@ -322,8 +322,8 @@ fn coll_kernel_reductions() {
     assert!(bad.stderr.contains("reduce_scatter"), "{}", bad.describe());
 }
 
-/// Seed 003's comparison: RWAPI writes beside MPI send/receive, for each
-/// of the three fixed-duration kernels, on shared memory and TCP.
+/// Ben Fredj and Renault's comparison: RWAPI writes beside MPI send/receive,
+/// for each of the three fixed-duration kernels, on shared memory and TCP.
 #[test]
 fn compare_rwapi_with_mpi() {
     for kernel in ["pingpong", "bidir", "burst"] {

@@ -39,19 +39,19 @@ pub struct BenchArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Round trip between ranks 0 and 1, fixed duration per size (seed 003)
+    /// Round trip between ranks 0 and 1, fixed duration per size (Ben Fredj and Renault)
     Pingpong(KernelArgs),
-    /// Bidirectional round trip: both ranks send at once (seed 003)
+    /// Bidirectional round trip: both ranks send at once (Ben Fredj and Renault)
     Bidir(KernelArgs),
-    /// Burst: rank 0 sends as fast as it can (seed 003)
+    /// Burst: rank 0 sends as fast as it can (Ben Fredj and Renault)
     Burst(KernelArgs),
-    /// MPI_Isend / MPI_Irecv overhead and availability, post-work-wait (seed 001)
+    /// MPI_Isend / MPI_Irecv overhead and availability, post-work-wait (Doerfler and Brightwell)
     Overhead(KernelArgs),
-    /// Collectives by barrier-start-op-barrier-end over node counts (seed 002)
+    /// Collectives by barrier-start-op-barrier-end over rank counts (Noor et al.)
     Coll(KernelArgs),
-    /// The Isend/Irecv/Waitall all-to-all of seed 000's case study
+    /// The Isend/Irecv/Waitall all-to-all of Gabriel's VolpexMPI case study
     Alltoallv(KernelArgs),
-    /// Cannon's matrix multiplication with overlapped shifts (seed 004)
+    /// Cannon's matrix multiplication with overlapped shifts (Kumar et al.)
     Cannon(KernelArgs),
     /// Time to solution of a checked all-to-all computation: unreplicated,
     /// replicated, and losing a replica halfway (the VolpexMPI report)
@@ -111,7 +111,7 @@ pub struct KernelArgs {
     #[arg(long, value_name = "netns:K")]
     pub hosts: Option<String>,
     /// With --hosts netns:K: limit every host's link to this rate with a
-    /// token bucket (tc tbf), e.g. 1gbit for the seeds' Gigabit Ethernet
+    /// token bucket (tc tbf), e.g. 1gbit for the papers' Gigabit Ethernet
     #[arg(long, value_name = "RATE")]
     pub rate: Option<String>,
     /// Run Tandem with replicated ranks: R processes per rank (`tandem run
@@ -185,7 +185,7 @@ pub struct RunSpec {
     pub kernel: &'static Kernel,
     pub libs: Vec<Library>,
     pub np: u32,
-    /// For coll: one launch per node count (each its own job).
+    /// For coll: one launch per rank count (each its own job).
     pub np_list: Vec<u32>,
     /// Kernel parameters (NAME -> VALUE), sizes already expanded.
     pub params: BTreeMap<String, String>,
@@ -654,7 +654,7 @@ pub fn spec_from_args(
     })
 }
 
-/// For coll, the node counts (taken out of the kernel parameters): the
+/// For coll, the rank counts (taken out of the kernel parameters): the
 /// `nodes` list, default 2..=np. Other kernels: none.
 pub fn node_counts(
     kernel: &Kernel,
@@ -673,7 +673,7 @@ pub fn node_counts(
                     .parse::<u32>()
                     .ok()
                     .filter(|n| (2..=1024).contains(n))
-                    .ok_or_else(|| format!("nodes={list}: expected node counts from 2 to 1024"))
+                    .ok_or_else(|| format!("nodes={list}: expected rank counts from 2 to 1024"))
             })
             .collect(),
     }

@@ -106,8 +106,8 @@ fn install_hint(family: Family) -> &'static str {
 /// `openmpi`, `mpich` or the path of an MPI C compiler wrapper.
 pub fn resolve(spec: &str) -> Result<Library, String> {
     match spec {
-        // `rwapi`: Tandem running a kernel's RWAPI variant (seed 003's
-        // remote writes), to set beside MPI send/receive.
+        // `rwapi`: Tandem running a kernel's RWAPI variant (Ben Fredj and
+        // Renault's remote writes), to set beside MPI send/receive.
         "tandem" | "rwapi" => {
             let exe = std::env::current_exe()
                 .map_err(|e| format!("cannot find the running tandem executable: {e}"))?;

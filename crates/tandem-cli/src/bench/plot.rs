@@ -28,7 +28,7 @@ pub struct Plot {
     pub log_y: bool,
     /// x values are byte counts (labels as 1 KiB, 4 MiB...).
     pub x_bytes: bool,
-    /// x values are small integers (node counts): labels only on integers.
+    /// x values are small integers (rank counts): labels only on integers.
     pub x_integer: bool,
     pub series: Vec<Series>,
 }

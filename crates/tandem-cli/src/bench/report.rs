@@ -148,7 +148,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
     let mut plans = vec![
         Plan {
             kernel: k("pingpong"),
-            title: "Ping-pong (seed 003): one-way latency and throughput",
+            title: "Ping-pong (Ben Fredj and Renault): one-way latency and throughput",
             np: 2,
             params: vec![
                 (
@@ -165,7 +165,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("bidir"),
-            title: "Bidirectional ping-pong (seed 003)",
+            title: "Bidirectional ping-pong (Ben Fredj and Renault)",
             np: 2,
             params: vec![
                 ("sizes", sizes("1:4m:4")?),
@@ -175,7 +175,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("burst"),
-            title: "Burst (seed 003): time per message when sending as fast as possible",
+            title: "Burst (Ben Fredj and Renault): time per message when sending as fast as possible",
             np: 2,
             params: vec![
                 ("sizes", sizes("1:4m:4")?),
@@ -185,7 +185,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("overhead"),
-            title: "MPI_Isend / MPI_Irecv overhead and application availability (seed 001)",
+            title: "MPI_Isend / MPI_Irecv overhead and application availability (Doerfler and Brightwell)",
             np: 2,
             params: vec![
                 ("sizes", sizes("8,1k,16k,64k,256k,1m")?),
@@ -194,13 +194,13 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("alltoallv"),
-            title: "All-to-all exchange of seed 000 (Isend/Irecv/Waitall, ~32 KiB per pair)",
+            title: "All-to-all exchange of Gabriel's VolpexMPI report (Isend/Irecv/Waitall, ~32 KiB per pair)",
             np: a.np.max(1),
             params: vec![("repeat", r.to_string())],
         },
         Plan {
             kernel: k("cannon"),
-            title: "Cannon's matrix multiplication, shifts overlapped with computation (seed 004)",
+            title: "Cannon's matrix multiplication, shifts overlapped with computation (Kumar et al.)",
             np: q * q,
             params: vec![
                 ("n", (256 / q * q).to_string()),
@@ -219,7 +219,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("coll"),
-            title: "Collectives (seed 002): barrier, start, operation, barrier, end",
+            title: "Collectives (Noor, Alhaisoni and Liotta): barrier, start, operation, barrier, end",
             np: a.np.max(2),
             params: vec![
                 ("sizes", sizes("1k,64k,1m")?),
