@@ -756,6 +756,81 @@ fn report_page() {
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
     let doc = read_json(&dir.join("results.json"));
     assert!(doc["sections"].as_array().unwrap().len() >= 7);
+    // By default every MPI library installed here is measured beside
+    // Tandem; one missing is named with how to install it.
+    let libs: Vec<&str> = doc["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l[0].as_str().unwrap())
+        .collect();
+    assert_eq!(libs.first(), Some(&"tandem"), "{libs:?}");
+    for (lib, wrapper) in [("openmpi", "mpicc.openmpi"), ("mpich", "mpicc.mpich")] {
+        let installed = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .any(|d| d.join(wrapper).is_file());
+        assert_eq!(libs.contains(&lib), installed, "{lib}: {libs:?}");
+        if !installed {
+            assert!(
+                doc["not_found"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m.as_str().unwrap().contains(wrapper)),
+                "{lib} not found, not said: {}",
+                doc["not_found"]
+            );
+        }
+    }
+    // The page opens with the summary: before any section, one line per
+    // figure, each with a value for every library and a verdict that
+    // names the others.
+    let summary_at = html
+        .find("<h2 id=\"summary\">Summary</h2>")
+        .expect("no summary");
+    let first_section = html.find("<h3 id=\"s0\">").expect("no section");
+    assert!(summary_at < first_section);
+    let figures = doc["summary"].as_array().unwrap();
+    let questions: Vec<&str> = figures
+        .iter()
+        .map(|f| f["question"].as_str().unwrap())
+        .collect();
+    for q in [
+        "latency",
+        "bandwidth",
+        "overlap",
+        "application",
+        "collectives",
+    ] {
+        assert!(questions.contains(&q), "no {q} figure: {questions:?}");
+    }
+    for f in figures {
+        assert_eq!(f["transport"], "tcp", "{f}");
+        let values = f["values"].as_array().unwrap();
+        let names: Vec<&str> = values.iter().map(|v| v[0].as_str().unwrap()).collect();
+        assert_eq!(names, libs, "{f}");
+        for v in values {
+            let median = v[1]["median"].as_f64().unwrap_or(-1.0);
+            assert!(median >= 0.0 && median.is_finite(), "{f}");
+        }
+        let verdict = f["verdict"].as_str().unwrap();
+        assert!(verdict.starts_with("TCP "), "{verdict}");
+        if libs.contains(&"openmpi") {
+            assert!(verdict.contains("Open MPI"), "{verdict}");
+        }
+        assert!(html.contains(verdict), "{verdict} not on the page");
+    }
+    // Plots come first, their tables folded below them.
+    assert!(html.contains("<details><summary>Table: median"));
+    let pingpong = html.find("<h3 id=\"s0\">").unwrap();
+    let plot = html[pingpong..].find("<svg").unwrap();
+    let table = html[pingpong..].find("<table>").unwrap();
+    assert!(plot < table);
+    // Without a terminal, each launch is announced on stderr, counted.
+    assert!(
+        o.stderr.contains("tandem bench report: [1/"),
+        "{}",
+        o.describe()
+    );
     assert!(
         doc["transports"]
             .as_array()
