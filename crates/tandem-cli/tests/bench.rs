@@ -840,6 +840,82 @@ fn report_page() {
         "{}",
         doc["transports"]
     );
+    in_browser(&dir, &html);
+}
+
+/// The page in a real browser (headless Chromium, where installed): at a
+/// laptop's width and a narrow one, the summary shows on the first screen,
+/// every plot is drawn with a size, and nothing is wider than the window
+/// (tables scroll in their own box). A screenshot is left beside the page.
+fn in_browser(dir: &Path, html: &str) {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            std::env::split_paths(&std::env::var_os("PATH").unwrap()).any(|d| d.join(c).is_file())
+        })
+    else {
+        eprintln!("SKIP in_browser: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    // A copy of the page with a probe that writes what the browser laid
+    // out into the title, which --dump-dom then shows.
+    let probe = "<script>addEventListener('load',()=>{const d=document.documentElement;\
+        const svgs=[...document.querySelectorAll('.plot svg')];\
+        const s=document.getElementById('summary');\
+        document.title='probe '+JSON.stringify({overflow:d.scrollWidth-d.clientWidth,\
+        plots:svgs.length,drawn:svgs.filter(e=>e.getBoundingClientRect().width>200).length,\
+        summary:s?s.getBoundingClientRect().top:-1,\
+        lines:document.querySelectorAll('ul.summary li').length});});</script>";
+    let probed = dir.join("probed.html");
+    std::fs::write(&probed, html.replace("</body>", &format!("{probe}</body>"))).unwrap();
+    let headless = |width: u32, height: u32| {
+        let mut cmd = Command::new(chromium);
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            &format!("--window-size={width},{height}"),
+        ]);
+        cmd
+    };
+    for width in [1280, 800] {
+        let mut cmd = headless(width, 900);
+        cmd.arg("--dump-dom")
+            .arg(format!("file://{}", probed.display()));
+        let o = run_command(cmd, Duration::from_secs(60));
+        assert!(o.status.success(), "{}", o.describe());
+        let at = o
+            .stdout
+            .find("<title>probe ")
+            .expect("no probe result in the DOM")
+            + 13;
+        let end = o.stdout[at..].find("</title>").unwrap() + at;
+        let text = o.stdout[at..end].replace("&quot;", "\"");
+        let probe: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(
+            probe["overflow"], 0,
+            "wider than a {width} px window: {probe}"
+        );
+        let plots = probe["plots"].as_u64().unwrap();
+        assert!(plots >= 5, "{probe}");
+        assert_eq!(
+            probe["drawn"].as_u64(),
+            Some(plots),
+            "a plot not drawn: {probe}"
+        );
+        let top = probe["summary"].as_f64().unwrap();
+        assert!((0.0..600.0).contains(&top), "summary at {top} px: {probe}");
+        assert!(probe["lines"].as_u64().unwrap() >= 5, "{probe}");
+    }
+    let shot = dir.join("screenshot.png");
+    let mut cmd = headless(1280, 1600);
+    cmd.arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", dir.join("index.html").display()));
+    let o = run_command(cmd, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", o.describe());
+    let bytes = std::fs::read(&shot).expect("no screenshot");
+    assert!(bytes.starts_with(b"\x89PNG"), "the screenshot is not a PNG");
 }
 
 /// The report with `--replicas 1,2`: every section compares tandem-r2
