@@ -2056,6 +2056,13 @@ pub fn specs(
 /// Runs the specs; a kernel the library cannot build (missing collectives)
 /// is skipped with a note.
 pub fn measure(specs: &[RunSpec], notes: &mut Vec<String>) -> Result<Vec<KernelResult>, String> {
+    super::progress::start("model", specs.iter().map(super::planned_launches).sum());
+    let out = measure_each(specs, notes);
+    super::progress::finish();
+    out
+}
+
+fn measure_each(specs: &[RunSpec], notes: &mut Vec<String>) -> Result<Vec<KernelResult>, String> {
     let mut out = Vec::new();
     for s in specs {
         match super::build::build(s.kernel, &s.libs[0]) {
