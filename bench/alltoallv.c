@@ -1,6 +1,6 @@
 /*
- * alltoallv.c - the all-to-all exchange of seed 000's case study (the
- * MPI_Alltoallv of NAS IS with 64 processes, ~32 KiB between each pair),
+ * alltoallv.c - the all-to-all exchange of Gabriel's VolpexMPI case study
+ * (the MPI_Alltoallv of NAS IS with 64 processes, ~32 KiB between each pair),
  * written as the paper's listing:
  *
  *     for (i = 0; i < size; i++) {

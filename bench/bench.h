@@ -352,13 +352,13 @@ static inline double bench_sum_to_root(double value)
 }
 
 /*
- * The fixed-duration driver of the two-rank kernels (seed 003): for each
- * message size, `body(size, iters)` runs `iters` iterations on ranks 0 and 1
- * and returns the elapsed time measured on rank 0. Rank 0 first runs
- * doubling batches as warm-up until `warmup` seconds have passed, derives
- * how many iterations fill `duration` seconds, then runs `repeat` timed
- * batches of that many. Rank 1 follows the control words rank 0 sends
- * between batches (0 ends the size). Other ranks do nothing.
+ * The fixed-duration driver of the two-rank kernels (Ben Fredj and Renault):
+ * for each message size, `body(size, iters)` runs `iters` iterations on ranks
+ * 0 and 1 and returns the elapsed time measured on rank 0. Rank 0 first runs
+ * doubling batches as warm-up until `warmup` seconds have passed, derives how
+ * many iterations fill `duration` seconds, then runs `repeat` timed batches
+ * of that many. Rank 1 follows the control words rank 0 sends between batches
+ * (0 ends the size). Other ranks do nothing.
  */
 typedef double (*bench_body)(long size, long iters);
 
@@ -508,9 +508,9 @@ static inline void bench_size_label(char *buf, size_t n, long size)
  *   {"type":"sample","size":S,"rep":R,"iters":I,"n":N,"t":T}
  * where N = I * msgs_per_iter is the number of messages effectively
  * transmitted and T the elapsed seconds on rank 0, from before the first
- * message is sent to after the last one is received (seed 003: L = T/N,
- * throughput = N*S/T). With a second body (bench_pair_also), each sample
- * also says which body it timed: "api":"..." after "type".
+ * message is sent to after the last one is received (Ben Fredj and Renault:
+ * L = T/N, throughput = N*S/T). With a second body (bench_pair_also), each
+ * sample also says which body it timed: "api":"..." after "type".
  *
  * The sizes are interleaved: after every size is calibrated, each round
  * times one batch of every size (preceded by an untimed eighth of a batch,

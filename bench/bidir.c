@@ -1,8 +1,8 @@
 /*
- * bidir.c - bidirectional round trip between ranks 0 and 1 (seed 003,
- * figure 1(b)): both ranks send to each other at the same time and wait
- * for both messages before the next exchange, which shows whether a library
- * uses both directions of a link at once.
+ * bidir.c - bidirectional round trip between ranks 0 and 1 (Ben Fredj and
+ * Renault, figure 1(b)): both ranks send to each other at the same time and
+ * wait for both messages before the next exchange, which shows whether a
+ * library uses both directions of a link at once.
  *
  * Every batch prints
  *   {"type":"sample","size":S,"rep":R,"iters":I,"n":N,"t":T}

@@ -1,32 +1,34 @@
 /*
- * coll.c - collective operations timed by the procedure of seed 002:
+ * coll.c - collective operations timed by the procedure of Noor,
+ * Alhaisoni and Liotta ("An Empirical Study of MPI over PC Clusters"):
  *   1. all processes arrive at a barrier   2. start time
  *   3. the collective                      4. all processes arrive at a barrier
  *   5. end time                            6. PTime = end - start
  * for all-to-all, broadcast, gather, scatter and point-to-point over
  * message sizes, on all the job's ranks; and, when asked for (`ops=`),
- * the reductions the seed leaves out: allreduce, reduce (to rank 0) and
+ * the reductions the paper leaves out: allreduce, reduce (to rank 0) and
  * reduce_scatter (MPI_Reduce_scatter_block), all sums of floats. `tandem bench coll` launches one
- * job per node count (2..N by default): ranks left out of a smaller group
+ * job per rank count (2..N by default): ranks left out of a smaller group
  * would otherwise wait in the library, and many libraries poll while they
  * wait, taking the cores from the ranks being measured.
  * After `warmup` untimed rounds (20 by default, as micro-benchmark suites
  * warm up: a library's buffers may meet fresh memory on their first pass,
  * a cost paid once that timed rounds should not show), `repeat` timed
  * rounds are taken on the
- * group's rank 0; the seed reports the minimum (MRT), `tandem bench` also
- * the median.
+ * group's rank 0; the paper reports the minimum (its MRT, minimum
+ * round-trip time), `tandem bench` also the median.
  *
  * Sizes are per-rank blocks, MPI's convention: alltoall sends SIZE bytes to
  * every rank, gather collects SIZE bytes from every rank, scatter hands out
  * SIZE bytes to every rank, bcast sends SIZE bytes, p2p sends SIZE bytes
  * from the group's first rank to its last; allreduce and reduce combine
  * SIZE-byte vectors, reduce_scatter an SIZE-byte block per rank (a vector
- * of SIZE times the node count); reductions round SIZE up to whole floats.
- * (The seed divides a total m by the node count: its m is SIZE times the
- * node count.)
+ * of SIZE times the rank count); reductions round SIZE up to whole floats.
+ * (The paper divides a total m by the rank count: its m is SIZE times the
+ * rank count.)
  *
- * Record, per op, node count and size:
+ * Record, per op, rank count and size ("nodes" is the rank count, named
+ * after the paper's nodes, each of which ran one rank):
  *   {"type":"coll","op":"bcast","nodes":N,"size":S,"times":[T1,T2,...]}
  *
  * Parameters (NAME=VALUE): sizes=... ops=alltoall,bcast,gather,scatter,p2p
@@ -114,7 +116,7 @@ int main(int argc, char **argv)
             long s = sizes[i];
             char label[96], sl[64];
             bench_size_label(sl, sizeof sl, s);
-            snprintf(label, sizeof label, "%s %d nodes %s", op, n, sl);
+            snprintf(label, sizeof label, "%s %d ranks %s", op, n, sl);
             for (j = 0; j < warmup; j++) {
                 MPI_Barrier(comm);
                 run_op(op, s, comm, bench_rank, n, sbuf, rbuf);

@@ -1,6 +1,8 @@
 /*
  * overhead.c - MPI_Isend / MPI_Irecv overhead and application availability
- * by the post-work-wait method of Doerfler and Brightwell (seed 001).
+ * by the post-work-wait method of Doerfler and Brightwell ("Measuring MPI
+ * Send and Receive Overhead and Application Availability in High Performance
+ * Network Interfaces").
  *
  * Rank 0 is measured, rank 1 is its peer. One iteration of the loop is
  *   isend: t0; MPI_Isend; work(w); MPI_Wait; t1
@@ -16,10 +18,10 @@
  * weighted average of the iteration times of the points so far, until one
  * point exceeds `base` times that average; from then on it stays fixed. The
  * series stops once `confirm` points in a row (default 2, so that one
- * disturbed point does not end it; the seed used 1) have an iteration time
- * above `stop` times base_t: at the last one, overhead = iteration time -
- * work time, and availability = 1 - overhead / base_t. `tandem bench`
- * recomputes these from the points.
+ * disturbed point does not end it; Doerfler and Brightwell used 1) have an
+ * iteration time above `stop` times base_t: at the last one, overhead =
+ * iteration time - work time, and availability = 1 - overhead / base_t.
+ * `tandem bench` recomputes these from the points.
  *
  * Records:
  *   {"type":"ovh_point","op":"isend","size":S,"rep":R,"i":I,"work":W,"iter_t":X,"work_t":Y}

@@ -1,8 +1,8 @@
 /*
- * rw_bidir.c - RWAPI bidirectional round trip (seed 003, figure 1(b), with
- * remote writes): ranks 0 and 1 both write `size` bytes into the other's
- * block (announced as rw.h describes), then wait for the other's. Output
- * as bidir.c: N = 2*I writes in T seconds.
+ * rw_bidir.c - RWAPI bidirectional round trip (Ben Fredj and Renault,
+ * figure 1(b), with remote writes): ranks 0 and 1 both write `size` bytes
+ * into the other's block (announced as rw.h describes), then wait for the
+ * other's. Output as bidir.c: N = 2*I writes in T seconds.
  *
  * Parameters (NAME=VALUE): sizes=... duration=0.1 repeat=10 warmup=S
  * notify=flag|small

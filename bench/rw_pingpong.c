@@ -1,8 +1,8 @@
 /*
- * rw_pingpong.c - RWAPI round trip between ranks 0 and 1 (seed 003, figure
- * 1(a), with remote writes): rank 0 writes `size` bytes into rank 1's block
- * (announced as rw.h describes); rank 1, on its arrival, writes the same
- * back. Output as pingpong.c: N = 2*I writes in T seconds.
+ * rw_pingpong.c - RWAPI round trip between ranks 0 and 1 (Ben Fredj and
+ * Renault, figure 1(a), with remote writes): rank 0 writes `size` bytes into
+ * rank 1's block (announced as rw.h describes); rank 1, on its arrival,
+ * writes the same back. Output as pingpong.c: N = 2*I writes in T seconds.
  *
  * Parameters (NAME=VALUE): sizes=... duration=0.1 repeat=10 warmup=S
  * notify=flag|small

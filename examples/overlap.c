@@ -1,6 +1,6 @@
 /*
- * overlap.c - how much of a transfer a rank can spend computing: seed 001's
- * post-work-wait method for one message size.
+ * overlap.c - how much of a transfer a rank can spend computing: Doerfler and
+ * Brightwell's post-work-wait method for one message size.
  *
  *     tandem run -n 2 ./overlap SIZE [--set progress=thread ...]
  *
@@ -11,11 +11,11 @@
  * time. The transfer time is the mean iteration time while it stays below
  * 1.03 x the time without computation; the series stops when it exceeds
  * 1.5 x that. At the stop point, overhead = iteration time - the time the
- * same computation takes without messaging (measured then, as seed 001
- * does: a busy machine makes it differ from the calibration), and
- * availability = 1 - overhead / transfer time: the share of the transfer
- * the rank could have spent computing. Each point is the median of 7
- * repetitions. Plain MPI (any mpicc builds it).
+ * same computation takes without messaging (measured then, as Doerfler and
+ * Brightwell do: a busy machine makes it differ from the calibration), and
+ * availability = 1 - overhead / transfer time: the share of the transfer the
+ * rank could have spent computing. Each point is the median of 7 repetitions.
+ * Plain MPI (any mpicc builds it).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>

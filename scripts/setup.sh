@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build Tandem (a C compiler,
 # pkg-config, Rust, and the font `tandem bench --plot FILE.png` draws text
-# with) and, with TANDEM_SETUP_TESTS=1, what the tests use
-# (iproute2, cmake, Slurm). Sourced by the other scripts; safe to run again.
+# with) and, with TANDEM_SETUP_TESTS=1, what the tests use (iproute2,
+# cmake, Slurm, Chromium). Sourced by the other scripts; safe to run again.
 set -euo pipefail
 
 need_apt=()
@@ -18,6 +18,8 @@ if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
     command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
     command -v srun >/dev/null 2>&1 || need_apt+=(slurmd slurmctld slurm-client)
+    # Headless Chromium: the benchmark report's page checked in a browser.
+    command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
 if [ "${#need_apt[@]}" -gt 0 ]; then
     echo "setup: installing Debian packages: ${need_apt[*]}" >&2

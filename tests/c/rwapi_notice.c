@@ -1,11 +1,11 @@
 /*
- * rwapi_notice.c - the seed's usage pattern one write at a time: write a
- * block into the right neighbour, then send it a small message saying so.
- * Over TCP a write that the program has announced at once before waits
+ * rwapi_notice.c - Ben Fredj and Renault's usage pattern one write at a time:
+ * write a block into the right neighbour, then send it a small message saying
+ * so. Over TCP a write that the program has announced at once before waits
  * for its announcement and leaves with it in one sendmsg (counter
- * tcp_batched); every byte must still be there when the notice arrives,
- * also when the writer computes for a while between write and notice (its
- * write then waits that long), and when it makes other calls in between.
+ * tcp_batched); every byte must still be there when the notice arrives, also
+ * when the writer computes for a while between write and notice (its write
+ * then waits that long), and when it makes other calls in between.
  *
  * Rounds cycle through: notice at once; 5 ms of computing, then the
  * notice; rwapi_issent until sent, then the notice. Sizes run from 1 byte

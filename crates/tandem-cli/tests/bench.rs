@@ -281,7 +281,7 @@ fn coll_kernel() {
         json.to_str().unwrap(),
     ]);
     ok(&o);
-    // 5 ops x 1 size x node counts 2 and 3.
+    // 5 ops x 1 size x rank counts 2 and 3.
     check_document(&read_json(&json), "coll", "coll", 10);
 }
 
@@ -303,7 +303,7 @@ fn coll_kernel_reductions() {
         json.to_str().unwrap(),
     ]);
     ok(&o);
-    // 3 ops x 2 sizes x node count 2.
+    // 3 ops x 2 sizes x rank count 2.
     let doc = read_json(&json);
     check_document(&doc, "coll", "coll", 6);
     let ops: std::collections::BTreeSet<&str> = doc["runs"][0]["records"]
@@ -322,8 +322,8 @@ fn coll_kernel_reductions() {
     assert!(bad.stderr.contains("reduce_scatter"), "{}", bad.describe());
 }
 
-/// Seed 003's comparison: RWAPI writes beside MPI send/receive, for each
-/// of the three fixed-duration kernels, on shared memory and TCP.
+/// Ben Fredj and Renault's comparison: RWAPI writes beside MPI send/receive,
+/// for each of the three fixed-duration kernels, on shared memory and TCP.
 #[test]
 fn compare_rwapi_with_mpi() {
     for kernel in ["pingpong", "bidir", "burst"] {
@@ -756,6 +756,81 @@ fn report_page() {
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
     let doc = read_json(&dir.join("results.json"));
     assert!(doc["sections"].as_array().unwrap().len() >= 7);
+    // By default every MPI library installed here is measured beside
+    // Tandem; one missing is named with how to install it.
+    let libs: Vec<&str> = doc["libraries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l[0].as_str().unwrap())
+        .collect();
+    assert_eq!(libs.first(), Some(&"tandem"), "{libs:?}");
+    for (lib, wrapper) in [("openmpi", "mpicc.openmpi"), ("mpich", "mpicc.mpich")] {
+        let installed = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .any(|d| d.join(wrapper).is_file());
+        assert_eq!(libs.contains(&lib), installed, "{lib}: {libs:?}");
+        if !installed {
+            assert!(
+                doc["not_found"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m.as_str().unwrap().contains(wrapper)),
+                "{lib} not found, not said: {}",
+                doc["not_found"]
+            );
+        }
+    }
+    // The page opens with the summary: before any section, one line per
+    // figure, each with a value for every library and a verdict that
+    // names the others.
+    let summary_at = html
+        .find("<h2 id=\"summary\">Summary</h2>")
+        .expect("no summary");
+    let first_section = html.find("<h3 id=\"s0\">").expect("no section");
+    assert!(summary_at < first_section);
+    let figures = doc["summary"].as_array().unwrap();
+    let questions: Vec<&str> = figures
+        .iter()
+        .map(|f| f["question"].as_str().unwrap())
+        .collect();
+    for q in [
+        "latency",
+        "bandwidth",
+        "overlap",
+        "application",
+        "collectives",
+    ] {
+        assert!(questions.contains(&q), "no {q} figure: {questions:?}");
+    }
+    for f in figures {
+        assert_eq!(f["transport"], "tcp", "{f}");
+        let values = f["values"].as_array().unwrap();
+        let names: Vec<&str> = values.iter().map(|v| v[0].as_str().unwrap()).collect();
+        assert_eq!(names, libs, "{f}");
+        for v in values {
+            let median = v[1]["median"].as_f64().unwrap_or(-1.0);
+            assert!(median >= 0.0 && median.is_finite(), "{f}");
+        }
+        let verdict = f["verdict"].as_str().unwrap();
+        assert!(verdict.starts_with("TCP "), "{verdict}");
+        if libs.contains(&"openmpi") {
+            assert!(verdict.contains("Open MPI"), "{verdict}");
+        }
+        assert!(html.contains(verdict), "{verdict} not on the page");
+    }
+    // Plots come first, their tables folded below them.
+    assert!(html.contains("<details><summary>Table: median"));
+    let pingpong = html.find("<h3 id=\"s0\">").unwrap();
+    let plot = html[pingpong..].find("<svg").unwrap();
+    let table = html[pingpong..].find("<table>").unwrap();
+    assert!(plot < table);
+    // Without a terminal, each launch is announced on stderr, counted.
+    assert!(
+        o.stderr.contains("tandem bench report: [1/"),
+        "{}",
+        o.describe()
+    );
     assert!(
         doc["transports"]
             .as_array()
@@ -765,6 +840,82 @@ fn report_page() {
         "{}",
         doc["transports"]
     );
+    in_browser(&dir, &html);
+}
+
+/// The page in a real browser (headless Chromium, where installed): at a
+/// laptop's width and a narrow one, the summary shows on the first screen,
+/// every plot is drawn with a size, and nothing is wider than the window
+/// (tables scroll in their own box). A screenshot is left beside the page.
+fn in_browser(dir: &Path, html: &str) {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            std::env::split_paths(&std::env::var_os("PATH").unwrap()).any(|d| d.join(c).is_file())
+        })
+    else {
+        eprintln!("SKIP in_browser: no chromium on PATH (apt-get install chromium)");
+        return;
+    };
+    // A copy of the page with a probe that writes what the browser laid
+    // out into the title, which --dump-dom then shows.
+    let probe = "<script>addEventListener('load',()=>{const d=document.documentElement;\
+        const svgs=[...document.querySelectorAll('.plot svg')];\
+        const s=document.getElementById('summary');\
+        document.title='probe '+JSON.stringify({overflow:d.scrollWidth-d.clientWidth,\
+        plots:svgs.length,drawn:svgs.filter(e=>e.getBoundingClientRect().width>200).length,\
+        summary:s?s.getBoundingClientRect().top:-1,\
+        lines:document.querySelectorAll('ul.summary li').length});});</script>";
+    let probed = dir.join("probed.html");
+    std::fs::write(&probed, html.replace("</body>", &format!("{probe}</body>"))).unwrap();
+    let headless = |width: u32, height: u32| {
+        let mut cmd = Command::new(chromium);
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            &format!("--window-size={width},{height}"),
+        ]);
+        cmd
+    };
+    for width in [1280, 800] {
+        let mut cmd = headless(width, 900);
+        cmd.arg("--dump-dom")
+            .arg(format!("file://{}", probed.display()));
+        let o = run_command(cmd, Duration::from_secs(60));
+        assert!(o.status.success(), "{}", o.describe());
+        let at = o
+            .stdout
+            .find("<title>probe ")
+            .expect("no probe result in the DOM")
+            + 13;
+        let end = o.stdout[at..].find("</title>").unwrap() + at;
+        let text = o.stdout[at..end].replace("&quot;", "\"");
+        let probe: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(
+            probe["overflow"], 0,
+            "wider than a {width} px window: {probe}"
+        );
+        let plots = probe["plots"].as_u64().unwrap();
+        assert!(plots >= 5, "{probe}");
+        assert_eq!(
+            probe["drawn"].as_u64(),
+            Some(plots),
+            "a plot not drawn: {probe}"
+        );
+        let top = probe["summary"].as_f64().unwrap();
+        assert!((0.0..600.0).contains(&top), "summary at {top} px: {probe}");
+        assert!(probe["lines"].as_u64().unwrap() >= 5, "{probe}");
+    }
+    let shot = dir.join("screenshot.png");
+    let mut cmd = headless(1280, 1600);
+    cmd.arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", dir.join("index.html").display()));
+    let o = run_command(cmd, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", o.describe());
+    let bytes = std::fs::read(&shot).expect("no screenshot");
+    assert!(bytes.starts_with(b"\x89PNG"), "the screenshot is not a PNG");
 }
 
 /// The report with `--replicas 1,2`: every section compares tandem-r2

@@ -480,9 +480,9 @@ fn rwapi_write_runs_leave_together_over_tcp() {
     one_sided_runs("rwapi_runs", "rwapi_direct=0");
 }
 
-/// Single RWAPI writes, each announced by a small message (the seed's
-/// pattern): over TCP a write announced at once last time waits for its
-/// notice and leaves with it in one sendmsg, and every byte is there when
+/// Single RWAPI writes, each announced by a small message (Ben Fredj and
+/// Renault's pattern): over TCP a write announced at once last time waits for
+/// its notice and leaves with it in one sendmsg, and every byte is there when
 /// the notice arrives, also after 5 ms of computing between the two.
 #[test]
 fn rwapi_writes_leave_with_their_notice_over_tcp() {

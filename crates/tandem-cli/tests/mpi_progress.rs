@@ -1,7 +1,7 @@
 //! The progress engine's counters, checked for exactness on a scripted
-//! exchange, and seed 000's finding: a select-style engine that polls every
-//! socket for writability sees "send ready" far more often than it has
-//! anything to send, while the epoll engine wastes none.
+//! exchange, and the finding of Gabriel's VolpexMPI report: a select-style
+//! engine that polls every socket for writability sees "send ready" far more
+//! often than it has anything to send, while the epoll engine wastes none.
 
 mod common;
 

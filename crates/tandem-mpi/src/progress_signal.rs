@@ -1,14 +1,15 @@
-//! The `signal` progress policy (seed 004): a helper thread that wakes only
-//! for rendezvous starts, and a signal handler on the application thread
-//! that advances them.
+//! The `signal` progress policy (Kumar et al., "Lock-free Asynchronous
+//! Rendezvous Design for MPI Point-to-Point Communication"): a helper
+//! thread that wakes only for rendezvous starts, and a signal handler
+//! on the application thread that advances them.
 //!
 //! * Shared-memory peers ring the helper's doorbell when they publish an
 //!   RTS, while the rank asks for it (the `WAKE_HELPER_RNDV` bit of its
 //!   wake-up word): from when the application thread leaves the library
-//!   with a receive posted until it leaves with none (seed 004: the signal
-//!   is disabled while nothing is expected, so a program that only makes
-//!   blocking calls never pays a wake-up). The helper never touches the
-//!   communication state.
+//!   with a receive posted until it leaves with none (Kumar et al.: the
+//!   signal is disabled while nothing is expected, so a program that only
+//!   makes blocking calls never pays a wake-up). The helper never touches
+//!   the communication state.
 //! * Woken, the helper signals the application thread (`SIGRTMIN +
 //!   progress_signal`, with `tgkill`) only if that thread is outside the
 //!   library and has a non-blocking receive posted (it says so on leaving

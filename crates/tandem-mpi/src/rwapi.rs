@@ -1,8 +1,9 @@
-//! The Remote-Write API (`include/rwapi.h`, seed 003) on the engine's
-//! one-sided operations: blocks peers may write into are exposed regions,
-//! writes are one-sided puts, small messages travel on a communicator of
-//! their own. Errors are returned (negated MPI error classes), never raised
-//! through MPI's error handlers.
+//! The Remote-Write API (`include/rwapi.h`, from Ben Fredj and Renault's
+//! "Performance Evaluation of Distributed Computing over Heterogeneous
+//! Networks") on the engine's one-sided operations: blocks peers may write
+//! into are exposed regions, writes are one-sided puts, small messages travel
+//! on a communicator of their own. Errors are returned (negated MPI error
+//! classes), never raised through MPI's error handlers.
 //!
 //! Between ranks on one host a write is instead a copy straight into the
 //! target's memory (the direct path, [`crate::rwheap`]): blocks come from
@@ -177,10 +178,10 @@ pub struct RwState {
     /// The node the last call wrote to, when that call was rwapi_write.
     wrote_last: Option<u32>,
     /// By node: whether the last write to it was followed at once by a
-    /// small message to it (the seed's pattern: write, then say so). Then
-    /// its next write through the engine waits for that message, and the
-    /// two leave in one system call over TCP; a write followed by anything
-    /// else still leaves at the next call.
+    /// small message to it (Ben Fredj and Renault's pattern: write, then say
+    /// so). Then its next write through the engine waits for that message,
+    /// and the two leave in one system call over TCP; a write followed by
+    /// anything else still leaves at the next call.
     notice_follows: Vec<bool>,
 }
 

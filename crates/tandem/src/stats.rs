@@ -1,6 +1,7 @@
-//! Counters of what the engine did (seed 000's Table II and more), kept per
-//! rank. Counting is a plain add; only the timers read the clock, and only
-//! when statistics were asked for (`--set stats=1`).
+//! Counters of what the engine did (Table II of Gabriel's VolpexMPI
+//! report and more), kept per rank. Counting is a plain add; only the
+//! timers read the clock, and only when statistics were asked for (`--set
+//! stats=1`).
 
 use std::time::Instant;
 
@@ -13,7 +14,8 @@ pub struct Counters {
     pub recv_ready: u64,
     /// Readiness events of sockets that could take data.
     pub send_ready: u64,
-    /// Send-ready events that found nothing to send (seed 000's waste).
+    /// Send-ready events that found nothing to send (the waste Gabriel's
+    /// report counts).
     pub send_ready_idle: u64,
     /// Nanoseconds spent handling receive readiness.
     pub recv_handling_ns: u64,

@@ -1,5 +1,5 @@
 //! From a kernel's records to a table: one row per measured point (size,
-//! operation, node count...), each metric summarised by its median and 90%
+//! operation, rank count...), each metric summarised by its median and 90%
 //! confidence interval over the repetitions.
 
 use std::collections::BTreeMap;
@@ -256,7 +256,7 @@ fn coll_table(records: &[Value]) -> Table {
         "reduce",
         "reduce_scatter",
     ];
-    // (op order, size, nodes, op) -> every time measured (all launches).
+    // (op order, size, ranks, op) -> every time measured (all launches).
     let mut times: BTreeMap<(usize, u64, u64, String), Vec<f64>> = BTreeMap::new();
     for r in of_type(records, "coll") {
         let (Some(op), Some(n), Some(s), Some(list)) = (
@@ -292,11 +292,11 @@ fn coll_table(records: &[Value]) -> Table {
     Table {
         kernel: "coll".into(),
         key_names: vec!["op".into(), "nodes".into(), "size".into()],
-        x_label: "nodes".into(),
+        x_label: "ranks".into(),
         x_log: false,
         metrics: vec![
             Metric {
-                name: "MRT (minimum)",
+                name: "minimum",
                 unit: "us",
                 lower_is_better: true,
             },

@@ -96,14 +96,14 @@ const PAIR: &[Param] = &[P_SIZES, P_DURATION, P_REPEAT, P_WARMUP_S, P_ITERS];
 /// How an RWAPI kernel's target learns that a write arrived (bench/rw.h).
 const RW_NOTIFY: &[Param] = &[Param {
     name: "notify",
-    help: "flag (default: the target polls the last byte of the write) or small (a small message after each write, the seed's usage pattern)",
+    help: "flag (default: the target polls the last byte of the write) or small (a small message after each write, Ben Fredj and Renault's usage pattern)",
 }];
 
 pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "pingpong",
         source: include_str!("../../../../bench/pingpong.c"),
-        about: "round trip between ranks 0 and 1 for a fixed duration per size (seed 003)",
+        about: "round trip between ranks 0 and 1 for a fixed duration per size (Ben Fredj and Renault)",
         default_np: 2,
         min_np: 2,
         square_np: false,
@@ -120,7 +120,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "bidir",
         source: include_str!("../../../../bench/bidir.c"),
-        about: "bidirectional round trip: both ranks send at once (seed 003)",
+        about: "bidirectional round trip: both ranks send at once (Ben Fredj and Renault)",
         default_np: 2,
         min_np: 2,
         square_np: false,
@@ -137,7 +137,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "burst",
         source: include_str!("../../../../bench/burst.c"),
-        about: "rank 0 sends as fast as it can, rank 1 counts (seed 003)",
+        about: "rank 0 sends as fast as it can, rank 1 counts (Ben Fredj and Renault)",
         default_np: 2,
         min_np: 2,
         square_np: false,
@@ -164,7 +164,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "overhead",
         source: include_str!("../../../../bench/overhead.c"),
-        about: "MPI_Isend/MPI_Irecv overhead and application availability, post-work-wait (seed 001)",
+        about: "MPI_Isend/MPI_Irecv overhead and application availability, post-work-wait (Doerfler and Brightwell)",
         default_np: 2,
         min_np: 2,
         square_np: false,
@@ -211,7 +211,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "coll",
         source: include_str!("../../../../bench/coll.c"),
-        about: "alltoall, bcast, gather, scatter, p2p: barrier-start-op-barrier-end over node counts (seed 002)",
+        about: "alltoall, bcast, gather, scatter, p2p: barrier-start-op-barrier-end over rank counts (Noor, Alhaisoni and Liotta)",
         default_np: 4,
         min_np: 2,
         square_np: false,
@@ -223,11 +223,11 @@ pub static KERNELS: &[Kernel] = &[
             P_WARMUP_N,
             Param {
                 name: "ops",
-                help: "alltoall,bcast,gather,scatter,p2p (default: these, seed 002's), also allreduce,reduce,reduce_scatter (float sums)",
+                help: "alltoall,bcast,gather,scatter,p2p (default: these, Noor et al.'s), also allreduce,reduce,reduce_scatter (float sums)",
             },
             Param {
                 name: "nodes",
-                help: "node counts, comma list (default 2..np); one job is launched per count",
+                help: "rank counts, comma list (default 2..np; named after the nodes of Noor et al., who ran one rank per node); one job is launched per count",
             },
         ],
         rwapi: None,
@@ -237,7 +237,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "alltoallv",
         source: include_str!("../../../../bench/alltoallv.c"),
-        about: "the Isend/Irecv/Waitall all-to-all of seed 000's case study, ~32 KiB per pair",
+        about: "the Isend/Irecv/Waitall all-to-all of Gabriel's VolpexMPI case study, ~32 KiB per pair",
         default_np: 4,
         min_np: 1,
         square_np: false,
@@ -263,7 +263,7 @@ pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "cannon",
         source: include_str!("../../../../bench/cannon.c"),
-        about: "Cannon's matrix multiplication with shifts overlapped with computation (seed 004)",
+        about: "Cannon's matrix multiplication with shifts overlapped with computation (Kumar et al.)",
         default_np: 4,
         min_np: 1,
         square_np: true,

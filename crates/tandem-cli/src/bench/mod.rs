@@ -12,10 +12,12 @@ pub mod mpi;
 pub mod output;
 pub mod overhead;
 pub mod plot;
+pub mod progress;
 pub mod raster;
 pub mod report;
 pub mod run;
 pub mod stats;
+pub mod summary;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,19 +41,19 @@ pub struct BenchArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Round trip between ranks 0 and 1, fixed duration per size (seed 003)
+    /// Round trip between ranks 0 and 1, fixed duration per size (Ben Fredj and Renault)
     Pingpong(KernelArgs),
-    /// Bidirectional round trip: both ranks send at once (seed 003)
+    /// Bidirectional round trip: both ranks send at once (Ben Fredj and Renault)
     Bidir(KernelArgs),
-    /// Burst: rank 0 sends as fast as it can (seed 003)
+    /// Burst: rank 0 sends as fast as it can (Ben Fredj and Renault)
     Burst(KernelArgs),
-    /// MPI_Isend / MPI_Irecv overhead and availability, post-work-wait (seed 001)
+    /// MPI_Isend / MPI_Irecv overhead and availability, post-work-wait (Doerfler and Brightwell)
     Overhead(KernelArgs),
-    /// Collectives by barrier-start-op-barrier-end over node counts (seed 002)
+    /// Collectives by barrier-start-op-barrier-end over rank counts (Noor et al.)
     Coll(KernelArgs),
-    /// The Isend/Irecv/Waitall all-to-all of seed 000's case study
+    /// The Isend/Irecv/Waitall all-to-all of Gabriel's VolpexMPI case study
     Alltoallv(KernelArgs),
-    /// Cannon's matrix multiplication with overlapped shifts (seed 004)
+    /// Cannon's matrix multiplication with overlapped shifts (Kumar et al.)
     Cannon(KernelArgs),
     /// Time to solution of a checked all-to-all computation: unreplicated,
     /// replicated, and losing a replica halfway (the VolpexMPI report)
@@ -111,7 +113,7 @@ pub struct KernelArgs {
     #[arg(long, value_name = "netns:K")]
     pub hosts: Option<String>,
     /// With --hosts netns:K: limit every host's link to this rate with a
-    /// token bucket (tc tbf), e.g. 1gbit for the seeds' Gigabit Ethernet
+    /// token bucket (tc tbf), e.g. 1gbit for the papers' Gigabit Ethernet
     #[arg(long, value_name = "RATE")]
     pub rate: Option<String>,
     /// Run Tandem with replicated ranks: R processes per rank (`tandem run
@@ -185,7 +187,7 @@ pub struct RunSpec {
     pub kernel: &'static Kernel,
     pub libs: Vec<Library>,
     pub np: u32,
-    /// For coll: one launch per node count (each its own job).
+    /// For coll: one launch per rank count (each its own job).
     pub np_list: Vec<u32>,
     /// Kernel parameters (NAME -> VALUE), sizes already expanded.
     pub params: BTreeMap<String, String>,
@@ -654,7 +656,7 @@ pub fn spec_from_args(
     })
 }
 
-/// For coll, the node counts (taken out of the kernel parameters): the
+/// For coll, the rank counts (taken out of the kernel parameters): the
 /// `nodes` list, default 2..=np. Other kernels: none.
 pub fn node_counts(
     kernel: &Kernel,
@@ -673,7 +675,7 @@ pub fn node_counts(
                     .parse::<u32>()
                     .ok()
                     .filter(|n| (2..=1024).contains(n))
-                    .ok_or_else(|| format!("nodes={list}: expected node counts from 2 to 1024"))
+                    .ok_or_else(|| format!("nodes={list}: expected rank counts from 2 to 1024"))
             })
             .collect(),
     }
@@ -699,6 +701,20 @@ fn launch_order(round: u32, libs: usize) -> Vec<usize> {
         order.reverse();
     }
     order
+}
+
+/// How many launches [`run_spec`] makes of `spec` (not counting the
+/// untimed calibration launches of replicated runs).
+pub fn planned_launches(spec: &RunSpec) -> u64 {
+    let repeat: u32 = spec
+        .params
+        .get("repeat")
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| default_repeat(spec.kernel));
+    let rounds = spec.rounds.min(repeat).max(1);
+    let libs = spec.libs.len() - usize::from(spec.shared_pair().is_some());
+    let nps = spec.np_list.len().max(1);
+    u64::from(rounds) * libs as u64 * nps as u64
 }
 
 /// Builds and runs a spec: every library `rounds` times, interleaved, in
@@ -805,6 +821,7 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                 if let Some(mpi) = shared_mpi {
                     label.push_str(&format!("+{}", spec.libs[mpi].name));
                 }
+                label.push_str(&format!(" {}", spec.transport.name()));
                 if nps.len() > 1 {
                     label.push_str(&format!(" np={np}"));
                 }
@@ -1092,7 +1109,11 @@ pub fn compare_text(tables: &[(String, &Table)], paired: &PairedRatios) -> Strin
         for (li, (lib, _)) in tables.iter().enumerate() {
             header.push(format!("{lib} {} ({})", m.name, m.unit));
             if li > 0 {
-                header.push(format!("{lib}/{first_lib}"));
+                header.push(if paired.is_empty() {
+                    format!("{lib}/{first_lib}")
+                } else {
+                    format!("{lib}/{first_lib} (paired)")
+                });
             }
         }
         let mut rows = Vec::new();
@@ -1130,9 +1151,11 @@ pub fn compare_text(tables: &[(String, &Table)], paired: &PairedRatios) -> Strin
     let ratios_are = if paired.is_empty() {
         "ratios are of the medians".to_string()
     } else {
-        "ratios are paired: the median over the rounds of the ratio between the libraries' launches of \
-         one round, which run one after the other (in alternating order), so that drift and machine \
-         states lasting seconds hit both alike"
+        "ratios marked (paired) are the median over the rounds of the ratio between the libraries' \
+         launches of one round, which run one after the other (in alternating order), so that drift \
+         and machine states lasting seconds hit both alike; a median of ratios, not the ratio of the \
+         two medians beside it, so the two can differ (a point without a ratio in most rounds shows \
+         the medians' ratio)"
             .to_string()
     };
     out.push_str(&format!(
@@ -1287,7 +1310,20 @@ fn kernel_command(
             );
         }
     }
-    let result = run_spec(&spec)?;
+    let launches = planned_launches(&spec);
+    if launches > 1 {
+        progress::start(
+            if compare.is_some() {
+                "compare"
+            } else {
+                kernel.name
+            },
+            launches,
+        );
+    }
+    let result = run_spec(&spec);
+    progress::finish();
+    let result = result?;
     print!("{}", header_lines(&result));
     println!();
     if result.tables.len() == 1 {
@@ -1927,10 +1963,15 @@ mod tests {
         assert!((throughput - 0.5).abs() < 1e-9, "{throughput}");
         let text = compare_text(&result.table_refs(), &paired);
         assert!(text.contains("2.00x") && !text.contains("8.00x"), "{text}");
-        assert!(text.contains("ratios are paired"), "{text}");
+        // The header and the footnote say the ratio is a median of paired
+        // ratios, so that it may differ from the medians' ratio.
+        assert!(text.contains("openmpi/tandem (paired)"), "{text}");
+        assert!(text.contains("not the ratio of the two medians"), "{text}");
         // Without pairing, the ratio of the pooled medians.
         let unpaired = compare_text(&result.table_refs(), &PairedRatios::new());
         assert!(unpaired.contains("8.00x"), "{unpaired}");
+        assert!(!unpaired.contains("(paired)"), "{unpaired}");
+        assert!(unpaired.contains("ratios are of the medians"), "{unpaired}");
         // The reference stays the first library named when another's
         // launch comes first in the runs (tandem's MPI timed inside a
         // later launch of rwapi).

@@ -1,5 +1,6 @@
-//! `tandem bench model`: the communication models of seed 002's Table 1
-//! fitted to measurements.
+//! `tandem bench model`: the communication models of Table 1 of Noor,
+//! Alhaisoni and Liotta, "An Empirical Study of MPI over PC Clusters", fitted
+//! to measurements.
 //!
 //! * Hockney, T(m) = l + m/b, fitted to the ping-pong one-way times so
 //!   that the largest relative error is least (relative, so that 8 B
@@ -7,7 +8,7 @@
 //!   worst size) with l >= 0: as one line over every size, and per protocol
 //!   regime, a latency each for the sizes sent eagerly, by rendezvous, by
 //!   single copy and with copy help, since a protocol switch changes the
-//!   start-up cost (the seeds' models are per protocol too), with a
+//!   start-up cost (PLogP's parameters depend on the size too), with a
 //!   bandwidth per memory cell within it for the bytes past the cell's
 //!   limit, since a working set past a cache level or the TLB's reach
 //!   changes the cost per byte (see [`memory_limits`], [`fit_cells`]).
@@ -1034,7 +1035,7 @@ fn fit_cells(pts: &[(f64, f64)], name: &str, protocols: &Protocols) -> Option<Ve
 /// Fits `k` Hockney lines to consecutive ranges of sizes (each of at
 /// least three sizes), with the breaks that minimise the largest relative
 /// error: Hockney with parameters that depend on the message size, as
-/// PLogP does for LogP (seed 002, Table 1). For libraries whose protocol
+/// PLogP does for LogP (Noor et al., Table 1). For libraries whose protocol
 /// limits are unknown.
 pub fn fit_hockney_k(points: &[(f64, f64)], k: usize) -> Option<HockneyFit> {
     const MIN: usize = 3;
@@ -1177,7 +1178,7 @@ fn log2_ceil(p: u64) -> f64 {
 /// Predicted (linear, tree) times of a `coll` point from a Hockney fit,
 /// including the closing barrier of the procedure (a dissemination
 /// barrier: ceil(log2 p) empty messages); `None` for the reductions, which
-/// seed 002 does not model (their time includes arithmetic).
+/// Noor et al. do not model (their time includes arithmetic).
 pub fn predict_coll(h: &HockneyFit, op: &str, p: u64, m: f64) -> Option<(f64, f64)> {
     let t = |x: f64| h.predict(x);
     let steps = log2_ceil(p);
@@ -1232,8 +1233,8 @@ fn median(s: &Summary) -> f64 {
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Prediction {
     pub size: f64,
-    /// The fastest repetition's one-way time (seed 002's minimum round
-    /// trip), which the models are fitted to and checked against.
+    /// The fastest repetition's one-way time (Noor et al.'s minimum round
+    /// trip time), which the models are fitted to and checked against.
     pub measured: f64,
     /// The median over the repetitions, for comparison.
     pub median: f64,
@@ -1263,7 +1264,8 @@ pub struct ModelResult {
     /// Cache-line round trips between the first two CPUs probed around the
     /// ping-pong's launches, ns (see [`super::core_latency`]).
     pub core_probes: Vec<f64>,
-    /// (op, nodes, size, measured MRT, linear, tree) in seconds.
+    /// (op, ranks taking part, size, measured minimum time, linear, tree)
+    /// in seconds.
     pub collectives: Vec<(String, u64, u64, f64, f64, f64)>,
     /// Ping-pong sizes whose median is more than the target above their
     /// fastest repetition: the machine was slower for part of the run
@@ -1320,7 +1322,7 @@ pub fn fit(
 ) -> ModelResult {
     let mut notes = Vec::new();
     // The models describe the machine undisturbed, so they are fitted to
-    // each size's fastest repetition (seed 002 measures minimum round-trip
+    // each size's fastest repetition (Noor et al. measure minimum round-trip
     // times for the same reason): noise only ever adds time, and a median
     // over repetitions that caught the machine in different states fits
     // no one line.
@@ -1470,7 +1472,7 @@ pub fn text(r: &ModelResult) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "Models of {} (seed 002, Table 1); times are one-way (half a ping-pong round trip)",
+        "Models of {} (Noor, Alhaisoni and Liotta, Table 1); times are one-way (half a ping-pong round trip)",
         r.mpi
     );
     let _ = writeln!(o);
@@ -1647,8 +1649,8 @@ pub fn text(r: &ModelResult) -> String {
         }
         let _ = writeln!(
             o,
-            "errors are against the fastest of each size's {} repetitions (the machine undisturbed; seed 002 \
-             uses minimum round trips too)",
+            "errors are against the fastest of each size's {} repetitions (the machine undisturbed; Noor et al. \
+             use minimum round trips too)",
             r.pingpong_repetitions
         );
         if let Some(h) = r.best_hockney() {
@@ -1686,7 +1688,7 @@ pub fn text(r: &ModelResult) -> String {
         );
         let header: Vec<String> = [
             "op",
-            "nodes",
+            "ranks",
             "size",
             "measured (us)",
             "linear",
@@ -2054,6 +2056,13 @@ pub fn specs(
 /// Runs the specs; a kernel the library cannot build (missing collectives)
 /// is skipped with a note.
 pub fn measure(specs: &[RunSpec], notes: &mut Vec<String>) -> Result<Vec<KernelResult>, String> {
+    super::progress::start("model", specs.iter().map(super::planned_launches).sum());
+    let out = measure_each(specs, notes);
+    super::progress::finish();
+    out
+}
+
+fn measure_each(specs: &[RunSpec], notes: &mut Vec<String>) -> Result<Vec<KernelResult>, String> {
     let mut out = Vec::new();
     for s in specs {
         match super::build::build(s.kernel, &s.libs[0]) {
@@ -2947,7 +2956,7 @@ mod tests {
     #[test]
     fn collective_predictions() {
         let h = fit_hockney(&[(0.0, 10e-6), (1e6, 10e-6 + 1e-3)]).unwrap();
-        // 8 nodes, 1 MB: linear bcast 7 * 1010 us, tree 3 * 1010 us, + barrier 3 * 10 us.
+        // 8 ranks, 1 MB: linear bcast 7 * 1010 us, tree 3 * 1010 us, + barrier 3 * 10 us.
         let (lin, tree) = predict_coll(&h, "bcast", 8, 1e6).unwrap();
         assert!((lin - (7.0 * 1010e-6 + 30e-6)).abs() < 1e-9);
         assert!((tree - (3.0 * 1010e-6 + 30e-6)).abs() < 1e-9);

@@ -106,8 +106,8 @@ fn install_hint(family: Family) -> &'static str {
 /// `openmpi`, `mpich` or the path of an MPI C compiler wrapper.
 pub fn resolve(spec: &str) -> Result<Library, String> {
     match spec {
-        // `rwapi`: Tandem running a kernel's RWAPI variant (seed 003's
-        // remote writes), to set beside MPI send/receive.
+        // `rwapi`: Tandem running a kernel's RWAPI variant (Ben Fredj and
+        // Renault's remote writes), to set beside MPI send/receive.
         "tandem" | "rwapi" => {
             let exe = std::env::current_exe()
                 .map_err(|e| format!("cannot find the running tandem executable: {e}"))?;
@@ -160,6 +160,40 @@ pub fn resolve(spec: &str) -> Result<Library, String> {
             "unknown MPI '{other}': expected tandem, rwapi, openmpi, mpich or the path of an MPI C compiler wrapper (e.g. /opt/mpi/bin/mpicc)"
         )),
     }
+}
+
+/// The other MPI libraries installed here, in a fixed order: Debian's
+/// Open MPI and MPICH where their compiler wrapper and launcher are on
+/// PATH.
+pub fn detect() -> Vec<Library> {
+    ["openmpi", "mpich"]
+        .into_iter()
+        .filter_map(|name| resolve(name).ok())
+        .collect()
+}
+
+/// The libraries a `--mpi` list names; `auto` stands for Tandem and every
+/// library [`detect`] finds.
+pub fn resolve_list(list: &str) -> Result<Vec<Library>, String> {
+    let mut libs: Vec<Library> = Vec::new();
+    for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let more = if word == "auto" {
+            let mut v = vec![resolve("tandem")?];
+            v.extend(detect());
+            v
+        } else {
+            vec![resolve(word)?]
+        };
+        for l in more {
+            if !libs.iter().any(|x| x.name == l.name) {
+                libs.push(l);
+            }
+        }
+    }
+    if libs.is_empty() {
+        return Err("--mpi: no library named".into());
+    }
+    Ok(libs)
 }
 
 /// An MPI given by its compiler wrapper: its family from the wrapper's
@@ -399,6 +433,27 @@ mod tests {
         let e = resolve("/nonexistent/mpicc").unwrap_err();
         assert!(e.contains("no such compiler wrapper"), "{e}");
         assert!(install_hint(Family::OpenMpi).starts_with("apt-get install"));
+    }
+
+    #[test]
+    fn detection_finds_the_installed_libraries() {
+        let on_path = |p: &str| which(p).is_some();
+        let found: Vec<String> = detect().into_iter().map(|l| l.name).collect();
+        let expected: Vec<&str> = [("openmpi", "openmpi"), ("mpich", "mpich")]
+            .into_iter()
+            .filter(|(_, suffix)| {
+                on_path(&format!("mpicc.{suffix}")) && on_path(&format!("mpirun.{suffix}"))
+            })
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(found, expected);
+        // auto: Tandem first, then those; named twice, listed once.
+        if let Ok(libs) = resolve_list("auto,openmpi") {
+            let names: Vec<&str> = libs.iter().map(|l| l.name.as_str()).collect();
+            assert_eq!(names[0], "tandem");
+            assert_eq!(&names[1..], expected.as_slice());
+        }
+        assert!(resolve_list(" , ").unwrap_err().contains("no library"));
     }
 
     #[test]

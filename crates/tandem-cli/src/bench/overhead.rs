@@ -1,8 +1,9 @@
-//! The post-work-wait analysis of seed 001 (Doerfler and Brightwell):
-//! from the points of one series (work time growing, iteration time
-//! measured), the transfer time, the stop point, the overhead and the
-//! application availability. The `overhead` kernel runs the same logic to
-//! know when to stop; this is the analysis `tandem bench` reports.
+//! The post-work-wait analysis of Doerfler and Brightwell ("Measuring MPI
+//! Send and Receive Overhead and Application Availability in High Performance
+//! Network Interfaces"): from the points of one series (work time growing,
+//! iteration time measured), the transfer time, the stop point, the overhead
+//! and the application availability. The `overhead` kernel runs the same
+//! logic to know when to stop; this is the analysis `tandem bench` reports.
 
 use serde::Serialize;
 
@@ -18,10 +19,11 @@ pub struct Point {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Thresholds {
     /// Points above `base` times the running transfer-time average end the
-    /// averaging (the seed: 1.02 to 1.05).
+    /// averaging (Doerfler and Brightwell: 1.02 to 1.05).
     pub base: f64,
     /// The series stops once `confirm` points in a row are above `stop`
-    /// times the transfer time (the seed: 1.5 to 2, one point).
+    /// times the transfer time (Doerfler and Brightwell: 1.5 to 2, one
+    /// point).
     pub stop: f64,
     pub confirm: usize,
 }
@@ -172,7 +174,7 @@ mod tests {
         // One disturbed point does not stop the series.
         let pts = vec![p(10.0), p(10.0), p(30.0), p(10.0), p(10.0)];
         assert!(analyse(&pts, &Thresholds::default()).is_none());
-        // With confirm = 1 (the seed's rule) it does.
+        // With confirm = 1 (Doerfler and Brightwell's rule) it does.
         let th = Thresholds {
             confirm: 1,
             ..Thresholds::default()

@@ -28,7 +28,7 @@ pub struct Plot {
     pub log_y: bool,
     /// x values are byte counts (labels as 1 KiB, 4 MiB...).
     pub x_bytes: bool,
-    /// x values are small integers (node counts): labels only on integers.
+    /// x values are small integers (rank counts): labels only on integers.
     pub x_integer: bool,
     pub series: Vec<Series>,
 }
@@ -102,12 +102,81 @@ pub fn svg(plot: &Plot, size: (u32, u32)) -> Result<String, String> {
     Ok(buf)
 }
 
-/// Draws the plot on any plotters backend.
+/// Text sizes in pixels: tick labels and legend entries, axis names, the
+/// title. A plot is shown at about its own size, so these stay legible.
+const TICK_PX: u32 = 14;
+const AXIS_PX: u32 = 15;
+const TITLE_PX: u32 = 18;
+
+/// Marker shapes, one per series (with the colour, so that series stay
+/// apart in grey or for a reader who cannot tell two colours apart).
+const MARKERS: usize = 7;
+
+/// The colour and marker of series `i`: eight colours, and past them the
+/// markers shifted, so that no two of the first 56 series look alike.
+fn look(i: usize) -> (RGBColor, usize) {
+    (COLORS[i % COLORS.len()], (i + i / COLORS.len()) % MARKERS)
+}
+
+/// Draws marker `shape` centred on backend pixel `at`.
+fn marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    at: (i32, i32),
+    shape: usize,
+    color: RGBColor,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let r = 5;
+    let filled = color.filled();
+    let outline = color.stroke_width(2);
+    let e = EmptyElement::at(at);
+    match shape {
+        0 => area.draw(&(e + Circle::new((0, 0), r, filled))),
+        1 => area.draw(&(e + Rectangle::new([(-r + 1, -r + 1), (r - 1, r - 1)], filled))),
+        2 => area.draw(&(e + Polygon::new(vec![(0, -r - 1), (r, r - 1), (-r, r - 1)], filled))),
+        3 => area.draw(
+            &(e + Polygon::new(
+                vec![(0, -r - 1), (r + 1, 0), (0, r + 1), (-r - 1, 0)],
+                filled,
+            )),
+        ),
+        4 => area.draw(&(e + Circle::new((0, 0), r, outline))),
+        5 => area.draw(&(e + Rectangle::new([(-r + 1, -r + 1), (r - 1, r - 1)], outline))),
+        _ => area.draw(
+            &(e + PathElement::new(vec![(-r, -r), (r, r)], outline)
+                + PathElement::new(vec![(-r, r), (r, -r)], outline)),
+        ),
+    }
+}
+
+/// The width of the legend column for `plot` on a drawing `width` pixels
+/// wide: enough for the longest name (about 0.6 em per character), at most
+/// a third of the drawing; 0 without a legend.
+fn legend_width(plot: &Plot, width: u32) -> u32 {
+    let named = plot.series.len() > 1 || plot.series.iter().any(|s| !s.name.is_empty());
+    if !named {
+        return 0;
+    }
+    let chars = plot
+        .series
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0) as u32;
+    (chars * TICK_PX * 6 / 10 + 48).clamp(90, width / 3)
+}
+
+/// Draws the plot on any plotters backend: the chart, and the legend in a
+/// column to its right, outside the data. Each series is a line with its
+/// own colour and marker, over a band of the same colour that spans its
+/// confidence intervals.
 pub(super) fn draw<DB: DrawingBackend>(
     plot: &Plot,
     root: &DrawingArea<DB, plotters::coord::Shift>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
+    let (width, _) = root.dim_in_pixel();
+    let legend_w = legend_width(plot, width);
+    let (area, legend) = root.split_horizontally(width - legend_w);
     // Byte counts go on a log2 axis (powers of two fall on ticks), other
     // log axes are log10.
     let tx = |x: f64| match (plot.log_x, plot.x_bytes) {
@@ -122,17 +191,24 @@ pub(super) fn draw<DB: DrawingBackend>(
             && (!plot.log_x || p.0 > 0.0)
             && (!plot.log_y || p.1 > 0.0)
     };
+    // An interval's ends on the y axis (its low end at the median where a
+    // log axis cannot show it).
+    let ends = |p: &(f64, f64, f64, f64)| {
+        let lo = if (plot.log_y && p.2 <= 0.0) || !p.2.is_finite() {
+            p.1
+        } else {
+            p.2.min(p.1)
+        };
+        let hi = if p.3.is_finite() { p.3.max(p.1) } else { p.1 };
+        (ty(lo), ty(hi))
+    };
     let pts: Vec<(f64, f64)> = plot
         .series
         .iter()
         .flat_map(|s| s.points.iter().filter(|p| usable(p)))
         .flat_map(|p| {
-            let lo = if plot.log_y && p.2 <= 0.0 { p.1 } else { p.2 };
-            [
-                (tx(p.0), ty(p.1)),
-                (tx(p.0), ty(lo)),
-                (tx(p.0), ty(p.3.max(p.1))),
-            ]
+            let (lo, hi) = ends(p);
+            [(tx(p.0), ty(p.1)), (tx(p.0), lo), (tx(p.0), hi)]
         })
         .filter(|p| p.0.is_finite() && p.1.is_finite())
         .collect();
@@ -164,11 +240,11 @@ pub(super) fn draw<DB: DrawingBackend>(
     } else {
         y0 -= ypad;
     }
-    let mut chart = ChartBuilder::on(root)
-        .caption(&plot.title, ("sans-serif", 20))
+    let mut chart = ChartBuilder::on(&area)
+        .caption(&plot.title, ("sans-serif", TITLE_PX))
         .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
+        .x_label_area_size(52)
+        .y_label_area_size(78)
         .build_cartesian_2d((x0 - xpad)..(x1 + xpad), y0..(y1 + ypad))?;
     let (log_x, log_y, bytes, integer) = (plot.log_x, plot.log_y, plot.x_bytes, plot.x_integer);
     let x_fmt = move |v: &f64| {
@@ -191,6 +267,8 @@ pub(super) fn draw<DB: DrawingBackend>(
             plot.y_label,
             if log_y { " (log)" } else { "" }
         ))
+        .label_style(("sans-serif", TICK_PX))
+        .axis_desc_style(("sans-serif", AXIS_PX))
         .x_labels(if log_x {
             24
         } else if integer {
@@ -203,43 +281,60 @@ pub(super) fn draw<DB: DrawingBackend>(
         .y_label_formatter(&y_fmt)
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
+    let mut lines: Vec<Vec<(f64, f64)>> = Vec::new();
     for (i, s) in plot.series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let mut line: Vec<(f64, f64)> = s
-            .points
+        let (color, _) = look(i);
+        let mut kept: Vec<&(f64, f64, f64, f64)> = s.points.iter().filter(|p| usable(p)).collect();
+        kept.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // The confidence intervals as a band: up along the high ends, back
+        // along the low ends (a bar where there is a single point).
+        let band: Vec<(f64, f64)> = kept
             .iter()
-            .filter(|p| usable(p))
-            .map(|p| (tx(p.0), ty(p.1)))
+            .map(|p| (tx(p.0), ends(p).1))
+            .chain(kept.iter().rev().map(|p| (tx(p.0), ends(p).0)))
+            .filter(|p| p.0.is_finite() && p.1.is_finite())
             .collect();
-        line.sort_by(|a, b| a.0.total_cmp(&b.0));
-        chart
-            .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
-            .label(s.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart.draw_series(line.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
-        // Confidence intervals as vertical bars.
-        chart.draw_series(
-            s.points
-                .iter()
-                .filter(|p| usable(p) && p.3 > p.2)
-                .filter_map(|p| {
-                    let lo = if plot.log_y && p.2 <= 0.0 { p.1 } else { p.2 };
-                    let (a, b) = (ty(lo), ty(p.3));
-                    (a.is_finite() && b.is_finite()).then(|| {
-                        PathElement::new(vec![(tx(p.0), a), (tx(p.0), b)], color.stroke_width(1))
-                    })
-                }),
-        )?;
+        if kept.len() > 1 {
+            chart.draw_series(std::iter::once(Polygon::new(
+                band,
+                color.mix(0.18).filled(),
+            )))?;
+        } else if let Some(p) = kept.first() {
+            let (lo, hi) = ends(p);
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(tx(p.0), lo), (tx(p.0), hi)],
+                color.mix(0.5).stroke_width(4),
+            )))?;
+        }
+        lines.push(kept.iter().map(|p| (tx(p.0), ty(p.1))).collect());
     }
-    if plot.series.len() > 1 || plot.series.iter().any(|s| !s.name.is_empty()) {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()?;
+    // Lines and markers over every band.
+    for (i, line) in lines.iter().enumerate() {
+        let (color, shape) = look(i);
+        chart.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?;
+        for p in line {
+            marker(root, chart.backend_coord(p), shape, color)?;
+        }
+    }
+    if legend_w > 0 {
+        let (_, h) = legend.dim_in_pixel();
+        let step = (TICK_PX + 10) as i32;
+        let top = (h as i32 - step * plot.series.len() as i32).clamp(40, 60);
+        let (lx, _) = legend.get_base_pixel();
+        for (i, s) in plot.series.iter().enumerate() {
+            let (color, shape) = look(i);
+            let y = top + i as i32 * step;
+            root.draw(&PathElement::new(
+                vec![(lx + 4, y), (lx + 30, y)],
+                color.stroke_width(2),
+            ))?;
+            marker(root, (lx + 17, y), shape, color)?;
+            legend.draw(&Text::new(
+                s.name.clone(),
+                (38, y - TICK_PX as i32 / 2 - 1),
+                ("sans-serif", TICK_PX).into_font().color(&BLACK),
+            ))?;
+        }
     }
     Ok(())
 }

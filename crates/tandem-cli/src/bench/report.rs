@@ -20,7 +20,9 @@ use super::model::{self, ModelResult};
 use super::mpi::{self, Library, Transport};
 use super::output::{self, Machine};
 use super::plot;
+use super::progress;
 use super::stats::{CI_LEVEL, WIDE_SPREAD};
+use super::summary::{self, Figure};
 use super::{run_spec, split_set, KernelResult, RunSpec};
 
 #[derive(Args, Debug)]
@@ -28,9 +30,12 @@ pub struct ReportArgs {
     /// Directory for index.html and results.json
     #[arg(long, value_name = "DIR", default_value = "bench-report")]
     pub out: PathBuf,
-    /// MPI libraries (comma-separated; more than one makes every section a comparison)
-    #[arg(long, default_value = "tandem")]
-    pub mpi: String,
+    /// MPI libraries, comma-separated, the first the reference: more than
+    /// one makes every section a comparison. Default: auto, that is Tandem
+    /// and every MPI library installed here (Open MPI, MPICH); `--mpi
+    /// tandem` measures Tandem alone (also the default with --replicas)
+    #[arg(long, value_name = "LIST")]
+    pub mpi: Option<String>,
     /// transports=LIST (default: every transport `tandem info` lists), or a
     /// library parameter passed to every run
     #[arg(long = "set", value_name = "NAME=VALUE")]
@@ -74,6 +79,11 @@ pub struct Report {
     pub seconds: f64,
     pub sections: Vec<Section>,
     pub models: Vec<(String, ModelResult)>,
+    /// The figures the page opens with.
+    pub summary: Vec<Figure>,
+    /// Libraries `--mpi auto` looked for and did not find, with how to
+    /// install them.
+    pub not_found: Vec<String>,
 }
 
 /// The transports Tandem has: those `tandem info --json` lists, and those
@@ -148,7 +158,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
     let mut plans = vec![
         Plan {
             kernel: k("pingpong"),
-            title: "Ping-pong (seed 003): one-way latency and throughput",
+            title: "Ping-pong (Ben Fredj and Renault): one-way latency and throughput",
             np: 2,
             params: vec![
                 (
@@ -165,7 +175,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("bidir"),
-            title: "Bidirectional ping-pong (seed 003)",
+            title: "Bidirectional ping-pong (Ben Fredj and Renault)",
             np: 2,
             params: vec![
                 ("sizes", sizes("1:4m:4")?),
@@ -175,7 +185,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("burst"),
-            title: "Burst (seed 003): time per message when sending as fast as possible",
+            title: "Burst (Ben Fredj and Renault): time per message when sending as fast as possible",
             np: 2,
             params: vec![
                 ("sizes", sizes("1:4m:4")?),
@@ -185,7 +195,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("overhead"),
-            title: "MPI_Isend / MPI_Irecv overhead and application availability (seed 001)",
+            title: "MPI_Isend / MPI_Irecv overhead and application availability (Doerfler and Brightwell)",
             np: 2,
             params: vec![
                 ("sizes", sizes("8,1k,16k,64k,256k,1m")?),
@@ -194,13 +204,13 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("alltoallv"),
-            title: "All-to-all exchange of seed 000 (Isend/Irecv/Waitall, ~32 KiB per pair)",
+            title: "All-to-all exchange of Gabriel's VolpexMPI report (Isend/Irecv/Waitall, ~32 KiB per pair)",
             np: a.np.max(1),
             params: vec![("repeat", r.to_string())],
         },
         Plan {
             kernel: k("cannon"),
-            title: "Cannon's matrix multiplication, shifts overlapped with computation (seed 004)",
+            title: "Cannon's matrix multiplication, shifts overlapped with computation (Kumar et al.)",
             np: q * q,
             params: vec![
                 ("n", (256 / q * q).to_string()),
@@ -219,7 +229,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
         },
         Plan {
             kernel: k("coll"),
-            title: "Collectives (seed 002): barrier, start, operation, barrier, end",
+            title: "Collectives (Noor, Alhaisoni and Liotta): barrier, start, operation, barrier, end",
             np: a.np.max(2),
             params: vec![
                 ("sizes", sizes("1k,64k,1m")?),
@@ -267,12 +277,9 @@ fn html_table(header: &[String], rows: &[Vec<String>]) -> String {
     for r in rows {
         h.push_str("<tr>");
         for c in r {
-            let class = if c.ends_with(" !") {
-                " class=\"wide\""
-            } else {
-                ""
-            };
-            let _ = write!(h, "<td{class}>{}</td>", esc(c));
+            // The page shows noise as bands and one sentence per section,
+            // not as a mark on each cell.
+            let _ = write!(h, "<td>{}</td>", esc(c.trim_end_matches(" !")));
         }
         h.push_str("</tr>");
     }
@@ -326,123 +333,152 @@ fn tables_html(tables: &[(String, &Table)]) -> String {
     html_table(&header, &rows)
 }
 
+/// Plot size in the page: two side by side fit its width, and the page
+/// shows them at this size, so their text keeps its pixel size.
+const PLOT_SIZE: (u32, u32) = (540, 360);
+
 fn svg_of(tables: &[(String, &Table)], metric: usize, title: &str) -> String {
     plot::of_tables(tables, metric, title)
-        .and_then(|p| plot::svg(&p, (760, 440)).ok())
+        .and_then(|p| plot::svg(&p, PLOT_SIZE).ok())
         .map(|s| format!("<div class=\"plot\">{s}</div>\n"))
         .unwrap_or_default()
 }
 
-fn model_html(m: &ModelResult) -> String {
-    let mut h = String::new();
-    let _ = writeln!(h, "<pre>{}</pre>", esc(&model::text(m)));
-    if !m.pingpong.is_empty() {
-        if let Ok(s) = plot::svg(&model::plot_of(m), (760, 440)) {
-            let _ = writeln!(h, "<div class=\"plot\">{s}</div>");
+/// The collectives as small multiples: one plot per operation, a curve
+/// per (library, size), instead of every operation on one plot.
+fn coll_svgs(tables: &[(String, &Table)], transport: &str) -> String {
+    let Some((_, first)) = tables.first() else {
+        return String::new();
+    };
+    let mut ops: Vec<String> = Vec::new();
+    for r in &first.rows {
+        if let Some((_, op)) = r.keys.iter().find(|(k, _)| k == "op") {
+            if !ops.contains(op) {
+                ops.push(op.clone());
+            }
         }
+    }
+    let mut h = String::new();
+    for op in ops {
+        let per_op: Vec<(String, Table)> = tables
+            .iter()
+            .map(|(lib, t)| {
+                let mut t = (*t).clone();
+                t.rows
+                    .retain(|r| r.keys.iter().any(|(k, v)| k == "op" && *v == op));
+                for r in &mut t.rows {
+                    r.group = r
+                        .keys
+                        .iter()
+                        .find(|(k, _)| k == "size")
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default();
+                }
+                (lib.clone(), t)
+            })
+            .collect();
+        let refs: Vec<(String, &Table)> = per_op.iter().map(|(l, t)| (l.clone(), t)).collect();
+        h.push_str(&svg_of(&refs, 1, &format!("{op} ({transport})")));
     }
     h
 }
 
-/// The page.
-pub fn html(r: &Report) -> String {
+fn model_html(m: &ModelResult) -> String {
     let mut h = String::new();
-    h.push_str(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>Tandem benchmark report</title>\n<style>\n\
-         body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\n\
-         table{border-collapse:collapse;margin:0.6em 0;font-size:0.9em}\n\
-         th,td{border:1px solid #ccc;padding:0.2em 0.5em;text-align:right}\n\
-         th{background:#f0f0f0} td:first-child,th:first-child{text-align:left}\n\
-         td.wide{background:#fff3cd}\n pre{background:#f7f7f7;padding:0.6em;overflow-x:auto;font-size:0.85em}\n\
-         .plot svg{max-width:100%;height:auto} .note{color:#8a6d3b}\n h2{border-bottom:1px solid #ddd;margin-top:2em}\n\
-         </style></head><body>\n<h1>Tandem benchmark report</h1>\n",
-    );
-    let m = &r.machine;
-    let _ = writeln!(
-        h,
-        "<p>{} &middot; {} cores &middot; {} GiB &middot; {} &middot; {} &middot; Linux {} &middot; {} &middot; took {:.0} s</p>",
-        esc(&m.hostname),
-        m.cores,
-        m.memory_gib,
-        esc(&m.cpu),
-        esc(&m.os),
-        esc(&m.kernel),
-        esc(&m.date),
-        r.seconds
-    );
-    h.push_str("<ul>\n");
-    for (lib, v) in &r.libraries {
-        let _ = writeln!(h, "<li><b>{}</b>: {}</li>", esc(lib), esc(v));
-    }
-    let _ = writeln!(h, "<li>transports: {}</li>", esc(&r.transports.join(", ")));
-    let _ = writeln!(h, "<li>command: <code>{}</code></li>", esc(&r.command));
-    h.push_str("</ul>\n");
-    let _ = writeln!(
-        h,
-        "<p>Every figure is the median over the repetitions with its {:.0}% confidence interval in brackets; \
-         cells shaded yellow have an interval wider than {:.0}% of the median (a noisy machine: rerun with a \
-         larger --duration or --repeat). Each run's parameters, library versions and raw records are in \
-         results.json beside this page.</p>",
-        CI_LEVEL * 100.0,
-        WIDE_SPREAD * 100.0
-    );
-    h.push_str("<h2>Contents</h2><ul>\n");
-    for (i, s) in r.sections.iter().enumerate() {
-        let _ = writeln!(
-            h,
-            "<li><a href=\"#s{i}\">{} ({})</a></li>",
-            esc(&s.title),
-            esc(&s.transport)
-        );
-    }
-    for (t, _) in &r.models {
-        let _ = writeln!(
-            h,
-            "<li><a href=\"#model-{0}\">Models ({0})</a></li>",
-            esc(t)
-        );
-    }
-    h.push_str("</ul>\n");
-    for (i, s) in r.sections.iter().enumerate() {
-        let _ = writeln!(
-            h,
-            "<h2 id=\"s{i}\">{} &mdash; {}</h2>",
-            esc(&s.title),
-            esc(&s.transport)
-        );
-        if let Some(why) = &s.skipped {
-            let _ = writeln!(h, "<p class=\"note\">Skipped: {}</p>", esc(why));
-            continue;
+    if !m.pingpong.is_empty() {
+        if let Ok(s) = plot::svg(&model::plot_of(m), (900, 460)) {
+            let _ = writeln!(
+                h,
+                "<div class=\"plots\"><div class=\"plot wide\">{s}</div></div>"
+            );
         }
-        let Some(res) = &s.result else { continue };
-        let _ = writeln!(
-            h,
-            "<p>{} ranks; parameters: <code>{}</code>{}</p>",
-            res.np,
-            esc(&res
-                .params
+    }
+    let _ = writeln!(
+        h,
+        "<details><summary>Fitted parameters and errors</summary><pre>{}</pre></details>",
+        esc(&model::text(m))
+    );
+    h
+}
+
+/// The questions the page answers, in order, with the kernels that answer
+/// each.
+const QUESTIONS: [(&str, &str, &[&str]); 4] = [
+    (
+        "latency",
+        "Latency and bandwidth",
+        &["pingpong", "bidir", "burst"],
+    ),
+    (
+        "overlap",
+        "Overlap of communication and computation",
+        &["overhead", "cannon"],
+    ),
+    (
+        "collectives",
+        "Collectives and all-to-all exchange",
+        &["coll", "alltoallv"],
+    ),
+    ("replication", "Replication", &["tts"]),
+];
+
+/// How noisy a section's figures were, in one sentence, or None when every
+/// interval is narrow.
+fn noise_sentence(refs: &[(String, &Table)]) -> Option<String> {
+    let parts: Vec<String> = refs
+        .iter()
+        .filter_map(|(lib, t)| {
+            let all = t
+                .rows
                 .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")),
-            res.core_probes_text()
-                .map(|c| format!("; {}", esc(&c)))
-                .unwrap_or_default()
-        );
-        if let Some(n) = core_latency::note(&res.core_probes()) {
-            let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&n));
-        }
-        for n in &res.notes {
-            let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(n));
-        }
-        let refs = res.table_refs();
-        let first = &refs[0].1;
-        if !first.rows.is_empty() && first.rows.len() > 1 {
-            h.push_str(&svg_of(
-                &refs,
-                0,
-                &format!("{} ({})", s.kernel, s.transport),
-            ));
+                .filter(|r| r.values.first().copied().flatten().is_some());
+            let total = all.clone().count();
+            let wide = all
+                .filter(|r| {
+                    r.values
+                        .first()
+                        .copied()
+                        .flatten()
+                        .is_some_and(|s| s.is_wide())
+                })
+                .count();
+            (wide > 0).then(|| format!("{lib} {wide} of {total}"))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!(
+            "Noisy: {} points have an interval wider than {:.0}% of the median (wide bands); \
+             rerun with a larger --repeat to tell them apart.",
+            parts.join(", "),
+            WIDE_SPREAD * 100.0
+        )
+    })
+}
+
+fn section_html(h: &mut String, i: usize, s: &Section, cores: usize) {
+    let _ = writeln!(
+        h,
+        "<h3 id=\"s{i}\">{} &mdash; {}</h3>",
+        esc(&s.title),
+        esc(&summary::transport_name(&s.transport))
+    );
+    if let Some(why) = &s.skipped {
+        let _ = writeln!(h, "<p class=\"note\">Skipped: {}</p>", esc(why));
+        return;
+    }
+    let Some(res) = &s.result else { return };
+    let refs = res.table_refs();
+    let first = &refs[0].1;
+    if first.rows.len() > 1 {
+        h.push_str("<div class=\"plots\">\n");
+        if s.kernel == "coll" {
+            h.push_str(&coll_svgs(&refs, &s.transport));
+        } else {
+            let what = match s.kernel.as_str() {
+                "pingpong" | "bidir" | "burst" => format!("{} latency", s.kernel),
+                k => k.to_string(),
+            };
+            h.push_str(&svg_of(&refs, 0, &format!("{what} ({})", s.transport)));
             if s.kernel == "overhead" {
                 h.push_str(&svg_of(
                     &refs,
@@ -458,31 +494,237 @@ pub fn html(r: &Report) -> String {
                 ));
             }
         }
-        if res.np as usize > r.machine.cores {
+        h.push_str("</div>\n");
+    }
+    if let Some(n) = noise_sentence(&refs) {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&n));
+    }
+    if res.np as usize > cores {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{} ranks on {} cores: ranks share cores, so these times include waiting \
+             for the scheduler (how a library waits matters as much as how it sends).</p>",
+            res.np, cores
+        );
+    }
+    for n in &res.notes {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(n));
+    }
+    if let Some(n) = core_latency::note(&res.core_probes()) {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", esc(&n));
+    }
+    let _ = writeln!(
+        h,
+        "<details{}><summary>Table: median [{:.0}% confidence interval]</summary>",
+        if first.rows.len() > 1 { "" } else { " open" },
+        CI_LEVEL * 100.0
+    );
+    h.push_str(&tables_html(&refs));
+    if s.kernel == "tts" {
+        let _ = writeln!(h, "<pre>{}</pre>", esc(&super::solutions_text(res)));
+    }
+    let _ = writeln!(
+        h,
+        "<p class=\"params\">{} ranks; parameters: <code>{}</code>{}</p>",
+        res.np,
+        esc(&res
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")),
+        res.core_probes_text()
+            .map(|c| format!("; {}", esc(&c)))
+            .unwrap_or_default()
+    );
+    h.push_str("</details>\n");
+    let counters = output::counters_text(&res.runs);
+    if !counters.is_empty() {
+        let _ = writeln!(
+            h,
+            "<details><summary>Progress-engine counters</summary><pre>{}</pre></details>",
+            esc(&counters)
+        );
+    }
+}
+
+/// The summary: per transport, one line per figure.
+fn summary_html(h: &mut String, r: &Report) {
+    h.push_str("<h2 id=\"summary\">Summary</h2>\n");
+    let names: Vec<String> = r
+        .libraries
+        .iter()
+        .map(|(l, _)| summary::display_name(l))
+        .collect();
+    let mut intro = match names.split_first() {
+        Some((first, [])) => format!("{first} alone"),
+        Some((first, rest)) => format!("{first} against {}", rest.join(" and ")),
+        None => "No library ran".into(),
+    };
+    if !r.not_found.is_empty() {
+        let _ = write!(intro, " (not found here: {})", r.not_found.join("; "));
+    }
+    let _ = writeln!(
+        h,
+        "<p>{}. Each figure is a median over the repetitions; a ratio is {}'s median over the \
+         other library's, and <i>within noise</i> means their {:.0}% confidence intervals overlap.</p>",
+        esc(&intro),
+        esc(names.first().map_or("the first library", String::as_str)),
+        CI_LEVEL * 100.0
+    );
+    for t in &r.transports {
+        let figs: Vec<&Figure> = r.summary.iter().filter(|f| f.transport == *t).collect();
+        if figs.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            h,
+            "<h3 class=\"sum\">{}</h3>\n<ul class=\"summary\">",
+            esc(&summary::transport_name(t))
+        );
+        for f in figs {
             let _ = writeln!(
                 h,
-                "<p class=\"note\">{} ranks on {} cores: ranks share cores, so these times include waiting \
-                 for the scheduler (how a library waits matters as much as how it sends).</p>",
-                res.np, r.machine.cores
+                "<li title=\"{}\"><a href=\"#q-{}\">{}</a></li>",
+                esc(&f.what),
+                f.question
+                    .replace("bandwidth", "latency")
+                    .replace("application", "overlap"),
+                esc(&f.verdict)
             );
         }
-        h.push_str(&tables_html(&refs));
-        if s.kernel == "tts" {
-            let _ = writeln!(h, "<pre>{}</pre>", esc(&super::solutions_text(res)));
-        }
-        let counters = output::counters_text(&res.runs);
-        if !counters.is_empty() {
-            let _ = writeln!(h, "<pre>{}</pre>", esc(&counters));
-        }
-        for (lib, t) in &refs {
-            let w = output::spread_warnings(t);
-            if !w.is_empty() {
-                let _ = writeln!(h, "<p class=\"note\">{}: {}</p>", esc(lib), esc(&w));
+        h.push_str("</ul>\n");
+    }
+}
+
+/// The page.
+pub fn html(r: &Report) -> String {
+    let mut h = String::new();
+    h.push_str(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>Tandem benchmark report</title>\n<style>\n\
+         body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}\n\
+         table{border-collapse:collapse;margin:0.6em 0;font-size:0.9em;display:block;overflow-x:auto}\n\
+         th,td{border:1px solid #ccc;padding:0.2em 0.5em;text-align:right;white-space:nowrap}\n\
+         th{background:#f0f0f0} td:first-child,th:first-child{text-align:left}\n\
+         pre{background:#f7f7f7;padding:0.6em;white-space:pre-wrap;font-size:0.85em}\n\
+         code{overflow-wrap:anywhere} .params{font-size:0.9em;color:#555}\n\
+         .plots{display:flex;flex-wrap:wrap;gap:8px} .plot{flex:0 1 540px;min-width:0}\n\
+         .plot.wide{flex-basis:900px} .plot svg{max-width:100%;height:auto;display:block}\n\
+         .note{color:#8a6d3b} h2{border-bottom:1px solid #ddd;margin-top:2em}\n\
+         ul.summary{font-size:1.05em;margin:0.3em 0 1em} ul.summary a{color:inherit;text-decoration:none}\n\
+         h3.sum{margin-bottom:0.2em} details{margin:0.4em 0} summary{cursor:pointer;color:#245}\n\
+         </style></head><body>\n<h1>Tandem benchmark report</h1>\n",
+    );
+    let m = &r.machine;
+    let _ = writeln!(
+        h,
+        "<p>{} &middot; {} cores &middot; {} GiB &middot; {} &middot; {} &middot; Linux {} &middot; {} &middot; took {:.0} s</p>",
+        esc(&m.hostname),
+        m.cores,
+        m.memory_gib,
+        esc(&m.cpu),
+        esc(&m.os),
+        esc(&m.kernel),
+        esc(&m.date),
+        r.seconds
+    );
+    summary_html(&mut h, r);
+    let _ = writeln!(
+        h,
+        "<h2>Reading the plots</h2>\n<p>Lines join the medians over the repetitions. The shaded band \
+         around a line spans the {:.0}% confidence interval of each median: where two bands overlap, \
+         this run cannot tell the two apart, because the machine's noise is as large as the \
+         difference. The numbers are in the table folded under each plot. Each run's parameters, \
+         library versions and raw records are in results.json beside this page.</p>",
+        CI_LEVEL * 100.0
+    );
+    h.push_str("<details><summary>Libraries, transports and command</summary><ul>\n");
+    for (lib, v) in &r.libraries {
+        let _ = writeln!(h, "<li><b>{}</b>: {}</li>", esc(lib), esc(v));
+    }
+    let _ = writeln!(h, "<li>transports: {}</li>", esc(&r.transports.join(", ")));
+    let _ = writeln!(h, "<li>command: <code>{}</code></li>", esc(&r.command));
+    h.push_str("</ul></details>\n");
+    // Sections by question, then by kernel, then by transport.
+    let order = |s: &Section| {
+        QUESTIONS
+            .iter()
+            .enumerate()
+            .find_map(|(qi, (_, _, ks))| ks.iter().position(|k| *k == s.kernel).map(|ki| (qi, ki)))
+            .unwrap_or((QUESTIONS.len(), 0))
+    };
+    let mut idx: Vec<usize> = (0..r.sections.len()).collect();
+    idx.sort_by_key(|&i| {
+        let (q, k) = order(&r.sections[i]);
+        let t = r
+            .transports
+            .iter()
+            .position(|t| *t == r.sections[i].transport)
+            .unwrap_or(0);
+        (q, k, t, i)
+    });
+    h.push_str("<h2>Contents</h2><ul>\n");
+    let mut open_q = None;
+    for &i in &idx {
+        let s = &r.sections[i];
+        let (q, _) = order(s);
+        if open_q != Some(q) {
+            if open_q.is_some() {
+                h.push_str("</ul></li>\n");
             }
+            let title = QUESTIONS.get(q).map_or("Other", |x| x.1);
+            let _ = writeln!(h, "<li>{}<ul>", esc(title));
+            open_q = Some(q);
         }
+        let _ = writeln!(
+            h,
+            "<li><a href=\"#s{i}\">{} ({})</a></li>",
+            esc(&s.title),
+            esc(&summary::transport_name(&s.transport))
+        );
+    }
+    if open_q.is_some() {
+        h.push_str("</ul></li>\n");
+    }
+    if !r.models.is_empty() {
+        h.push_str("<li>Models<ul>\n");
+        for (t, _) in &r.models {
+            let _ = writeln!(
+                h,
+                "<li><a href=\"#model-{}\">Models ({})</a></li>",
+                esc(t),
+                esc(&summary::transport_name(t))
+            );
+        }
+        h.push_str("</ul></li>\n");
+    }
+    h.push_str("</ul>\n");
+    let mut open_q = None;
+    for &i in &idx {
+        let s = &r.sections[i];
+        let (q, _) = order(s);
+        if open_q != Some(q) {
+            let (id, title) = QUESTIONS.get(q).map_or(("other", "Other"), |x| (x.0, x.1));
+            let _ = writeln!(h, "<h2 id=\"q-{id}\">{}</h2>", esc(title));
+            open_q = Some(q);
+        }
+        section_html(&mut h, i, s, r.machine.cores);
+    }
+    if !r.models.is_empty() {
+        h.push_str(
+            "<h2 id=\"q-models\">Models</h2>\n<p>Hockney and LogGP fitted to each size's fastest \
+             ping-pong repetition, and the collectives they predict.</p>\n",
+        );
     }
     for (t, m) in &r.models {
-        let _ = writeln!(h, "<h2 id=\"model-{0}\">Models &mdash; {0}</h2>", esc(t));
+        let _ = writeln!(
+            h,
+            "<h3 id=\"model-{}\">Models &mdash; {}</h3>",
+            esc(t),
+            esc(&summary::transport_name(t))
+        );
         h.push_str(&model_html(m));
     }
     h.push_str("</body></html>\n");
@@ -491,11 +733,24 @@ pub fn html(r: &Report) -> String {
 
 pub fn command(a: &ReportArgs) -> Result<(), String> {
     let started = Instant::now();
-    let libs: Vec<Library> = a
-        .mpi
-        .split(',')
-        .map(|s| mpi::resolve(s.trim()))
-        .collect::<Result<_, _>>()?;
+    // With --replicas the question is Tandem's with itself.
+    let list = a.mpi.clone().unwrap_or_else(|| {
+        if a.replicas.is_some() {
+            "tandem".into()
+        } else {
+            "auto".into()
+        }
+    });
+    let libs: Vec<Library> = mpi::resolve_list(&list)?;
+    let not_found: Vec<String> = if list.split(',').any(|w| w.trim() == "auto") {
+        ["openmpi", "mpich"]
+            .into_iter()
+            .filter(|n| !libs.iter().any(|l| l.name == *n))
+            .filter_map(|n| mpi::resolve(n).err())
+            .collect()
+    } else {
+        Vec::new()
+    };
     if !(a.duration.is_finite() && a.duration > 0.0) {
         return Err("--duration: expected a positive number of seconds".into());
     }
@@ -525,7 +780,109 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
     let mut sections = Vec::new();
     let mut models = Vec::new();
     let mut versions: Vec<(String, String)> = Vec::new();
+    // The launches to come, for the progress bar.
+    let mut launches = 0u64;
+    for p in plans(a, &[1], replicated)? {
+        let run_libs = match &replicas {
+            Some(r) => super::with_replicas(p.kernel, &libs, r).map_or(0, |(l, _)| l.len()),
+            None => libs.len(),
+        };
+        let mut params: BTreeMap<String, String> = p
+            .params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let nps = super::node_counts(p.kernel, p.np, &mut params)?
+            .len()
+            .max(1);
+        let repeat: u32 = params
+            .get("repeat")
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(1);
+        let rounds = report_rounds(p.kernel, repeat, run_libs).min(repeat).max(1);
+        launches += u64::from(rounds) * (run_libs * nps) as u64;
+    }
+    progress::start("report", launches * transports.len() as u64);
+    let measured = measure(
+        a,
+        &libs,
+        &transports,
+        &rest,
+        replicas.as_ref(),
+        replicated,
+        &mut sections,
+        &mut models,
+        &mut versions,
+    );
+    progress::finish();
+    measured?;
+    let lib_names: Vec<String> = libs.iter().map(|l| l.name.clone()).collect();
+    let mut figures = Vec::new();
     for t in &transports {
+        let find = |kernel: &str| {
+            sections
+                .iter()
+                .filter(|s| s.transport == *t && s.kernel == kernel)
+                .filter_map(|s| s.result.as_ref())
+                .find(|r| r.params.get("overlap").map(String::as_str) != Some("0"))
+        };
+        figures.extend(summary::figures(t, &lib_names, find));
+    }
+    let report = Report {
+        machine: Machine::describe(),
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        libraries: versions,
+        transports,
+        seconds: started.elapsed().as_secs_f64(),
+        sections,
+        models,
+        summary: figures,
+        not_found,
+    };
+    let index = a.out.join("index.html");
+    output::write_file(&index, html(&report).as_bytes())?;
+    let json =
+        serde_json::to_string_pretty(&report).map_err(|e| format!("cannot encode JSON: {e}"))?;
+    output::write_file(&a.out.join("results.json"), json.as_bytes())?;
+    for f in &report.summary {
+        println!("{}", f.verdict);
+    }
+    println!(
+        "wrote {} and results.json ({} sections, {:.0} s)",
+        index.display(),
+        report.sections.len(),
+        report.seconds
+    );
+    Ok(())
+}
+
+/// Launches per library of a report section: a time to solution once per
+/// repetition, a comparison two (interleaved), else one.
+fn report_rounds(kernel: &Kernel, repeat: u32, libs: usize) -> u32 {
+    if kernel.time_to_solution {
+        repeat
+    } else if libs > 1 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Runs the report's kernels over each transport, filling its sections,
+/// its models and the libraries' versions.
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    a: &ReportArgs,
+    libs: &[Library],
+    transports: &[String],
+    rest: &[String],
+    replicas: Option<&Vec<u32>>,
+    replicated: bool,
+    sections: &mut Vec<Section>,
+    models: &mut Vec<(String, ModelResult)>,
+    versions: &mut Vec<(String, String)>,
+) -> Result<(), String> {
+    for t in transports {
         let transport = Transport::parse(t);
         let mut tables: BTreeMap<&str, Table> = BTreeMap::new();
         let mut pingpong_probes: Vec<f64> = Vec::new();
@@ -534,12 +891,11 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
         let mut pingpong_run: Option<(RunSpec, Vec<Value>)> = None;
         // The ping-pong's sizes come from the model's regimes and cells.
         let pingpong = kernels::find("pingpong").expect("kernel in the catalogue");
-        let lib_set: Vec<(String, String)> =
-            split_set(pingpong, &rest, &libs, &mut BTreeMap::new())?
-                .into_iter()
-                .filter(|(l, _, _)| l.is_empty() || *l == libs[0].name)
-                .map(|(_, k, v)| (k, v))
-                .collect();
+        let lib_set: Vec<(String, String)> = split_set(pingpong, rest, libs, &mut BTreeMap::new())?
+            .into_iter()
+            .filter(|(l, _, _)| l.is_empty() || *l == libs[0].name)
+            .map(|(_, k, v)| (k, v))
+            .collect();
         let planned =
             model::protocols_of(libs[0].family, &lib_set, &transport, model::PINGPONG_MAX)?;
         let pingpong_sizes = model::pingpong_sizes(planned.as_ref(), model::PINGPONG_MAX);
@@ -550,11 +906,14 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect();
-            let (run_libs, mut notes) = match &replicas {
-                Some(r) => match super::with_replicas(p.kernel, &libs, r) {
+            let (run_libs, mut notes) = match replicas {
+                Some(r) => match super::with_replicas(p.kernel, libs, r) {
                     Ok(x) => x,
                     Err(why) => {
-                        eprintln!("tandem bench report: skipping {}: {why}", p.kernel.name);
+                        progress::note(&format!(
+                            "tandem bench report: skipping {}: {why}",
+                            p.kernel.name
+                        ));
                         sections.push(Section {
                             transport: t.clone(),
                             kernel: p.kernel.name.to_string(),
@@ -565,10 +924,10 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                         continue;
                     }
                 },
-                None => (libs.clone(), Vec::new()),
+                None => (libs.to_vec(), Vec::new()),
             };
             notes.extend(super::replicated_transport_note(&run_libs, &transport));
-            let lib_set = split_set(p.kernel, &rest, &run_libs, &mut params)?;
+            let lib_set = split_set(p.kernel, rest, &run_libs, &mut params)?;
             let repeat: u32 = params
                 .get("repeat")
                 .and_then(|r| r.parse().ok())
@@ -581,13 +940,7 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                 params,
                 lib_set,
                 transport: transport.clone(),
-                rounds: if p.kernel.time_to_solution {
-                    repeat
-                } else if run_libs.len() > 1 {
-                    2
-                } else {
-                    1
-                },
+                rounds: report_rounds(p.kernel, repeat, run_libs.len()),
                 timeout: Duration::from_secs(600),
                 progress: true,
                 placement: None,
@@ -608,7 +961,10 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                 skipped,
             };
             if let Some(why) = skipped {
-                eprintln!("tandem bench report: {why}; skipping {}", p.kernel.name);
+                progress::note(&format!(
+                    "tandem bench report: {why}; skipping {}",
+                    p.kernel.name
+                ));
                 sections.push(section(None, Some(why)));
                 continue;
             }
@@ -630,7 +986,10 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                     sections.push(section(Some(res), None));
                 }
                 Err(e) => {
-                    eprintln!("tandem bench report: {} on {t}: {e}", p.kernel.name);
+                    progress::note(&format!(
+                        "tandem bench report: {} on {t}: {e}",
+                        p.kernel.name
+                    ));
                     sections.push(section(None, Some(e)));
                 }
             }
@@ -659,10 +1018,11 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                 (missed, m.unsteady_sizes.is_empty(), pingpong_run.take())
             {
                 let unsteady = m.unsteady_sizes.len();
-                eprintln!(
+                progress::note(&format!(
                     "tandem bench report: the {t} ping-pong was unsteady at {unsteady} sizes \
                      and the model missed; measuring it once more"
-                );
+                ));
+                progress::more(super::planned_launches(&spec));
                 match run_spec(&spec) {
                     Ok(res) => {
                         pingpong_probes.extend(res.core_probes());
@@ -685,56 +1045,14 @@ pub fn command(a: &ReportArgs) -> Result<(), String> {
                             skipped: None,
                         });
                     }
-                    Err(e) => eprintln!("tandem bench report: pingpong again on {t}: {e}"),
+                    Err(e) => {
+                        progress::note(&format!("tandem bench report: pingpong again on {t}: {e}"))
+                    }
                 }
             }
             m.core_probes = std::mem::take(&mut pingpong_probes);
             models.push((t.clone(), m));
         }
     }
-    let report = Report {
-        machine: Machine::describe(),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-        libraries: versions,
-        transports,
-        seconds: started.elapsed().as_secs_f64(),
-        sections,
-        models,
-    };
-    let index = a.out.join("index.html");
-    output::write_file(&index, html(&report).as_bytes())?;
-    let json =
-        serde_json::to_string_pretty(&report).map_err(|e| format!("cannot encode JSON: {e}"))?;
-    output::write_file(&a.out.join("results.json"), json.as_bytes())?;
-    for (t, m) in &report.models {
-        let small = m.pingpong.first().map(|p| {
-            format!(
-                "{} us at {}",
-                output::num(p.measured * 1e6),
-                kernels::size_text(p.size as u64)
-            )
-        });
-        let large = m.pingpong.last().map(|p| {
-            format!(
-                "{} MB/s at {}",
-                output::num(p.size / p.measured / 1e6),
-                kernels::size_text(p.size as u64)
-            )
-        });
-        println!(
-            "[{t}] ping-pong (fastest repetitions) {}, {}; models: {}",
-            small.unwrap_or_default(),
-            large.unwrap_or_default(),
-            m.best_error()
-                .map(|(e, which)| format!("{which} within {:.1}% at every size", e * 100.0))
-                .unwrap_or_else(|| "none".into())
-        );
-    }
-    println!(
-        "wrote {} and results.json ({} sections, {:.0} s)",
-        index.display(),
-        report.sections.len(),
-        report.seconds
-    );
     Ok(())
 }

@@ -1,14 +1,13 @@
 //! Launching a built kernel and reading its records (one JSON object per
-//! line on stdout), with a progress bar on a terminal.
+//! line on stdout), with its progress shown (see [`super::progress`]).
 
-use std::io::{BufRead, BufReader, IsTerminal, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -144,15 +143,8 @@ pub fn launch(l: &Launch) -> Result<RunOutput, String> {
         }
     });
 
-    let bar = if l.progress && std::io::stderr().is_terminal() {
-        let b = ProgressBar::with_draw_target(Some(1), ProgressDrawTarget::stderr());
-        b.set_style(
-            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        b.set_prefix(l.label.clone());
-        Some(b)
+    let bar = if l.progress {
+        super::progress::launch_bar(&l.label)
     } else {
         None
     };
@@ -236,8 +228,8 @@ pub fn launch(l: &Launch) -> Result<RunOutput, String> {
     let status = child
         .wait()
         .map_err(|e| format!("waiting for `{command}`: {e}"))?;
-    if let Some(b) = &bar {
-        b.finish_and_clear();
+    if l.progress {
+        super::progress::launch_done(bar.clone());
     }
     let err_text = err_thread.join().unwrap_or_default();
     let seconds = started.elapsed().as_secs_f64();

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-/// Level of the confidence intervals reported everywhere (seed 003 quotes
-/// intervals of at least 90%).
+/// Level of the confidence intervals reported everywhere (Ben Fredj and
+/// Renault quote intervals of at least 90%).
 pub const CI_LEVEL: f64 = 0.90;
 
 /// The spread (CI width relative to the median) above which a figure is

@@ -1,5 +1,5 @@
-//! What the `signal` policy's handler does (seed 004): advance rendezvous
-//! starts and return.
+//! What the `signal` policy's handler does (Kumar et al.'s asynchronous
+//! rendezvous): advance rendezvous starts and return.
 //!
 //! The handler interrupts the application thread somewhere in its own code
 //! (possibly inside `malloc`, holding the allocator's lock), so the path
