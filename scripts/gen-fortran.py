@@ -567,16 +567,16 @@ def mpi_f90(consts, funcs, f08):
             k = HANDLE_KIND[t].lower()
             lines += [
                 "  interface operator(==)",
-                f"    logical(kind=1) function tandem_{k}_eq(a, b) bind(C, name=\"tandem_f08_{k}_eq\")",
+                f"    logical function tandem_f08_{k}_eq(a, b)",
                 "      import",
                 f"      type({t}), intent(in) :: a, b",
-                f"    end function tandem_{k}_eq",
+                f"    end function tandem_f08_{k}_eq",
                 "  end interface",
                 "  interface operator(/=)",
-                f"    logical(kind=1) function tandem_{k}_ne(a, b) bind(C, name=\"tandem_f08_{k}_ne\")",
+                f"    logical function tandem_f08_{k}_ne(a, b)",
                 "      import",
                 f"      type({t}), intent(in) :: a, b",
-                f"    end function tandem_{k}_ne",
+                f"    end function tandem_f08_{k}_ne",
                 "  end interface",
             ]
     lines.append("  interface")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build Tandem (a C compiler,
-# pkg-config, Rust, and the font `tandem bench --plot FILE.png` draws text
+# gfortran, pkg-config, Rust, and the font `tandem bench --plot FILE.png` draws text
 # with) and, with TANDEM_SETUP_TESTS=1, what the tests use (iproute2,
 # cmake, Slurm, Chromium). Sourced by the other scripts; safe to run again.
 set -euo pipefail
@@ -10,6 +10,8 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl ca-certificates)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_apt+=(fonts-dejavu-core)
+# `tandem fc` (mpifort) wraps gfortran.
+command -v gfortran >/dev/null 2>&1 || need_apt+=(gfortran)
 if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     # The tests' extras (scripts/test.sh asks for them): network namespaces
     # as hosts (ip, tc), a CMake project that finds Tandem with
@@ -17,6 +19,8 @@ if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     # `srun --mpi=pmi2` jobs.
     command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
     command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+    # The check that the generated Fortran bindings are current.
+    command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
     command -v srun >/dev/null 2>&1 || need_apt+=(slurmd slurmctld slurm-client)
     # Headless Chromium: the benchmark report's page checked in a browser.
     command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)

@@ -327,136 +327,136 @@ module mpi_f08
   integer, bind(C, name="tandem_unweighted_") :: MPI_UNWEIGHTED(1)
   integer, bind(C, name="tandem_weights_empty_") :: MPI_WEIGHTS_EMPTY(1)
   interface operator(==)
-    logical(kind=1) function tandem_comm_eq(a, b) bind(C, name="tandem_f08_comm_eq")
+    logical function tandem_f08_comm_eq(a, b)
       import
       type(MPI_Comm), intent(in) :: a, b
-    end function tandem_comm_eq
+    end function tandem_f08_comm_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_comm_ne(a, b) bind(C, name="tandem_f08_comm_ne")
+    logical function tandem_f08_comm_ne(a, b)
       import
       type(MPI_Comm), intent(in) :: a, b
-    end function tandem_comm_ne
+    end function tandem_f08_comm_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_type_eq(a, b) bind(C, name="tandem_f08_type_eq")
+    logical function tandem_f08_type_eq(a, b)
       import
       type(MPI_Datatype), intent(in) :: a, b
-    end function tandem_type_eq
+    end function tandem_f08_type_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_type_ne(a, b) bind(C, name="tandem_f08_type_ne")
+    logical function tandem_f08_type_ne(a, b)
       import
       type(MPI_Datatype), intent(in) :: a, b
-    end function tandem_type_ne
+    end function tandem_f08_type_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_group_eq(a, b) bind(C, name="tandem_f08_group_eq")
+    logical function tandem_f08_group_eq(a, b)
       import
       type(MPI_Group), intent(in) :: a, b
-    end function tandem_group_eq
+    end function tandem_f08_group_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_group_ne(a, b) bind(C, name="tandem_f08_group_ne")
+    logical function tandem_f08_group_ne(a, b)
       import
       type(MPI_Group), intent(in) :: a, b
-    end function tandem_group_ne
+    end function tandem_f08_group_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_info_eq(a, b) bind(C, name="tandem_f08_info_eq")
+    logical function tandem_f08_info_eq(a, b)
       import
       type(MPI_Info), intent(in) :: a, b
-    end function tandem_info_eq
+    end function tandem_f08_info_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_info_ne(a, b) bind(C, name="tandem_f08_info_ne")
+    logical function tandem_f08_info_ne(a, b)
       import
       type(MPI_Info), intent(in) :: a, b
-    end function tandem_info_ne
+    end function tandem_f08_info_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_win_eq(a, b) bind(C, name="tandem_f08_win_eq")
+    logical function tandem_f08_win_eq(a, b)
       import
       type(MPI_Win), intent(in) :: a, b
-    end function tandem_win_eq
+    end function tandem_f08_win_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_win_ne(a, b) bind(C, name="tandem_f08_win_ne")
+    logical function tandem_f08_win_ne(a, b)
       import
       type(MPI_Win), intent(in) :: a, b
-    end function tandem_win_ne
+    end function tandem_f08_win_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_file_eq(a, b) bind(C, name="tandem_f08_file_eq")
+    logical function tandem_f08_file_eq(a, b)
       import
       type(MPI_File), intent(in) :: a, b
-    end function tandem_file_eq
+    end function tandem_f08_file_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_file_ne(a, b) bind(C, name="tandem_f08_file_ne")
+    logical function tandem_f08_file_ne(a, b)
       import
       type(MPI_File), intent(in) :: a, b
-    end function tandem_file_ne
+    end function tandem_f08_file_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_op_eq(a, b) bind(C, name="tandem_f08_op_eq")
+    logical function tandem_f08_op_eq(a, b)
       import
       type(MPI_Op), intent(in) :: a, b
-    end function tandem_op_eq
+    end function tandem_f08_op_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_op_ne(a, b) bind(C, name="tandem_f08_op_ne")
+    logical function tandem_f08_op_ne(a, b)
       import
       type(MPI_Op), intent(in) :: a, b
-    end function tandem_op_ne
+    end function tandem_f08_op_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_errhandler_eq(a, b) bind(C, name="tandem_f08_errhandler_eq")
+    logical function tandem_f08_errhandler_eq(a, b)
       import
       type(MPI_Errhandler), intent(in) :: a, b
-    end function tandem_errhandler_eq
+    end function tandem_f08_errhandler_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_errhandler_ne(a, b) bind(C, name="tandem_f08_errhandler_ne")
+    logical function tandem_f08_errhandler_ne(a, b)
       import
       type(MPI_Errhandler), intent(in) :: a, b
-    end function tandem_errhandler_ne
+    end function tandem_f08_errhandler_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_request_eq(a, b) bind(C, name="tandem_f08_request_eq")
+    logical function tandem_f08_request_eq(a, b)
       import
       type(MPI_Request), intent(in) :: a, b
-    end function tandem_request_eq
+    end function tandem_f08_request_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_request_ne(a, b) bind(C, name="tandem_f08_request_ne")
+    logical function tandem_f08_request_ne(a, b)
       import
       type(MPI_Request), intent(in) :: a, b
-    end function tandem_request_ne
+    end function tandem_f08_request_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_message_eq(a, b) bind(C, name="tandem_f08_message_eq")
+    logical function tandem_f08_message_eq(a, b)
       import
       type(MPI_Message), intent(in) :: a, b
-    end function tandem_message_eq
+    end function tandem_f08_message_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_message_ne(a, b) bind(C, name="tandem_f08_message_ne")
+    logical function tandem_f08_message_ne(a, b)
       import
       type(MPI_Message), intent(in) :: a, b
-    end function tandem_message_ne
+    end function tandem_f08_message_ne
   end interface
   interface operator(==)
-    logical(kind=1) function tandem_session_eq(a, b) bind(C, name="tandem_f08_session_eq")
+    logical function tandem_f08_session_eq(a, b)
       import
       type(MPI_Session), intent(in) :: a, b
-    end function tandem_session_eq
+    end function tandem_f08_session_eq
   end interface
   interface operator(/=)
-    logical(kind=1) function tandem_session_ne(a, b) bind(C, name="tandem_f08_session_ne")
+    logical function tandem_f08_session_ne(a, b)
       import
       type(MPI_Session), intent(in) :: a, b
-    end function tandem_session_ne
+    end function tandem_f08_session_ne
   end interface
   interface
     double precision function MPI_Wtime()

@@ -589,32 +589,33 @@ profiled! {
     pmpi_info_get_string_ => mpi_info_get_string_(i: *const c_int, k: *const c_char, l: *mut c_int, v: *mut c_char, f: *mut c_int, e: *mut c_int, kl: usize, vl: usize);
 }
 
-// `==` and `/=` on mpi_f08's handle types (each a one-INTEGER type).
+// `==` and `/=` on mpi_f08's handle types (each a one-INTEGER type):
+// default LOGICAL functions, which gfortran returns as a C int.
 macro_rules! handle_compare {
     ($($eq:ident $ne:ident;)*) => {$(
         #[no_mangle]
-        pub unsafe extern "C" fn $eq(a: *const c_int, b: *const c_int) -> bool {
+        pub unsafe extern "C" fn $eq(a: *const c_int, b: *const c_int) -> c_int {
             // SAFETY: gfortran passes valid references.
-            unsafe { *a == *b }
+            unsafe { c_int::from(*a == *b) }
         }
         #[no_mangle]
-        pub unsafe extern "C" fn $ne(a: *const c_int, b: *const c_int) -> bool {
+        pub unsafe extern "C" fn $ne(a: *const c_int, b: *const c_int) -> c_int {
             // SAFETY: gfortran passes valid references.
-            unsafe { *a != *b }
+            unsafe { c_int::from(*a != *b) }
         }
     )*};
 }
 
 handle_compare! {
-    tandem_f08_comm_eq tandem_f08_comm_ne;
-    tandem_f08_type_eq tandem_f08_type_ne;
-    tandem_f08_group_eq tandem_f08_group_ne;
-    tandem_f08_info_eq tandem_f08_info_ne;
-    tandem_f08_win_eq tandem_f08_win_ne;
-    tandem_f08_file_eq tandem_f08_file_ne;
-    tandem_f08_op_eq tandem_f08_op_ne;
-    tandem_f08_errhandler_eq tandem_f08_errhandler_ne;
-    tandem_f08_request_eq tandem_f08_request_ne;
-    tandem_f08_message_eq tandem_f08_message_ne;
-    tandem_f08_session_eq tandem_f08_session_ne;
+    tandem_f08_comm_eq_ tandem_f08_comm_ne_;
+    tandem_f08_type_eq_ tandem_f08_type_ne_;
+    tandem_f08_group_eq_ tandem_f08_group_ne_;
+    tandem_f08_info_eq_ tandem_f08_info_ne_;
+    tandem_f08_win_eq_ tandem_f08_win_ne_;
+    tandem_f08_file_eq_ tandem_f08_file_ne_;
+    tandem_f08_op_eq_ tandem_f08_op_ne_;
+    tandem_f08_errhandler_eq_ tandem_f08_errhandler_ne_;
+    tandem_f08_request_eq_ tandem_f08_request_ne_;
+    tandem_f08_message_eq_ tandem_f08_message_ne_;
+    tandem_f08_session_eq_ tandem_f08_session_ne_;
 }
