@@ -1,5 +1,5 @@
 /*
- * alltoallv.c - the all-to-all exchange of seed 000's case study (the
+ * alltoallv.c - the all-to-all exchange of the VolpexMPI report's case study (the
  * MPI_Alltoallv of NAS IS with 64 processes, ~32 KiB between each pair),
  * written as the paper's listing:
  *

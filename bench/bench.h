@@ -352,7 +352,7 @@ static inline double bench_sum_to_root(double value)
 }
 
 /*
- * The fixed-duration driver of the two-rank kernels (seed 003): for each
+ * The fixed-duration driver of the two-rank kernels (Ben Fredj & Renault): for each
  * message size, `body(size, iters)` runs `iters` iterations on ranks 0 and 1
  * and returns the elapsed time measured on rank 0. Rank 0 first runs
  * doubling batches as warm-up until `warmup` seconds have passed, derives
@@ -508,7 +508,7 @@ static inline void bench_size_label(char *buf, size_t n, long size)
  *   {"type":"sample","size":S,"rep":R,"iters":I,"n":N,"t":T}
  * where N = I * msgs_per_iter is the number of messages effectively
  * transmitted and T the elapsed seconds on rank 0, from before the first
- * message is sent to after the last one is received (seed 003: L = T/N,
+ * message is sent to after the last one is received (Ben Fredj & Renault: L = T/N,
  * throughput = N*S/T). With a second body (bench_pair_also), each sample
  * also says which body it timed: "api":"..." after "type".
  *

@@ -1,5 +1,5 @@
 /*
- * bidir.c - bidirectional round trip between ranks 0 and 1 (seed 003,
+ * bidir.c - bidirectional round trip between ranks 0 and 1 (Ben Fredj & Renault,
  * figure 1(b)): both ranks send to each other at the same time and wait
  * for both messages before the next exchange, which shows whether a library
  * uses both directions of a link at once.

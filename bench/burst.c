@@ -1,6 +1,6 @@
 /*
  * burst.c - rank 0 sends messages to rank 1 as fast as it can, regardless of
- * whether they have been received (seed 003, figure 1(c)).
+ * whether they have been received (Ben Fredj & Renault, figure 1(c)).
  *
  * Rank 0 keeps `window` non-blocking sends in flight (then waits for them
  * and starts the next window); rank 1 keeps as many receives posted. After

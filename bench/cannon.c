@@ -1,6 +1,6 @@
 /*
  * cannon.c - Cannon's matrix multiplication C = A * B on a q x q process
- * grid (seed 004's application kernel): the job's rank count must be a
+ * grid (Kumar et al.'s application kernel): the job's rank count must be a
  * perfect square and the matrix dimension n a multiple of q.
  *
  * Rank (i, j) = i*q + j holds one nb x nb block (nb = n/q) of A, B and C.

@@ -1,5 +1,5 @@
 /*
- * coll.c - collective operations timed by the procedure of seed 002:
+ * coll.c - collective operations timed by the procedure of Noor, Alhaisoni & Liotta:
  *   1. all processes arrive at a barrier   2. start time
  *   3. the collective                      4. all processes arrive at a barrier
  *   5. end time                            6. PTime = end - start

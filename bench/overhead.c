@@ -1,6 +1,6 @@
 /*
  * overhead.c - MPI_Isend / MPI_Irecv overhead and application availability
- * by the post-work-wait method of Doerfler and Brightwell (seed 001).
+ * by the post-work-wait method of Doerfler and Brightwell.
  *
  * Rank 0 is measured, rank 1 is its peer. One iteration of the loop is
  *   isend: t0; MPI_Isend; work(w); MPI_Wait; t1

@@ -1,5 +1,5 @@
 /*
- * pingpong.c - round trip between ranks 0 and 1 (seed 003, figure 1(a)).
+ * pingpong.c - round trip between ranks 0 and 1 (Ben Fredj & Renault, figure 1(a)).
  *
  * A message is sent only once the previous one has been received. Every
  * size is calibrated after a warm-up, then `repeat` rounds each time one

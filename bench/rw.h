@@ -1,6 +1,6 @@
 /*
  * rw.h - shared set-up of the RWAPI kernels (rw_pingpong, rw_bidir,
- * rw_burst): seed 003's three benchmarks with remote writes in place of
+ * rw_burst): Ben Fredj & Renault's three benchmarks with remote writes in place of
  * sends, on the same harness as the MPI kernels (bench.h), so `tandem
  * bench compare` can put the two side by side per size.
  *
@@ -17,7 +17,7 @@
  *                the target's heap, stores its last byte last);
  *   notify=small a small message sent right after the write (rwapi's
  *                ordering makes the data visible before the notice): the
- *                seed's usage pattern, one more frame per write (over TCP
+ *                RWAPI paper's usage pattern, one more frame per write (over TCP
  *                it leaves with the write, in one sendmsg).
  *
  * Tandem only: RWAPI is Tandem's API (`tandem bench rw_pingpong`).

@@ -1,5 +1,5 @@
 /*
- * rw_bidir.c - RWAPI bidirectional round trip (seed 003, figure 1(b), with
+ * rw_bidir.c - RWAPI bidirectional round trip (Ben Fredj & Renault, figure 1(b), with
  * remote writes): ranks 0 and 1 both write `size` bytes into the other's
  * block (announced as rw.h describes), then wait for the other's. Output
  * as bidir.c: N = 2*I writes in T seconds.

@@ -1,5 +1,5 @@
 /*
- * rw_burst.c - RWAPI burst (seed 003, figure 1(c), with remote writes):
+ * rw_burst.c - RWAPI burst (Ben Fredj & Renault, figure 1(c), with remote writes):
  * rank 0 issues `window` writes into rank 1's block back to back, waits
  * until their source buffer is free (rwapi_issent), and repeats; after the
  * last batch it sends a small message, and stops its clock when rank 1's

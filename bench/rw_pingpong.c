@@ -1,5 +1,5 @@
 /*
- * rw_pingpong.c - RWAPI round trip between ranks 0 and 1 (seed 003, figure
+ * rw_pingpong.c - RWAPI round trip between ranks 0 and 1 (Ben Fredj & Renault, figure
  * 1(a), with remote writes): rank 0 writes `size` bytes into rank 1's block
  * (announced as rw.h describes); rank 1, on its arrival, writes the same
  * back. Output as pingpong.c: N = 2*I writes in T seconds.

@@ -1,5 +1,5 @@
 /*
- * overlap.c - how much of a transfer a rank can spend computing: seed 001's
+ * overlap.c - how much of a transfer a rank can spend computing: Doerfler & Brightwell's
  * post-work-wait method for one message size.
  *
  *     tandem run -n 2 ./overlap SIZE [--set progress=thread ...]
@@ -11,7 +11,7 @@
  * time. The transfer time is the mean iteration time while it stays below
  * 1.03 x the time without computation; the series stops when it exceeds
  * 1.5 x that. At the stop point, overhead = iteration time - the time the
- * same computation takes without messaging (measured then, as seed 001
+ * same computation takes without messaging (measured then, as Doerfler & Brightwell
  * does: a busy machine makes it differ from the calibration), and
  * availability = 1 - overhead / transfer time: the share of the transfer
  * the rank could have spent computing. Each point is the median of 7

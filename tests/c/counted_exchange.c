@@ -4,7 +4,7 @@
  *
  * Rank 0 sends rank 1 exactly 10 messages of 1 MiB (rendezvous) and 20 of
  * 100 bytes (eager); then every pair of ranks exchanges 32 KiB with
- * non-blocking sends and receives and one MPI_Waitall (seed 000's listing),
+ * non-blocking sends and receives and one MPI_Waitall (the VolpexMPI report's listing),
  * five times. Every byte is checked.
  */
 #include "check.h"

@@ -1,5 +1,5 @@
 /*
- * rwapi_notice.c - the seed's usage pattern one write at a time: write a
+ * rwapi_notice.c - the RWAPI paper's usage pattern one write at a time: write a
  * block into the right neighbour, then send it a small message saying so.
  * Over TCP a write that the program has announced at once before waits
  * for its announcement and leaves with it in one sendmsg (counter

@@ -6,7 +6,7 @@
  *
  * Each node writes to its right neighbour, on a ring, three kinds of run:
  *  1. a run of a few hundred writes of odd sizes and offsets, then a small
- *     message announcing them (the seed's write-then-notify pattern);
+ *     message announcing them (the RWAPI paper's write-then-notify pattern);
  *  2. a run, then 20 ms of computing with no RWAPI call, then the notice;
  *  3. a run, then rwapi_flush, then the notice;
  * and waits, before reusing its source, until rwapi_issent says every

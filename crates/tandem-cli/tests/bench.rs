@@ -322,7 +322,7 @@ fn coll_kernel_reductions() {
     assert!(bad.stderr.contains("reduce_scatter"), "{}", bad.describe());
 }
 
-/// Seed 003's comparison: RWAPI writes beside MPI send/receive, for each
+/// Ben Fredj & Renault's comparison: RWAPI writes beside MPI send/receive, for each
 /// of the three fixed-duration kernels, on shared memory and TCP.
 #[test]
 fn compare_rwapi_with_mpi() {

@@ -480,7 +480,7 @@ fn rwapi_write_runs_leave_together_over_tcp() {
     one_sided_runs("rwapi_runs", "rwapi_direct=0");
 }
 
-/// Single RWAPI writes, each announced by a small message (the seed's
+/// Single RWAPI writes, each announced by a small message (the RWAPI paper's
 /// pattern): over TCP a write announced at once last time waits for its
 /// notice and leaves with it in one sendmsg, and every byte is there when
 /// the notice arrives, also after 5 ms of computing between the two.

@@ -1,5 +1,5 @@
 //! The progress engine's counters, checked for exactness on a scripted
-//! exchange, and seed 000's finding: a select-style engine that polls every
+//! exchange, and the VolpexMPI report's finding: a select-style engine that polls every
 //! socket for writability sees "send ready" far more often than it has
 //! anything to send, while the epoll engine wastes none.
 

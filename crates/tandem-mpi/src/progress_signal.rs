@@ -1,11 +1,11 @@
-//! The `signal` progress policy (seed 004): a helper thread that wakes only
+//! The `signal` progress policy (Kumar et al.): a helper thread that wakes only
 //! for rendezvous starts, and a signal handler on the application thread
 //! that advances them.
 //!
 //! * Shared-memory peers ring the helper's doorbell when they publish an
 //!   RTS, while the rank asks for it (the `WAKE_HELPER_RNDV` bit of its
 //!   wake-up word): from when the application thread leaves the library
-//!   with a receive posted until it leaves with none (seed 004: the signal
+//!   with a receive posted until it leaves with none (Kumar et al.: the signal
 //!   is disabled while nothing is expected, so a program that only makes
 //!   blocking calls never pays a wake-up). The helper never touches the
 //!   communication state.
@@ -86,7 +86,7 @@ pub fn start(state: &mut State) -> bool {
     let settings = state.rt.settings().clone();
     let engine = state.rt.p2p().engine();
     // Only shared-memory peers ring the doorbell (ranks on other hosts are
-    // advanced by MPI calls, see the README).
+    // advanced by MPI calls, see docs/src/limitations.md).
     let Some(doorbell) = engine.helper_fd() else {
         return false;
     };

@@ -1,4 +1,4 @@
-//! The Remote-Write API (`include/rwapi.h`, seed 003) on the engine's
+//! The Remote-Write API (`include/rwapi.h`, Ben Fredj & Renault) on the engine's
 //! one-sided operations: blocks peers may write into are exposed regions,
 //! writes are one-sided puts, small messages travel on a communicator of
 //! their own. Errors are returned (negated MPI error classes), never raised
@@ -177,7 +177,7 @@ pub struct RwState {
     /// The node the last call wrote to, when that call was rwapi_write.
     wrote_last: Option<u32>,
     /// By node: whether the last write to it was followed at once by a
-    /// small message to it (the seed's pattern: write, then say so). Then
+    /// small message to it (the RWAPI paper's pattern: write, then say so). Then
     /// its next write through the engine waits for that message, and the
     /// two leave in one system call over TCP; a write followed by anything
     /// else still leaves at the next call.

@@ -64,7 +64,7 @@ pub static REGISTRY: &[Param] = &[
         name: "progress",
         kind: Kind::Choice(&["poll", "adaptive", "thread", "signal"]),
         default: "adaptive",
-        help: "who drives the transports: poll = every MPI call drives every transport (what the common MPI libraries do); adaptive = MPI calls drive only transports with work, idle TCP now and then; thread = also a helper thread, asleep until a transport has news, drives communication while the application computes; signal = a helper thread woken only by rendezvous starts signals the application thread, whose handler matches them and answers (seed 004)",
+        help: "who drives the transports: poll = every MPI call drives every transport (what the common MPI libraries do); adaptive = MPI calls drive only transports with work, idle TCP now and then; thread = also a helper thread, asleep until a transport has news, drives communication while the application computes; signal = a helper thread woken only by rendezvous starts signals the application thread, whose handler matches them and answers (Kumar et al.)",
     },
     Param {
         name: "progress_signal",
@@ -100,7 +100,7 @@ pub static REGISTRY: &[Param] = &[
         name: "tcp_poller",
         kind: Kind::Choice(&["epoll", "select"]),
         default: "epoll",
-        help: "how TCP sockets are watched: epoll, writability only while data is queued; select = every socket for writability on every call, as in seed 000 (to reproduce its Table II)",
+        help: "how TCP sockets are watched: epoll, writability only while data is queued; select = every socket for writability on every call, as in the VolpexMPI report (to reproduce its Table II)",
     },
     Param {
         name: "stats",

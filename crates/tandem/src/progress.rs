@@ -466,7 +466,7 @@ impl Engine {
         if let Some(shm) = self.shm.as_mut() {
             did |= shm.progress(sink);
         }
-        // Seed 000: asking the kernel about idle sockets on every call is
+        // The VolpexMPI report: asking the kernel about idle sockets on every call is
         // pure cost. Without TCP connections only the listener could have
         // news (a first contact, or a stranger), and that can wait a little.
         self.idle_tcp_skips = self.idle_tcp_skips.wrapping_add(1);

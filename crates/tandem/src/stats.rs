@@ -1,4 +1,4 @@
-//! Counters of what the engine did (seed 000's Table II and more), kept per
+//! Counters of what the engine did (the VolpexMPI report's Table II and more), kept per
 //! rank. Counting is a plain add; only the timers read the clock, and only
 //! when statistics were asked for (`--set stats=1`).
 
@@ -13,7 +13,7 @@ pub struct Counters {
     pub recv_ready: u64,
     /// Readiness events of sockets that could take data.
     pub send_ready: u64,
-    /// Send-ready events that found nothing to send (seed 000's waste).
+    /// Send-ready events that found nothing to send (the VolpexMPI report's waste).
     pub send_ready_idle: u64,
     /// Nanoseconds spent handling receive readiness.
     pub recv_handling_ns: u64,

@@ -1,4 +1,4 @@
-//! What the `signal` policy's handler does (seed 004): advance rendezvous
+//! What the `signal` policy's handler does (Kumar et al.): advance rendezvous
 //! starts and return.
 //!
 //! The handler interrupts the application thread somewhere in its own code

@@ -7,7 +7,7 @@
 //!   the lower rank wins; no frame travels before the handshake is answered,
 //!   so nothing is lost on the losing connection.
 //! * Header and payload leave in one `sendmsg`; a socket is watched for
-//!   writability only while it has queued frames (seed 000: polling idle send
+//!   writability only while it has queued frames (the VolpexMPI report: polling idle send
 //!   sockets is pure cost); reads go through a per-connection buffer, and
 //!   large payloads are read straight into their destination.
 //! * EOF or an error on a connection reports the peer lost, naming it.
@@ -59,8 +59,8 @@ pub enum Poller {
     /// frames.
     Epoll,
     /// Every socket watched for readability and writability on every call,
-    /// as select-based engines (VolpexMPI, and those seed 000 compared it
-    /// with) do; implemented with poll(2). For reproducing seed 000's Table II.
+    /// as select-based engines (VolpexMPI, and those the VolpexMPI report compared it
+    /// with) do; implemented with poll(2). For reproducing the VolpexMPI report's Table II.
     Select,
 }
 
@@ -1103,7 +1103,7 @@ impl TcpTransport {
                     self.counters.send_ready += 1;
                     let peer = conn.peer.expect("established connection has a peer") as usize;
                     if self.peers[peer].sendq.is_empty() {
-                        // Seed 000's waste: a look-up that finds nothing to send.
+                        // The VolpexMPI report's waste: a look-up that finds nothing to send.
                         self.counters.send_ready_idle += 1;
                     } else {
                         let watch = Stopwatch::start(self.cfg.timing);
