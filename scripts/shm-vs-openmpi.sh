@@ -15,7 +15,7 @@
 # (Tandem's libmpi_abi.so; Open MPI's libmpi, libopen-pal, libopen-rte and
 # plugins), so each round draws new page-cache pages for the code. On this
 # VM the 8-byte latency of one copy of a library can differ from another's
-# by 10% (see README, "Measured"); one installed copy is one draw.
+# by 10% (see docs/src/performance.md); one installed copy is one draw.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-7}

@@ -25,6 +25,8 @@ fn build(file: &str, compiler: &[&str]) -> PathBuf {
         .arg(&src)
         // The compiled modules go to a cache of this test's own.
         .env("TANDEM_FORTRAN_CACHE", dir.join("modules"))
+        // A program's own modules (.mod files) are written here.
+        .current_dir(&dir)
         .stdin(Stdio::null());
     let output = cmd.output().expect("the compiler wrapper starts");
     assert!(

@@ -87,7 +87,7 @@ pub fn start(state: &mut State) -> bool {
     let settings = state.rt.settings().clone();
     let engine = state.rt.p2p().engine();
     // Only shared-memory peers ring the doorbell (ranks on other hosts are
-    // advanced by MPI calls, see the README).
+    // advanced by MPI calls, see docs/src/limitations.md).
     let Some(doorbell) = engine.helper_fd() else {
         return false;
     };
