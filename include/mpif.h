@@ -574,6 +574,12 @@
       integer MPI_WEIGHTS_EMPTY(1)
       common /tandem_weights_empty/ MPI_WEIGHTS_EMPTY
       save /tandem_weights_empty/
+      external MPI_COMM_NULL_COPY_FN, MPI_COMM_DUP_FN
+      external MPI_COMM_NULL_DELETE_FN, MPI_TYPE_NULL_COPY_FN
+      external MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN
+      external MPI_WIN_NULL_COPY_FN, MPI_WIN_DUP_FN
+      external MPI_WIN_NULL_DELETE_FN, MPI_NULL_COPY_FN
+      external MPI_DUP_FN, MPI_NULL_DELETE_FN
       external MPI_WTIME, MPI_WTICK
       double precision MPI_WTIME, MPI_WTICK
       external PMPI_WTIME, PMPI_WTICK

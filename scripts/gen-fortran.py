@@ -86,8 +86,17 @@ HAND_WRITTEN = {
     "MPI_Aint_diff", "MPI_Pcontrol", "MPI_Comm_get_attr", "MPI_Op_create",
     "MPI_Type_get_attr", "MPI_Win_get_attr", "MPI_Comm_set_attr",
     "MPI_Type_set_attr", "MPI_Win_set_attr", "MPI_Attr_get", "MPI_Attr_put",
-    "MPI_Info_get_string", "MPI_Info_get",
+    "MPI_Info_get_string", "MPI_Info_get", "MPI_Comm_create_keyval",
+    "MPI_Type_create_keyval", "MPI_Win_create_keyval", "MPI_Keyval_create",
 }
+
+# Predefined attribute callbacks: Fortran procedures in libmpi_abi.
+PREDEFINED_CALLBACKS = [
+    "MPI_COMM_NULL_COPY_FN", "MPI_COMM_DUP_FN", "MPI_COMM_NULL_DELETE_FN",
+    "MPI_TYPE_NULL_COPY_FN", "MPI_TYPE_DUP_FN", "MPI_TYPE_NULL_DELETE_FN",
+    "MPI_WIN_NULL_COPY_FN", "MPI_WIN_DUP_FN", "MPI_WIN_NULL_DELETE_FN",
+    "MPI_NULL_COPY_FN", "MPI_DUP_FN", "MPI_NULL_DELETE_FN",
+]
 NO_FORTRAN = re.compile(
     r"^MPI_T_|_c2f$|_f2c$|_toint$|_fromint$|^MPI_Status_[cf]2f|"
     r"^MPI_Status_f082|^MPI_Status_f2f08|^MPI_Status_c2f08|_f2c08|"
@@ -428,6 +437,8 @@ def mpif_h(consts, funcs):
         lines.append(fixed_lines(decl))
         lines.append(fixed_lines(f"common /{sym}/ {fn}"))
         lines.append(fixed_lines(f"save /{sym}/"))
+    for i in range(0, len(PREDEFINED_CALLBACKS), 2):
+        lines.append(fixed_lines("external " + ", ".join(PREDEFINED_CALLBACKS[i:i + 2])))
     lines.append(fixed_lines("external MPI_WTIME, MPI_WTICK"))
     lines.append(fixed_lines("double precision MPI_WTIME, MPI_WTICK"))
     lines.append(fixed_lines("external PMPI_WTIME, PMPI_WTICK"))
@@ -554,6 +565,7 @@ def mpi_f90(consts, funcs, f08):
             "  end type MPI_Status",
         ]
     lines += module_common(consts, f08)
+    lines.append("  external :: " + ", ".join(PREDEFINED_CALLBACKS))
     for fn, sym, decl in SENTINELS:
         if f08 and fn == "MPI_STATUS_IGNORE":
             decl = "type(MPI_Status) :: MPI_STATUS_IGNORE"
@@ -660,7 +672,12 @@ def hand_interfaces(f08):
     sub("MPI_Info_get_string", ["info", "key", "buflen", "value", "flag", "ierror"],
         [f"{info} :: info", "character(len=*) :: key, value", "integer :: buflen",
          "logical :: flag", opt])
+    for kind, h in (("Comm", comm), ("Type", dtype), ("Win", win)):
+        sub(f"MPI_{kind}_create_keyval", ["copy_fn", "delete_fn", "keyval", "extra_state", "ierror"],
+            ["external :: copy_fn, delete_fn", "integer :: keyval", f"{aint} :: extra_state", opt])
     if not f08:
+        sub("MPI_Keyval_create", ["copy_fn", "delete_fn", "keyval", "extra_state", "ierror"],
+            ["external :: copy_fn, delete_fn", "integer :: keyval, extra_state", opt])
         sub("MPI_Attr_get", ["comm", "keyval", "attribute_val", "flag", "ierror"],
             ["integer :: comm, keyval, attribute_val", "logical :: flag", opt])
         sub("MPI_Attr_put", ["comm", "keyval", "attribute_val", "ierror"],

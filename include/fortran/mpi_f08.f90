@@ -319,6 +319,9 @@ module mpi_f08
   integer, parameter :: MPI_WIN_SIZE = 603
   integer, parameter :: MPI_WIN_CREATE_FLAVOR = 604
   integer, parameter :: MPI_WIN_MODEL = 605
+  external :: MPI_COMM_NULL_COPY_FN, MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &
+      MPI_TYPE_NULL_COPY_FN, MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, MPI_WIN_NULL_COPY_FN, &
+      MPI_WIN_DUP_FN, MPI_WIN_NULL_DELETE_FN, MPI_NULL_COPY_FN, MPI_DUP_FN, MPI_NULL_DELETE_FN
   type(MPI_Status), bind(C, name="tandem_status_ignore_") :: MPI_STATUS_IGNORE
   type(MPI_Status), bind(C, name="tandem_statuses_ignore_") :: MPI_STATUSES_IGNORE(1)
   integer, bind(C, name="tandem_bottom_") :: MPI_BOTTOM
@@ -4545,5 +4548,29 @@ module mpi_f08
       logical :: flag
       integer, optional :: ierror
     end subroutine MPI_Info_get_string
+    subroutine MPI_Comm_create_keyval(copy_fn, delete_fn, keyval, extra_state, ierror)
+      import
+      implicit none
+      external :: copy_fn, delete_fn
+      integer :: keyval
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+      integer, optional :: ierror
+    end subroutine MPI_Comm_create_keyval
+    subroutine MPI_Type_create_keyval(copy_fn, delete_fn, keyval, extra_state, ierror)
+      import
+      implicit none
+      external :: copy_fn, delete_fn
+      integer :: keyval
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+      integer, optional :: ierror
+    end subroutine MPI_Type_create_keyval
+    subroutine MPI_Win_create_keyval(copy_fn, delete_fn, keyval, extra_state, ierror)
+      import
+      implicit none
+      external :: copy_fn, delete_fn
+      integer :: keyval
+      integer(kind=MPI_ADDRESS_KIND) :: extra_state
+      integer, optional :: ierror
+    end subroutine MPI_Win_create_keyval
   end interface
 end module mpi_f08

@@ -85,6 +85,14 @@
       call MPI_ALLREDUCE(l, lall, 1, MPI_LOGICAL, MPI_LOR,
      &     MPI_COMM_WORLD, ierr)
       call need(lall, 'lor')
+      x(1) = mod(rank, 2)
+      x(2) = rank
+      call MPI_ALLREDUCE(x, y, 1, MPI_2DOUBLE_PRECISION, MPI_MAXLOC,
+     &     MPI_COMM_WORLD, ierr)
+      call need(y(1) .eq. 1d0 .and. y(2) .eq. 1d0, 'maxloc')
+      call MPI_ALLREDUCE(x, y, 1, MPI_2DOUBLE_PRECISION, MPI_MINLOC,
+     &     MPI_COMM_WORLD, ierr)
+      call need(y(1) .eq. 0d0 .and. y(2) .eq. 0d0, 'minloc')
       call MPI_ALLGATHER(rank, 1, MPI_INTEGER, all, 1, MPI_INTEGER,
      &     MPI_COMM_WORLD, ierr)
       do i = 1, nprocs

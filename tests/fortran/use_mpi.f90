@@ -5,6 +5,7 @@
 module checks
   use mpi
   implicit none
+  integer :: deletions = 0
 contains
   subroutine need(cond, what)
     logical, intent(in) :: cond
@@ -23,6 +24,21 @@ contains
       inoutvec(i) = max(abs(invec(i)), abs(inoutvec(i)))
     end do
   end subroutine absmax
+  subroutine copy_plus_one(oldcomm, keyval, extra, valin, valout, flag, ierr)
+    integer :: oldcomm, keyval, ierr
+    integer(kind=MPI_ADDRESS_KIND) :: extra, valin, valout
+    logical :: flag
+    valout = valin + extra
+    flag = .true.
+    ierr = MPI_SUCCESS
+  end subroutine copy_plus_one
+
+  subroutine count_deletion(comm, keyval, val, extra, ierr)
+    integer :: comm, keyval, ierr
+    integer(kind=MPI_ADDRESS_KIND) :: val, extra
+    deletions = deletions + 1
+    ierr = MPI_SUCCESS
+  end subroutine count_deletion
 end module checks
 
 program use_mpi
@@ -31,7 +47,8 @@ program use_mpi
   implicit none
   integer :: ierr, rank, nprocs, i, n, vec, str, newcomm, res, win, op, info
   integer :: blens(2), types(2), counts(8), displs(8), ttypes(8)
-  integer(kind=MPI_ADDRESS_KIND) :: disps(2), base, lb, extent, tagub, winsize
+  integer(kind=MPI_ADDRESS_KIND) :: disps(2), base, lb, extent, tagub, winsize, attr
+  integer :: key1, key2, key3, dupcomm
   integer :: a(20), b(20), st(MPI_STATUS_SIZE)
   double precision :: d(4), e(4)
   logical :: flag
@@ -89,6 +106,27 @@ program use_mpi
   call need(newcomm == MPI_COMM_NULL, 'comm freed')
   call MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, tagub, flag, ierr)
   call need(flag .and. tagub >= 32767, 'tag_ub')
+  ! Attribute callbacks in Fortran, and the predefined ones.
+  call MPI_Comm_create_keyval(copy_plus_one, count_deletion, key1, 5_MPI_ADDRESS_KIND, ierr)
+  call MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, key2, &
+                              0_MPI_ADDRESS_KIND, ierr)
+  call MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, key3, &
+                              0_MPI_ADDRESS_KIND, ierr)
+  call MPI_Comm_dup(MPI_COMM_WORLD, newcomm, ierr)
+  call MPI_Comm_set_attr(newcomm, key1, 100_MPI_ADDRESS_KIND, ierr)
+  call MPI_Comm_set_attr(newcomm, key2, 200_MPI_ADDRESS_KIND, ierr)
+  call MPI_Comm_set_attr(newcomm, key3, 300_MPI_ADDRESS_KIND, ierr)
+  call MPI_Comm_dup(newcomm, dupcomm, ierr)
+  call MPI_Comm_get_attr(dupcomm, key1, attr, flag, ierr)
+  call need(flag .and. attr == 105, 'copy callback')
+  call MPI_Comm_get_attr(dupcomm, key2, attr, flag, ierr)
+  call need(.not. flag, 'null copy')
+  call MPI_Comm_get_attr(dupcomm, key3, attr, flag, ierr)
+  call need(flag .and. attr == 300, 'dup copy')
+  call MPI_Comm_free(dupcomm, ierr)
+  call MPI_Comm_free(newcomm, ierr)
+  call need(deletions == 2, 'delete callback')
+  call MPI_Comm_free_keyval(key1, ierr)
   if (rank == 0) print '(a)', 'OK communicators'
 
   ! One-sided: fence epochs with put, get and accumulate.

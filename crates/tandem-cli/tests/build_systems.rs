@@ -181,3 +181,43 @@ fn cmake_find_package_mpi_builds_and_runs() {
     );
     let _ = std::fs::remove_dir_all(&build);
 }
+
+/// CMake's FindMPI finds all three Fortran bindings through `mpifort`, and
+/// a `use mpi_f08` program it builds runs.
+#[test]
+fn cmake_finds_the_fortran_bindings() {
+    if !have("cmake") {
+        eprintln!("SKIP cmake_finds_the_fortran_bindings: cmake is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    let build = scratch("cmake-fortran");
+    let mpifort = bin_dir().join("mpifort");
+    let cache = build.join("modules");
+    let (ok, out, err) = output(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(repo_root().join("tests/cmake-fortran"))
+            .arg("-B")
+            .arg(&build)
+            .arg(format!("-DMPI_Fortran_COMPILER={}", mpifort.display()))
+            .env("TANDEM_FORTRAN_CACHE", &cache),
+    );
+    assert!(ok, "cmake configure failed\n{out}\n{err}");
+    assert!(
+        out.contains("MPI Fortran bindings: mpif.h TRUE, mpi TRUE, mpi_f08 TRUE"),
+        "FindMPI did not find every Fortran binding\n{out}"
+    );
+    let (ok, out, err) = output(
+        Command::new("cmake")
+            .arg("--build")
+            .arg(&build)
+            .env("TANDEM_FORTRAN_CACHE", &cache),
+    );
+    assert!(ok, "cmake build failed\n{out}\n{err}");
+    let mut cmd = Command::new(bin_dir().join("mpiexec"));
+    cmd.args(["-n", "2"]).arg(build.join("use_mpi_f08"));
+    let outcome = run_command(cmd, JOB_TIMEOUT);
+    assert!(outcome.status.success(), "{}", outcome.describe());
+    assert!(outcome.has_line("OK datatypes"), "{}", outcome.describe());
+    let _ = std::fs::remove_dir_all(&build);
+}

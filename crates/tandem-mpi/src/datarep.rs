@@ -126,6 +126,8 @@ fn prim_handle(p: Prim) -> MPI_Datatype {
         Prim::Byte | Prim::Opaque(_) => MPI_BYTE,
         Prim::Pair(k) => match k {
             PairKind::F32 => MPI_FLOAT_INT,
+            PairKind::RealReal => MPI_2REAL,
+            PairKind::DoubleDouble => MPI_2DOUBLE_PRECISION,
             PairKind::F64 => MPI_DOUBLE_INT,
             PairKind::I64 => MPI_LONG_INT,
             PairKind::I32 => MPI_2INT,

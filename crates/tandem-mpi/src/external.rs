@@ -91,7 +91,7 @@ fn prim_convs(p: Prim, out: &mut Vec<Conv>) {
                 PairKind::LongDouble => long_double_conv(),
                 k => Conv::Swap(k.value_size()),
             });
-            out.push(Conv::Swap(4));
+            out.push(Conv::Swap(k.index_size()));
         }
         Prim::Opaque(1) => out.push(Conv::Copy(1)),
         Prim::Opaque(n) => out.push(Conv::Swap(usize::from(n))),
@@ -117,9 +117,6 @@ fn element_convs(dt: MPI_Datatype, t: &Typed) -> Vec<Conv> {
                 signed: false,
             }]
         }
-        // Pairs of Fortran reals, which the engine moves as opaque bytes.
-        MPI_2REAL => return vec![Conv::Swap(4); 2],
-        MPI_2DOUBLE_PRECISION => return vec![Conv::Swap(8); 2],
         MPI_COMPLEX4 => return vec![Conv::Swap(2); 2],
         MPI_COMPLEX32 => return vec![Conv::Swap(16); 2],
         _ => {}

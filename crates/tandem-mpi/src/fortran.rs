@@ -619,3 +619,308 @@ handle_compare! {
     tandem_f08_message_eq_ tandem_f08_message_ne_;
     tandem_f08_session_eq_ tandem_f08_session_ne_;
 }
+
+// ---------------------------------------------------------------------------
+// Attribute callbacks written in Fortran
+// ---------------------------------------------------------------------------
+
+/// `COPY_FN(OLDOBJ, KEYVAL, EXTRA_STATE, ATTRIBUTE_VAL_IN, ATTRIBUTE_VAL_OUT,
+/// FLAG, IERROR)`; the values are INTEGER(KIND=MPI_ADDRESS_KIND), or
+/// default INTEGERs for the MPI-1 `MPI_KEYVAL_CREATE`.
+pub type FortranCopyFunction = unsafe extern "C" fn(
+    *mut c_int,
+    *mut c_int,
+    *mut c_void,
+    *mut c_void,
+    *mut c_void,
+    *mut c_int,
+    *mut c_int,
+);
+/// `DELETE_FN(OBJ, KEYVAL, ATTRIBUTE_VAL, EXTRA_STATE, IERROR)`.
+pub type FortranDeleteFunction =
+    unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_void, *mut c_void, *mut c_int);
+
+/// The object kind of a Fortran key value, for its handles' integers.
+#[derive(Clone, Copy)]
+enum AttrKind {
+    Comm,
+    Type,
+    Win,
+}
+
+impl AttrKind {
+    fn toint(self, h: usize) -> c_int {
+        match self {
+            AttrKind::Comm => handle_int::MPI_Comm_toint(h),
+            AttrKind::Type => handle_int::MPI_Type_toint(h),
+            AttrKind::Win => handle_int::MPI_Win_toint(h),
+        }
+    }
+}
+
+/// What the C key value carries as its extra state: the Fortran callbacks
+/// and the program's own extra state. It lives as long as the process (a
+/// key value's callbacks may run after the key is freed).
+struct FortranKeyval {
+    kind: AttrKind,
+    copy: Option<FortranCopyFunction>,
+    delete: Option<FortranDeleteFunction>,
+    extra: MPI_Aint,
+    /// `MPI_KEYVAL_CREATE`: values and extra state are default INTEGERs.
+    narrow: bool,
+}
+
+/// The C copy callback of every Fortran key value.
+unsafe extern "C" fn fortran_copy(
+    old: usize,
+    keyval: c_int,
+    extra: *mut c_void,
+    value_in: *mut c_void,
+    value_out: *mut c_void,
+    flag: *mut c_int,
+) -> c_int {
+    // SAFETY: `extra` is the FortranKeyval this key was made with (it is
+    // never freed); the library passes valid `value_out` and `flag`.
+    unsafe {
+        let k = &*extra.cast::<FortranKeyval>();
+        let Some(copy) = k.copy else {
+            *flag = 0;
+            return MPI_SUCCESS;
+        };
+        let mut h = k.kind.toint(old);
+        let mut key = keyval;
+        let mut ierr = MPI_SUCCESS;
+        let mut f: c_int = 0;
+        let out = if k.narrow {
+            let mut ex = k.extra as c_int;
+            let mut vin = value_in as usize as c_int;
+            let mut vout: c_int = 0;
+            copy(
+                &mut h,
+                &mut key,
+                (&mut ex as *mut c_int).cast(),
+                (&mut vin as *mut c_int).cast(),
+                (&mut vout as *mut c_int).cast(),
+                &mut f,
+                &mut ierr,
+            );
+            vout as MPI_Aint
+        } else {
+            let mut ex = k.extra;
+            let mut vin = value_in as MPI_Aint;
+            let mut vout: MPI_Aint = 0;
+            copy(
+                &mut h,
+                &mut key,
+                (&mut ex as *mut MPI_Aint).cast(),
+                (&mut vin as *mut MPI_Aint).cast(),
+                (&mut vout as *mut MPI_Aint).cast(),
+                &mut f,
+                &mut ierr,
+            );
+            vout
+        };
+        *value_out.cast::<usize>() = out as usize;
+        *flag = f;
+        ierr
+    }
+}
+
+/// The C delete callback of every Fortran key value.
+unsafe extern "C" fn fortran_delete(
+    obj: usize,
+    keyval: c_int,
+    value: *mut c_void,
+    extra: *mut c_void,
+) -> c_int {
+    // SAFETY: as in fortran_copy.
+    unsafe {
+        let k = &*extra.cast::<FortranKeyval>();
+        let Some(delete) = k.delete else {
+            return MPI_SUCCESS;
+        };
+        let mut h = k.kind.toint(obj);
+        let mut key = keyval;
+        let mut ierr = MPI_SUCCESS;
+        if k.narrow {
+            let mut ex = k.extra as c_int;
+            let mut v = value as usize as c_int;
+            delete(
+                &mut h,
+                &mut key,
+                (&mut v as *mut c_int).cast(),
+                (&mut ex as *mut c_int).cast(),
+                &mut ierr,
+            );
+        } else {
+            let mut ex = k.extra;
+            let mut v = value as MPI_Aint;
+            delete(
+                &mut h,
+                &mut key,
+                (&mut v as *mut MPI_Aint).cast(),
+                (&mut ex as *mut MPI_Aint).cast(),
+                &mut ierr,
+            );
+        }
+        ierr
+    }
+}
+
+type CreateKeyval = unsafe extern "C" fn(usize, usize, *mut c_int, *mut c_void) -> c_int;
+
+/// `MPI_<KIND>_CREATE_KEYVAL(COPY_FN, DELETE_FN, KEYVAL, EXTRA_STATE,
+/// IERROR)`: a C key value whose callbacks call the Fortran ones.
+///
+/// # Safety
+/// The arguments as gfortran passes them.
+unsafe fn create_keyval(
+    create: CreateKeyval,
+    kind: AttrKind,
+    narrow: bool,
+    copy: Option<FortranCopyFunction>,
+    delete: Option<FortranDeleteFunction>,
+    keyval: *mut c_int,
+    extra: *const c_void,
+    ierror: *mut c_int,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let extra = if narrow {
+            *extra.cast::<c_int>() as MPI_Aint
+        } else {
+            *extra.cast::<MPI_Aint>()
+        };
+        let state = Box::into_raw(Box::new(FortranKeyval {
+            kind,
+            copy,
+            delete,
+            extra,
+            narrow,
+        }));
+        let rc = create(
+            if copy.is_some() {
+                fortran_copy as *const () as usize
+            } else {
+                0
+            },
+            if delete.is_some() {
+                fortran_delete as *const () as usize
+            } else {
+                0
+            },
+            keyval,
+            state.cast(),
+        );
+        if rc != MPI_SUCCESS {
+            drop(Box::from_raw(state));
+        }
+        set_ierror(ierror, rc);
+    }
+}
+
+macro_rules! keyval_routines {
+    ($($name:ident $pname:ident => $c:ident, $kind:ident, $narrow:expr;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            copy: Option<FortranCopyFunction>,
+            delete: Option<FortranDeleteFunction>,
+            keyval: *mut c_int,
+            extra: *const c_void,
+            ierror: *mut c_int,
+        ) {
+            // SAFETY: gfortran passes valid references.
+            unsafe {
+                create_keyval(
+                    crate::pmpi::$c,
+                    AttrKind::$kind,
+                    $narrow,
+                    copy,
+                    delete,
+                    keyval,
+                    extra,
+                    ierror,
+                )
+            }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname(
+            copy: Option<FortranCopyFunction>,
+            delete: Option<FortranDeleteFunction>,
+            keyval: *mut c_int,
+            extra: *const c_void,
+            ierror: *mut c_int,
+        ) {
+            // SAFETY: the same contract as the function it forwards to.
+            unsafe { $name(copy, delete, keyval, extra, ierror) }
+        }
+    )*};
+}
+
+keyval_routines! {
+    mpi_comm_create_keyval_ pmpi_comm_create_keyval_ => PMPI_Comm_create_keyval, Comm, false;
+    mpi_type_create_keyval_ pmpi_type_create_keyval_ => PMPI_Type_create_keyval, Type, false;
+    mpi_win_create_keyval_ pmpi_win_create_keyval_ => PMPI_Win_create_keyval, Win, false;
+    mpi_keyval_create_ pmpi_keyval_create_ => PMPI_Keyval_create, Comm, true;
+}
+
+// The predefined callbacks, as Fortran procedures: MPI_*_NULL_COPY_FN
+// copies nothing, MPI_*_DUP_FN copies the value, MPI_*_NULL_DELETE_FN does
+// nothing. The values are INTEGER(KIND=MPI_ADDRESS_KIND), default INTEGERs
+// in the MPI-1 forms.
+macro_rules! predefined_callbacks {
+    ($($null_copy:ident $dup:ident $null_delete:ident $val:ty;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $null_copy(
+            _old: *mut c_int,
+            _key: *mut c_int,
+            _extra: *mut c_void,
+            _vin: *mut c_void,
+            _vout: *mut c_void,
+            flag: *mut c_int,
+            ierror: *mut c_int,
+        ) {
+            // SAFETY: called as a copy callback, with valid references.
+            unsafe {
+                *flag = 0;
+                *ierror = MPI_SUCCESS;
+            }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $dup(
+            _old: *mut c_int,
+            _key: *mut c_int,
+            _extra: *mut c_void,
+            vin: *mut c_void,
+            vout: *mut c_void,
+            flag: *mut c_int,
+            ierror: *mut c_int,
+        ) {
+            // SAFETY: called as a copy callback, with valid references to
+            // values of this width.
+            unsafe {
+                *vout.cast::<$val>() = *vin.cast::<$val>();
+                *flag = 1;
+                *ierror = MPI_SUCCESS;
+            }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $null_delete(
+            _obj: *mut c_int,
+            _key: *mut c_int,
+            _value: *mut c_void,
+            _extra: *mut c_void,
+            ierror: *mut c_int,
+        ) {
+            // SAFETY: called as a delete callback, with valid references.
+            unsafe { *ierror = MPI_SUCCESS };
+        }
+    )*};
+}
+
+predefined_callbacks! {
+    mpi_comm_null_copy_fn_ mpi_comm_dup_fn_ mpi_comm_null_delete_fn_ MPI_Aint;
+    mpi_type_null_copy_fn_ mpi_type_dup_fn_ mpi_type_null_delete_fn_ MPI_Aint;
+    mpi_win_null_copy_fn_ mpi_win_dup_fn_ mpi_win_null_delete_fn_ MPI_Aint;
+    mpi_null_copy_fn_ mpi_dup_fn_ mpi_null_delete_fn_ c_int;
+}

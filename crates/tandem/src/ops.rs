@@ -214,14 +214,28 @@ macro_rules! complex_ops {
 /// `MINLOC`/`MAXLOC` on packed pairs (value, then a C int index).
 fn pair_ops(op: PredefOp, k: PairKind, inp: &[u8], inout: &mut [u8]) {
     let vs = k.value_size();
-    let w = vs + 4;
+    let w = vs + k.index_size();
+    // The index is an int, or in Fortran's real pairs a real of the
+    // value's kind; the smaller index wins a tie.
+    let index_less = |a: &[u8], b: &[u8]| match k {
+        PairKind::RealReal => {
+            f32::from_ne_bytes(a.try_into().expect("4 bytes"))
+                < f32::from_ne_bytes(b.try_into().expect("4 bytes"))
+        }
+        PairKind::DoubleDouble => {
+            f64::from_ne_bytes(a.try_into().expect("8 bytes"))
+                < f64::from_ne_bytes(b.try_into().expect("8 bytes"))
+        }
+        _ => {
+            i32::from_ne_bytes(a.try_into().expect("4 bytes"))
+                < i32::from_ne_bytes(b.try_into().expect("4 bytes"))
+        }
+    };
     for (x, y) in inp.chunks_exact(w).zip(inout.chunks_exact_mut(w)) {
-        let ia = i32::from_ne_bytes(x[vs..].try_into().expect("4 bytes"));
-        let ib = i32::from_ne_bytes(y[vs..].try_into().expect("4 bytes"));
         let ord = compare_values(k, &x[..vs], &y[..vs]);
         use std::cmp::Ordering::*;
         let take_a = match (op, ord) {
-            (_, Some(Equal)) => ia < ib,
+            (_, Some(Equal)) => index_less(&x[vs..], &y[vs..]),
             (PredefOp::MinLoc, Some(Less)) | (PredefOp::MaxLoc, Some(Greater)) => true,
             _ => false,
         };
@@ -239,8 +253,8 @@ fn compare_values(k: PairKind, a: &[u8], b: &[u8]) -> Option<std::cmp::Ordering>
         };
     }
     match k {
-        PairKind::F32 => cmp!(f32),
-        PairKind::F64 => cmp!(f64),
+        PairKind::F32 | PairKind::RealReal => cmp!(f32),
+        PairKind::F64 | PairKind::DoubleDouble => cmp!(f64),
         PairKind::I64 => cmp!(i64),
         PairKind::I32 => cmp!(i32),
         PairKind::I16 => cmp!(i16),

@@ -43,7 +43,9 @@ pub enum Prim {
     Opaque(u8),
 }
 
-/// The value part of a value-index pair (the index is a C `int`).
+/// The value part of a value-index pair (the index is a C `int`, except in
+/// Fortran's `MPI_2REAL` and `MPI_2DOUBLE_PRECISION`, whose index is a real
+/// of the value's kind).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PairKind {
     F32,
@@ -52,16 +54,28 @@ pub enum PairKind {
     I32,
     I16,
     LongDouble,
+    /// `MPI_2REAL`: two REALs.
+    RealReal,
+    /// `MPI_2DOUBLE_PRECISION`: two DOUBLE PRECISIONs.
+    DoubleDouble,
 }
 
 impl PairKind {
     /// Bytes of the value.
     pub fn value_size(self) -> usize {
         match self {
-            PairKind::F32 | PairKind::I32 => 4,
-            PairKind::F64 | PairKind::I64 => 8,
+            PairKind::F32 | PairKind::I32 | PairKind::RealReal => 4,
+            PairKind::F64 | PairKind::I64 | PairKind::DoubleDouble => 8,
             PairKind::I16 => 2,
             PairKind::LongDouble => 16,
+        }
+    }
+
+    /// Bytes of the index.
+    pub fn index_size(self) -> usize {
+        match self {
+            PairKind::RealReal | PairKind::DoubleDouble => self.value_size(),
+            _ => 4,
         }
     }
 
@@ -73,7 +87,7 @@ impl PairKind {
     /// `sizeof` the C struct.
     pub fn extent(self) -> usize {
         let align = self.value_size().clamp(4, 16);
-        (self.index_offset() + 4).div_ceil(align) * align
+        (self.index_offset() + self.index_size()).div_ceil(align) * align
     }
 }
 
@@ -87,7 +101,7 @@ impl Prim {
             Prim::I64 | Prim::U64 | Prim::F64 | Prim::C32 => 8,
             Prim::LongDouble | Prim::C64 => 16,
             Prim::CLongDouble => 32,
-            Prim::Pair(k) => k.value_size() + 4,
+            Prim::Pair(k) => k.value_size() + k.index_size(),
             Prim::Opaque(n) => n as usize,
         }
     }
@@ -131,7 +145,7 @@ impl Prim {
                 },
                 Block {
                     off: k.index_offset() as isize,
-                    len: 4,
+                    len: k.index_size(),
                 },
             ],
             p => vec![Block {

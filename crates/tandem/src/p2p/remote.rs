@@ -283,7 +283,7 @@ const OPS: [PredefOp; 14] = [
     PredefOp::NoOp,
 ];
 
-const PRIMS: [Prim; 23] = [
+const PRIMS: [Prim; 25] = [
     Prim::I8,
     Prim::I16,
     Prim::I32,
@@ -307,6 +307,8 @@ const PRIMS: [Prim; 23] = [
     Prim::Pair(PairKind::I32),
     Prim::Pair(PairKind::I16),
     Prim::Pair(PairKind::LongDouble),
+    Prim::Pair(PairKind::RealReal),
+    Prim::Pair(PairKind::DoubleDouble),
 ];
 
 /// The operation and element type of an accumulate, packed into a tag.
