@@ -165,6 +165,10 @@ fn main() {
     let status = match cli.command {
         Command::Run(mut a) => {
             let program = a.command.remove(0);
+            if let Some(msg) = unknown_run_option(&program) {
+                eprintln!("tandem run: {msg}");
+                std::process::exit(2);
+            }
             // The `replicas` parameter, as `--set replicas=R` (which it overrides).
             if let Some(r) = a.replicas {
                 a.set.push(format!("replicas={r}"));
@@ -204,6 +208,57 @@ fn main() {
         Command::Bench(a) => bench::main(a),
     };
     std::process::exit(status);
+}
+
+/// `tandem run` takes the first word it does not know as the program, so
+/// a mistyped option would be run as one: a word that starts with '-' and
+/// names no file is refused, with the nearest option.
+fn unknown_run_option(program: &OsString) -> Option<String> {
+    let word = program.to_str()?;
+    if !word.starts_with('-') || std::path::Path::new(word).exists() {
+        return None;
+    }
+    let name = word.split('=').next().unwrap_or(word);
+    let cli = <Cli as clap::CommandFactory>::command();
+    let run = cli.find_subcommand("run")?;
+    let options: Vec<String> = run
+        .get_arguments()
+        .flat_map(|a| {
+            let long = a.get_long().map(|l| format!("--{l}"));
+            let aliases = a
+                .get_visible_aliases()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|l| format!("--{l}"));
+            long.into_iter().chain(aliases)
+        })
+        .collect();
+    let nearest = options
+        .iter()
+        .map(|o| (edit_distance(name, o), o))
+        .min()
+        .filter(|(d, _)| *d <= 3)
+        .map(|(_, o)| format!(" (did you mean {o}?)"))
+        .unwrap_or_default();
+    Some(format!(
+        "unknown option '{name}'{nearest}; `tandem run --help` lists the options (a program whose name starts with '-' needs a path: ./{word})"
+    ))
+}
+
+/// Levenshtein distance.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// The property tests' settings: a quick run by default, which

@@ -326,6 +326,25 @@ fn missing_program_is_a_clear_error() {
     assert!(out.stderr.contains("not found"), "{out:?}");
 }
 
+/// A mistyped option is not run as the program: it is refused, with the
+/// option it is nearest to.
+#[test]
+fn a_mistyped_option_is_refused_with_a_suggestion() {
+    let out = tandem(&["run", "-n", "2", "--tag-ouput", "true"]);
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("unknown option '--tag-ouput' (did you mean --tag-output?)"),
+        "{out:?}"
+    );
+    let out = tandem(&["run", "-n", "2", "--zzzzzzzz", "true"]);
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains("unknown option '--zzzzzzzz';"),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn tag_output_prefixes_every_line() {
     let script =
