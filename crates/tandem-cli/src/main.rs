@@ -122,6 +122,10 @@ struct RunArgs {
     /// Start the ranks in this directory, on every host (default: the current one)
     #[arg(long = "wdir", visible_alias = "wd", value_name = "DIR")]
     wdir: Option<std::path::PathBuf>,
+    /// Start N processes on every host, whatever slots the host list gives
+    #[arg(long = "per-host", visible_aliases = ["npernode", "ppn"], value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    per_host: Option<u32>,
     /// The program to run (searched on PATH unless it contains a '/') and
     /// its arguments; options after PROGRAM are the program's
     #[arg(
@@ -188,6 +192,7 @@ fn main() {
                 launch_timeout: a.launch_timeout,
                 remote_tandem: a.remote_tandem,
                 wdir: a.wdir,
+                per_host: a.per_host,
             })
         }
         Command::Host { host } => launcher::host_main(&host),

@@ -9,11 +9,14 @@
 //!   `-compile-info`, `-link-info`; everything else goes to the compiler;
 //! * launchers: `-n`/`-np`/`-c`, `-H`/`--host`/`-hosts`,
 //!   `--hostfile`/`-hostfile`/`-f`/`--machinefile`, `-x VAR[=VAL]`,
-//!   `-genv VAR VAL`, `--map-by slot|node`, `--bynode`, `--byslot`,
-//!   `--tag-output`, `--timeout S`, `--launch-agent CMD` (or `--mca
-//!   plm_rsh_agent CMD`), tandem's own `--set`, `--agent`; options that only
-//!   tune other MPIs (`--mca`, `--bind-to`, `--oversubscribe`,
-//!   `--allow-run-as-root`, ...) are accepted and ignored.
+//!   `-genv VAR VAL`, `--map-by slot|node|ppr:N:node`, `--bynode`,
+//!   `--byslot`, `-ppn`/`--npernode`/`-N`, `-wdir`, `--bind-to core|none`,
+//!   `--prefix DIR` (DIR/bin/tandem on the other hosts), `--tag-output`,
+//!   `--timeout S`, `--launch-agent CMD` (or `--mca plm_rsh_agent CMD`),
+//!   tandem's own `--set`, `--agent`; `--rank-by` is accepted with a
+//!   warning; options that only tune other MPIs (`--mca`,
+//!   `--oversubscribe`, `--allow-run-as-root`, ...) are accepted and
+//!   ignored.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -115,7 +118,7 @@ pub fn compiler_wrapper(language: Language, args: Vec<OsString>) -> i32 {
 
 const RUN_USAGE: &str =
     "usage: {launcher} [-n N] [-H HOST[:SLOTS],...] [--hostfile FILE] [-x VAR[=VALUE]] \
-[--map-by slot|node] [--bind-to core|none] [-wdir DIR] [--tag-output] [--timeout S] [--agent CMD] \
+[--map-by slot|node|ppr:N:node] [-ppn N] [--bind-to core|none] [-wdir DIR] [--tag-output] [--timeout S] [--agent CMD] \
 [--set NAME=VALUE] PROGRAM [ARGS...]
 (Tandem's launcher under the mpirun/mpiexec name; `tandem run --help` explains every option)";
 
@@ -141,6 +144,14 @@ fn mpirun(name: &str, args: Vec<OsString>) -> i32 {
     }
 }
 
+/// The N of `-ppn N` (1 to 65536).
+fn per_host_count(flag: &str, v: &str) -> Result<u32, String> {
+    v.parse()
+        .ok()
+        .filter(|n| (1..=65536).contains(n))
+        .ok_or_else(|| format!("{flag}: '{v}' is not a number of processes per host"))
+}
+
 /// mpirun's options as `tandem run`'s; `None` for `--help`.
 fn parse_mpirun(args: Vec<OsString>) -> Result<Option<RunOptions>, String> {
     let mut opts = RunOptions {
@@ -158,6 +169,7 @@ fn parse_mpirun(args: Vec<OsString>) -> Result<Option<RunOptions>, String> {
         launch_timeout: None,
         remote_tandem: None,
         wdir: None,
+        per_host: None,
     };
     let mut it = args.into_iter();
     let text = |v: Option<OsString>, flag: &str| -> Result<String, String> {
@@ -207,7 +219,17 @@ fn parse_mpirun(args: Vec<OsString>) -> Result<Option<RunOptions>, String> {
                 opts.export.push(format!("{var}={val}"));
             }
             "--map-by" | "-map-by" => {
-                opts.map_by = Some(value(&flag)?.split(':').next().unwrap_or("").to_string())
+                let v = value(&flag)?;
+                // Open MPI's ppr:N:node (N processes per node).
+                if let Some(n) = v.strip_prefix("ppr:").and_then(|r| r.strip_suffix(":node")) {
+                    opts.per_host = Some(per_host_count(&flag, n)?);
+                } else {
+                    opts.map_by = Some(v.split(':').next().unwrap_or("").to_string())
+                }
+            }
+            "-ppn" | "--ppn" | "-npernode" | "--npernode" | "-N" | "--per-host" => {
+                let v = value(&flag)?;
+                opts.per_host = Some(per_host_count(&flag, &v)?);
             }
             "--bynode" | "-bynode" => opts.map_by = Some("node".into()),
             "--byslot" | "-byslot" => opts.map_by = Some("slot".into()),
@@ -245,8 +267,23 @@ fn parse_mpirun(args: Vec<OsString>) -> Result<Option<RunOptions>, String> {
                 };
                 opts.set.push(format!("bind={bind}"));
             }
-            "--rank-by" | "-rank-by" | "--prefix" | "-prefix" | "-ppn" | "--npernode"
-            | "-npernode" | "-launcher" | "-bootstrap" => {
+            // Open MPI's installation prefix on the other hosts: Tandem's
+            // launcher runs DIR/bin/tandem there.
+            "--prefix" | "-prefix" => {
+                let dir = value(&flag)?;
+                opts.remote_tandem = Some(
+                    std::path::Path::new(&dir)
+                        .join("bin/tandem")
+                        .into_os_string(),
+                );
+            }
+            "--rank-by" | "-rank-by" => {
+                let v = value(&flag)?;
+                eprintln!(
+                    "{flag} {v}: ignored; Tandem numbers ranks in the order --map-by places them"
+                );
+            }
+            "-launcher" | "-bootstrap" => {
                 value(&flag)?;
             }
             "--oversubscribe"
@@ -284,6 +321,26 @@ mod tests {
         parse_mpirun(words.iter().map(OsString::from).collect())
             .unwrap()
             .unwrap()
+    }
+
+    #[test]
+    fn processes_per_host() {
+        for words in [
+            &["-ppn", "2", "./prog"][..],
+            &["--npernode", "2", "./prog"],
+            &["-N", "2", "./prog"],
+            &["--map-by", "ppr:2:node", "./prog"],
+        ] {
+            let o = parse(words);
+            assert_eq!(o.per_host, Some(2), "{words:?}");
+            assert_eq!(o.program, "./prog");
+        }
+        assert!(parse_mpirun(["-ppn", "0", "./p"].iter().map(OsString::from).collect()).is_err());
+        let o = parse(&["--prefix", "/opt/tandem", "./prog"]);
+        assert_eq!(
+            o.remote_tandem.as_deref(),
+            Some(std::ffi::OsStr::new("/opt/tandem/bin/tandem"))
+        );
     }
 
     #[test]

@@ -326,6 +326,29 @@ fn missing_program_is_a_clear_error() {
     assert!(out.stderr.contains("not found"), "{out:?}");
 }
 
+/// `--per-host N` (`--ppn`, `--npernode`) starts N processes per host: on
+/// one host, N ranks when -n is not given, and a larger -n is refused.
+#[test]
+fn per_host_sets_the_ranks_of_a_host() {
+    let out = tandem(&[
+        "run",
+        "--ppn",
+        "3",
+        "sh",
+        "-c",
+        "echo size $TANDEM_JOB_SIZE",
+    ]);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert_eq!(
+        out.stdout.lines().filter(|l| *l == "size 3").count(),
+        3,
+        "{out:?}"
+    );
+    let out = tandem(&["run", "-n", "4", "--per-host", "2", "true"]);
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(out.stderr.contains("--per-host allows 2"), "{out:?}");
+}
+
 /// A mistyped option is not run as the program: it is refused, with the
 /// option it is nearest to.
 #[test]

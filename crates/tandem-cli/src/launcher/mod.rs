@@ -59,6 +59,9 @@ pub struct RunOptions {
     pub remote_tandem: Option<OsString>,
     /// `-wdir DIR`: where the ranks start, on every host (default: here).
     pub wdir: Option<PathBuf>,
+    /// `--per-host N` (`-ppn`, `--npernode`, `--map-by ppr:N:node`): every
+    /// host takes N processes, whatever slots the host list gives it.
+    pub per_host: Option<u32>,
 }
 
 /// Most replicas of a rank.
@@ -115,11 +118,21 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
     }
     let (ranks, multi) = match host_list {
         None => {
-            let n = opts.ranks.ok_or_else(|| {
-                usage(
+            if let (Some(p), Some(n)) = (opts.per_host, opts.ranks) {
+                if n.saturating_mul(replicas) > p {
+                    return Err(usage(format!(
+                        "{n} ranks x {replicas} replica(s) on this one host, but --per-host allows {p}; give more hosts with --host / --hostfile"
+                    )));
+                }
+            }
+            let n =
+                opts.ranks
+                    .or(opts.per_host.map(|p| (p / replicas).max(1)))
+                    .ok_or_else(|| {
+                        usage(
                     "give the number of ranks with -n N (or hosts with --host / --hostfile)".into(),
                 )
-            })?;
+                    })?;
             let total = n
                 .checked_mul(replicas)
                 .filter(|&t| t <= 1 << 20)
@@ -267,6 +280,11 @@ fn host_list(opts: &RunOptions) -> Result<Option<Vec<HostSlots>>, String> {
         match merged.iter_mut().find(|m| m.name == h.name) {
             Some(m) => m.slots = m.slots.saturating_add(h.slots),
             None => merged.push(h),
+        }
+    }
+    if let Some(p) = opts.per_host {
+        for h in &mut merged {
+            h.slots = p;
         }
     }
     Ok(Some(merged))
