@@ -1791,8 +1791,9 @@ fn bandwidth(b: f64) -> String {
     format!("{} MB/s", num(b / 1e6))
 }
 
+/// A time in microseconds; what rounding leaves of a zero is shown as 0.
 fn latency(l: f64) -> String {
-    format!("{} \u{b5}s", us(l))
+    format!("{} \u{b5}s", us(if l.abs() < 1e-12 { 0.0 } else { l }))
 }
 
 fn size_range(from: f64, to: f64) -> String {
@@ -1809,10 +1810,7 @@ fn hockney_params(h: &Hockney) -> Vec<(String, String)> {
         ("latency \u{3b1}".into(), latency(h.l)),
         (
             if h.past > 0.0 {
-                format!(
-                    "bandwidth 1/\u{3b2} of the bytes past {}",
-                    size_text(h.past as u64)
-                )
+                format!("bandwidth 1/\u{3b2} past {}", size_text(h.past as u64))
             } else {
                 "bandwidth 1/\u{3b2}".into()
             },
