@@ -825,6 +825,55 @@ fn report_page() {
     let plot = html[pingpong..].find("<svg").unwrap();
     let table = html[pingpong..].find("<table>").unwrap();
     assert!(plot < table);
+    // The models: measured and predicted times and each model's error as
+    // plots, then the fitted parameters with units and errors in a table
+    // (a row per parameter under its model's name), no monospace text.
+    let models = &html[html
+        .find("<h2 id=\"q-models\">")
+        .expect("no models section")..];
+    let params = &models[models
+        .find("<table class=\"model\">")
+        .expect("no parameter table in the models")..];
+    let params = &params[..params.find("</table>").unwrap()];
+    assert!(models.find("<svg").unwrap() < models.find("<table").unwrap());
+    assert!(models.matches("<svg").count() >= 2, "no error plot");
+    for word in [
+        "<th>Model</th>",
+        "<th>Parameter</th>",
+        "<th>Largest error</th>",
+        "<th>Median error</th>",
+        "<b>Hockney</b>",
+        "latency \u{3b1}",
+        "bandwidth 1/\u{3b2}",
+        "\u{b5}s</td>",
+        "MB/s</td>",
+        "%</td>",
+    ] {
+        assert!(params.contains(word), "no {word} in the parameter table");
+    }
+    let fitted = &doc["models"][0][1];
+    if fitted["loggp"].is_object() {
+        for word in [
+            "<b>LogGP</b>",
+            "L, latency",
+            "o_s, send overhead",
+            "o_r, receive overhead",
+            "g, gap per message",
+            "G, gap per byte",
+        ] {
+            assert!(params.contains(word), "no {word} in the parameter table");
+        }
+    }
+    if fitted["piecewise"].is_object() {
+        assert!(
+            params.contains("<b>Hockney per protocol</b>")
+                || params.contains("<b>piecewise Hockney</b>"),
+            "no piecewise Hockney in the parameter table"
+        );
+    }
+    assert!(params.contains("(best)"), "no best model marked");
+    assert!(!models.contains("<pre>"), "the models as monospace text");
+    assert!(models.contains("<details><summary>Table: measured and predicted per size"));
     // Without a terminal, each launch is announced on stderr, counted.
     assert!(
         o.stderr.contains("tandem bench report: [1/"),

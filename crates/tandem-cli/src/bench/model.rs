@@ -1584,142 +1584,358 @@ pub fn text(r: &ModelResult) -> String {
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
     }
-    if let Some(m) = r.measurements.iter().find(|m| m.machine.loaded()) {
-        let _ = writeln!(
-            o,
-            "note: the machine was loaded (load average {:.2} on {} cores, these ranks included): the \
-             times include other programs' interference, which no model of the library predicts",
-            m.machine.load_average.unwrap_or(0.0),
-            m.machine.cores
-        );
+    if let Some(n) = loaded_note(r) {
+        let _ = writeln!(o, "note: {n}");
     }
-    if let Some(n) = super::core_latency::note(&r.core_probes) {
-        let _ = writeln!(o, "{n}");
-    } else if let Some(c) = super::core_latency::range_text(&r.core_probes) {
+    if let Some(c) = core_line(r) {
         let _ = writeln!(o, "{c}");
     }
     if !r.pingpong.is_empty() {
         let _ = writeln!(o);
-        let header: Vec<String> = [
-            "size",
-            "fastest (us)",
-            "median",
-            "Hockney",
-            "err",
-            if r.protocols.is_some() {
-                "per protocol"
-            } else {
-                "piecewise"
-            },
-            "err",
-            "LogGP",
-            "err",
-        ]
-        .map(String::from)
-        .to_vec();
-        let cell = |p: Option<f64>, t: f64| match p {
-            Some(p) => (us(p), format!("{:+.1}%", (p - t) / t * 100.0)),
-            None => ("-".into(), "-".into()),
-        };
-        let rows: Vec<Vec<String>> = r
-            .pingpong
-            .iter()
-            .map(|p| {
-                let t = p.measured;
-                let (a, ae) = cell(p.hockney, t);
-                let (b, be) = cell(p.piecewise, t);
-                let (c, ce) = cell(p.loggp, t);
-                let med = if r.unsteady_sizes.contains(&p.size) {
-                    format!("{} !", us(p.median))
-                } else {
-                    us(p.median)
-                };
-                vec![size_text(p.size as u64), us(t), med, a, ae, b, be, c, ce]
-            })
-            .collect();
+        let (header, rows) = prediction_table(r, true);
         o.push_str(&output::layout(&header, &rows, 1));
-        if let Some((e, which)) = r.best_error() {
-            let _ = writeln!(
-                o,
-                "ping-pong predicted within {:.0}% at every size: {} (best: {which}, largest error {})",
-                TARGET_ERROR * 100.0,
-                if e <= TARGET_ERROR { "yes" } else { "no" },
-                pct(e)
-            );
+        if let Some(w) = within_line(r) {
+            let _ = writeln!(o, "{w}");
         }
-        let _ = writeln!(
-            o,
-            "errors are against the fastest of each size's {} repetitions (the machine undisturbed; Noor et al. \
-             use minimum round trips too)",
-            r.pingpong_repetitions
-        );
-        if let Some(h) = r.best_hockney() {
-            let _ = writeln!(
-                o,
-                "against the medians instead, the best Hockney fit's largest error is {}",
-                pct(max_relative_error(
-                    r.pingpong.iter().map(|p| (h.predict(p.size), p.median))
-                ))
-            );
-        }
-        if !r.unsteady_sizes.is_empty() {
-            let _ = writeln!(
-                o,
-                "the median is more than {:.0}% above the fastest repetition at {} of {} sizes (marked !: {}): \
-                 the machine was slower for part of the run (other programs, or on a virtual machine the host \
-                 moving its CPUs), so the medians mix two machine states",
-                TARGET_ERROR * 100.0,
-                r.unsteady_sizes.len(),
-                r.pingpong.len(),
-                r.unsteady_sizes
-                    .iter()
-                    .map(|&m| size_text(m as u64))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            );
+        for l in basis_lines(r, true) {
+            let _ = writeln!(o, "{l}");
         }
     }
     if !r.collectives.is_empty() {
         let _ = writeln!(o);
-        let _ = writeln!(
-            o,
-            "Collectives: measured minimum time (barrier, start, op, barrier, end) against the Hockney fit \
-             (linear: root or pairs one after another; tree: binomial, Bruck for alltoall; plus the closing barrier)"
-        );
-        let header: Vec<String> = [
-            "op",
-            "ranks",
-            "size",
-            "measured (us)",
-            "linear",
-            "tree",
-            "closest",
-        ]
-        .map(String::from)
-        .to_vec();
-        let rows: Vec<Vec<String>> = r
-            .collectives
-            .iter()
-            .map(|(op, n, s, meas, lin, tree)| {
-                let closest = if (lin - meas).abs() <= (tree - meas).abs() {
-                    "linear"
-                } else {
-                    "tree"
-                };
-                vec![
-                    op.clone(),
-                    n.to_string(),
-                    size_text(*s),
-                    us(*meas),
-                    us(*lin),
-                    us(*tree),
-                    closest.to_string(),
-                ]
-            })
-            .collect();
+        let _ = writeln!(o, "{COLLECTIVES_INTRO}");
+        let (header, rows) = collective_table(r);
         o.push_str(&output::layout(&header, &rows, 3));
     }
     o
+}
+
+/// Why no model of the library predicts the times, when the machine was
+/// loaded during the measurements.
+pub fn loaded_note(r: &ModelResult) -> Option<String> {
+    let m = r.measurements.iter().find(|m| m.machine.loaded())?;
+    Some(format!(
+        "the machine was loaded (load average {:.2} on {} cores, these ranks included): the \
+         times include other programs' interference, which no model of the library predicts",
+        m.machine.load_average.unwrap_or(0.0),
+        m.machine.cores
+    ))
+}
+
+/// The cache-line round trips probed around the ping-pong: a note when
+/// they varied, else their range.
+pub fn core_line(r: &ModelResult) -> Option<String> {
+    super::core_latency::note(&r.core_probes)
+        .or_else(|| super::core_latency::range_text(&r.core_probes))
+}
+
+/// Per ping-pong size, the measured times and each model's prediction
+/// and error: a header and rows; with `marks`, an unsteady size's median
+/// is marked " !".
+pub fn prediction_table(r: &ModelResult, marks: bool) -> (Vec<String>, Vec<Vec<String>>) {
+    let header: Vec<String> = [
+        "size",
+        "fastest (us)",
+        "median",
+        "Hockney",
+        "err",
+        if r.protocols.is_some() {
+            "per protocol"
+        } else {
+            "piecewise"
+        },
+        "err",
+        "LogGP",
+        "err",
+    ]
+    .map(String::from)
+    .to_vec();
+    let cell = |p: Option<f64>, t: f64| match p {
+        Some(p) => (us(p), format!("{:+.1}%", (p - t) / t * 100.0)),
+        None => ("-".into(), "-".into()),
+    };
+    let rows: Vec<Vec<String>> = r
+        .pingpong
+        .iter()
+        .map(|p| {
+            let t = p.measured;
+            let (a, ae) = cell(p.hockney, t);
+            let (b, be) = cell(p.piecewise, t);
+            let (c, ce) = cell(p.loggp, t);
+            let med = if marks && r.unsteady_sizes.contains(&p.size) {
+                format!("{} !", us(p.median))
+            } else {
+                us(p.median)
+            };
+            vec![size_text(p.size as u64), us(t), med, a, ae, b, be, c, ce]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Whether the best model predicts every ping-pong size within the target.
+pub fn within_line(r: &ModelResult) -> Option<String> {
+    let (e, which) = r.best_error()?;
+    Some(format!(
+        "ping-pong predicted within {:.0}% at every size: {} (best: {which}, largest error {})",
+        TARGET_ERROR * 100.0,
+        if e <= TARGET_ERROR { "yes" } else { "no" },
+        pct(e)
+    ))
+}
+
+/// What the errors are measured against, and how unsteady the medians
+/// were; with `marks`, the unsteady sizes are said to be marked " !".
+pub fn basis_lines(r: &ModelResult, marks: bool) -> Vec<String> {
+    let mut v = vec![format!(
+        "errors are against the fastest of each size's {} repetitions (the machine undisturbed; Noor et al. \
+         use minimum round trips too)",
+        r.pingpong_repetitions
+    )];
+    if let Some(h) = r.best_hockney() {
+        v.push(format!(
+            "against the medians instead, the best Hockney fit's largest error is {}",
+            pct(max_relative_error(
+                r.pingpong.iter().map(|p| (h.predict(p.size), p.median))
+            ))
+        ));
+    }
+    if !r.unsteady_sizes.is_empty() {
+        v.push(format!(
+            "the median is more than {:.0}% above the fastest repetition at {} of {} sizes ({}{}): \
+             the machine was slower for part of the run (other programs, or on a virtual machine the host \
+             moving its CPUs), so the medians mix two machine states",
+            TARGET_ERROR * 100.0,
+            r.unsteady_sizes.len(),
+            r.pingpong.len(),
+            if marks { "marked !: " } else { "" },
+            r.unsteady_sizes
+                .iter()
+                .map(|&m| size_text(m as u64))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
+    v
+}
+
+/// What the collectives' table compares.
+pub const COLLECTIVES_INTRO: &str =
+    "Collectives: measured minimum time (barrier, start, op, barrier, end) against the Hockney fit \
+     (linear: root or pairs one after another; tree: binomial, Bruck for alltoall; plus the closing barrier)";
+
+/// The collectives measured and as the best Hockney fit predicts them: a
+/// header and rows.
+pub fn collective_table(r: &ModelResult) -> (Vec<String>, Vec<Vec<String>>) {
+    let header: Vec<String> = [
+        "op",
+        "ranks",
+        "size",
+        "measured (us)",
+        "linear",
+        "tree",
+        "closest",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = r
+        .collectives
+        .iter()
+        .map(|(op, n, s, meas, lin, tree)| {
+            let closest = if (lin - meas).abs() <= (tree - meas).abs() {
+                "linear"
+            } else {
+                "tree"
+            };
+            vec![
+                op.clone(),
+                n.to_string(),
+                size_text(*s),
+                us(*meas),
+                us(*lin),
+                us(*tree),
+                closest.to_string(),
+            ]
+        })
+        .collect();
+    (header, rows)
+}
+
+/// One model's fitted parameters, for a table.
+#[derive(Clone, Debug)]
+pub struct ParameterTable {
+    /// "Hockney", "Hockney per protocol", "LogGP".
+    pub model: String,
+    pub formula: &'static str,
+    /// Whether it predicts the ping-pong best.
+    pub best: bool,
+    pub parts: Vec<ParameterPart>,
+    /// Largest and median relative error over the ping-pong sizes.
+    pub max_error: f64,
+    pub median_error: f64,
+}
+
+/// The parameters that hold over a range of sizes.
+#[derive(Clone, Debug)]
+pub struct ParameterPart {
+    /// The sizes (and where known the protocol regime) they hold for.
+    pub sizes: String,
+    /// (name, value with its unit)
+    pub params: Vec<(String, String)>,
+    /// Largest and median relative error over these sizes, where the
+    /// part is not the whole model.
+    pub errors: Option<(f64, f64)>,
+}
+
+fn bandwidth(b: f64) -> String {
+    format!("{} MB/s", num(b / 1e6))
+}
+
+/// A time in microseconds; what rounding leaves of a zero is shown as 0.
+fn latency(l: f64) -> String {
+    format!("{} \u{b5}s", us(if l.abs() < 1e-12 { 0.0 } else { l }))
+}
+
+fn size_range(from: f64, to: f64) -> String {
+    format!(
+        "{} \u{2013} {}",
+        size_text(from as u64),
+        size_text(to as u64)
+    )
+}
+
+/// A Hockney line's parameters.
+fn hockney_params(h: &Hockney) -> Vec<(String, String)> {
+    vec![
+        ("latency \u{3b1}".into(), latency(h.l)),
+        (
+            if h.past > 0.0 {
+                format!("bandwidth 1/\u{3b2} past {}", size_text(h.past as u64))
+            } else {
+                "bandwidth 1/\u{3b2}".into()
+            },
+            bandwidth(h.b),
+        ),
+    ]
+}
+
+/// Each model's fitted parameters with units, and its errors.
+pub fn parameter_tables(r: &ModelResult) -> Vec<ParameterTable> {
+    let best = r.best_error().map(|b| b.1);
+    let mut v = Vec::new();
+    if let Some(h) = &r.hockney {
+        let s = &h.segments[0];
+        v.push(ParameterTable {
+            model: "Hockney".into(),
+            formula: "T(m) = \u{3b1} + \u{3b2}m, one line",
+            best: best == Some("Hockney"),
+            parts: vec![ParameterPart {
+                sizes: size_range(s.from, s.to),
+                params: hockney_params(s),
+                errors: None,
+            }],
+            max_error: h.max_error,
+            median_error: h.median_error,
+        });
+    }
+    if let Some(h) = &r.piecewise {
+        let name = r.piecewise_name();
+        v.push(ParameterTable {
+            model: name.into(),
+            formula: if r.protocols.is_some() {
+                "T(m) = \u{3b1} + \u{3b2}m, a latency per protocol, a bandwidth per memory cell"
+            } else {
+                "T(m) = \u{3b1} + \u{3b2}m, a line per range of sizes"
+            },
+            best: best == Some(name),
+            parts: h
+                .segments
+                .iter()
+                .map(|s| ParameterPart {
+                    sizes: if r.protocols.is_some() {
+                        format!("{}: {}", s.regime, size_range(s.from, s.to))
+                    } else {
+                        size_range(s.from, s.to)
+                    },
+                    params: hockney_params(s),
+                    errors: (h.segments.len() > 1).then_some((s.max_error, s.median_error)),
+                })
+                .collect(),
+            max_error: h.max_error,
+            median_error: h.median_error,
+        });
+    }
+    if let Some(l) = &r.loggp {
+        let sizes = match (r.pingpong.first(), r.pingpong.last()) {
+            (Some(a), Some(b)) => size_range(a.size, b.size),
+            _ => "all sizes".into(),
+        };
+        let per_byte = |g: f64| {
+            if g > 0.0 {
+                format!("{} ns/byte ({})", num(g * 1e9), bandwidth(1.0 / g))
+            } else {
+                format!("{} ns/byte", num(g * 1e9))
+            }
+        };
+        let mut params = vec![
+            ("L, latency".into(), latency(l.l)),
+            ("o_s, send overhead".into(), latency(l.o_s)),
+            ("o_r, receive overhead".into(), latency(l.o_r)),
+            ("g, gap per message".into(), latency(l.g)),
+            ("G, gap per byte".into(), per_byte(l.big_g)),
+        ];
+        if let Some(g) = r.burst_big_g {
+            params.push(("G from the burst's slope (cross-check)".into(), per_byte(g)));
+        }
+        v.push(ParameterTable {
+            model: "LogGP".into(),
+            formula: "T(m) = o_s + (m-1)G + L + o_r",
+            best: best == Some("LogGP"),
+            parts: vec![ParameterPart {
+                sizes,
+                params,
+                errors: None,
+            }],
+            max_error: l.max_error,
+            median_error: l.median_error,
+        });
+    }
+    v
+}
+
+/// Each model's error per ping-pong size, (predicted - measured) /
+/// measured in percent, as a plot whose series have the colours and
+/// markers of [`plot_of`]'s (the measured times are the zero line).
+pub fn error_plot_of(r: &ModelResult) -> Plot {
+    let base = plot_of(r);
+    let series = base
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Series {
+            name: if i == 0 {
+                "measured (fastest)".into()
+            } else {
+                s.name.clone()
+            },
+            points: s
+                .points
+                .iter()
+                .filter_map(|p| {
+                    let t = r.pingpong.iter().find(|q| q.size == p.0)?.measured * 1e6;
+                    let e = if i == 0 { 0.0 } else { (p.1 - t) / t * 100.0 };
+                    Some((p.0, e, e, e))
+                })
+                .collect(),
+        })
+        .collect();
+    Plot {
+        title: format!("model error, {}: (predicted - measured) / measured", r.mpi),
+        y_label: "error (%)".into(),
+        log_y: false,
+        series,
+        ..base
+    }
 }
 
 /// The measured and predicted ping-pong times as a plot.
@@ -2859,6 +3075,31 @@ mod tests {
             "{}",
             text(&r)
         );
+        // The report's parameter table: the line's latency and bandwidth
+        // with units, the whole model's errors.
+        let tables = parameter_tables(&r);
+        let one = tables.iter().find(|t| t.model == "Hockney").unwrap();
+        let params = &one.parts[0].params;
+        assert_eq!(params[0].0, "latency \u{3b1}");
+        assert!(
+            params[0].1.starts_with('5') && params[0].1.ends_with(" \u{b5}s"),
+            "{params:?}"
+        );
+        assert_eq!(params[1].0, "bandwidth 1/\u{3b2}");
+        assert!(
+            params[1].1.starts_with("1000") && params[1].1.ends_with(" MB/s"),
+            "{params:?}"
+        );
+        assert_eq!(one.parts[0].sizes, "1 B \u{2013} 4 KiB");
+        assert!(one.max_error < 1e-6);
+        assert_eq!(tables.iter().filter(|t| t.best).count(), 1);
+        // The error plot: the measured times as the zero line, then each
+        // model in the order (and so the colours) of the time plot.
+        let (times, errors) = (plot_of(&r), error_plot_of(&r));
+        assert_eq!(times.series.len(), errors.series.len());
+        assert!(errors.series[0].points.iter().all(|p| p.1 == 0.0));
+        assert!(errors.series[1].points.iter().all(|p| p.1.abs() < 1e-3));
+        assert!(!errors.log_y && errors.log_x == times.log_x);
     }
 
     #[test]

@@ -383,22 +383,160 @@ fn coll_svgs(tables: &[(String, &Table)], transport: &str) -> String {
     h
 }
 
-fn model_html(m: &ModelResult) -> String {
-    let mut h = String::new();
-    if !m.pingpong.is_empty() {
-        if let Ok(s) = plot::svg(&model::plot_of(m), (900, 460)) {
+fn pct(e: f64) -> String {
+    format!("{:.1}%", e * 100.0)
+}
+
+/// The models' fitted parameters as one table: a row per parameter,
+/// grouped by model and by the sizes they hold for, with each model's
+/// (or each range's) largest and median error.
+fn parameters_html(m: &ModelResult) -> String {
+    let tables = model::parameter_tables(m);
+    if tables.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<table class=\"model\"><thead><tr><th>Model</th><th>Sizes</th><th>Parameter</th>\
+         <th>Value</th><th>Largest error</th><th>Median error</th></tr></thead><tbody>\n",
+    );
+    for t in &tables {
+        let whole = t.parts.len() > 1;
+        let rows: usize =
+            t.parts.iter().map(|p| p.params.len()).sum::<usize>() + usize::from(whole);
+        let mut first = true;
+        for p in &t.parts {
+            let (max, median) = p.errors.unwrap_or((t.max_error, t.median_error));
+            for (i, (name, value)) in p.params.iter().enumerate() {
+                h.push_str(if t.best {
+                    "<tr class=\"best\">"
+                } else {
+                    "<tr>"
+                });
+                if first {
+                    let _ = write!(
+                        h,
+                        "<td class=\"m\" rowspan=\"{rows}\"><b>{}</b>{}<div class=\"formula\">{}</div></td>",
+                        esc(&t.model),
+                        if t.best { " (best)" } else { "" },
+                        esc(t.formula)
+                    );
+                    first = false;
+                }
+                let n = p.params.len();
+                if i == 0 {
+                    let _ = write!(h, "<td class=\"s\" rowspan=\"{n}\">{}</td>", esc(&p.sizes));
+                }
+                let _ = write!(
+                    h,
+                    "<td>{}</td><td class=\"v\">{}</td>",
+                    esc(name),
+                    esc(value)
+                );
+                if i == 0 {
+                    let _ = write!(
+                        h,
+                        "<td class=\"v\" rowspan=\"{n}\">{}</td><td class=\"v\" rowspan=\"{n}\">{}</td>",
+                        pct(max),
+                        pct(median)
+                    );
+                }
+                h.push_str("</tr>\n");
+            }
+        }
+        if whole {
             let _ = writeln!(
                 h,
-                "<div class=\"plots\"><div class=\"plot wide\">{s}</div></div>"
+                "<tr{}><td>all sizes</td><td>whole model</td><td></td>\
+                 <td class=\"v\">{}</td><td class=\"v\">{}</td></tr>",
+                if t.best { " class=\"best\"" } else { "" },
+                pct(t.max_error),
+                pct(t.median_error)
             );
         }
     }
-    let _ = writeln!(
-        h,
-        "<details><summary>Fitted parameters and errors</summary><pre>{}</pre></details>",
-        esc(&model::text(m))
-    );
+    h.push_str("</tbody></table>\n");
     h
+}
+
+/// A transport's models: measured and predicted times and the models'
+/// errors as plots, their fitted parameters as a table, and the numbers
+/// per size and the collectives folded below.
+fn model_html(m: &ModelResult) -> String {
+    let mut h = String::new();
+    if !m.pingpong.is_empty() {
+        h.push_str("<div class=\"plots\">\n");
+        for (p, size) in [
+            (model::plot_of(m), (900, 460)),
+            (model::error_plot_of(m), (900, 380)),
+        ] {
+            if let Ok(s) = plot::svg(&p, size) {
+                let _ = writeln!(h, "<div class=\"plot wide\">{s}</div>");
+            }
+        }
+        h.push_str("</div>\n");
+    }
+    if let Some(w) = model::within_line(m) {
+        let _ = writeln!(h, "<p>{}</p>", esc(&sentence(&w)));
+    }
+    h.push_str(&parameters_html(m));
+    if let Some(p) = &m.protocols {
+        h.push_str(
+            "<details><summary>Where the protocol regimes and memory cells come from</summary>\
+             <ul class=\"params\">\n",
+        );
+        let _ = writeln!(
+            h,
+            "<li>{}</li>",
+            esc(&sentence(&format!("protocol switches: {}", p.source)))
+        );
+        for b in &p.bandwidth {
+            let _ = writeln!(
+                h,
+                "<li>{}</li>",
+                esc(&sentence(&format!("bandwidth limit: {}", b.why)))
+            );
+        }
+        h.push_str("</ul></details>\n");
+    }
+    let mut notes: Vec<String> = m.notes.clone();
+    notes.extend(model::loaded_note(m));
+    notes.extend(model::core_line(m));
+    for n in &notes {
+        let _ = writeln!(h, "<p class=\"params\">{}</p>", esc(&sentence(n)));
+    }
+    if !m.pingpong.is_empty() {
+        h.push_str("<details><summary>Table: measured and predicted per size</summary>\n");
+        let (header, rows) = model::prediction_table(m, false);
+        h.push_str(&html_table(&header, &rows));
+        for l in model::basis_lines(m, false) {
+            let _ = writeln!(h, "<p class=\"params\">{}</p>", esc(&sentence(&l)));
+        }
+        h.push_str("</details>\n");
+    }
+    if !m.collectives.is_empty() {
+        let _ = writeln!(
+            h,
+            "<details><summary>Table: collectives measured and predicted</summary>\n<p class=\"params\">{}</p>",
+            esc(&sentence(model::COLLECTIVES_INTRO))
+        );
+        let (header, rows) = model::collective_table(m);
+        h.push_str(&html_table(&header, &rows));
+        h.push_str("</details>\n");
+    }
+    h
+}
+
+/// `s` as a sentence: its first letter upper-case, a full stop at its end.
+fn sentence(s: &str) -> String {
+    let mut c = s.chars();
+    let mut t: String = c
+        .next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default();
+    if !t.ends_with('.') {
+        t.push('.');
+    }
+    t
 }
 
 /// The questions the page answers, in order, with the kernels that answer
@@ -615,6 +753,10 @@ pub fn html(r: &Report) -> String {
          .note{color:#8a6d3b} h2{border-bottom:1px solid #ddd;margin-top:2em}\n\
          ul.summary{font-size:1.05em;margin:0.3em 0 1em} ul.summary a{color:inherit;text-decoration:none}\n\
          h3.sum{margin-bottom:0.2em} details{margin:0.4em 0} summary{cursor:pointer;color:#245}\n\
+         table.model td{text-align:left;vertical-align:top} table.model td.v{text-align:right}\n\
+         table.model tr.best td{background:#f3f8ee} .formula{font-size:0.85em;color:#555}\n\
+         table.model th{text-align:left} table.model td.m{white-space:normal;min-width:10em;max-width:14em}\n\
+         table.model td.s{white-space:normal;max-width:12em}\n\
          </style></head><body>\n<h1>Tandem benchmark report</h1>\n",
     );
     let m = &r.machine;
@@ -715,7 +857,10 @@ pub fn html(r: &Report) -> String {
     if !r.models.is_empty() {
         h.push_str(
             "<h2 id=\"q-models\">Models</h2>\n<p>Hockney and LogGP fitted to each size's fastest \
-             ping-pong repetition, and the collectives they predict.</p>\n",
+             ping-pong repetition. Per transport: the measured times with each model's prediction, \
+             each model's error per size, and a table of the fitted parameters with the largest \
+             and median relative error over the sizes; the numbers per size and the collectives \
+             the models predict are folded below.</p>\n",
         );
     }
     for (t, m) in &r.models {
@@ -1055,4 +1200,104 @@ fn measure(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::analyze::Row;
+    use crate::bench::stats::Summary;
+
+    /// A ping-pong table on two lines: 2 us + 1 GB/s below 64 KiB, 10 us
+    /// + 2 GB/s from it (times in microseconds, as the kernel's).
+    fn pingpong() -> Table {
+        let row = |m: f64| {
+            let us = if m < 65536.0 {
+                2.0 + m / 1000.0
+            } else {
+                10.0 + m / 2000.0
+            };
+            Row {
+                keys: vec![],
+                group: String::new(),
+                x: m,
+                values: vec![Some(Summary {
+                    n: 5,
+                    median: us * 1.02,
+                    lo: us,
+                    hi: us * 1.05,
+                    min: us,
+                    max: us * 1.1,
+                    mean: us * 1.03,
+                })],
+            }
+        };
+        Table {
+            kernel: "pingpong".into(),
+            key_names: vec![],
+            x_label: String::new(),
+            x_log: true,
+            metrics: vec![],
+            rows: (0..=22).map(|k| row(f64::from(1u32 << k))).collect(),
+        }
+    }
+
+    #[test]
+    fn models_as_plots_and_a_parameter_table() {
+        let protocols = model::Protocols {
+            limits: vec![65536.0],
+            names: vec!["eager".into(), "rendezvous".into()],
+            source: "eager_limit".into(),
+            bandwidth: vec![],
+            copy_help: None,
+        };
+        let m = model::fit(
+            "tandem",
+            Some(&protocols),
+            Some(&pingpong()),
+            None,
+            None,
+            None,
+        );
+        let h = model_html(&m);
+        assert_eq!(h.matches("<svg").count(), 2, "{h}");
+        assert!(!h.contains("<pre>"));
+        let table = &h[h.find("<table class=\"model\">").unwrap()..];
+        let table = &table[..table.find("</table>").unwrap()];
+        for word in [
+            "<b>Hockney</b>",
+            "<b>Hockney per protocol</b> (best)",
+            "eager: 1 B \u{2013} ",
+            "rendezvous: ",
+            "latency \u{3b1}",
+            "bandwidth 1/\u{3b2}",
+            "whole model",
+        ] {
+            assert!(table.contains(word), "no {word}: {table}");
+        }
+        // Every row fills the six columns, counting the cells that rows
+        // above span into it.
+        let mut spans: Vec<usize> = Vec::new();
+        for row in table.split("<tr").skip(2) {
+            let mut cols = spans.len();
+            spans = spans
+                .into_iter()
+                .map(|s| s - 1)
+                .filter(|&s| s > 0)
+                .collect();
+            for cell in row.split("<td").skip(1) {
+                cols += 1;
+                let span = cell
+                    .split_once("rowspan=\"")
+                    .filter(|(a, _)| !a.contains('>'))
+                    .and_then(|(_, b)| b.split('"').next()?.parse::<usize>().ok())
+                    .unwrap_or(1);
+                if span > 1 {
+                    spans.push(span - 1);
+                }
+            }
+            assert_eq!(cols, 6, "{row}\n{table}");
+        }
+        assert!(spans.is_empty(), "{spans:?}");
+    }
 }
