@@ -88,6 +88,7 @@ HAND_WRITTEN = {
     "MPI_Type_set_attr", "MPI_Win_set_attr", "MPI_Attr_get", "MPI_Attr_put",
     "MPI_Info_get_string", "MPI_Info_get", "MPI_Comm_create_keyval",
     "MPI_Type_create_keyval", "MPI_Win_create_keyval", "MPI_Keyval_create",
+    "MPI_Comm_create_errhandler", "MPI_Win_create_errhandler", "MPI_File_create_errhandler",
 }
 
 # Predefined attribute callbacks: Fortran procedures in libmpi_abi.
@@ -675,6 +676,10 @@ def hand_interfaces(f08):
     for kind, h in (("Comm", comm), ("Type", dtype), ("Win", win)):
         sub(f"MPI_{kind}_create_keyval", ["copy_fn", "delete_fn", "keyval", "extra_state", "ierror"],
             ["external :: copy_fn, delete_fn", "integer :: keyval", f"{aint} :: extra_state", opt])
+    eh = "type(MPI_Errhandler)" if f08 else "integer"
+    for kind in ("Comm", "Win", "File"):
+        sub(f"MPI_{kind}_create_errhandler", ["errhandler_fn", "errhandler", "ierror"],
+            ["external :: errhandler_fn", f"{eh} :: errhandler", opt])
     if not f08:
         sub("MPI_Keyval_create", ["copy_fn", "delete_fn", "keyval", "extra_state", "ierror"],
             ["external :: copy_fn, delete_fn", "integer :: keyval, extra_state", opt])

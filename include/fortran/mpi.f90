@@ -4403,6 +4403,27 @@ module mpi
       integer(kind=MPI_ADDRESS_KIND) :: extra_state
       integer :: ierror
     end subroutine MPI_Win_create_keyval
+    subroutine MPI_Comm_create_errhandler(errhandler_fn, errhandler, ierror)
+      import
+      implicit none
+      external :: errhandler_fn
+      integer :: errhandler
+      integer :: ierror
+    end subroutine MPI_Comm_create_errhandler
+    subroutine MPI_Win_create_errhandler(errhandler_fn, errhandler, ierror)
+      import
+      implicit none
+      external :: errhandler_fn
+      integer :: errhandler
+      integer :: ierror
+    end subroutine MPI_Win_create_errhandler
+    subroutine MPI_File_create_errhandler(errhandler_fn, errhandler, ierror)
+      import
+      implicit none
+      external :: errhandler_fn
+      integer :: errhandler
+      integer :: ierror
+    end subroutine MPI_File_create_errhandler
     subroutine MPI_Keyval_create(copy_fn, delete_fn, keyval, extra_state, ierror)
       import
       implicit none

@@ -4572,5 +4572,26 @@ module mpi_f08
       integer(kind=MPI_ADDRESS_KIND) :: extra_state
       integer, optional :: ierror
     end subroutine MPI_Win_create_keyval
+    subroutine MPI_Comm_create_errhandler(errhandler_fn, errhandler, ierror)
+      import
+      implicit none
+      external :: errhandler_fn
+      type(MPI_Errhandler) :: errhandler
+      integer, optional :: ierror
+    end subroutine MPI_Comm_create_errhandler
+    subroutine MPI_Win_create_errhandler(errhandler_fn, errhandler, ierror)
+      import
+      implicit none
+      external :: errhandler_fn
+      type(MPI_Errhandler) :: errhandler
+      integer, optional :: ierror
+    end subroutine MPI_Win_create_errhandler
+    subroutine MPI_File_create_errhandler(errhandler_fn, errhandler, ierror)
+      import
+      implicit none
+      external :: errhandler_fn
+      type(MPI_Errhandler) :: errhandler
+      integer, optional :: ierror
+    end subroutine MPI_File_create_errhandler
   end interface
 end module mpi_f08

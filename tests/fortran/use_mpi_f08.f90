@@ -3,14 +3,28 @@
 ! MPI_ERRORS_RETURN, MPI_Waitsome's 1-based indices, nonblocking
 ! collectives and a subarray datatype. Prints one OK line per part from
 ! rank 0; any mismatch ends the job with MPI_Abort.
+module handlers
+  use mpi_f08
+  implicit none
+  integer :: seen_code = MPI_SUCCESS
+contains
+  subroutine remember(comm, code)
+    type(MPI_Comm) :: comm
+    integer :: code
+    seen_code = code
+  end subroutine remember
+end module handlers
+
 program use_mpi_f08
   use mpi_f08
+  use handlers
   implicit none
   integer :: rank, nprocs, i, n, ierr, cls, outcount, indices(4)
   type(MPI_Comm) :: dup, node
   type(MPI_Request) :: reqs(4)
   type(MPI_Status) :: st, sts(4)
   type(MPI_Datatype) :: sub
+  type(MPI_Errhandler) :: eh
   integer :: a(4), b(4), grid(4, 3), row(3)
   character(len=MPI_MAX_LIBRARY_VERSION_STRING) :: version
 
@@ -40,6 +54,13 @@ program use_mpi_f08
   call MPI_Send(a, -1, MPI_INTEGER, 0, 0, MPI_COMM_WORLD, ierr)
   call MPI_Error_class(ierr, cls)
   call need(cls == MPI_ERR_COUNT, 'MPI_ERR_COUNT')
+  ! An error handler written in Fortran sees the code.
+  call MPI_Comm_create_errhandler(remember, eh)
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh)
+  call MPI_Errhandler_free(eh)
+  call MPI_Send(a, 1, MPI_INTEGER, nprocs + 5, 0, MPI_COMM_WORLD, ierr)
+  call MPI_Error_class(seen_code, cls)
+  call need(cls == MPI_ERR_RANK, 'Fortran error handler')
   call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL)
   if (rank == 0) print '(a)', 'OK errors'
 

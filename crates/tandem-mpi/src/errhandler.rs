@@ -141,7 +141,7 @@ pub fn invoke(
     }
     if let Some(h) = state.ext.errhandlers.get(handler) {
         if PENDING
-            .with(|p| p.replace(Some((h.func, target, code))))
+            .with(|p| p.replace(Some((h.func, h.kind, target, code))))
             .is_none()
         {
             PENDING_CALLS.fetch_add(1, Ordering::Relaxed);
@@ -173,8 +173,16 @@ pub fn invoke(
     })
 }
 
-/// A user's error handler to call, with its object and error code.
-type PendingCall = (MPI_Comm_errhandler_function, usize, c_int);
+/// A user's error handler function, in C or in Fortran.
+#[derive(Clone, Copy)]
+pub enum HandlerFn {
+    C(MPI_Comm_errhandler_function),
+    /// `SUBROUTINE HANDLER(OBJECT, ERROR_CODE)`: the object as an INTEGER.
+    Fortran(crate::fortran::FortranErrhandlerFunction),
+}
+
+/// A user's error handler to call, with its kind, object and error code.
+type PendingCall = (HandlerFn, Kind, usize, c_int);
 
 thread_local! {
     /// The user's error handler [`invoke`] chose, until the library is left.
@@ -194,14 +202,28 @@ pub fn run_pending() -> Option<c_int> {
     if PENDING_CALLS.load(Ordering::Relaxed) == 0 {
         return None;
     }
-    let (func, target, code) = PENDING.with(Cell::take)?;
+    let (func, kind, target, code) = PENDING.with(Cell::take)?;
     PENDING_CALLS.fetch_sub(1, Ordering::Relaxed);
     let mut object = target;
     let mut code = code;
-    // SAFETY: `func` is the handler the application registered, with
-    // the signature the standard gives it (MPI_Comm, MPI_Win and MPI_File
-    // are all handle-sized); its variadic part gets no arguments.
-    unsafe { func(&mut object, &mut code) };
+    match func {
+        // SAFETY: `f` is the handler the application registered, with the
+        // signature the standard gives it (MPI_Comm, MPI_Win and MPI_File
+        // are all handle-sized); its variadic part gets no arguments.
+        HandlerFn::C(f) => unsafe { f(&mut object, &mut code) },
+        HandlerFn::Fortran(f) => {
+            use crate::handle_int::*;
+            let mut h = match kind {
+                Kind::Comm => MPI_Comm_toint(object),
+                Kind::Win => MPI_Win_toint(object),
+                Kind::File => MPI_File_toint(object),
+                Kind::Session => MPI_Session_toint(object),
+            };
+            // SAFETY: a Fortran handler the application registered, which
+            // takes its two INTEGER arguments by reference.
+            unsafe { f(&mut h, &mut code) }
+        }
+    }
     Some(code)
 }
 
@@ -217,7 +239,7 @@ pub enum Kind {
 /// An error handler the application created.
 struct UserErrhandler {
     kind: Kind,
-    func: MPI_Comm_errhandler_function,
+    func: HandlerFn,
     /// Handles the application holds (created or returned by a `get`);
     /// at 0 the handle can no longer be attached. Objects it is attached
     /// to keep using it: entries are never reused.
@@ -242,6 +264,11 @@ impl Errhandlers {
 
     /// A new handler of `kind` calling `func`.
     pub fn create(&mut self, kind: Kind, func: MPI_Comm_errhandler_function) -> MPI_Errhandler {
+        self.create_any(kind, HandlerFn::C(func))
+    }
+
+    /// A new handler of `kind` calling `func`, in C or Fortran.
+    pub fn create_any(&mut self, kind: Kind, func: HandlerFn) -> MPI_Errhandler {
         self.0.push(UserErrhandler {
             kind,
             func,

@@ -924,3 +924,74 @@ predefined_callbacks! {
     mpi_win_null_copy_fn_ mpi_win_dup_fn_ mpi_win_null_delete_fn_ MPI_Aint;
     mpi_null_copy_fn_ mpi_dup_fn_ mpi_null_delete_fn_ c_int;
 }
+
+// ---------------------------------------------------------------------------
+// Error handlers written in Fortran
+// ---------------------------------------------------------------------------
+
+/// `SUBROUTINE HANDLER(OBJECT, ERROR_CODE)`, both INTEGERs.
+pub type FortranErrhandlerFunction = unsafe extern "C" fn(*mut c_int, *mut c_int);
+
+/// `MPI_<KIND>_CREATE_ERRHANDLER(FUNCTION, ERRHANDLER, IERROR)`.
+///
+/// # Safety
+/// The arguments as gfortran passes them.
+unsafe fn create_errhandler(
+    func: &'static str,
+    kind: crate::errhandler::Kind,
+    f: Option<FortranErrhandlerFunction>,
+    errhandler: *mut c_int,
+    ierror: *mut c_int,
+) {
+    let mut h: MPI_Errhandler = MPI_ERRHANDLER_NULL;
+    let rc = crate::state::call(func, |s| {
+        let Some(f) = f else {
+            return Err(crate::state::Fail::new(
+                MPI_COMM_WORLD,
+                tandem::ErrorClass::Arg,
+                "no error handler function",
+            ));
+        };
+        h = s
+            .ext
+            .errhandlers
+            .create_any(kind, crate::errhandler::HandlerFn::Fortran(f));
+        Ok(())
+    });
+    // SAFETY: the caller's contract.
+    unsafe {
+        if !errhandler.is_null() {
+            *errhandler = handle_int::MPI_Errhandler_toint(h);
+        }
+        set_ierror(ierror, rc);
+    }
+}
+
+macro_rules! errhandler_routines {
+    ($($name:ident $pname:ident => $c:literal, $kind:ident;)*) => {$(
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            f: Option<FortranErrhandlerFunction>,
+            errhandler: *mut c_int,
+            ierror: *mut c_int,
+        ) {
+            // SAFETY: gfortran passes valid references.
+            unsafe { create_errhandler($c, crate::errhandler::Kind::$kind, f, errhandler, ierror) }
+        }
+        #[no_mangle]
+        pub unsafe extern "C" fn $pname(
+            f: Option<FortranErrhandlerFunction>,
+            errhandler: *mut c_int,
+            ierror: *mut c_int,
+        ) {
+            // SAFETY: the same contract as the function it forwards to.
+            unsafe { $name(f, errhandler, ierror) }
+        }
+    )*};
+}
+
+errhandler_routines! {
+    mpi_comm_create_errhandler_ pmpi_comm_create_errhandler_ => "MPI_Comm_create_errhandler", Comm;
+    mpi_win_create_errhandler_ pmpi_win_create_errhandler_ => "MPI_Win_create_errhandler", Win;
+    mpi_file_create_errhandler_ pmpi_file_create_errhandler_ => "MPI_File_create_errhandler", File;
+}
