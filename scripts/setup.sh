@@ -42,3 +42,9 @@ if ! command -v cargo >/dev/null 2>&1; then
         export PATH="$HOME/.cargo/bin:$PATH"
     fi
 fi
+
+# The tests build the documentation book (docs/) with mdBook.
+if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ] && ! command -v mdbook >/dev/null 2>&1; then
+    echo "setup: installing mdbook with cargo" >&2
+    cargo install --locked --quiet mdbook >&2
+fi

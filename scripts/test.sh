@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test suite: formatting, lints, unit tests and multi-process
-# integration tests (C programs built with `tandem cc`, run with `tandem run`).
+# integration tests (C and Fortran programs built with `tandem cc` and
+# `tandem fc`, run with `tandem run`), and the documentation book.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TANDEM_SETUP_TESTS=1 source scripts/setup.sh
@@ -11,3 +12,7 @@ python3 scripts/gen-fortran.py --check
 cargo build --release --workspace
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo test --release --workspace
+# The documentation builds as a book (its links are checked by the tests).
+book=$(mktemp -d)
+mdbook build docs --dest-dir "$book"
+rm -rf "$book"
