@@ -516,7 +516,7 @@ pub unsafe extern "C" fn mpi_info_get_(
             flag,
         );
         if rc == MPI_SUCCESS && *flag != 0 {
-            str_out(&buf, value, value_len.min(want.max(value_len)));
+            str_out(&buf, value, value_len);
         }
         set_ierror(ierror, rc);
     }
