@@ -586,6 +586,23 @@ static void dup_compare_split(void)
         CHECK_MPI(MPI_Group_free(&lg));
     }
 
+    /* Split by type: every rank of this job shares one host, so the
+     * shared-memory split keeps both groups whole, in key order; with
+     * MPI_UNDEFINED nobody gets a communicator. */
+    CHECK_MPI(MPI_Comm_split_type(ic, MPI_COMM_TYPE_SHARED, -lrank, MPI_INFO_NULL, &sp));
+    CHECK(sp != MPI_COMM_NULL, "split_type shared: a communicator");
+    CHECK_MPI(MPI_Comm_test_inter(sp, &flag));
+    CHECK_EQ(1, flag, "a split_type of an intercommunicator is one");
+    CHECK_MPI(MPI_Comm_size(sp, &n));
+    CHECK_EQ(lsize, n, "split_type shared: local size");
+    CHECK_MPI(MPI_Comm_remote_size(sp, &n));
+    CHECK_EQ(rsize, n, "split_type shared: remote size");
+    CHECK_MPI(MPI_Comm_rank(sp, &r));
+    CHECK_EQ(lsize - 1 - lrank, r, "split_type shared: local rank in key order");
+    CHECK_MPI(MPI_Comm_free(&sp));
+    CHECK_MPI(MPI_Comm_split_type(ic, MPI_UNDEFINED, 0, MPI_INFO_NULL, &sp));
+    CHECK(sp == MPI_COMM_NULL, "split_type with MPI_UNDEFINED gives MPI_COMM_NULL");
+
     /* Split: local rank 0 of a group of more than one stays out; the rest
      * in reverse order of local rank. */
     c = (lrank == 0 && lsize > 1) ? MPI_UNDEFINED : 3;

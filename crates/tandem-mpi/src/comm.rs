@@ -487,7 +487,11 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
     newcomm: *mut MPI_Comm,
 ) -> c_int {
     call("MPI_Comm_split_type", |s| {
-        args::intra_comm(s, comm)?;
+        // An intercommunicator splits as MPI_Comm_split splits one: each
+        // part is an intercommunicator between the parts of both groups of
+        // the same color (MPICH does the same).
+        let id = args::comm(s, comm)?;
+        let inter = s.rt.comm(id).map_err(fail(comm))?.is_inter();
         info::check_optional(s, info_)?;
         // The only hardware level Tandem knows is the host (shared memory).
         let hinted = || -> Result<Option<String>, Fail> {
@@ -511,6 +515,12 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
             }
             // Unguided: each part must be a strict subset of `comm`, else
             // MPI_COMM_NULL; the info object names the level used.
+            MPI_COMM_TYPE_HW_UNGUIDED if inter => Err(Fail::new(
+                comm,
+                ErrorClass::Comm,
+                "MPI_COMM_TYPE_HW_UNGUIDED needs an intracommunicator (its parts must be \
+                 strict subsets of one group)",
+            )),
             MPI_COMM_TYPE_HW_UNGUIDED => {
                 // Looked at at once below: waited for to the end.
                 split_now(s, comm, Some(host_color()), key, newcomm)?;
