@@ -3,8 +3,10 @@
  * decoding and generalized requests rely on:
  *
  *  1. a user-defined reduction's function may query its datatype in every
- *     form (MPI_Type_get_extent, _x, _c, MPI_Type_size_c), in
- *     MPI_Reduce_local and MPI_Allreduce;
+ *     form (MPI_Type_get_extent, _x, _c, MPI_Type_size_c), and ask a
+ *     communicator's rank, size, remote size and kind (MPI_COMM_WORLD,
+ *     and a duplicate the reduction runs on), in MPI_Reduce_local and
+ *     MPI_Allreduce;
  *  2. MPI_Type_get_contents hands back derived constituents the caller
  *     owns: freeing them, as the standard asks, leaves the program's own
  *     type intact and usable;
@@ -18,7 +20,22 @@
 
 #define NAME "callback_queries"
 
-static int queried;
+static int queried, comm_queried;
+static MPI_Comm dup_comm = MPI_COMM_NULL;
+static int world_rank, world_size;
+
+static void ask_comm(MPI_Comm comm) {
+    int rank = -1, size = -1, inter = -1, remote = -1;
+    CHECK_MPI(MPI_Comm_rank(comm, &rank));
+    CHECK_MPI(MPI_Comm_size(comm, &size));
+    CHECK_MPI(MPI_Comm_test_inter(comm, &inter));
+    CHECK_EQ(world_rank, rank, "MPI_Comm_rank inside the reduction");
+    CHECK_EQ(world_size, size, "MPI_Comm_size inside the reduction");
+    CHECK_EQ(0, inter, "MPI_Comm_test_inter inside the reduction");
+    tc_expect_class(MPI_Comm_remote_size(comm, &remote), MPI_ERR_COMM,
+                    "MPI_Comm_remote_size of an intracommunicator inside the reduction");
+    comm_queried++;
+}
 
 static void add_pairs(void *in, void *inout, int *len, MPI_Datatype *dt) {
     MPI_Aint lb, extent;
@@ -30,6 +47,12 @@ static void add_pairs(void *in, void *inout, int *len, MPI_Datatype *dt) {
     CHECK_MPI(MPI_Type_size_c(*dt, &size_c));
     CHECK_EQ((MPI_Count)extent, extent_c, "the _c extent inside the reduction");
     queried = 1;
+    ask_comm(MPI_COMM_WORLD);
+    if (dup_comm != MPI_COMM_NULL)
+        ask_comm(dup_comm);
+    int bad = -1;
+    tc_expect_class(MPI_Comm_size(MPI_COMM_NULL, &bad), MPI_ERR_COMM,
+                    "MPI_Comm_size of MPI_COMM_NULL inside the reduction");
     int *a = in, *b = inout;
     for (int i = 0; i < 2 * *len; i++)
         b[i] += a[i];
@@ -56,6 +79,8 @@ static int cancel_fails(void *extra, int complete) {
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int size = tc_size();
+    world_size = size;
+    world_rank = tc_rank();
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
     /* 1. */
@@ -68,8 +93,13 @@ int main(int argc, char **argv) {
     CHECK_MPI(MPI_Reduce_local(in, out, 2, pair, op));
     CHECK(queried && out[0] == 11 && out[3] == 44, "MPI_Reduce_local with the op (got %d %d)", out[0], out[3]);
     int sum[4];
-    CHECK_MPI(MPI_Allreduce(in, sum, 2, pair, op, MPI_COMM_WORLD));
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup_comm));
+    CHECK_MPI(MPI_Allreduce(in, sum, 2, pair, op, dup_comm));
     CHECK(sum[0] == size && sum[3] == 4 * size, "MPI_Allreduce with the op (got %d %d)", sum[0], sum[3]);
+    /* One rank combines nothing in MPI_Allreduce. */
+    CHECK(comm_queried >= (size > 1 ? 2 : 1), "the reduction asked about its communicators (%d times)",
+          comm_queried);
+    CHECK_MPI(MPI_Comm_free(&dup_comm));
     CHECK_MPI(MPI_Op_free(&op));
 
     /* 2. */

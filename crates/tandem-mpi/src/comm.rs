@@ -14,6 +14,7 @@ use tandem::{CommId, ErrorClass};
 
 use crate::abi::*;
 use crate::args::{self, put};
+use crate::comm_shape;
 use crate::datatype::{read_name, write_name};
 use crate::ext::CommExt;
 use crate::state::{self, call, Fail, State};
@@ -43,7 +44,7 @@ pub fn register(s: &mut State, parent: CommId, new: Option<CommId>, ext: CommExt
 pub fn discard(s: &mut State, h: MPI_Comm) {
     if let Ok(id) = args::comm(s, h) {
         let _ = s.rt.comm_free(id);
-        s.comms[id.0] = None;
+        s.remove_comm(id);
     }
 }
 
@@ -261,7 +262,7 @@ pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
             let id = args::comm(s, h)?;
             let ctx = s.rt.comm(id).map_err(fail(h))?.coll_context();
             s.rt.comm_free(id).map_err(fail(h))?;
-            s.comms[id.0] = None;
+            s.remove_comm(id);
             crate::bsend::forget_comm(s, h);
             crate::part::forget_context(ctx);
             // SAFETY: checked non-null.
@@ -533,7 +534,7 @@ pub unsafe extern "C" fn MPI_Comm_split_type(
                     // Same on every rank of `comm`: one host holds them all.
                     // The new communicator has no attributes yet.
                     s.rt.comm_free(part_id).map_err(fail(comm))?;
-                    s.comms[part_id.0] = None;
+                    s.remove_comm(part_id);
                     // SAFETY: checked non-null by `split`.
                     unsafe { put(newcomm, MPI_COMM_NULL) };
                 } else if info_ != MPI_INFO_NULL {
@@ -750,12 +751,19 @@ pub unsafe extern "C" fn MPI_Comm_get_name(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_test_inter(comm: MPI_Comm, flag: *mut c_int) -> c_int {
-    call("MPI_Comm_test_inter", |s| {
-        let id = args::comm(s, comm)?;
+    let answer = move |inter: bool| {
         args::out_ptr(comm, flag, "flag")?;
-        let inter = s.rt.comm(id).map_err(fail(comm))?.is_inter();
         // SAFETY: checked non-null.
         unsafe { put(flag, c_int::from(inter)) };
         Ok(())
-    })
+    };
+    comm_shape::query(
+        "MPI_Comm_test_inter",
+        comm,
+        |shape| answer(shape.remote_size.is_some()),
+        |s| {
+            let id = args::comm(s, comm)?;
+            answer(s.rt.comm(id).map_err(fail(comm))?.is_inter())
+        },
+    )
 }

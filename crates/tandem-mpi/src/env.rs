@@ -13,6 +13,7 @@ use tandem::ErrorClass;
 
 use crate::abi::*;
 use crate::args::{self, put};
+use crate::comm_shape;
 use crate::state::{self, call, call_local, call_stateless, Fail, State};
 use crate::{errcodes, errhandler};
 
@@ -226,24 +227,34 @@ fn comm_of(s: &State, comm: MPI_Comm) -> Result<&tandem::comm::Comm, Fail> {
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_rank(comm: MPI_Comm, rank: *mut c_int) -> c_int {
-    call("MPI_Comm_rank", |s| {
+    let answer = move |r: u32| {
         args::out_ptr(comm, rank, "rank")?;
-        let r = comm_of(s, comm)?.rank;
         // SAFETY: checked non-null.
         unsafe { put(rank, r as c_int) };
         Ok(())
-    })
+    };
+    comm_shape::query(
+        "MPI_Comm_rank",
+        comm,
+        |shape| answer(shape.rank),
+        |s| answer(comm_of(s, comm)?.rank),
+    )
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    call("MPI_Comm_size", |s| {
+    let answer = move |n: u32| {
         args::out_ptr(comm, size, "size")?;
-        let n = comm_of(s, comm)?.size();
         // SAFETY: checked non-null.
         unsafe { put(size, n as c_int) };
         Ok(())
-    })
+    };
+    comm_shape::query(
+        "MPI_Comm_size",
+        comm,
+        |shape| answer(shape.size),
+        |s| answer(comm_of(s, comm)?.size()),
+    )
 }
 
 #[no_mangle]

@@ -23,6 +23,7 @@ use crate::coll::{
     counts, displs, in_place_misuse, is_in_place, region, w_blocks, BlockUse, Stage,
 };
 use crate::comm::register;
+use crate::comm_shape;
 use crate::datatype;
 use crate::ext::CommExt;
 use crate::group;
@@ -115,13 +116,25 @@ pub unsafe extern "C" fn MPI_Intercomm_merge(
 
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
-    call("MPI_Comm_remote_size", |s| {
+    let answer = move |n: usize| {
         args::out_ptr(comm, size, "size")?;
-        let n = remote(s, comm)?.len();
         // SAFETY: checked non-null.
         unsafe { put(size, n as c_int) };
         Ok(())
-    })
+    };
+    comm_shape::query(
+        "MPI_Comm_remote_size",
+        comm,
+        |shape| match shape.remote_size {
+            Some(n) => answer(n as usize),
+            None => Err(Fail::new(
+                comm,
+                ErrorClass::Comm,
+                "not an intercommunicator",
+            )),
+        },
+        |s| answer(remote(s, comm)?.len()),
+    )
 }
 
 #[no_mangle]

@@ -13,6 +13,7 @@ mod attr;
 mod bsend;
 mod coll;
 mod comm;
+mod comm_shape;
 mod datarep;
 mod datatype;
 mod datatype_ctor;

@@ -11,7 +11,7 @@ use tandem::p2p::ReqId;
 use tandem::{CommId, Error, ErrorClass, Runtime, SELF, WORLD};
 
 use crate::abi::*;
-use crate::{errhandler, progress_signal, progress_thread};
+use crate::{comm_shape, errhandler, progress_signal, progress_thread};
 
 /// First handle value of user communicators: far above every predefined handle.
 const USER_COMM_BASE: usize = 0x10000;
@@ -58,6 +58,12 @@ impl State {
                 ext: Default::default(),
             })
         };
+        comm_shape::clear();
+        for id in [WORLD, SELF] {
+            if let Ok(c) = rt.comm(id) {
+                comm_shape::record(id, comm_shape::Shape::of(c));
+            }
+        }
         State {
             rt,
             comms: vec![entry(), entry()],
@@ -69,6 +75,17 @@ impl State {
             files: Default::default(),
             sessions: Vec::new(),
             deferred: None,
+        }
+    }
+
+    /// The runtime's index a communicator handle names, live or not
+    /// ([`State::comm_id`] without the state).
+    pub fn comm_index(comm: MPI_Comm) -> Option<CommId> {
+        match comm {
+            MPI_COMM_WORLD => Some(WORLD),
+            MPI_COMM_SELF => Some(SELF),
+            h if h >= USER_COMM_BASE => Some(CommId(h - USER_COMM_BASE)),
+            _ => None,
         }
     }
 
@@ -105,7 +122,16 @@ impl State {
             session: None,
             ext: Default::default(),
         });
+        if let Ok(c) = self.rt.comm(id) {
+            comm_shape::record(id, comm_shape::Shape::of(c));
+        }
         Self::comm_handle(id)
+    }
+
+    /// Forgets a communicator the runtime has freed.
+    pub fn remove_comm(&mut self, id: CommId) {
+        self.comms[id.0] = None;
+        comm_shape::forget(id);
     }
 
     pub fn entry(&mut self, id: CommId) -> &mut CommEntry {
