@@ -11,6 +11,8 @@ cargo fmt --all --check
 python3 scripts/gen-fortran.py --check
 cargo build --release --workspace
 cargo clippy --release --workspace --all-targets -- -D warnings
+# The API documentation builds without warnings (broken or private links).
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 cargo test --release --workspace
 # The documentation builds as a book (its links are checked by the tests).
 book=$(mktemp -d)
