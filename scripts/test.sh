@@ -9,8 +9,12 @@ TANDEM_SETUP_TESTS=1 source scripts/setup.sh
 cargo fmt --all --check
 # The Fortran bindings are generated from include/mpi.h; they must be current.
 python3 scripts/gen-fortran.py --check
+# The declared rust-version covers the locked dependencies.
+python3 scripts/check-rust-version.py
 cargo build --release --workspace
 cargo clippy --release --workspace --all-targets -- -D warnings
+# The API documentation builds without warnings (broken or private links).
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 cargo test --release --workspace
 # The documentation builds as a book (its links are checked by the tests).
 book=$(mktemp -d)

@@ -1,13 +1,11 @@
 //! `tandem`: run MPI jobs (`run`), compile MPI programs (`cc`, `cxx`),
 //! show the configuration (`info`) and measure (`bench`).
 
-mod bench;
 mod compiler;
 mod info;
 mod install_layout;
 mod launcher;
 mod mpi_names;
-mod netns;
 mod parameters;
 mod sys;
 
@@ -76,7 +74,7 @@ enum Command {
         coll: bool,
     },
     /// Benchmarks: kernels on Tandem and other MPIs, comparisons, models, a report
-    Bench(bench::BenchArgs),
+    Bench(tandem_bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -201,7 +199,12 @@ fn main() {
             rate,
             burst,
             command,
-        } => netns::run_with_hosts(hosts as usize, rate.as_deref(), burst.as_deref(), &command),
+        } => tandem_bench::netns::run_with_hosts(
+            hosts as usize,
+            rate.as_deref(),
+            burst.as_deref(),
+            &command,
+        ),
         Command::Cc(a) => mpi_names::compiler_wrapper(compiler::Language::C, a.args),
         Command::Cxx(a) => mpi_names::compiler_wrapper(compiler::Language::Cxx, a.args),
         Command::Fc(a) => mpi_names::compiler_wrapper(compiler::Language::Fortran, a.args),
@@ -210,7 +213,9 @@ fn main() {
             0
         }
         Command::Info { json, .. } => info::run(json),
-        Command::Bench(a) => bench::main(a),
+        Command::Bench(a) => {
+            tandem_bench::main(a, install_layout::locate().map(|layout| layout.include_dir))
+        }
     };
     std::process::exit(status);
 }

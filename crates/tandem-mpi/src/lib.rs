@@ -1,7 +1,7 @@
 //! Tandem's MPI C ABI: `libmpi_abi.so` / `libmpi_abi.a`, following the
 //! MPI-5.0 standard ABI (see `include/mpi.h`).
 //!
-//! Every exported function goes through [`state::call`]: it takes ownership
+//! Every exported function goes through `state::call`: it takes ownership
 //! of the library state with one atomic operation, checks its arguments,
 //! turns errors into MPI error classes handled by the communicator's error
 //! handler, and never lets a panic unwind into C.

@@ -280,6 +280,37 @@ macro_rules! neighbour_collective {
                     $imp(s, $($arg,)* $comm, r)
                 })
             }
+
+            // The profiling twins `PMPI_X` (see pmpi.rs, which makes those
+            // of the functions written out by hand).
+            const _: () = {
+                #[export_name = concat!("P", stringify!($blocking))]
+                unsafe extern "C" fn blocking($($arg: $ty,)* $comm: MPI_Comm) -> c_int {
+                    // SAFETY: the same contract as the function it forwards to.
+                    unsafe { $blocking($($arg,)* $comm) }
+                }
+
+                #[export_name = concat!("P", stringify!($nonblocking))]
+                unsafe extern "C" fn nonblocking(
+                    $($arg: $ty,)*
+                    $comm: MPI_Comm,
+                    request: *mut MPI_Request,
+                ) -> c_int {
+                    // SAFETY: the same contract as the function it forwards to.
+                    unsafe { $nonblocking($($arg,)* $comm, request) }
+                }
+
+                #[export_name = concat!("P", stringify!($persistent))]
+                unsafe extern "C" fn persistent(
+                    $($arg: $ty,)*
+                    $comm: MPI_Comm,
+                    info: MPI_Info,
+                    request: *mut MPI_Request,
+                ) -> c_int {
+                    // SAFETY: the same contract as the function it forwards to.
+                    unsafe { $persistent($($arg,)* $comm, info, request) }
+                }
+            };
         )*
     };
 }

@@ -96,6 +96,21 @@ macro_rules! persistent_collectives {
             ) -> c_int {
                 init(stringify!($name), $comm, info, request, move |$s, $comm, $req| $body)
             }
+
+            // The profiling twin `PMPI_X` (see pmpi.rs, which makes those of
+            // the functions written out by hand).
+            const _: () = {
+                #[export_name = concat!("P", stringify!($name))]
+                unsafe extern "C" fn profiling(
+                    $($arg: $ty,)*
+                    $comm: MPI_Comm,
+                    info: MPI_Info,
+                    request: *mut MPI_Request,
+                ) -> c_int {
+                    // SAFETY: the same contract as the function it forwards to.
+                    unsafe { $name($($arg,)* $comm, info, request) }
+                }
+            };
         )*
     };
 }

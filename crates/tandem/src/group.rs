@@ -171,7 +171,7 @@ impl Runtime {
     /// parent at the same time are told apart by `tag`. The context id is
     /// the maximum of the members' next free ids, gathered by the first
     /// member and sent back, in messages on the parent's collective context
-    /// under tags its collectives never use (see [`CREATE_GROUP_TAGS`]).
+    /// under tags its collectives never use (see `CREATE_GROUP_TAGS`).
     /// The caller waits with [`Runtime::group_making_waited`] (or steps
     /// with [`Runtime::group_making_step`], waiting as it likes for
     /// [`GroupMaking::waits_in`] to turn false), then calls

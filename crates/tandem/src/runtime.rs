@@ -650,7 +650,7 @@ impl Runtime {
 
     /// Leaves the job cleanly: flushes what is queued, waits for every rank
     /// to arrive, then closes all connections. A replica waits instead for
-    /// the acknowledgements of the living (see [`Runtime::drain_replica_log`]),
+    /// the acknowledgements of the living (see `Runtime::drain_replica_log`),
     /// without the launcher's fence: a lost or stopped replica never
     /// arrives there.
     pub fn finalize(mut self) -> Result<()> {

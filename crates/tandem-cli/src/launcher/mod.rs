@@ -64,8 +64,8 @@ pub struct RunOptions {
     pub per_host: Option<u32>,
 }
 
-/// Most replicas of a rank.
-pub const MAX_REPLICAS: u64 = 16;
+/// Most replicas of a rank: as many as the replication layer tells apart.
+pub const MAX_REPLICAS: u64 = tandem::replica::MAX_REPLICAS as u64;
 
 /// Runs the job; returns the launcher's exit status.
 pub fn run(opts: RunOptions) -> i32 {

@@ -1,16 +1,13 @@
-//! Network namespaces as test hosts: the CLI's own implementation
-//! (`src/netns.rs`, which `tandem bench --hosts netns:K` uses), plus what
-//! the tests add to it: their subnet, `tandem run` inside the first host,
-//! and skipping with a clear message where namespaces cannot be made.
+//! Network namespaces as test hosts: the implementation `tandem bench
+//! --hosts netns:K` uses (`tandem_bench::netns`), plus what the tests add
+//! to it: their subnet, `tandem run` inside the first host, and skipping
+//! with a clear message where namespaces cannot be made.
 
 #![allow(dead_code)]
 
 use std::process::Command;
 
-#[path = "../../src/netns.rs"]
-mod netns;
-
-pub use netns::{Hosts, AGENT};
+pub use tandem_bench::netns::{Hosts, AGENT};
 
 /// The hosts' network; the only addresses any multi-host test uses.
 pub const SUBNET: &str = "10.213.0.0/24";

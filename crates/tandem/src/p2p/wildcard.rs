@@ -307,7 +307,7 @@ impl Matcher {
 /// Where a replica stands at one of its rank's choices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChoiceRole {
-    /// This replica leads: it chooses, then calls [`P2p::choose`].
+    /// This replica leads: it chooses, then calls [`P2p::choose`](super::P2p::choose).
     Lead(u64),
     /// The leader chose this outcome.
     Follow(u64),

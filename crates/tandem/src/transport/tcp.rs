@@ -631,7 +631,7 @@ impl TcpTransport {
     /// looks for their completion later). The first of a run leaves at
     /// once, as `send` would send it; one that follows it to the same peer
     /// with nothing else sent and no progress pass between is queued, and
-    /// the queue is written once [`BATCH_BYTES`] wait, at the start of the
+    /// the queue is written once `BATCH_BYTES` wait, at the start of the
     /// next progress pass, or with the next frame `send` takes. Never
     /// [`SendState::Done`] unless it left at once.
     ///

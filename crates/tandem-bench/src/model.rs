@@ -11,7 +11,7 @@
 //!   start-up cost (PLogP's parameters depend on the size too), with a
 //!   bandwidth per memory cell within it for the bytes past the cell's
 //!   limit, since a working set past a cache level or the TLB's reach
-//!   changes the cost per byte (see [`memory_limits`], [`fit_cells`]).
+//!   changes the cost per byte (see [`memory_limits`], `fit_cells`).
 //!   Tandem's limits come from its parameters (`eager_limit`,
 //!   `shm_single_copy_min`, `shm_copy_help_min`, `shm_heap`,
 //!   `tcp_send_chunk`, with the run's `--set` values), the caches from the
@@ -64,13 +64,13 @@ pub struct Hockney {
     pub b: f64,
     /// Bytes from which `b` applies: 0, or for a later memory cell of the
     /// same protocol the limit it starts at (the bytes below still move at
-    /// the earlier cells' bandwidths, see [`fit_cells`]).
+    /// the earlier cells' bandwidths, see `fit_cells`).
     pub past: f64,
     /// Seconds the bytes below `past` take at the earlier cells'
     /// bandwidths, so that T(m) = l + before + (m - past)/b.
     pub before: f64,
     /// From this size on two CPUs copy a message (copy help), and its
-    /// bytes take the time of the busier one's share (see [`help_factor`]).
+    /// bytes take the time of the busier one's share (see `help_factor`).
     pub help_from: Option<f64>,
     /// Goodness of fit over this line's sizes: 1 - relative residual sum
     /// of squares / relative total sum of squares.
@@ -98,7 +98,7 @@ pub struct HockneyFit {
 
 impl Hockney {
     /// T(m) = l + before + (m - past)/b, the bytes' time scaled by
-    /// [`help_factor`] under copy help.
+    /// `help_factor` under copy help.
     pub fn predict(&self, m: f64) -> f64 {
         self.line().predict(m)
     }
@@ -427,7 +427,7 @@ pub struct Protocols {
     /// Sorted by limit.
     pub bandwidth: Vec<BandwidthLimit>,
     /// The first size two CPUs copy (copy help, see
-    /// [`Protocols::add_copy_help`]); `None` where none do.
+    /// `Protocols::add_copy_help`); `None` where none do.
     pub copy_help: Option<f64>,
 }
 
@@ -512,7 +512,7 @@ impl Protocols {
 /// as the receiver measured faster (`shm_path_choice`), single copy from
 /// `shm_single_copy_min` where it is enabled, and reads in place from
 /// `shm_copy_help_min` on apart from smaller ones (copy help, see
-/// [`Protocols::add_copy_help`]). Where the runtime lets a parameter left
+/// `Protocols::add_copy_help`). Where the runtime lets a parameter left
 /// at its default give way on a host with more ranks than CPUs, so does
 /// this (`shm_eager_limit`, `shm_copy_help_min`). Bandwidth limits: the
 /// memory levels (see [`memory_limits`]; over shared memory the rings'
@@ -692,7 +692,7 @@ fn merged_name(names: &[String]) -> String {
 /// pipeline like rendezvous messages, not one cell at a time like smaller
 /// eager ones). Within a regime, neighbouring cells share a bandwidth
 /// unless their own ones explain the times better by more than the
-/// parameters they cost (see [`fit_cells`]).
+/// parameters they cost (see `fit_cells`).
 pub fn fit_hockney_protocols(points: &[(f64, f64)], protocols: &Protocols) -> Option<HockneyFit> {
     let mut groups: Vec<Group> = Vec::new();
     let mut current = usize::MAX;
@@ -1132,7 +1132,7 @@ fn long_messages(h: &HockneyFit) -> Option<&Hockney> {
 }
 
 /// Derives LogGP: G, the gap per byte of long messages, is the slope of
-/// the ping-pong over its long messages (see [`long_messages`]); o_s and o_r are the measured overheads,
+/// the ping-pong over its long messages (see `long_messages`); o_s and o_r are the measured overheads,
 /// scaled down together if they exceed what the smallest ping-pong leaves
 /// (then L = 0); L is the rest of the smallest ping-pong; g is the time per
 /// message of a burst of the smallest messages. `burst_big_g`, the slope

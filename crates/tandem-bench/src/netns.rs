@@ -1,6 +1,5 @@
-//! Network namespaces as hosts, for `tandem bench --hosts netns:K` and the
-//! multi-host tests (which include this file, so both use one
-//! implementation).
+//! Network namespaces as hosts, for `tandem bench --hosts netns:K`,
+//! `tandem _netns` and the multi-host tests.
 //!
 //! [`Hosts::create`] makes K namespaces `tnd-<pid>-<n>-h<i>`, each with an
 //! `eth0` whose peer is attached to a bridge in a namespace of its own
@@ -14,8 +13,6 @@
 //! panics too), by [`remove_on_signals`] on Ctrl-C or SIGTERM, and those
 //! of a process that died anyway are removed by the next one that makes
 //! hosts.
-//!
-//! Only std and libc: the tests include this file as it is.
 
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};

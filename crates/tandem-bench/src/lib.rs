@@ -9,6 +9,7 @@ pub mod core_latency;
 pub mod kernels;
 pub mod model;
 pub mod mpi;
+pub mod netns;
 pub mod output;
 pub mod overhead;
 pub mod plot;
@@ -359,9 +360,10 @@ fn join_sizes(sizes: &[u64]) -> String {
 }
 
 /// Parses `--replicas`: a replica count or a comma list of them, each from
-/// 1 to the launcher's largest, repeats dropped.
+/// 1 to the largest the replication layer (and so the launcher) takes,
+/// repeats dropped.
 pub fn parse_replicas(text: &str) -> Result<Vec<u32>, String> {
-    let max = crate::launcher::MAX_REPLICAS as u32;
+    let max = tandem::replica::MAX_REPLICAS;
     let mut out: Vec<u32> = Vec::new();
     for w in text.split(',') {
         let r = w
@@ -1576,8 +1578,12 @@ fn list() {
     println!("tandem bench report --out DIR                      the quick suite as one HTML page");
 }
 
-/// Runs `tandem bench ...`; returns the exit status.
-pub fn main(args: BenchArgs) -> i32 {
+/// Runs `tandem bench ...`; returns the exit status. `tandem_include_dir`
+/// is where the running `tandem` command finds Tandem's `mpi.h`, or why it
+/// cannot: the bench compiles and runs kernels through that command
+/// (`tandem cc`, `tandem run`), and keys its build cache on the header.
+pub fn main(args: BenchArgs, tandem_include_dir: Result<PathBuf, String>) -> i32 {
+    mpi::set_tandem_include_dir(tandem_include_dir);
     let r = match args.command {
         BenchCommand::Pingpong(a) => kernel_command(kernel("pingpong"), &a, None),
         BenchCommand::Bidir(a) => kernel_command(kernel("bidir"), &a, None),

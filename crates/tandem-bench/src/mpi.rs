@@ -7,6 +7,24 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+/// Where the `tandem` command running the bench finds Tandem's `mpi.h`, or
+/// why it cannot (given once, to [`crate::main`]).
+static TANDEM_INCLUDE_DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+pub(crate) fn set_tandem_include_dir(dir: Result<PathBuf, String>) {
+    let _ = TANDEM_INCLUDE_DIR.set(dir);
+}
+
+/// Tandem's header directory; an error if Tandem's header and library
+/// cannot be found, or the bench runs outside the `tandem` command.
+fn tandem_include_dir() -> Result<PathBuf, String> {
+    TANDEM_INCLUDE_DIR
+        .get()
+        .cloned()
+        .unwrap_or_else(|| Err("Tandem is measured through the tandem command only".into()))
+}
 
 /// The families of MPI launchers, which take different options.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +129,7 @@ pub fn resolve(spec: &str) -> Result<Library, String> {
         "tandem" | "rwapi" => {
             let exe = std::env::current_exe()
                 .map_err(|e| format!("cannot find the running tandem executable: {e}"))?;
-            crate::install_layout::locate()?;
+            tandem_include_dir()?;
             Ok(Library {
                 name: spec.into(),
                 family: Family::Tandem,
@@ -297,8 +315,8 @@ impl Library {
             id.push_str(&String::from_utf8_lossy(&out.stdout));
         }
         if self.family == Family::Tandem {
-            if let Ok(layout) = crate::install_layout::locate() {
-                if let Ok(h) = std::fs::read(layout.include_dir.join("mpi.h")) {
+            if let Ok(include_dir) = tandem_include_dir() {
+                if let Ok(h) = std::fs::read(include_dir.join("mpi.h")) {
                     id.push_str(&format!("{:016x}", super::build::fnv1a(&h)));
                 }
             }

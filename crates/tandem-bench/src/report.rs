@@ -1205,8 +1205,8 @@ fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::analyze::Row;
-    use crate::bench::stats::Summary;
+    use crate::analyze::Row;
+    use crate::stats::Summary;
 
     /// A ping-pong table on two lines: 2 us + 1 GB/s below 64 KiB, 10 us
     /// + 2 GB/s from it (times in microseconds, as the kernel's).

@@ -2,9 +2,9 @@
 //! installed `tandem` needs no source tree), rank counts and parameters.
 
 /// The header every kernel includes.
-pub const COMMON_HEADER: (&str, &str) = ("bench.h", include_str!("../../../../bench/bench.h"));
+pub const COMMON_HEADER: (&str, &str) = ("bench.h", include_str!("../../../bench/bench.h"));
 /// The header of the RWAPI variants.
-pub const RWAPI_HEADER: (&str, &str) = ("rw.h", include_str!("../../../../bench/rw.h"));
+pub const RWAPI_HEADER: (&str, &str) = ("rw.h", include_str!("../../../bench/rw.h"));
 
 /// One kernel parameter, passed to the program as NAME=VALUE.
 #[derive(Debug)]
@@ -102,7 +102,7 @@ const RW_NOTIFY: &[Param] = &[Param {
 pub static KERNELS: &[Kernel] = &[
     Kernel {
         name: "pingpong",
-        source: include_str!("../../../../bench/pingpong.c"),
+        source: include_str!("../../../bench/pingpong.c"),
         about: "round trip between ranks 0 and 1 for a fixed duration per size (Ben Fredj and Renault)",
         default_np: 2,
         min_np: 2,
@@ -111,7 +111,7 @@ pub static KERNELS: &[Kernel] = &[
         takes_duration: true,
         params: PAIR,
         rwapi: Some(RwapiVariant {
-            source: include_str!("../../../../bench/rw_pingpong.c"),
+            source: include_str!("../../../bench/rw_pingpong.c"),
             params: RW_NOTIFY,
         }),
         replication: Replication::FixedIterations,
@@ -119,7 +119,7 @@ pub static KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "bidir",
-        source: include_str!("../../../../bench/bidir.c"),
+        source: include_str!("../../../bench/bidir.c"),
         about: "bidirectional round trip: both ranks send at once (Ben Fredj and Renault)",
         default_np: 2,
         min_np: 2,
@@ -128,7 +128,7 @@ pub static KERNELS: &[Kernel] = &[
         takes_duration: true,
         params: PAIR,
         rwapi: Some(RwapiVariant {
-            source: include_str!("../../../../bench/rw_bidir.c"),
+            source: include_str!("../../../bench/rw_bidir.c"),
             params: RW_NOTIFY,
         }),
         replication: Replication::FixedIterations,
@@ -136,7 +136,7 @@ pub static KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "burst",
-        source: include_str!("../../../../bench/burst.c"),
+        source: include_str!("../../../bench/burst.c"),
         about: "rank 0 sends as fast as it can, rank 1 counts (Ben Fredj and Renault)",
         default_np: 2,
         min_np: 2,
@@ -155,7 +155,7 @@ pub static KERNELS: &[Kernel] = &[
             },
         ],
         rwapi: Some(RwapiVariant {
-            source: include_str!("../../../../bench/rw_burst.c"),
+            source: include_str!("../../../bench/rw_burst.c"),
             params: &[],
         }),
         replication: Replication::FixedIterations,
@@ -163,7 +163,7 @@ pub static KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "overhead",
-        source: include_str!("../../../../bench/overhead.c"),
+        source: include_str!("../../../bench/overhead.c"),
         about: "MPI_Isend/MPI_Irecv overhead and application availability, post-work-wait (Doerfler and Brightwell)",
         default_np: 2,
         min_np: 2,
@@ -210,7 +210,7 @@ pub static KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "coll",
-        source: include_str!("../../../../bench/coll.c"),
+        source: include_str!("../../../bench/coll.c"),
         about: "alltoall, bcast, gather, scatter, p2p: barrier-start-op-barrier-end over rank counts (Noor, Alhaisoni and Liotta)",
         default_np: 4,
         min_np: 2,
@@ -236,7 +236,7 @@ pub static KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "alltoallv",
-        source: include_str!("../../../../bench/alltoallv.c"),
+        source: include_str!("../../../bench/alltoallv.c"),
         about: "the Isend/Irecv/Waitall all-to-all of Gabriel's VolpexMPI case study, ~32 KiB per pair",
         default_np: 4,
         min_np: 1,
@@ -262,7 +262,7 @@ pub static KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "cannon",
-        source: include_str!("../../../../bench/cannon.c"),
+        source: include_str!("../../../bench/cannon.c"),
         about: "Cannon's matrix multiplication with shifts overlapped with computation (Kumar et al.)",
         default_np: 4,
         min_np: 1,
@@ -287,7 +287,7 @@ pub static KERNELS: &[Kernel] = &[
     },
     Kernel {
         name: "tts",
-        source: include_str!("../../../../bench/tts.c"),
+        source: include_str!("../../../bench/tts.c"),
         about: "time to solution of a fixed all-to-all computation that checks its result, unreplicated, \
                 replicated and losing a replica halfway (the VolpexMPI report's experiment)",
         default_np: 4,
