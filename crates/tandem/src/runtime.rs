@@ -11,7 +11,7 @@ use crate::comm::{Comm, Inter};
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{Envelope, MsgId, P2p, P2pConfig, ReqId, SendMode, Status};
 use crate::params::Settings;
-use crate::progress::Engine;
+use crate::progress::{Engine, Policy};
 use crate::replica::{Placement, Replicas};
 use crate::stats::Counters;
 use crate::transport::shm::ShmTransport;
@@ -171,7 +171,7 @@ impl Runtime {
             shm,
             job.size,
             offer_min,
-            settings.text("progress") == "poll",
+            Policy::from_settings(&settings),
         )?;
         let mut engine = engine;
         if replicated {
