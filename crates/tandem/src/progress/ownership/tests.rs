@@ -34,7 +34,7 @@ impl Unguarded {
         // so that the read and the write stay two accesses.
         unsafe {
             let v = std::ptr::read_volatile(self.0.get());
-            if v % 8 == 0 {
+            if v.is_multiple_of(8) {
                 std::thread::yield_now();
             }
             std::ptr::write_volatile(self.0.get(), v + 1);
@@ -113,7 +113,11 @@ fn contend(o: &'static Ownership, threads: u64, rounds: u64) {
                 });
             }
         });
-        assert_eq!(counter.get(), threads * rounds, "two threads held the word at once");
+        assert_eq!(
+            counter.get(),
+            threads * rounds,
+            "two threads held the word at once"
+        );
         assert!(o.is_free());
     });
 }
