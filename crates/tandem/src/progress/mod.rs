@@ -6,7 +6,8 @@
 //!   at a time (application threads, the helper thread, the signal
 //!   handler), and hands it over.
 //! * [`background`]: communication driven while the application computes:
-//!   the [`helper`] thread (the `thread` policy) and the [`signal`] policy.
+//!   the helper thread of the `thread` policy (`helper.rs`) and the
+//!   `signal` policy (`signal.rs`).
 //! * [`placement`]: the CPUs a rank and its helper run on.
 //!
 //! The spin, yield, then block wait of a blocking call is point-to-point's

@@ -14,12 +14,10 @@ pub enum Policy {
     /// MPI calls drive only transports with work, idle TCP now and then.
     Adaptive,
     /// Also a helper thread, asleep until a transport has news, drives
-    /// communication while the application computes (see
-    /// [`super::helper`]).
+    /// communication while the application computes (see helper.rs).
     Thread,
     /// A helper thread woken only by rendezvous starts signals the
-    /// application thread, whose handler answers them (see
-    /// [`super::signal`]).
+    /// application thread, whose handler answers them (see signal.rs).
     Signal,
 }
 
