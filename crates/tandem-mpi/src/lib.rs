@@ -44,8 +44,6 @@ mod part;
 mod persistent;
 mod persistent_coll;
 mod pmpi;
-mod progress_signal;
-mod progress_thread;
 mod pt2pt;
 mod request;
 mod rwapi;

@@ -5,13 +5,14 @@
 use std::cell::UnsafeCell;
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use tandem::p2p::ReqId;
+use tandem::progress::{background, Driven, Held, Library, Ownership, Reentered};
 use tandem::{CommId, Error, ErrorClass, Runtime, SELF, WORLD};
 
 use crate::abi::*;
-use crate::{comm_shape, errhandler, progress_signal, progress_thread};
+use crate::{comm_shape, errhandler};
 
 /// First handle value of user communicators: far above every predefined handle.
 const USER_COMM_BASE: usize = 0x10000;
@@ -160,39 +161,6 @@ const UNINIT: u8 = 0;
 const ACTIVE: u8 = 1;
 const FINALIZED: u8 = 2;
 
-/// Values of the ownership word: nobody holds the state, somebody does,
-/// and flags beside it: the progress helper wants to be told when the
-/// holder leaves; the application thread waits to enter (a helper holding
-/// the state then gives it back at once: the application drives
-/// communication itself, on its own core, as fast as it can).
-const FREE: u32 = 0;
-const HELD: u32 = 1;
-const WANTED: u32 = 2;
-const APP_WAITING: u32 = 4;
-/// Under `MPI_THREAD_MULTIPLE`: threads sleep on the word (a futex) until
-/// the holder lets go, which then wakes them.
-const SLEEPERS: u32 = 8;
-
-/// How long a thread waiting to enter sleeps before looking again, should
-/// a wake-up be missed (none should be: the holder wakes sleepers when it
-/// lets go).
-const ENTRY_SLEEP: libc::timespec = libc::timespec {
-    tv_sec: 0,
-    tv_nsec: 10_000_000,
-};
-/// How many times a thread that wants to start a call yields while another
-/// holds the library before it sleeps until it is let in.
-const ENTRY_YIELDS: u32 = 64;
-/// How many times a blocked call that let others in yields for one of
-/// them to take the library before it takes it back itself.
-const LET_IN_YIELDS: u32 = 16;
-
-/// How communication is driven besides MPI calls (the `progress`
-/// parameter), for the hooks on entering and leaving the library.
-const POLICY_PLAIN: u8 = 0;
-const POLICY_THREAD: u8 = 1;
-const POLICY_SIGNAL: u8 = 2;
-
 struct Global {
     /// The world model's phase (MPI_Init .. MPI_Finalize).
     phase: AtomicU8,
@@ -204,139 +172,57 @@ struct Global {
     runtime: AtomicU8,
     /// Who holds the library: one atomic operation to enter and one to
     /// leave (see [`Owner`]).
-    busy: AtomicU32,
-    /// `MPI_THREAD_MULTIPLE` was asked for: threads wanting in sleep on
-    /// `busy`, and a blocked call lets them in (see [`resume_blocked`]).
-    multiple: AtomicBool,
-    /// The runtime's kick descriptor (`Engine::kick_fd`), -1 before it
-    /// runs: a thread that wants in wakes a holder asleep in a wait.
-    kick_fd: AtomicI32,
-    /// Under `MPI_THREAD_MULTIPLE`: how many passes made progress, whoever
-    /// made them (see [`progress_made`] and [`hand_over_now`]).
-    epoch: AtomicU32,
-    /// The progress count when the holder last stopped its wait to let
-    /// others in: what it had looked at (see [`resume_blocked`]).
-    handed_at: AtomicU32,
-    /// The thread that holds `busy` (its `pthread_self`), 0 when none: how
-    /// a call made from inside a callback the library runs is recognised.
-    /// (A thread-local flag would cost a `__tls_get_addr` call per look in
-    /// a shared library, three per MPI call.)
-    holder: AtomicUsize,
-    policy: AtomicU8,
+    ownership: Ownership,
     state: UnsafeCell<Option<State>>,
 }
 
-// SAFETY: `state` is only touched by the thread that holds `busy` (see
-// `Owner`), so at most one thread accesses it at a time; the signal handler
-// of the `signal` policy takes `busy` like any thread before touching it.
+// SAFETY: `state` is only touched by the thread that holds `ownership`
+// (see `Owner` and `Library::driven`), so at most one thread accesses it at
+// a time; the signal handler of the `signal` policy takes the word like
+// any thread before touching it.
 unsafe impl Sync for Global {}
 
 static GLOBAL: Global = Global {
     phase: AtomicU8::new(UNINIT),
     runtime: AtomicU8::new(UNINIT),
-    busy: AtomicU32::new(FREE),
-    multiple: AtomicBool::new(false),
-    kick_fd: AtomicI32::new(-1),
-    epoch: AtomicU32::new(0),
-    handed_at: AtomicU32::new(0),
-    holder: AtomicUsize::new(0),
-    policy: AtomicU8::new(POLICY_PLAIN),
+    ownership: Ownership::new(),
     state: UnsafeCell::new(None),
 };
 
-/// The calling thread's identity for [`Global::holder`] (never 0).
-fn this_thread() -> usize {
-    // SAFETY: pthread_self has no preconditions.
-    unsafe { libc::pthread_self() as usize }
+/// How the progress helper thread and the signal handler reach the runtime.
+impl Library for Global {
+    fn ownership(&self) -> &Ownership {
+        &self.ownership
+    }
+
+    fn driven<'a>(&'a self, held: &'a mut Held<'_>) -> Option<&'a mut dyn Driven> {
+        if !std::ptr::eq(held.ownership(), &self.ownership) {
+            return None;
+        }
+        // SAFETY: `held` holds this state's word, which gives exclusive
+        // access to it; the borrow is tied to `held`.
+        let state = unsafe { &mut *self.state.get() };
+        state.as_mut().map(|s| &mut s.rt as &mut dyn Driven)
+    }
 }
 
 /// Proof of holding the library; released on drop, also while unwinding.
 /// The application thread, the progress helper thread and the signal
 /// handler pass ownership of all communication state with one atomic
-/// operation each way.
-pub(crate) struct Owner;
+/// operation each way (see `tandem::progress::ownership`).
+pub(crate) struct Owner {
+    /// Lets go of the word on drop.
+    _held: Held<'static>,
+}
 
 impl Owner {
     /// Takes ownership if nobody holds it and the application thread is
-    /// not waiting to (the helper thread never waits for the application
-    /// thread, and gives way to it). Lock-free, so the signal handler may
-    /// call it.
+    /// not waiting to. Lock-free.
     pub(crate) fn try_acquire() -> Option<Owner> {
         GLOBAL
-            .busy
-            .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .map(|_| Owner::held())
-    }
-
-    /// Takes the library, seen free as `cur`; or the word as it is now.
-    fn take_free(cur: u32) -> Result<Owner, u32> {
-        GLOBAL
-            .busy
-            .compare_exchange_weak(cur, HELD, Ordering::Acquire, Ordering::Relaxed)
-            .map(|_| Owner::held())
-    }
-
-    /// Sets `flag` in the word, seen as `cur`; or the word as it is now.
-    fn mark(cur: u32, flag: u32) -> Result<u32, u32> {
-        GLOBAL
-            .busy
-            .compare_exchange(cur, cur | flag, Ordering::SeqCst, Ordering::Relaxed)
-    }
-
-    /// Marks this thread as the holder (see [`Global::holder`]).
-    fn held() -> Owner {
-        GLOBAL.holder.store(this_thread(), Ordering::Relaxed);
-        Owner
-    }
-
-    /// Whether the calling thread holds the library (it runs a callback
-    /// from inside it): then the state cannot be reached from here.
-    pub(crate) fn held_here() -> bool {
-        // Only this thread writes its own identity there, and clears it
-        // before letting go: seeing it means holding.
-        GLOBAL.holder.load(Ordering::Relaxed) == this_thread()
-    }
-
-    /// Whether nobody holds the library right now.
-    pub(crate) fn is_free() -> bool {
-        GLOBAL.busy.load(Ordering::Relaxed) == FREE
-    }
-
-    /// Whether the application thread waits to enter (a helper holding
-    /// the state should give it back).
-    pub(crate) fn app_waiting() -> bool {
-        GLOBAL.busy.load(Ordering::Relaxed) & APP_WAITING != 0
-    }
-
-    /// For the helper thread: asks whoever holds the library to ring the
-    /// helper's kick descriptor when it leaves. False if nobody holds it
-    /// any more (then just try again).
-    pub(crate) fn want() -> bool {
-        let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
-        loop {
-            if cur == FREE {
-                return false;
-            }
-            if cur & WANTED != 0 {
-                return true;
-            }
-            match GLOBAL.busy.compare_exchange_weak(
-                cur,
-                cur | WANTED,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => cur = now,
-            }
-        }
-    }
-
-    /// For the holder: withdraws a helper's request to be told when it
-    /// leaves; whether there was one.
-    pub(crate) fn unwant() -> bool {
-        GLOBAL.busy.fetch_and(!WANTED, Ordering::Relaxed) & WANTED != 0
+            .ownership
+            .try_acquire()
+            .map(|held| Owner { _held: held })
     }
 
     /// Takes the library for the calling thread, waiting for a helper
@@ -348,237 +234,54 @@ impl Owner {
     /// fatal error naming `func`.
     #[inline(always)]
     pub(crate) fn acquire(func: &str) -> Owner {
-        // The common case, kept short enough to inline into every call.
-        match GLOBAL
-            .busy
-            .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
-        {
-            Ok(_) => Owner::held(),
-            Err(cur) => Owner::acquire_contended(func, cur),
+        match GLOBAL.ownership.acquire() {
+            Ok(held) => Owner { _held: held },
+            Err(Reentered) => reentered(func),
         }
     }
 
-    /// [`Owner::acquire`] when the library was not free at first look.
-    #[cold]
-    #[inline(never)]
-    fn acquire_contended(func: &str, mut cur: u32) -> Owner {
-        let mut yields = 0u32;
-        loop {
-            if cur & HELD == 0 {
-                // Free: take it.
-                match Owner::take_free(cur) {
-                    Ok(owner) => return owner,
-                    Err(now) => {
-                        cur = now;
-                        continue;
-                    }
-                }
-            }
-            // Held: perhaps by this very thread (looked at only now, to keep
-            // the common entry short).
-            if Owner::held_here() {
-                errhandler::fatal_without_state(
-                    func,
-                    "called from a callback that runs inside the library (a user-defined reduction); \
-                     Tandem does not support MPI calls there yet",
-                );
-            }
-            if cur & APP_WAITING == 0 {
-                // Ask the holder to let us in: a helper thread gives the
-                // state back at once, a call blocked in a wait at its next
-                // look (woken, should it sleep).
-                match Owner::mark(cur, APP_WAITING) {
-                    Ok(_) => {
-                        cur |= APP_WAITING;
-                        if multiple() {
-                            kick_holder();
-                        }
-                    }
-                    Err(now) => {
-                        cur = now;
-                        continue;
-                    }
-                }
-            }
-            if multiple() && yields >= ENTRY_YIELDS {
-                cur = sleep_while_held(cur);
-                continue;
-            }
-            // Our turn comes soon: the helper, or another application
-            // thread's call, lets go.
-            yields += 1;
-            std::thread::yield_now();
-            cur = GLOBAL.busy.load(Ordering::Relaxed);
-        }
-    }
-
-    /// Takes the library back for a blocked call that let other threads in
-    /// (see [`resume_blocked`]): sleeps until it is free, asking to be let
-    /// in only if progress was made since the call last looked at what it
-    /// waits for (`seen`, a [`Global::epoch`]); otherwise the holder lets it
-    /// in when it makes progress.
-    fn reacquire(seen: u32) -> Owner {
-        let mut cur = GLOBAL.busy.load(Ordering::Relaxed);
-        loop {
-            if cur & HELD == 0 {
-                // Free: take it.
-                match Owner::take_free(cur) {
-                    Ok(owner) => return owner,
-                    Err(now) => {
-                        cur = now;
-                        continue;
-                    }
-                }
-            }
-            if cur & SLEEPERS == 0 {
-                match Owner::mark(cur, SLEEPERS) {
-                    Ok(_) => cur |= SLEEPERS,
-                    Err(now) => {
-                        cur = now;
-                        continue;
-                    }
-                }
-            }
-            // The holder counts progress before it looks for sleepers, and
-            // we marked ourselves before looking at the count (both in one
-            // total order): either it saw us, or we see its progress.
-            if cur & APP_WAITING == 0 && GLOBAL.epoch.load(Ordering::SeqCst) != seen {
-                match Owner::mark(cur, APP_WAITING) {
-                    Ok(_) => {
-                        cur |= APP_WAITING;
-                        kick_holder();
-                    }
-                    Err(now) => {
-                        cur = now;
-                        continue;
-                    }
-                }
-            }
-            cur = sleep_while_held(cur);
-        }
+    /// Whether the calling thread holds the library (it runs a callback
+    /// from inside it): then the state cannot be reached from here.
+    pub(crate) fn held_here() -> bool {
+        GLOBAL.ownership.held_here()
     }
 
     pub(crate) fn slot(&mut self) -> &mut Option<State> {
-        // SAFETY: holding `busy` gives exclusive access to the state; the
+        // SAFETY: holding the word gives exclusive access to the state; the
         // borrow is tied to `self`, which cannot outlive the ownership.
         unsafe { &mut *GLOBAL.state.get() }
     }
 }
 
-impl Drop for Owner {
-    fn drop(&mut self) {
-        GLOBAL.holder.store(0, Ordering::Relaxed);
-        // Without a helper thread nobody asks to be told (WANTED), and
-        // without MPI_THREAD_MULTIPLE nobody sleeps on the word: a plain
-        // store lets go, as in any spin lock (a read-modify-write costs
-        // some nanoseconds more, on every MPI call). Otherwise a single
-        // read-modify-write sees WANTED or SLEEPERS set before it (same
-        // word), so no request to be told goes unanswered. (Helpers are
-        // stopped, and kicked, after the policy is reset to plain.)
-        if GLOBAL.policy.load(Ordering::Relaxed) == POLICY_PLAIN && !multiple() {
-            GLOBAL.busy.store(FREE, Ordering::Release);
-            return;
-        }
-        let was = GLOBAL.busy.swap(FREE, Ordering::Release);
-        if was & WANTED != 0 {
-            progress_thread::kick();
-        }
-        if was & SLEEPERS != 0 {
-            futex_wake_all(&GLOBAL.busy);
-        }
-    }
+/// An MPI call from inside a callback the library runs (see
+/// [`Owner::acquire`]).
+#[cold]
+#[inline(never)]
+fn reentered(func: &str) -> ! {
+    errhandler::fatal_without_state(
+        func,
+        "called from a callback that runs inside the library (a user-defined reduction); \
+         Tandem does not support MPI calls there yet",
+    )
 }
 
 /// Whether `MPI_THREAD_MULTIPLE` is in force.
 #[inline]
 pub(crate) fn multiple() -> bool {
-    GLOBAL.multiple.load(Ordering::Relaxed)
-}
-
-/// Wakes the holder if it sleeps in a wait (see `Engine::kick_fd`).
-fn kick_holder() {
-    let fd = GLOBAL.kick_fd.load(Ordering::Relaxed);
-    if fd >= 0 {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from `one` to an eventfd that lives as
-        // long as the runtime (cleared before it goes); a full counter
-        // fails harmlessly.
-        unsafe { libc::write(fd, (&raw const one).cast(), std::mem::size_of::<u64>()) };
-    }
-}
-
-/// Marks a sleeper on the held word `cur` and sleeps until the holder lets
-/// go (or [`ENTRY_SLEEP`] passes); the word as it is then.
-fn sleep_while_held(mut cur: u32) -> u32 {
-    if cur & SLEEPERS == 0 {
-        match Owner::mark(cur, SLEEPERS) {
-            Ok(_) => cur |= SLEEPERS,
-            Err(now) => return now,
-        }
-    }
-    // SAFETY: the futex word is a live, aligned u32 (a static); the
-    // kernel compares it with `cur` and sleeps only while they are equal.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            GLOBAL.busy.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            cur,
-            &ENTRY_SLEEP as *const libc::timespec,
-        )
-    };
-    GLOBAL.busy.load(Ordering::Relaxed)
-}
-
-fn futex_wake_all(word: &AtomicU32) {
-    // SAFETY: a live, aligned u32; waking has no other effect.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            i32::MAX,
-        )
-    };
+    GLOBAL.ownership.multiple()
 }
 
 /// Asked by a blocked call's wait under `MPI_THREAD_MULTIPLE` (set with
-/// `P2p::set_hand_over`), `did` saying whether progress was made since its
-/// last look: whether it should let other threads in now. Yes when a
-/// thread wants to start a call, or when threads sleep that waited for
-/// something this progress may have finished.
+/// `P2p::set_hand_over`): whether it should let other threads in now (see
+/// `Ownership::hand_over_now`).
 fn hand_over_now(did: bool) -> bool {
-    // Counted again (`progress_made` counted the pass's frames): `did` also
-    // covers a wake-up by a peer's change to memory polled, not a frame.
-    if did {
-        GLOBAL.epoch.fetch_add(1, Ordering::SeqCst);
-    }
-    let b = GLOBAL.busy.load(Ordering::SeqCst);
-    let go = b & APP_WAITING != 0 || (did && b & SLEEPERS != 0);
-    if go {
-        // Its own progress is seen: only later progress by others should
-        // make it ask to be let back in.
-        GLOBAL
-            .handed_at
-            .store(GLOBAL.epoch.load(Ordering::Relaxed), Ordering::Relaxed);
-    }
-    go
+    GLOBAL.ownership.hand_over_now(did)
 }
 
-/// Counts progress, whoever made it: any call's pass that did something
-/// (`P2p::set_progress_hook`), the progress helper thread's, the progress
-/// signal handler's. A call that let other threads in, and sleeps to take
-/// the library back, asks the holder to let it in once it sees the count
-/// moved (see [`Owner::reacquire`]). Counting only the passes of blocked
-/// calls' waits lost wake-ups: a request finished by another call's
-/// progress, or by the helper, went unseen while the next holder slept in
-/// a wait of its own, and both waited for ever (tests/c/thread_multiple.c
-/// over TCP with `progress=thread`, on a loaded machine). Called while
-/// holding the library (an atomic add: fine in a handler).
-pub(crate) fn progress_made() {
-    if multiple() {
-        GLOBAL.epoch.fetch_add(1, Ordering::SeqCst);
-    }
+/// Counts progress, whoever made it (`P2p::set_progress_hook`; see
+/// `Ownership::progress_made`).
+fn progress_made() {
+    GLOBAL.ownership.progress_made();
 }
 
 /// What a blocking call does once it has started its operation: waits
@@ -649,17 +352,14 @@ fn resume_blocked(func: &str, mut owner: Owner, mut resume: Resume) -> (Owner, O
             return (owner, outcome);
         }
         // Read while still holding: only the holder writes it.
-        let seen = GLOBAL.handed_at.load(Ordering::Relaxed);
+        let seen = GLOBAL.ownership.handed_at();
         leave(state);
         drop(owner);
         // Let one of the threads that asked take it before we ask again.
-        for _ in 0..LET_IN_YIELDS {
-            if GLOBAL.busy.load(Ordering::Relaxed) & HELD != 0 {
-                break;
-            }
-            std::thread::yield_now();
-        }
-        owner = Owner::reacquire(seen);
+        GLOBAL.ownership.give_way();
+        owner = Owner {
+            _held: GLOBAL.ownership.reacquire(seen),
+        };
         match owner.slot().as_mut() {
             Some(state) => enter(state),
             None => {
@@ -670,25 +370,21 @@ fn resume_blocked(func: &str, mut owner: Owner, mut resume: Resume) -> (Owner, O
 }
 
 /// On entering the library under the `thread` and `signal` policies.
+#[inline]
 pub(crate) fn enter(state: &mut State) {
-    if GLOBAL.policy.load(Ordering::Relaxed) == POLICY_THREAD {
-        progress_thread::on_enter(state);
-    }
+    background::on_enter(&mut state.rt);
 }
 
 /// On leaving the library under the `thread` and `signal` policies.
+#[inline]
 pub(crate) fn leave(state: &mut State) {
-    match GLOBAL.policy.load(Ordering::Relaxed) {
-        POLICY_THREAD => progress_thread::on_leave(state),
-        POLICY_SIGNAL => progress_signal::on_leave(state),
-        _ => {}
-    }
+    background::on_leave(&GLOBAL.ownership, &mut state.rt);
 }
 
 /// Whether a receive posted now is one the application will compute
 /// beside (a non-blocking one, under a policy that advances it meanwhile).
 pub(crate) fn async_policy() -> bool {
-    GLOBAL.policy.load(Ordering::Relaxed) != POLICY_PLAIN
+    background::running()
 }
 
 pub fn is_initialized() -> bool {
@@ -814,37 +510,24 @@ fn start_runtime(owner: &mut Owner, thread_level: c_int) -> Result<(), Error> {
         ));
     }
     let rt = Runtime::init()?;
-    let policy = match rt.settings().text("progress") {
-        "thread" => POLICY_THREAD,
-        "signal" => POLICY_SIGNAL,
-        _ => POLICY_PLAIN,
-    };
     let state = owner.slot().insert(State::new(rt, thread_level));
     if thread_level == MPI_THREAD_MULTIPLE {
         allow_multiple(state);
     }
     let _ = MAIN_THREAD.set(std::thread::current().id());
     GLOBAL.runtime.store(ACTIVE, Ordering::Release);
-    let started = match policy {
-        POLICY_THREAD => progress_thread::start(state),
-        POLICY_SIGNAL => progress_signal::start(state),
-        _ => false,
-    };
-    if started {
-        GLOBAL.policy.store(policy, Ordering::Release);
-    }
+    background::start(&GLOBAL, &mut state.rt);
     Ok(())
 }
 
 /// Lets threads call at once from now on (`MPI_THREAD_MULTIPLE`): blocked
 /// calls let others in.
 pub(crate) fn allow_multiple(state: &mut State) {
-    GLOBAL
-        .kick_fd
-        .store(state.rt.p2p().engine().kick_fd(), Ordering::Relaxed);
     state.rt.p2p().set_hand_over(Some(hand_over_now));
     state.rt.p2p().set_progress_hook(Some(progress_made));
-    GLOBAL.multiple.store(true, Ordering::Release);
+    GLOBAL
+        .ownership
+        .allow_multiple(state.rt.p2p().engine().kick_fd());
 }
 
 /// Whether any rank of the world runs under `MPI_THREAD_MULTIPLE` (`mine`:
@@ -1003,9 +686,7 @@ extern "C" fn teardown_idle_at_exit() {
 /// Tears the state and the runtime down.
 fn teardown(func: &'static str) -> c_int {
     // The helper thread (and signals) must be gone before the state is.
-    GLOBAL.policy.store(POLICY_PLAIN, Ordering::Release);
-    let mut helped = progress_signal::stop();
-    helped.merge(&progress_thread::stop());
+    let helped = background::stop(&GLOBAL.ownership);
     let mut owner = Owner::acquire(func);
     let Some(mut state) = owner.slot().take() else {
         errhandler::fatal_without_state(func, "MPI is not initialized (or already finalized)");
@@ -1013,7 +694,7 @@ fn teardown(func: &'static str) -> c_int {
     GLOBAL.runtime.store(FINALIZED, Ordering::Release);
     // The descriptor closes with the runtime (no thread may call MPI
     // during MPI_Finalize, so none is about to write to it).
-    GLOBAL.kick_fd.store(-1, Ordering::Relaxed);
+    GLOBAL.ownership.forget_holder_kick();
     state.rt.p2p().engine().add_counters(&helped);
     let rwapi = state.rwapi.take();
     let done = state.rt.finalize();

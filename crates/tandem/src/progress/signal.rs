@@ -36,7 +36,7 @@
 //! therefore:
 //!
 //! * touches library state only after winning the ownership word with a
-//!   lock-free compare-and-swap ([`Owner::try_acquire`]); winning it proves
+//!   lock-free compare-and-swap ([`Ownership::try_acquire`]); winning it proves
 //!   that no thread, the interrupted one included, is inside the library,
 //!   so no library structure is half-updated; losing it, it returns at once;
 //! * allocates and frees nothing, so it never enters malloc (whose lock the
@@ -45,7 +45,7 @@
 //!   (both allocated before; removing from a `VecDeque` never reallocates),
 //!   writes its answer into a free ring cell (checked first; it never
 //!   queues) and adds to counters; anything needing more is left alone
-//!   (`tandem::p2p`'s handler.rs);
+//!   (`p2p`'s handler.rs);
 //! * takes no lock and makes no system call but `write` to an eventfd (to
 //!   wake a sleeping peer or the helper), which is async-signal-safe;
 //! * saves and restores `errno`, and cannot unwind: a panic (there is no
@@ -58,16 +58,16 @@
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
-use tandem::progress::WAKE_HELPER_RNDV;
-use tandem::stats::Counters;
-use tandem::transport::shm::drain;
-
-use crate::progress_thread::{
+use super::background::{Driven, Library};
+use super::helper::{
     self, spawn, stopping, wait_any, IDLE_TIMEOUT_MS, SIGNALS_IGNORED, SIGNALS_SENT, WAKEUPS,
 };
-use crate::state::{Owner, State};
+use super::ownership::Ownership;
+use super::WAKE_HELPER_RNDV;
+use crate::stats::Counters;
+use crate::transport::shm::drain;
 
 /// The application thread (the one that called MPI_Init).
 static APP_TID: AtomicI32 = AtomicI32::new(0);
@@ -78,14 +78,17 @@ static RECV_POSTED: AtomicBool = AtomicBool::new(false);
 static IGNORED_IN_HANDLER: AtomicU64 = AtomicU64::new(0);
 /// The disposition the signal had before MPI_Init.
 static PREVIOUS: Mutex<Option<libc::sigaction>> = Mutex::new(None);
+/// What the handler drives, and the ownership word it takes first (a
+/// handler has no arguments to be given them by).
+static LIBRARY: OnceLock<&'static dyn Library> = OnceLock::new();
 
 /// Starts the policy: installs the handler, asks shared-memory peers to
 /// ring the helper for rendezvous starts, starts the helper. False (the
 /// library then behaves as under `adaptive`) without shared-memory peers
 /// to wait for, or if the signal cannot be used.
-pub fn start(state: &mut State) -> bool {
-    let settings = state.rt.settings().clone();
-    let engine = state.rt.p2p().engine();
+pub(super) fn start(lib: &'static dyn Library, driven: &mut dyn Driven) -> bool {
+    let settings = driven.settings().clone();
+    let engine = driven.engine();
     // Only shared-memory peers ring the doorbell (ranks on other hosts are
     // advanced by MPI calls, see docs/src/limitations.md).
     let Some(doorbell) = engine.helper_fd() else {
@@ -123,6 +126,8 @@ pub fn start(state: &mut State) -> bool {
         );
         return false;
     }
+    // One library per process: a later start finds the same one set.
+    let _ = LIBRARY.set(lib);
     SIGNAL.store(sig, Ordering::Relaxed);
     // SAFETY: plain syscall without arguments.
     APP_TID.store(
@@ -131,7 +136,9 @@ pub fn start(state: &mut State) -> bool {
     );
     RECV_POSTED.store(false, Ordering::Relaxed);
     // Only here with shared memory: its peers are not on TCP.
-    let started = spawn(&settings, false, move |kick_fd| run(kick_fd, doorbell));
+    let started = spawn(&settings, false, move |kick_fd| {
+        run(lib.ownership(), kick_fd, doorbell)
+    });
     if !started {
         restore();
     }
@@ -140,12 +147,12 @@ pub fn start(state: &mut State) -> bool {
 
 /// Stops the helper and puts the signal's previous disposition back;
 /// returns what the helper and the handler counted outside the state.
-pub fn stop() -> Counters {
+pub(super) fn stop() -> Counters {
     let mut c = Counters::default();
     if SIGNAL.load(Ordering::Relaxed) == 0 {
         return c;
     }
-    c.merge(&progress_thread::stop());
+    c.merge(&helper::stop());
     // Every signal the helper sent was delivered before the join in `stop`
     // returned (a pending signal is delivered on the way back from the
     // system call), so nothing arrives after this.
@@ -168,14 +175,14 @@ fn restore() {
 /// one that arrived while it was inside expecting nothing (ignored then)
 /// is looked for: the helper is rung if anything waits in the rings. When
 /// it stops, peers are told not to ring.
-pub(crate) fn on_leave(state: &mut State) {
-    let p2p = state.rt.p2p();
-    let posted = p2p.posted_receives() > 0;
+pub(super) fn on_leave(driven: &mut dyn Driven) {
+    let posted = driven.posted_receives() > 0;
     let was = RECV_POSTED.swap(posted, Ordering::Relaxed);
-    if posted && !was && !p2p.engine().arm_helper(WAKE_HELPER_RNDV) {
-        p2p.engine().ring_helper();
+    let engine = driven.engine();
+    if posted && !was && !engine.arm_helper(WAKE_HELPER_RNDV) {
+        engine.ring_helper();
     } else if !posted && was {
-        p2p.engine().disarm_helper(WAKE_HELPER_RNDV);
+        engine.disarm_helper(WAKE_HELPER_RNDV);
     }
 }
 
@@ -194,7 +201,7 @@ fn send_signal() {
 
 /// The helper: sleep until a peer rings for a rendezvous start, then
 /// signal the application thread or leave the event to its next MPI call.
-fn run(kick_fd: RawFd, doorbell: RawFd) {
+fn run(ownership: &Ownership, kick_fd: RawFd, doorbell: RawFd) {
     loop {
         wait_any(&[kick_fd, doorbell], IDLE_TIMEOUT_MS);
         if stopping() {
@@ -209,12 +216,12 @@ fn run(kick_fd: RawFd, doorbell: RawFd) {
             SIGNALS_IGNORED.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        if !Owner::is_free() && Owner::want() {
+        if !ownership.is_free() && ownership.want() {
             // Inside the library with receives posted: decide when it leaves.
             wait_any(&[kick_fd], IDLE_TIMEOUT_MS);
             drain(kick_fd);
         }
-        if Owner::is_free() && RECV_POSTED.load(Ordering::Relaxed) {
+        if ownership.is_free() && RECV_POSTED.load(Ordering::Relaxed) {
             send_signal();
         } else {
             SIGNALS_IGNORED.fetch_add(1, Ordering::Relaxed);
@@ -233,19 +240,24 @@ fn rang(fd: RawFd) -> bool {
 extern "C" fn on_signal(_sig: libc::c_int) {
     // SAFETY: errno is thread-local; the pointer is valid for this thread.
     let errno = unsafe { *libc::__errno_location() };
-    let done = std::panic::catch_unwind(|| match Owner::try_acquire() {
-        Some(mut owner) => {
-            if let Some(state) = owner.slot().as_mut() {
-                let p2p = state.rt.p2p();
-                if p2p.progress_from_signal() > 0 {
-                    crate::state::progress_made();
+    let done = std::panic::catch_unwind(|| {
+        let Some(lib) = LIBRARY.get() else {
+            return;
+        };
+        let ownership = lib.ownership();
+        match ownership.try_acquire() {
+            Some(mut held) => {
+                if let Some(driven) = lib.driven(&mut held) {
+                    if driven.progress_from_signal() > 0 {
+                        ownership.progress_made();
+                    }
+                    driven.engine().counters_mut().signals_handled += 1;
                 }
-                p2p.engine().counters_mut().signals_handled += 1;
+                drop(held);
             }
-            drop(owner);
-        }
-        None => {
-            IGNORED_IN_HANDLER.fetch_add(1, Ordering::Relaxed);
+            None => {
+                IGNORED_IN_HANDLER.fetch_add(1, Ordering::Relaxed);
+            }
         }
     });
     if done.is_err() {

@@ -7,30 +7,31 @@
 //! is inside the library: the application thread withdraws the request on
 //! entering and renews it on leaving, see [`on_enter`] and [`on_leave`]).
 //! It then takes ownership of the communication state with one atomic
-//! operation, drives communication (receives matched meanwhile ask senders
-//! on this host to write straight into them: see `tandem::p2p`'s direct.rs)
+//! operation ([`Ownership`]), drives communication (receives matched
+//! meanwhile ask senders on this host to write straight into them: see
+//! `p2p`'s direct.rs)
 //! and gives ownership back. It never busy-loops: if it finds the
 //! application inside, it asks to be told when it leaves and sleeps.
 //!
 //! Where it runs matters as much as when: left to the scheduler, a helper
 //! stays on the core of the thread that started it, which is exactly the
 //! core the computation it should overlap is using. With `progress_cpu=auto`
-//! it is pinned elsewhere (see `tandem::runtime::helper_cpu`).
+//! it is pinned elsewhere (see [`super::placement::helper_cpu`]).
 //!
-//! The `signal` policy (progress_signal.rs) starts its own helper with the
-//! same scheduling, pinning, kick descriptor and counters.
+//! The `signal` policy (signal.rs) starts its own helper with the same
+//! scheduling, pinning, kick descriptor and counters.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
-use tandem::params::Settings;
-use tandem::progress::WAKE_HELPER_ANY;
-use tandem::stats::Counters;
-use tandem::transport::shm::drain;
-
-use crate::state::{Owner, State};
+use super::background::{Driven, Library};
+use super::ownership::Ownership;
+use super::{placement, QUEUED_SLEEP_MS, WAKE_HELPER_ANY};
+use crate::params::Settings;
+use crate::stats::Counters;
+use crate::transport::shm::drain;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static HANDLE: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
@@ -43,12 +44,12 @@ static KICK_FD: AtomicI32 = AtomicI32::new(-1);
 static HELPER_UNTOLD: AtomicBool = AtomicBool::new(false);
 
 /// What the helper counts without owning the state (merged at finalize).
-pub(crate) static WAKEUPS: AtomicU64 = AtomicU64::new(0);
-pub(crate) static SIGNALS_SENT: AtomicU64 = AtomicU64::new(0);
-pub(crate) static SIGNALS_IGNORED: AtomicU64 = AtomicU64::new(0);
+pub(super) static WAKEUPS: AtomicU64 = AtomicU64::new(0);
+pub(super) static SIGNALS_SENT: AtomicU64 = AtomicU64::new(0);
+pub(super) static SIGNALS_IGNORED: AtomicU64 = AtomicU64::new(0);
 
 /// Longest sleep: a safety net only (every wake-up is exact otherwise).
-pub(crate) const IDLE_TIMEOUT_MS: i32 = 50;
+pub(super) const IDLE_TIMEOUT_MS: i32 = 50;
 /// Whether the last to leave the library (the application or the helper)
 /// left frames waiting for ring room (over TCP the socket wakes the
 /// helper; looking there would cost a pass over every rank at each MPI
@@ -60,7 +61,7 @@ static LEFT_QUEUED: AtomicBool = AtomicBool::new(false);
 const ROUNDS_PER_TURN: u32 = 64;
 
 /// Rings the helper's kick descriptor. Async-signal-safe (one `write`).
-pub(crate) fn kick() {
+pub(super) fn kick() {
     let fd = KICK_FD.load(Ordering::Relaxed);
     if fd >= 0 {
         let one: u64 = 1;
@@ -71,7 +72,7 @@ pub(crate) fn kick() {
 }
 
 /// Waits up to `timeout_ms` for any of `fds` (negative entries are skipped).
-pub(crate) fn wait_any(fds: &[RawFd], timeout_ms: i32) {
+pub(super) fn wait_any(fds: &[RawFd], timeout_ms: i32) {
     let mut p: Vec<libc::pollfd> = fds
         .iter()
         .map(|&fd| libc::pollfd {
@@ -88,7 +89,7 @@ pub(crate) fn wait_any(fds: &[RawFd], timeout_ms: i32) {
 /// Creates the kick descriptor and starts a helper running `body`.
 /// `host_peers_on_tcp`: ranks of this host talk over TCP, not shared memory
 /// (it decides where `progress_cpu=auto` puts the helper).
-pub(crate) fn spawn(
+pub(super) fn spawn(
     settings: &Settings,
     host_peers_on_tcp: bool,
     body: impl FnOnce(RawFd) + Send + 'static,
@@ -134,30 +135,37 @@ pub(crate) fn spawn(
 }
 
 /// Whether the helper must stop.
-pub(crate) fn stopping() -> bool {
+pub(super) fn stopping() -> bool {
     STOP.load(Ordering::Acquire)
 }
 
-/// Starts the `thread` policy's helper. False if it could not start.
-pub fn start(state: &mut State) -> bool {
-    let engine = state.rt.p2p().engine();
+/// The helper's kick descriptor, -1 when none runs.
+pub(super) fn kick_fd() -> RawFd {
+    KICK_FD.load(Ordering::Acquire)
+}
+
+/// Starts the `thread` policy's helper, which reaches what it drives
+/// through `lib`; `driven` is that, lent by the caller, who holds the
+/// library. False if it could not start.
+pub(super) fn start(lib: &'static dyn Library, driven: &mut dyn Driven) -> bool {
+    let engine = driven.engine();
     let tcp = engine.tcp_fd();
     let doorbell = engine.helper_fd().unwrap_or(-1);
     let host_peers_on_tcp = !engine.has_shm();
-    let settings = state.rt.settings().clone();
+    let settings = driven.settings().clone();
     let started = spawn(&settings, host_peers_on_tcp, move |kick| {
-        run(kick, doorbell, tcp)
+        run(lib, kick, doorbell, tcp)
     });
     if started {
         // Nobody is inside the library once MPI_Init returns.
-        on_leave(state);
+        on_leave(lib.ownership(), driven);
     }
     started
 }
 
 /// Stops the helper (whichever policy started it), waits for it, and
 /// returns what it counted.
-pub fn stop() -> Counters {
+pub(super) fn stop() -> Counters {
     STOP.store(true, Ordering::Release);
     kick();
     let handle = HANDLE.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -179,8 +187,8 @@ pub fn stop() -> Counters {
 
 /// The application thread enters the library: it drives communication
 /// itself now, so peers need not ring the helper.
-pub(crate) fn on_enter(state: &mut State) {
-    state.rt.p2p().engine().disarm_helper(WAKE_HELPER_ANY);
+pub(super) fn on_enter(driven: &mut dyn Driven) {
+    driven.engine().disarm_helper(WAKE_HELPER_ANY);
 }
 
 /// The application thread leaves the library: peers ring the helper from
@@ -192,16 +200,15 @@ pub(crate) fn on_enter(state: &mut State) {
 /// ping-pong, waits for it), and waking the helper on its peer's core for
 /// every message cost a TCP ping-pong a tenth of its bandwidth. The helper
 /// is told as soon as the application leaves with work alive again.
-pub(crate) fn on_leave(state: &mut State) {
-    let p2p = state.rt.p2p();
-    if !p2p.progress_matters() {
-        if Owner::unwant() {
+pub(super) fn on_leave(ownership: &Ownership, driven: &mut dyn Driven) {
+    if !driven.progress_matters() {
+        if ownership.unwant() {
             HELPER_UNTOLD.store(true, Ordering::Relaxed);
         }
     } else if HELPER_UNTOLD.swap(false, Ordering::Relaxed) {
         kick();
     }
-    let engine = p2p.engine();
+    let engine = driven.engine();
     LEFT_QUEUED.store(engine.shm_has_queued(), Ordering::Relaxed);
     if !engine.arm_helper(WAKE_HELPER_ANY) {
         engine.ring_helper();
@@ -227,7 +234,7 @@ fn readable_now(fds: &[RawFd]) -> bool {
 fn configure(sched: &str, priority: u64, cpu: &str, host_peers_on_tcp: bool) {
     // The rank's own thread may be pinned to one CPU; the helper should be
     // free to run on another.
-    tandem::runtime::unbind_current_thread();
+    placement::unbind_current_thread();
     let policy = match sched {
         "fifo" => Some(libc::SCHED_FIFO),
         "rr" => Some(libc::SCHED_RR),
@@ -247,8 +254,8 @@ fn configure(sched: &str, priority: u64, cpu: &str, host_peers_on_tcp: bool) {
     }
     let cpu = cpu.trim();
     let target = match cpu {
-        "auto" => tandem::runtime::helper_cpu(host_peers_on_tcp),
-        "own" => tandem::runtime::own_cpu(),
+        "auto" => placement::helper_cpu(host_peers_on_tcp),
+        "own" => placement::own_cpu(),
         "any" | "" => None,
         _ => match cpu.parse::<usize>() {
             Ok(n) if n < libc::CPU_SETSIZE as usize => Some(n),
@@ -277,11 +284,11 @@ fn configure(sched: &str, priority: u64, cpu: &str, host_peers_on_tcp: bool) {
 
 /// The `thread` policy's loop: sleep until a socket is ready, a peer rings
 /// the doorbell or the application leaves work behind; then serve.
-fn run(kick_fd: RawFd, doorbell: RawFd, tcp: RawFd) {
+fn run(lib: &'static dyn Library, kick_fd: RawFd, doorbell: RawFd, tcp: RawFd) {
     let fds = [kick_fd, doorbell, tcp];
     loop {
         let timeout = if LEFT_QUEUED.load(Ordering::Relaxed) {
-            tandem::progress::QUEUED_SLEEP_MS
+            QUEUED_SLEEP_MS
         } else {
             IDLE_TIMEOUT_MS
         };
@@ -294,24 +301,25 @@ fn run(kick_fd: RawFd, doorbell: RawFd, tcp: RawFd) {
             drain(doorbell);
         }
         WAKEUPS.fetch_add(1, Ordering::Relaxed);
-        serve(kick_fd, &fds[1..]);
+        serve(lib, kick_fd, &fds[1..]);
     }
 }
 
 /// Drives communication while the application thread is outside the
 /// library, until nothing is left to do (`news`: the doorbell and the
 /// sockets).
-fn serve(kick_fd: RawFd, news: &[RawFd]) {
+fn serve(lib: &dyn Library, kick_fd: RawFd, news: &[RawFd]) {
+    let ownership = lib.ownership();
     loop {
         if stopping() {
             return;
         }
-        let Some(mut owner) = Owner::try_acquire() else {
+        let Some(mut held) = ownership.try_acquire() else {
             // The application is inside and drives communication itself;
             // be told when it leaves, then take over only if it left
             // something (in a ping-pong it usually has not, and taking the
             // state would only delay its next call).
-            if Owner::want() {
+            if ownership.want() {
                 wait_any(&[kick_fd], IDLE_TIMEOUT_MS);
                 drain(kick_fd);
                 if !readable_now(news) {
@@ -320,31 +328,28 @@ fn serve(kick_fd: RawFd, news: &[RawFd]) {
             }
             continue;
         };
-        let Some(state) = owner.slot().as_mut() else {
+        let Some(driven) = lib.driven(&mut held) else {
             return;
         };
-        let p2p = state.rt.p2p();
-        p2p.engine().disarm_helper(WAKE_HELPER_ANY);
+        driven.engine().disarm_helper(WAKE_HELPER_ANY);
         // Receives matched now are matched while the application computes.
-        p2p.set_async_matching(true);
+        driven.set_async_matching(true);
         let mut yielded = false;
         for _ in 0..ROUNDS_PER_TURN {
             // Counted for threads waiting to come back (the progress hook).
-            let did = state.rt.p2p().progress();
-            state.rt.progress_once();
+            let did = driven.drive_round();
             // The application wants in: it drives communication itself now,
             // on its own core, faster than this thread can beside its peer.
-            yielded = Owner::app_waiting();
+            yielded = ownership.app_waiting();
             if !did || yielded {
                 break;
             }
         }
-        let p2p = state.rt.p2p();
-        p2p.set_async_matching(false);
-        LEFT_QUEUED.store(p2p.engine().shm_has_queued(), Ordering::Relaxed);
+        driven.set_async_matching(false);
+        LEFT_QUEUED.store(driven.engine().shm_has_queued(), Ordering::Relaxed);
         // Ask peers to ring again; if something came meanwhile, go round.
-        let idle = p2p.engine().arm_helper(WAKE_HELPER_ANY);
-        drop(owner);
+        let idle = driven.engine().arm_helper(WAKE_HELPER_ANY);
+        drop(held);
         if idle || yielded {
             return;
         }

@@ -1,14 +1,15 @@
-//! The progress engine: owns the transports, routes frames to the one that
-//! reaches each peer, drives them, and blocks in the kernel when there is
-//! nothing to do (one epoll set: the TCP sockets, this rank's shared-memory
-//! wake-up eventfd, and pidfds of the ranks on this host).
+//! The engine: owns the transports, routes frames to the one that reaches
+//! each peer, drives them, and blocks in the kernel when there is nothing
+//! to do (one epoll set: the TCP sockets, this rank's shared-memory wake-up
+//! eventfd, and pidfds of the ranks on this host).
 //!
-//! For now every call drives every transport (the `poll` policy of the
-//! common MPI libraries); the waiting policy (spin, then block) lives with
-//! the caller's wait loop.
+//! Each call drives every transport (idle TCP only now and then, except
+//! under the `poll` policy); the waiting policy (spin, then block) lives
+//! with the caller's wait loop.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+use super::Policy;
 use crate::error::{Error, ErrorClass, Result};
 use crate::replica::Replicas;
 use crate::stats::{Counters, Stopwatch};
@@ -41,7 +42,7 @@ const TOKEN_KICK: u64 = u64::MAX - 2;
 /// fence (see `ShmTransport::poll_ring`), so in a rare race it misses a
 /// sleep that began as it released the cells; the sleeper then finds the
 /// room by itself this much later. (The progress helper thread sleeps no
-/// longer either while frames wait: tandem-mpi's progress_thread.rs.)
+/// longer either while frames wait: see helper.rs.)
 pub const QUEUED_SLEEP_MS: i32 = 10;
 
 /// Owns every transport of a rank.
@@ -58,6 +59,7 @@ pub struct Engine {
     idle_tcp_skips: u32,
     /// The `poll` policy: drive every transport on every call.
     poll_everything: bool,
+    policy: Policy,
     counters: Counters,
     /// In a replicated job, the layer that turns ranks into processes
     /// (replica/): every frame to or from a peer passes through it.
@@ -89,7 +91,7 @@ impl Engine {
         shm: Option<ShmTransport>,
         size: u32,
         single_copy_offer_min: usize,
-        poll_everything: bool,
+        policy: Policy,
     ) -> Result<Engine> {
         // SAFETY: plain syscall; checked.
         let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -132,7 +134,8 @@ impl Engine {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 32],
             single_copy_offer_min,
             idle_tcp_skips: 0,
-            poll_everything,
+            poll_everything: policy.polls_everything(),
+            policy,
             counters: Counters::default(),
             replicas: None,
         })
@@ -165,6 +168,11 @@ impl Engine {
     /// The replication layer, in a replicated job.
     pub fn replicas(&self) -> Option<&Replicas> {
         self.replicas.as_ref()
+    }
+
+    /// The progress policy in force (the `progress` parameter).
+    pub fn policy(&self) -> Policy {
+        self.policy
     }
 
     /// The address other hosts' ranks use to reach this one over TCP.
