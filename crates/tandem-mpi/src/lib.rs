@@ -48,7 +48,6 @@ mod progress_thread;
 mod pt2pt;
 mod request;
 mod rwapi;
-mod rwheap;
 mod session;
 mod state;
 mod tool;
