@@ -539,3 +539,6 @@ impl<'a> RwapiCall<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
