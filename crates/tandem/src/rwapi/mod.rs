@@ -175,11 +175,16 @@ impl Drop for Rwapi {
     }
 }
 
-/// RWAPI for one call: the state and the engine beneath it. Every call
-/// but [`RwapiCall::write`] and [`RwapiCall::send`] comes between the last
-/// write and any notice of it, so that write was not announced at once:
-/// the next one to its node leaves without waiting (see `notice_follows`
-/// in [`Rwapi`]).
+/// RWAPI for one call: the state and the engine beneath it.
+///
+/// Every call but [`RwapiCall::write`] and [`RwapiCall::send`] comes
+/// between the last write and any notice of it, so that write was not
+/// announced at once: the next one to its node leaves without waiting (see
+/// `notice_follows` in [`Rwapi`]).
+///
+/// The calls a program polls or streams with are `#[inline]`: the C
+/// functions over them then compile as one body, without a call into
+/// another crate on each poll.
 pub struct RwapiCall<'a> {
     rw: &'a mut Rwapi,
     p2p: &'a mut P2p,
@@ -364,6 +369,7 @@ impl<'a> RwapiCall<'a> {
     }
 
     /// Sends 16 bytes to `node` (`Rank`: no such node).
+    #[inline]
     pub fn send(&mut self, node: u32, small: &[u8; 16]) -> Result<(), ErrorClass> {
         if node >= self.p2p.size() {
             return Err(ErrorClass::Rank);
@@ -377,6 +383,7 @@ impl<'a> RwapiCall<'a> {
     }
 
     /// The oldest small message pending, from any node, and its sender.
+    #[inline]
     pub fn receive(&mut self) -> Option<(u32, [u8; 16])> {
         self.not_a_notice();
         // A writer on this host may be sharing a large write with us.
@@ -421,6 +428,7 @@ impl<'a> RwapiCall<'a> {
     /// block at `remote`; its send id. Refused at once: `Rank` (no such
     /// node), `Arg` (the addresses are not this node's and `node`'s),
     /// `Win` (`local` is not a live block), `RmaRange` (outside it).
+    #[inline]
     pub fn write(
         &mut self,
         node: u32,
@@ -494,6 +502,7 @@ impl<'a> RwapiCall<'a> {
 
     /// Whether the local buffer of write `sid` may be reused (`Request`:
     /// no such send id; a refusal of the write, once known).
+    #[inline]
     pub fn issent(&mut self, sid: u64) -> Result<bool, ErrorClass> {
         self.not_a_notice();
         let rw = &mut *self.rw;
