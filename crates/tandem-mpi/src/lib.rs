@@ -47,7 +47,6 @@ mod pmpi;
 mod pt2pt;
 mod request;
 mod rwapi;
-mod rwheap;
 mod session;
 mod state;
 mod tool;

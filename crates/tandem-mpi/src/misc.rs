@@ -6,6 +6,7 @@
 
 use std::os::raw::{c_int, c_void};
 
+use tandem::pages::alloc_pages;
 use tandem::ErrorClass;
 
 use crate::abi::*;
@@ -43,39 +44,9 @@ pub unsafe extern "C" fn MPI_Alloc_mem(
     })
 }
 
-/// From this size, memory the library hands out (`MPI_Alloc_mem`, RWAPI's
-/// private blocks) is backed by transparent huge pages: see
-/// [`alloc_pages`].
-pub(crate) const HUGE_PAGE: usize = 2 << 20;
-
-/// `n` (> 0) bytes aligned to `align` (a power of two, at least the
-/// pointer size), or to [`HUGE_PAGE`] from that size on, advised into
-/// transparent huge pages where the kernel offers them (it then maps them
-/// at first touch). The kernel's copies into and out of such memory (the
-/// cross-process copy of a message between ranks on one host, which pins
-/// its pages one by one; a socket's send and receive) cross one page table
-/// entry per 2 MiB instead of per 4 KiB: about twice as fast for the
-/// former here, 4-5% for a 4 MiB round trip over TCP loopback. Released
-/// with `free`; null if out of memory.
-pub(crate) fn alloc_pages(n: usize, align: usize) -> *mut c_void {
-    let huge = n >= HUGE_PAGE;
-    let mut p: *mut c_void = std::ptr::null_mut();
-    // SAFETY: `p` is a valid out pointer; both alignments are powers of
-    // two and multiples of the pointer size (the caller's promise).
-    if unsafe { libc::posix_memalign(&mut p, if huge { HUGE_PAGE } else { align }, n) } != 0 {
-        return std::ptr::null_mut();
-    }
-    if huge {
-        // SAFETY: `p` starts `n` bytes just allocated, not touched yet;
-        // advice only, refused harmlessly where huge pages are off.
-        unsafe { libc::madvise(p, n, libc::MADV_HUGEPAGE) };
-    }
-    p
-}
-
-/// Memory for `MPI_Alloc_mem`: huge pages from [`HUGE_PAGE`] on (see
-/// [`alloc_pages`]), else aligned as malloc's; at least one byte, so that
-/// a valid pointer comes back. Null if out of memory.
+/// Memory for `MPI_Alloc_mem`: huge pages from
+/// [`tandem::pages::HUGE_PAGE`] on (see [`alloc_pages`]), else aligned as
+/// malloc's; at least one byte, so that a valid pointer comes back. Null if out of memory.
 fn alloc_mem(n: usize) -> *mut c_void {
     alloc_pages(n.max(1), 16)
 }

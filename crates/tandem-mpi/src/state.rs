@@ -37,8 +37,8 @@ pub struct State {
     pub thread_level: c_int,
     /// Requests, operations, groups, keyvals, infos, buffered sends (ext.rs).
     pub ext: crate::ext::Ext,
-    /// The Remote-Write API, once rwapi_init has run.
-    pub rwapi: Option<crate::rwapi::RwState>,
+    /// Whether rwapi_init started MPI (then rwapi_finalize ends it).
+    pub rwapi_owns_mpi: bool,
     /// One-sided windows, by handle index.
     pub wins: Vec<Option<crate::win::Win>>,
     /// Open files and the error handler of `MPI_FILE_NULL`.
@@ -71,7 +71,7 @@ impl State {
             req_comm: Vec::new(),
             thread_level,
             ext: Default::default(),
-            rwapi: None,
+            rwapi_owns_mpi: false,
             wins: Vec::new(),
             files: Default::default(),
             sessions: Vec::new(),
@@ -696,10 +696,8 @@ fn teardown(func: &'static str) -> c_int {
     // during MPI_Finalize, so none is about to write to it).
     GLOBAL.ownership.forget_holder_kick();
     state.rt.p2p().engine().add_counters(&helped);
-    let rwapi = state.rwapi.take();
-    let done = state.rt.finalize();
-    crate::rwapi::release(rwapi);
-    match done {
+    // RWAPI's blocks are freed with the runtime, after its engine.
+    match state.rt.finalize() {
         Ok(()) => MPI_SUCCESS,
         Err(e) => {
             eprintln!("tandem: {func}: {}", e.message);

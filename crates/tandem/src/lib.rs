@@ -3,8 +3,9 @@
 //! Layers, bottom to top (each knows only the one beneath it):
 //! [`wire`] (frame headers), [`transport`] (moves frames), [`progress`]
 //! (owns and drives transports), [`p2p`] (matching, eager, rendezvous,
-//! requests), [`coll`] (collectives on point-to-point), [`runtime`] (the Rust
-//! API: init, communicators, finalize). [`params`] and [`bootstrap`] are
+//! requests), [`coll`] (collectives on point-to-point) and [`rwapi`] (the
+//! Remote-Write API) beside it, [`runtime`] (the Rust API: init,
+//! communicators, finalize). [`params`] and [`bootstrap`] are
 //! shared by all layers and by the `tandem` command.
 
 pub mod bootstrap;
@@ -19,10 +20,12 @@ pub mod int_map;
 pub mod intercomm;
 pub mod ops;
 pub mod p2p;
+pub mod pages;
 pub mod params;
 pub mod progress;
 pub mod replica;
 pub mod runtime;
+pub mod rwapi;
 pub mod shared_mapping;
 pub mod shm_heap;
 pub mod shm_lock;

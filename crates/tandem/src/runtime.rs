@@ -13,6 +13,7 @@ use crate::p2p::{Envelope, MsgId, P2p, P2pConfig, ReqId, SendMode, Status};
 use crate::params::Settings;
 use crate::progress::{placement, Engine, Policy};
 use crate::replica::{Placement, Replicas};
+use crate::rwapi::{HeapInfo, Rwapi, RwapiCall, StartError};
 use crate::stats::Counters;
 use crate::transport::shm::ShmTransport;
 use crate::transport::tcp::{
@@ -47,6 +48,16 @@ pub struct Runtime {
     pending_dups: Vec<PendingDup>,
     /// Collective schedules in flight and algorithm selection (coll/).
     pub(crate) colls: coll::Colls,
+    /// The Remote-Write API, once started. Declared after `p2p`: when the
+    /// runtime is dropped, the engine that may still write into its blocks
+    /// goes first.
+    rwapi: Option<RwapiOn>,
+}
+
+/// The Remote-Write API's state and the communicator of its collectives.
+struct RwapiOn {
+    comm: CommId,
+    rw: Rwapi,
 }
 
 /// The context id of a communicator whose agreement has not completed.
@@ -235,6 +246,7 @@ impl Runtime {
             cids: Arc::new(Mutex::new(CidAlloc::new(2, jitter_seed))),
             pending_dups: Vec::new(),
             colls,
+            rwapi: None,
         })
     }
 
@@ -706,6 +718,67 @@ impl Runtime {
     /// communication and RWAPI are not available).
     pub fn replicated(&self) -> bool {
         self.job.replicas > 1
+    }
+
+    /// Starts the Remote-Write API (collective over the world); nothing if
+    /// it runs already. Refused in a job with replicas.
+    pub fn rwapi_init(&mut self) -> std::result::Result<(), StartError> {
+        if self.rwapi.is_some() {
+            return Ok(());
+        }
+        if self.replicated() {
+            return Err(StartError::Replicated);
+        }
+        let comm = self.comm_dup(WORLD).map_err(StartError::Failed)?;
+        let mut rw = Rwapi::new(&self.p2p, &self.settings);
+        let (mine, all) = rw.heap_exchange();
+        // SAFETY: `mine` is valid for reads of `len` bytes and `all` for
+        // writes of one `len` per rank (HeapInfo is plain old data) during
+        // the call.
+        let exchanged = unsafe {
+            self.coll(
+                comm,
+                coll::CollCall::Allgather {
+                    send: Some((&raw const mine).cast()),
+                    recv: all.as_mut_ptr().cast(),
+                    len: std::mem::size_of::<HeapInfo>(),
+                },
+            )
+        };
+        if let Err(e) = exchanged {
+            let _ = self.comm_free(comm);
+            return Err(StartError::Failed(e));
+        }
+        self.rwapi = Some(RwapiOn { comm, rw });
+        Ok(())
+    }
+
+    /// The Remote-Write API for one call, once started.
+    #[inline]
+    pub fn rwapi(&mut self) -> Option<RwapiCall<'_>> {
+        let on = self.rwapi.as_mut()?;
+        Some(RwapiCall::new(&mut on.rw, &mut self.p2p))
+    }
+
+    /// Ends the Remote-Write API (collective): flushes every write, waits
+    /// for every rank to have done so, frees every block. The first error;
+    /// `None` if it was not started.
+    pub fn rwapi_finalize(&mut self) -> Option<std::result::Result<(), ErrorClass>> {
+        let comm = self.rwapi.as_ref()?.comm;
+        let flushed = self.rwapi()?.flush();
+        // Every rank's writes are done before any rank leaves.
+        let done = match self.barrier(comm) {
+            Ok(()) => flushed,
+            Err(e) => Err(e.class),
+        };
+        let _ = self.comm_free(comm);
+        let on = self.rwapi.take()?;
+        // Every node has flushed (the barrier): no write is copying into
+        // the heap any more. Nothing may reach the blocks once they are
+        // freed, with the state, below.
+        on.rw.withdraw(&mut self.p2p);
+        drop(on);
+        Some(done)
     }
 
     /// Ends the whole job with `code`. Does not return.

@@ -48,9 +48,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use tandem::free_ranges::FreeRanges;
-use tandem::p2p::CALLER_KEY_BIT;
-use tandem::shared_mapping::{memfd, SharedMapping};
+use crate::free_ranges::FreeRanges;
+use crate::p2p::CALLER_KEY_BIT;
+use crate::shared_mapping::{memfd, SharedMapping};
 
 /// Slots of the region table: at most this many heap blocks live at once
 /// (more fall back to private memory written through the engine).
@@ -366,7 +366,7 @@ unsafe fn shared_copy(
     let body = size as u64 - 1;
     // Claimed in the pieces MPI's copy help uses: halves of whole pages,
     // at most 1 MiB, an even number of them.
-    let chunk = tandem::p2p::copy_help_chunk(body) as u64;
+    let chunk = crate::p2p::copy_help_chunk(body) as u64;
     let chunks = body.div_ceil(chunk);
     let generation = (h.state.load(Ordering::Relaxed) >> 1) + 1;
     // The parameters go before the claim word and the state that announce
