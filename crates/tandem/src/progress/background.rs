@@ -103,6 +103,7 @@ pub fn on_leave(ownership: &Ownership, driven: &mut dyn Driven) {
 /// Whether a helper advances communication while the application
 /// computes (then a receive posted now is one the application will compute
 /// beside).
+#[inline]
 pub fn running() -> bool {
     RUNNING.load(Ordering::Relaxed) != NONE
 }
