@@ -3,7 +3,7 @@
 //! Layers, bottom to top (each knows only the one beneath it):
 //! [`wire`] (frame headers), [`transport`] (moves frames), [`progress`]
 //! (owns and drives transports), [`p2p`] (matching, eager, rendezvous,
-//! requests), [`coll`] (collectives on point-to-point), [`runtime`] (the Rust
+//! requests), [`rma`] (one-sided access), [`coll`] (collectives on point-to-point), [`runtime`] (the Rust
 //! API: init, communicators, finalize). [`params`] and [`bootstrap`] are
 //! shared by all layers and by the `tandem` command.
 
@@ -22,6 +22,7 @@ pub mod p2p;
 pub mod params;
 pub mod progress;
 pub mod replica;
+pub mod rma;
 pub mod runtime;
 pub mod shared_mapping;
 pub mod shm_heap;
