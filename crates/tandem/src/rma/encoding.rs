@@ -81,8 +81,7 @@ pub(crate) fn decode_table(
     Ok((blocks, &payload[end..]))
 }
 
-/// A one-sided operation started by this rank.
-
+/// The operations and element types an `Acc` frame's tag names, by index.
 const OPS: [PredefOp; 14] = [
     PredefOp::Sum,
     PredefOp::Prod,

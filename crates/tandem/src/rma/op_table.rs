@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 
 use crate::error::Error;
 
+/// A one-sided operation started by this rank.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct OpId(pub u64);
 
