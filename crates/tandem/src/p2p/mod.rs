@@ -51,9 +51,9 @@ use crate::transport::{
 };
 use crate::wire::{FrameKind, Header};
 use path::{Path, PathChooser};
-// One-sided names the layers above (RWAPI, the MPI window calls) reach
-// through point-to-point.
-pub use crate::rma::{accumulate_supported, OpId, OpState, Strided, CALLER_KEY_BIT};
+// One-sided names RWAPI reaches through point-to-point (rwapi.rs,
+// rwheap.rs); their home is rma.
+pub use crate::rma::{OpId, OpState, CALLER_KEY_BIT};
 use request::Requests;
 pub use request::{ReqId, Request, Stage, Status};
 
