@@ -1,176 +1,31 @@
-//! MPI one-sided communication (windows) on the engine's one-sided
-//! operations.
-//!
-//! * Every window has a private duplicate of its communicator (fences,
-//!   post/start/complete/wait notices) and an exposed region at each member
-//!   (a key per member, exchanged at creation; dynamic windows expose a key
-//!   whose regions come and go with attach/detach, and are addressed by
-//!   absolute address).
-//! * Operations are split into the target datatype's contiguous runs: runs
-//!   of 64 KiB or more are one engine operation each (their data lands in
-//!   place), smaller ones travel by the thousand in scattered operations
-//!   (one frame: a table of strided blocks and their packed data, up to
-//!   4 MiB); origin data that is not contiguous is packed first, and reads
-//!   into such buffers are unpacked once complete.
-//! * Every operation is acknowledged by its target once applied there, so
-//!   waiting for the acknowledgements is remote completion: that is what
-//!   fence, unlock, flush and complete do. Accumulates are applied by the
-//!   target's progress engine one at a time, hence atomic per element.
-//! * Lock requests are queued at the target by its progress engine and
-//!   granted in order (shared ones together); `MPI_Win_lock` returns once
-//!   granted.
-//! * Windows whose memory every member maps (MPI_Win_allocate_shared, and
-//!   MPI_Win_allocate when every member is on this host) skip all of this:
-//!   operations are loads and stores, locks and accumulates words in that
-//!   memory ([`direct`]).
+//! MPI one-sided communication (windows): argument checks, the window
+//! handle table and the calls, on the core's window engine
+//! ([`tandem::rma`]). Waits that may let other threads in
+//! (`MPI_THREAD_MULTIPLE`, see `state::block_on`) are driven from here, a
+//! step of the engine at a time.
 
-use std::alloc::Layout as AllocLayout;
 use std::os::raw::{c_char, c_int, c_void};
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
 
 use tandem::datatype::{Layout, Prim};
 use tandem::ops::PredefOp;
-use tandem::p2p::{OpId, OpState, P2p, Status, Strided};
-use tandem::shared_mapping::{memfd, SharedMapping};
-use tandem::{CommId, Error, ErrorClass};
+use tandem::p2p::{P2p, Status};
+use tandem::rma::{self, Completion, Flavor, Origin, Passive, TargetType, TypedBuf, Window};
+use tandem::{CommId, Error, ErrorClass, Runtime};
 
 use crate::abi::*;
 use crate::args::{self, put};
-use crate::datatype::{self, Typed};
+use crate::datatype;
 use crate::state::{self, call, call_with, Fail, Outcome, State};
 use crate::{errhandler, group, info, ops, request};
 
-mod direct;
-
 /// First handle value of windows.
 const WIN_BASE: usize = 0x30000;
-/// Tags of the post/start and complete/wait notices on the private communicator.
-const TAG_POST: i32 = 1;
-const TAG_COMPLETE: i32 = 2;
-/// Alignment of memory from MPI_Win_allocate.
-const ALLOC_ALIGN: usize = 64;
-
-/// What a member exposes, as every member learns it at creation.
-#[derive(Clone, Copy, Default)]
-struct Target {
-    key: u32,
-    base: u64,
-    size: u64,
-    disp_unit: u64,
-}
-
-/// Bytes of each member's lock words at the start of a shared window's
-/// file: its reader-writer word, and a line further its accumulate mutex
-/// (apart, so that accumulates do not take the line lock waiters poll).
-const CTRL_STRIDE: usize = 128;
-const MUTEX_AT: usize = 64;
-
-/// A shared window's memory: one memory file holding every member's lock
-/// words and segment, mapped by every member (at its own address).
-struct Shared {
-    map: SharedMapping,
-    /// Each member's segment: where it starts in the file, and its size.
-    segments: Vec<(usize, usize)>,
-    /// One-sided operations are loads and stores into this memory
-    /// ([`direct`]); otherwise they go through the engine.
-    direct: bool,
-}
-
-impl Shared {
-    /// This process's address of `rank`'s segment; null for an empty one
-    /// (as MPICH does: a program may test for it).
-    fn address(&self, rank: usize) -> *mut c_void {
-        match self.segments[rank] {
-            (_, size) if size > 0 => self.start(rank).cast(),
-            _ => std::ptr::null_mut(),
-        }
-    }
-
-    /// Where `rank`'s segment starts in this process, even an empty one.
-    fn start(&self, rank: usize) -> *mut u8 {
-        // SAFETY: every segment starts within the mapping or at its end,
-        // laid out when it was made.
-        unsafe { self.map.base().add(self.segments[rank].0) }
-    }
-
-    /// `rank`'s reader-writer lock word.
-    fn lock_word(&self, rank: usize) -> &AtomicU64 {
-        self.word(rank * CTRL_STRIDE)
-    }
-
-    /// `rank`'s accumulate mutex word.
-    fn mutex_word(&self, rank: usize) -> &AtomicU64 {
-        self.word(rank * CTRL_STRIDE + MUTEX_AT)
-    }
-
-    fn word(&self, at: usize) -> &AtomicU64 {
-        debug_assert!(at + 8 <= self.segments.first().map_or(0, |s| s.0));
-        // SAFETY: the control area lies before the first segment, inside
-        // the mapping, page-aligned at its start, so `at` (a multiple of 64)
-        // is 8-byte aligned; the words are only ever used atomically, by
-        // every process mapping the file.
-        unsafe { &*self.map.base().add(at).cast::<AtomicU64>() }
-    }
-}
-
-/// A read whose data arrives packed and is unpacked once complete.
-struct Unpack {
-    target: u32,
-    /// When it was issued (see [`Win::issued`]).
-    seq: u64,
-    data: Vec<u8>,
-    dest: Typed,
-}
-
-/// An engine operation of this window not yet known to be complete.
-struct Pending {
-    id: OpId,
-    target: u32,
-    /// When it was issued (see [`Win::issued`]).
-    seq: u64,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum LockHeld {
-    No,
-    /// Granted by the target.
-    Yes,
-    /// Taken in the window's shared memory ([`direct::lock`]).
-    Word {
-        exclusive: bool,
-    },
-    /// Under MPI_MODE_NOCHECK: no lock was asked for.
-    NoCheck,
-}
 
 pub struct Win {
-    comm: CommId,
+    engine: Window,
     /// The creating communicator, whose rank numbering the window uses.
     user_comm: MPI_Comm,
-    group: Arc<[u32]>,
-    key: u32,
-    base: usize,
     flavor: c_int,
-    /// Memory from MPI_Win_allocate: (address, layout).
-    owned: Option<(usize, AllocLayout)>,
-    /// The memory of a window from MPI_Win_allocate_shared.
-    shared: Option<Shared>,
-    targets: Vec<Target>,
-    pending: Vec<Pending>,
-    unpacks: Vec<Unpack>,
-    /// Packed origin data that operations in flight read, by target and
-    /// issue number.
-    keep: Vec<(u32, u64, Vec<u8>)>,
-    /// Operations issued so far, which numbers them: a completion finishes
-    /// only those issued before it began (under `MPI_THREAD_MULTIPLE`
-    /// another thread may issue more while it waits).
-    issued: u64,
-    locks: Vec<LockHeld>,
-    lock_all: bool,
-    fence_open: bool,
-    start_group: Option<Vec<u32>>,
-    post_group: Option<Vec<u32>>,
     errhandler: MPI_Errhandler,
     name: String,
     /// Storage the predefined attributes point into.
@@ -225,6 +80,25 @@ fn engine_fail(e: Error) -> Fail {
     win_fail(e.class, e.message)
 }
 
+/// The runtime and window `win`, apart.
+fn split(s: &mut State, win: MPI_Win) -> Result<(&mut Runtime, &mut Win), Fail> {
+    let w = index(win)
+        .and_then(|i| s.wins.get_mut(i))
+        .and_then(Option::as_mut)
+        .ok_or_else(|| win_fail(ErrorClass::Win, format!("invalid window handle {win:#x}")))?;
+    Ok((&mut s.rt, w))
+}
+
+/// The engine's flavor of an MPI window flavor.
+fn flavor_of(flavor: c_int) -> Flavor {
+    match flavor {
+        MPI_WIN_FLAVOR_ALLOCATE => Flavor::Allocate,
+        MPI_WIN_FLAVOR_DYNAMIC => Flavor::Dynamic,
+        MPI_WIN_FLAVOR_SHARED => Flavor::Shared,
+        _ => Flavor::Create,
+    }
+}
+
 /// Creates a window over `[base, base + size)` (or a dynamic one).
 fn create(
     s: &mut State,
@@ -233,84 +107,26 @@ fn create(
     disp_unit: usize,
     comm: MPI_Comm,
     flavor: c_int,
-    owned: Option<(usize, AllocLayout)>,
 ) -> Result<MPI_Win, Fail> {
     let cid = args::intra_comm(s, comm)?;
-    let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
-    create_on(s, wcomm, comm, base, size, disp_unit, flavor, owned, None)
+    let engine = Window::create(&mut s.rt, cid, base, size, disp_unit, flavor_of(flavor))
+        .map_err(engine_fail)?;
+    Ok(insert(s, engine, comm, flavor, size, disp_unit))
 }
 
-/// Creates a window over `[base, base + size)` on `wcomm`, the window's
-/// private duplicate of `comm`.
-#[allow(clippy::too_many_arguments)]
-fn create_on(
+/// Gives window `engine`, created on `comm`, a handle.
+fn insert(
     s: &mut State,
-    wcomm: CommId,
+    engine: Window,
     comm: MPI_Comm,
-    base: *mut u8,
+    flavor: c_int,
     size: usize,
     disp_unit: usize,
-    flavor: c_int,
-    owned: Option<(usize, AllocLayout)>,
-    shared: Option<Shared>,
-) -> Result<MPI_Win, Fail> {
-    if s.rt.replicated() {
-        // Window operations are requests and answers between two processes,
-        // which the replication layer cannot replay from another replica.
-        let _ = s.rt.comm_free(wcomm);
-        return Err(engine_fail(Error::new(
-            ErrorClass::Unsupported,
-            "one-sided communication is not available in a job with replicas (tandem run --replicas)",
-        )));
-    }
-    let c = s.rt.comm(wcomm).map_err(engine_fail)?;
-    let (group, n) = (c.group.clone(), c.size() as usize);
-    let key = if flavor == MPI_WIN_FLAVOR_DYNAMIC {
-        s.rt.p2p().expose_dynamic()
-    } else {
-        s.rt.p2p().expose(base, size)
-    };
-    let mine = [key as u64, base as u64, size as u64, disp_unit as u64];
-    let all = match s.rt.allgather_u64(wcomm, &mine) {
-        Ok(all) if all.len() == 4 * n => all,
-        // Nothing of the window is left behind.
-        other => {
-            s.rt.p2p().unexpose(key);
-            let _ = s.rt.comm_free(wcomm);
-            return Err(match other {
-                Err(e) => engine_fail(e),
-                Ok(_) => win_fail(ErrorClass::Intern, "short window address exchange"),
-            });
-        }
-    };
-    let targets = all
-        .chunks_exact(4)
-        .map(|t| Target {
-            key: t[0] as u32,
-            base: t[1],
-            size: t[2],
-            disp_unit: t[3],
-        })
-        .collect();
+) -> MPI_Win {
     let w = Win {
-        comm: wcomm,
+        engine,
         user_comm: comm,
-        group,
-        key,
-        base: base as usize,
         flavor,
-        owned,
-        shared,
-        targets,
-        pending: Vec::new(),
-        unpacks: Vec::new(),
-        keep: Vec::new(),
-        issued: 0,
-        locks: vec![LockHeld::No; n],
-        lock_all: false,
-        fence_open: false,
-        start_group: None,
-        post_group: None,
         errhandler: MPI_ERRORS_ARE_FATAL,
         name: String::new(),
         attr_size: Box::new(size as MPI_Aint),
@@ -326,7 +142,7 @@ fn create_on(
         }
     };
     s.wins[slot] = Some(w);
-    Ok(WIN_BASE + slot)
+    WIN_BASE + slot
 }
 
 fn check_size_disp(size: MPI_Aint, disp_unit: MPI_Aint) -> Result<(), Fail> {
@@ -369,7 +185,6 @@ unsafe fn win_create(
             disp_unit as usize,
             comm,
             MPI_WIN_FLAVOR_CREATE,
-            None,
         )?;
         // SAFETY: checked non-null.
         unsafe { put(win, h) };
@@ -425,8 +240,22 @@ unsafe fn win_allocate(
         args::out_ptr(comm, baseptr, "baseptr")?;
         check_size_disp(size, disp_unit)?;
         let cid = args::intra_comm(s, comm)?;
-        let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
-        let (h, mem) = allocate_on(s, wcomm, comm, size as usize, disp_unit as usize)?;
+        let (engine, mem) = Window::allocate(
+            &mut s.rt,
+            cid,
+            crate::host::identity(),
+            size as usize,
+            disp_unit as usize,
+        )
+        .map_err(engine_fail)?;
+        let h = insert(
+            s,
+            engine,
+            comm,
+            MPI_WIN_FLAVOR_ALLOCATE,
+            size as usize,
+            disp_unit as usize,
+        );
         // SAFETY: checked non-null; baseptr points to a `void *` (MPI).
         unsafe {
             put(baseptr.cast::<*mut c_void>(), mem.cast());
@@ -434,83 +263,6 @@ unsafe fn win_allocate(
         }
         Ok(())
     })
-}
-
-/// Whether this member of `wcomm` reaches every other one through shared
-/// memory, so that a window's operations could be loads and stores (and
-/// an unlock can wake a member asleep on its lock word).
-fn all_on_shm(s: &mut State, wcomm: CommId) -> Result<bool, Fail> {
-    let group = s.rt.comm(wcomm).map_err(engine_fail)?.group.clone();
-    Ok(s.rt.p2p().all_shm_peers(&group))
-}
-
-/// MPI_Win_allocate's window on `wcomm`: in shared memory when every
-/// member is on this host (and `rma_direct` allows), so that operations
-/// are loads and stores; else in private memory, reached through the
-/// engine. The window and its memory; on failure `wcomm` is freed.
-fn allocate_on(
-    s: &mut State,
-    wcomm: CommId,
-    comm: MPI_Comm,
-    size: usize,
-    disp_unit: usize,
-) -> Result<(MPI_Win, *mut u8), Fail> {
-    let freeing = |s: &mut State, f: Fail| {
-        let _ = s.rt.comm_free(wcomm);
-        f
-    };
-    let direct = match all_on_shm(s, wcomm) {
-        Ok(all) => all && s.rt.settings().bool("rma_direct"),
-        Err(f) => return Err(freeing(s, f)),
-    };
-    // Segments on their own pages: no false sharing between members.
-    let shared = share_memory(s, wcomm, size, true, direct, Sharing::ForDirect)
-        .map_err(|f| freeing(s, f))?;
-    let (mem, owned) = match &shared {
-        Some(sh) => match s.rt.comm(wcomm) {
-            Ok(c) => (sh.start(c.rank as usize), None),
-            Err(e) => return Err(freeing(s, engine_fail(e))),
-        },
-        None => {
-            let Ok(layout) = AllocLayout::from_size_align(size.max(1), ALLOC_ALIGN) else {
-                return Err(freeing(
-                    s,
-                    win_fail(ErrorClass::Size, "window size too large"),
-                ));
-            };
-            // SAFETY: the layout has a non-zero size.
-            let mem = unsafe { std::alloc::alloc_zeroed(layout) };
-            if mem.is_null() {
-                return Err(freeing(
-                    s,
-                    win_fail(ErrorClass::NoMem, "cannot allocate the window"),
-                ));
-            }
-            (mem, Some((mem as usize, layout)))
-        }
-    };
-    // create_on frees `wcomm` when it fails.
-    let h = create_on(
-        s,
-        wcomm,
-        comm,
-        mem,
-        size,
-        disp_unit,
-        MPI_WIN_FLAVOR_ALLOCATE,
-        owned,
-        shared,
-    );
-    match h {
-        Ok(h) => Ok((h, mem)),
-        Err(f) => {
-            if let Some((mem, layout)) = owned {
-                // SAFETY: allocated above with this layout, never exposed.
-                unsafe { std::alloc::dealloc(mem as *mut u8, layout) };
-            }
-            Err(f)
-        }
-    }
 }
 
 #[no_mangle]
@@ -556,15 +308,7 @@ pub unsafe extern "C" fn MPI_Win_create_dynamic(
 ) -> c_int {
     call("MPI_Win_create_dynamic", |s| {
         args::out_ptr(comm, win, "win")?;
-        let h = create(
-            s,
-            std::ptr::null_mut(),
-            0,
-            1,
-            comm,
-            MPI_WIN_FLAVOR_DYNAMIC,
-            None,
-        )?;
+        let h = create(s, std::ptr::null_mut(), 0, 1, comm, MPI_WIN_FLAVOR_DYNAMIC)?;
         // SAFETY: checked non-null.
         unsafe { put(win, h) };
         Ok(())
@@ -584,8 +328,8 @@ pub unsafe extern "C" fn MPI_Win_attach(win: MPI_Win, base: *mut c_void, size: M
         if size < 0 || (size > 0 && base.is_null()) {
             return Err(win_fail(ErrorClass::RmaAttach, "invalid memory to attach"));
         }
-        let key = w.key;
-        s.rt.p2p().attach(key, base.cast(), size as usize);
+        let (rt, w) = split(s, win)?;
+        w.engine.attach(rt, base.cast(), size as usize);
         Ok(())
     })
 }
@@ -600,8 +344,8 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
                 "MPI_Win_detach needs a window from MPI_Win_create_dynamic",
             ));
         }
-        let key = w.key;
-        if !s.rt.p2p().detach_region(key, base.cast()) {
+        let (rt, w) = split(s, win)?;
+        if !w.engine.detach(rt, base.cast()) {
             return Err(win_fail(
                 ErrorClass::RmaAttach,
                 "memory not attached to this window",
@@ -611,158 +355,24 @@ pub unsafe extern "C" fn MPI_Win_detach(win: MPI_Win, base: *const c_void) -> c_
     })
 }
 
-/// Drives progress until `ready` holds, and polls the transports once if
-/// it held at the first look. Operations on this rank's own window complete
-/// without a look at the transports, so a rank that polls its own window
-/// (lock, read, unlock on itself, until another rank's write shows up)
-/// would otherwise never carry out the others' operations nor grant their
-/// locks, and everyone would wait for ever: MPI requires progress for
-/// passive-target operations inside MPI calls. A wait that had to wait drove
-/// progress already, so remote operations pay nothing more. With `may_end`
-/// (`MPI_THREAD_MULTIPLE`, see `state::block_on`) false when it stopped to
-/// let other threads in; `waited` carries on across such stops.
-fn wait_serving(
-    s: &mut State,
-    mut ready: impl FnMut(&P2p) -> bool,
-    may_end: bool,
-    waited: &mut bool,
-) -> bool {
-    let mut look = |p2p: &P2p| {
-        let r = ready(p2p);
-        *waited |= !r;
-        r
-    };
-    if !s.rt.wait_until_or_hand_over_if(|p2p, _| look(p2p), may_end) {
-        return false;
-    }
-    if !*waited {
-        s.rt.progress_once();
-    }
-    true
-}
-
 /// Waits until this window's operations (to `target`, or all) are complete
 /// at their targets, then finishes reads into packed buffers.
 fn complete_ops(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<(), Fail> {
-    let mut c = Completion::start(s, win, target)?;
-    c.wait(s, false);
-    c.finish(s, win)
+    let (rt, w) = split(s, win)?;
+    w.engine.complete_ops(rt, target).map_err(engine_fail)
 }
 
-/// The wait of [`complete_ops`], in three steps so that a call whose wait
-/// lets other threads in (`MPI_THREAD_MULTIPLE`, see `state::block_on`)
-/// can stop and resume it.
-struct Completion {
-    target: Option<u32>,
-    /// Operations issued before this number are the ones waited for.
-    upto: u64,
-    /// The operations (and one sync per target) to wait for; `None` for a
-    /// window whose operations complete as they are made (direct).
-    ids: Option<Vec<OpId>>,
-    /// How many of `ids` were found complete: a put of a scattered datatype
-    /// is one operation per block (a million for a transposed 1000x1000
-    /// matrix), and the ones found done are not looked at again, or every
-    /// poll would scan them all.
-    done: usize,
-    waited: bool,
+/// Starts the wait of [`complete_ops`] in steps (see [`Completion`]).
+fn completion_start(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<Completion, Fail> {
+    let (rt, w) = split(s, win)?;
+    Completion::start(rt, &w.engine, target).map_err(engine_fail)
 }
 
-impl Completion {
-    fn start(s: &mut State, win: MPI_Win, target: Option<u32>) -> Result<Completion, Fail> {
-        let i = index(win).expect("validated window");
-        let mut c = Completion {
-            target,
-            upto: s.wins[i].as_ref().map_or(0, |w| w.issued),
-            ids: None,
-            done: 0,
-            waited: false,
-        };
-        if s.wins[i].as_ref().is_some_and(direct::is_direct) {
-            direct::complete();
-            return Ok(c);
-        }
-        let (mut ids, targets): (Vec<OpId>, Vec<u32>) = {
-            let w = s.wins[i].as_ref().expect("validated window");
-            let ids = w
-                .pending
-                .iter()
-                .filter(|p| target.is_none_or(|t| p.target == t))
-                .map(|p| p.id)
-                .collect();
-            let mut targets: Vec<u32> = w
-                .pending
-                .iter()
-                .filter(|p| target.is_none_or(|t| p.target == t))
-                .map(|p| w.group[p.target as usize])
-                .collect();
-            targets.sort_unstable();
-            targets.dedup();
-            (ids, targets)
-        };
-        // Writes and accumulates are answered only when refused: one sync
-        // per target says when everything before it is carried out.
-        for t in targets {
-            ids.push(s.rt.p2p().sync(t).map_err(engine_fail)?);
-        }
-        c.ids = Some(ids);
-        Ok(c)
-    }
-
-    /// Waits (see [`wait_serving`]) until every operation is complete; with
-    /// `may_end`, false when it stopped to let other threads in.
-    fn wait(&mut self, s: &mut State, may_end: bool) -> bool {
-        let Some(ids) = &self.ids else {
-            return true;
-        };
-        let done = &mut self.done;
-        let ready = |p2p: &P2p| {
-            while let Some(&id) = ids.get(*done) {
-                if matches!(
-                    p2p.op_state(id),
-                    Some(OpState::Pending | OpState::LocalDone)
-                ) {
-                    return false;
-                }
-                *done += 1;
-            }
-            true
-        };
-        wait_serving(s, ready, may_end, &mut self.waited)
-    }
-
-    /// Collects the operations' outcomes (once [`Completion::wait`] said
-    /// true) and unpacks the reads into packed buffers.
-    fn finish(self, s: &mut State, win: MPI_Win) -> Result<(), Fail> {
-        let Some(ids) = self.ids else {
-            return Ok(());
-        };
-        let mut first: Option<Error> = None;
-        for &id in &ids {
-            if let Some(Err(e)) = s.rt.p2p().op_take(id) {
-                first.get_or_insert(e);
-            }
-        }
-        let (target, upto) = (self.target, self.upto);
-        let w = get_mut(s, win)?;
-        // Only what this completion waited for: operations issued since
-        // (by another thread, while it let others in) stay pending.
-        let mine = |t: u32, seq: u64| seq < upto && target.is_none_or(|x| x == t);
-        w.pending.retain(|p| !mine(p.target, p.seq));
-        w.keep.retain(|&(t, seq, _)| !mine(t, seq));
-        let (done, rest): (Vec<Unpack>, Vec<Unpack>) = std::mem::take(&mut w.unpacks)
-            .into_iter()
-            .partition(|u| mine(u.target, u.seq));
-        w.unpacks = rest;
-        for u in done {
-            // SAFETY: the origin buffer was checked when the read started and
-            // the application keeps it valid until the read completes (now).
-            unsafe { u.dest.unpack(&u.data) };
-        }
-        match first {
-            Some(e) => Err(engine_fail(e)),
-            None => Ok(()),
-        }
-    }
+/// Ends a [`Completion`] whose wait is over.
+fn completion_finish(s: &mut State, win: MPI_Win, c: Completion) -> Result<(), Fail> {
+    let first = c.take_outcomes(&mut s.rt);
+    c.settle(&mut get_mut(s, win)?.engine);
+    first.map_or(Ok(()), |e| Err(engine_fail(e)))
 }
 
 #[no_mangle]
@@ -775,8 +385,8 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
     };
     let freeable = |s: &State| -> Outcome {
         args::out_ptr(MPI_COMM_WORLD, win, "win")?;
-        let w = get(s, h)?;
-        if w.lock_all || w.locks.iter().any(|&l| l != LockHeld::No) || w.start_group.is_some() {
+        let epochs = &get(s, h)?.engine.epochs;
+        if epochs.any_lock() || epochs.start_group().is_some() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_free inside an access epoch (unlock or complete first)",
@@ -792,7 +402,7 @@ pub unsafe extern "C" fn MPI_Win_free(win: *mut MPI_Win) -> c_int {
         |s| freeable(s),
         |s| {
             freeable(s)?;
-            let comm = get(s, h)?.comm;
+            let comm = get(s, h)?.engine.comm();
             // Nobody may still be reaching into this memory when it goes:
             // its operations are complete and every member is past the
             // barrier.
@@ -807,15 +417,7 @@ fn release(s: &mut State, h: MPI_Win, win: *mut MPI_Win) -> Outcome {
         .and_then(|i| s.wins.get_mut(i))
         .and_then(Option::take)
         .ok_or_else(|| win_fail(ErrorClass::Win, "window freed meanwhile"))?;
-    s.rt.p2p().unexpose(w.key);
-    let _ = s.rt.comm_free(w.comm);
-    // A shared window's mapping goes with `w`: after the barrier no member
-    // reads or writes it any more.
-    if let Some((mem, layout)) = w.owned {
-        // SAFETY: allocated by MPI_Win_allocate with this layout, and no
-        // longer exposed.
-        unsafe { std::alloc::dealloc(mem as *mut u8, layout) };
-    }
+    w.engine.free(&mut s.rt);
     // SAFETY: `win` was checked non-null (`freeable`).
     unsafe { put(win, MPI_WIN_NULL) };
     Ok(())
@@ -827,226 +429,13 @@ fn target_rank(w: &Win, rank: c_int) -> Result<Option<u32>, Fail> {
     if rank == MPI_PROC_NULL {
         return Ok(None);
     }
-    if rank < 0 || rank as usize >= w.targets.len() {
+    if rank < 0 || rank as usize >= w.engine.members() {
         return Err(win_fail(
             ErrorClass::Rank,
-            format!("target rank {rank} is not in 0..{}", w.targets.len()),
+            format!("target rank {rank} is not in 0..{}", w.engine.members()),
         ));
     }
     Ok(Some(rank as u32))
-}
-
-/// Checks that an access to `t` is inside an epoch.
-#[inline(always)]
-fn check_epoch(w: &Win, t: u32) -> Result<(), Fail> {
-    let ok = w.fence_open
-        || w.lock_all
-        || w.locks[t as usize] != LockHeld::No
-        || w.start_group.as_ref().is_some_and(|g| g.contains(&t));
-    if ok {
-        Ok(())
-    } else {
-        Err(win_fail(
-            ErrorClass::RmaSync,
-            format!("access to rank {t} outside an access epoch (fence, lock or start first)"),
-        ))
-    }
-}
-
-/// The target's contiguous runs of a one-sided operation, (address,
-/// bytes): one, held inline (a predefined or contiguous datatype: most
-/// operations, which then allocate nothing), or many.
-enum Runs {
-    One((u64, usize)),
-    Many(Vec<(u64, usize)>),
-}
-
-impl std::ops::Deref for Runs {
-    type Target = [(u64, usize)];
-    fn deref(&self) -> &[(u64, usize)] {
-        match self {
-            Runs::One(r) => std::slice::from_ref(r),
-            Runs::Many(v) => v,
-        }
-    }
-}
-
-/// A target datatype as [`target_runs`] needs it.
-enum TargetType {
-    /// A predefined type whose elements lie packed: their size.
-    Packed(usize),
-    Layout(Arc<Layout>),
-}
-
-/// The target's contiguous runs for `count` elements of `tt` at
-/// displacement `disp`, adjacent runs merged, and their bytes.
-#[inline(always)]
-fn target_runs(
-    w: &Win,
-    t: u32,
-    disp: MPI_Aint,
-    count: usize,
-    tt: &TargetType,
-) -> Result<(Runs, usize), Fail> {
-    if disp < 0 && w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
-        return Err(win_fail(
-            ErrorClass::Disp,
-            format!("negative target displacement {disp}"),
-        ));
-    }
-    let tg = w.targets[t as usize];
-    let start = if w.flavor == MPI_WIN_FLAVOR_DYNAMIC {
-        disp as u64
-    } else {
-        tg.base
-            .wrapping_add((disp as u64).wrapping_mul(tg.disp_unit))
-    };
-    let contiguous = match tt {
-        TargetType::Packed(elem) => Some((0, *elem)),
-        TargetType::Layout(l) => l.contiguous_at().map(|off| (off, l.size)),
-    };
-    let (runs, bytes) = match (contiguous, tt) {
-        // Elements without gaps (a predefined type, a contiguous one) make
-        // one run, found without a look at each element (1.4 ms for a put
-        // of 1 MiB as MPI_BYTE, a loop of a million turns, before).
-        (Some((off, size)), _) => {
-            let len = size * count;
-            let runs = if len > 0 {
-                Runs::One((start.wrapping_add(off as i64 as u64), len))
-            } else {
-                Runs::Many(Vec::new())
-            };
-            (runs, len)
-        }
-        (None, TargetType::Layout(l)) => {
-            let mut runs = Vec::new();
-            push_element_runs(&mut runs, start, count, l);
-            (Runs::Many(runs), l.size * count)
-        }
-        (None, TargetType::Packed(_)) => unreachable!("packed types are contiguous"),
-    };
-    if w.flavor != MPI_WIN_FLAVOR_DYNAMIC {
-        let end = tg.base + tg.size;
-        for &(a, n) in runs.iter() {
-            if a < tg.base || a.checked_add(n as u64).is_none_or(|e| e > end) {
-                return Err(win_fail(
-                    ErrorClass::RmaRange,
-                    format!("access beyond rank {t}'s window of {} bytes", tg.size),
-                ));
-            }
-        }
-    }
-    Ok((runs, bytes))
-}
-
-/// [`target_runs`] element by element: each block of each of `count`
-/// elements from `start`, adjacent ones merged.
-fn push_element_runs(runs: &mut Vec<(u64, usize)>, start: u64, count: usize, layout: &Layout) {
-    for i in 0..count {
-        let elem = start.wrapping_add((i as i64 * layout.extent as i64) as u64);
-        for b in &layout.blocks {
-            let addr = elem.wrapping_add(b.off as i64 as u64);
-            match runs.last_mut() {
-                Some(last) if last.0.wrapping_add(last.1 as u64) == addr => last.1 += b.len,
-                _ => runs.push((addr, b.len)),
-            }
-        }
-    }
-}
-
-/// Runs of at least this many bytes are operations of their own.
-const OWN_OP_MIN: usize = 64 * 1024;
-/// Data bytes of one scattered operation at most.
-const SCATTER_BYTES: usize = 4 << 20;
-/// Strided blocks of one scattered operation at most (their table is
-/// 24 bytes each).
-const SCATTER_BLOCKS: usize = 64 * 1024;
-
-/// Part of a one-sided operation: its data is `[pos, pos + bytes)` of the
-/// packed origin data.
-enum Piece {
-    /// One contiguous run at `addr`.
-    Run { addr: u64, pos: usize, bytes: usize },
-    /// Several runs, in order.
-    Scattered {
-        blocks: Vec<Strided>,
-        pos: usize,
-        bytes: usize,
-    },
-}
-
-/// Groups the target's runs into pieces: big runs alone, small ones in
-/// scattered operations, adjacent equal runs at a fixed stride merged into
-/// one strided block (a column of a matrix is one).
-fn pieces(runs: &[(u64, usize)]) -> Vec<Piece> {
-    let mut out = Vec::new();
-    let mut cur: Vec<Strided> = Vec::new();
-    let (mut start, mut bytes, mut pos) = (0usize, 0usize, 0usize);
-    let close = |out: &mut Vec<Piece>, cur: &mut Vec<Strided>, start: usize, bytes: usize| {
-        match cur.as_slice() {
-            [] => {}
-            [b] if b.count == 1 => out.push(Piece::Run {
-                addr: b.addr,
-                pos: start,
-                bytes,
-            }),
-            _ => out.push(Piece::Scattered {
-                blocks: std::mem::take(cur),
-                pos: start,
-                bytes,
-            }),
-        }
-        cur.clear();
-    };
-    for &(addr, len) in runs {
-        if len >= OWN_OP_MIN {
-            close(&mut out, &mut cur, start, bytes);
-            out.push(Piece::Run {
-                addr,
-                pos,
-                bytes: len,
-            });
-            pos += len;
-            (start, bytes) = (pos, 0);
-            continue;
-        }
-        if bytes + len > SCATTER_BYTES {
-            close(&mut out, &mut cur, start, bytes);
-            (start, bytes) = (pos, 0);
-        }
-        let merged = match cur.last_mut() {
-            Some(b) if b.len as usize == len && b.count < u32::MAX => {
-                let stride = addr.wrapping_sub(b.addr) as i64;
-                if b.count == 1 {
-                    b.stride = stride;
-                    b.count = 2;
-                    true
-                } else if stride == b.stride.wrapping_mul(i64::from(b.count)) {
-                    b.count += 1;
-                    true
-                } else {
-                    false
-                }
-            }
-            _ => false,
-        };
-        if !merged {
-            if cur.len() == SCATTER_BLOCKS {
-                close(&mut out, &mut cur, start, bytes);
-                (start, bytes) = (pos, 0);
-            }
-            cur.push(Strided {
-                addr,
-                len: len as u32,
-                count: 1,
-                stride: 0,
-            });
-        }
-        bytes += len;
-        pos += len;
-    }
-    close(&mut out, &mut cur, start, bytes);
-    out
 }
 
 /// The predefined element type of an accumulate's data.
@@ -1063,43 +452,13 @@ fn acc_prim(origin: &Layout, target: &Layout) -> Result<Prim, Fail> {
     }
 }
 
-/// An origin-side buffer of a one-sided call.
-enum Origin {
-    /// Its bytes lie contiguously from here.
-    Flat(*mut u8),
-    /// They do not: packed before writes, unpacked after reads.
-    Typed(Typed),
-}
-
-/// Origin data ready to send: the user's memory or a packed copy.
-#[inline(always)]
-fn origin_bytes(o: &Origin) -> (*const u8, Option<Vec<u8>>) {
-    match o {
-        Origin::Flat(p) => (*p, None),
-        Origin::Typed(t) => {
-            // SAFETY: the buffer was checked by `datatype::typed`; the MPI
-            // contract makes it readable as the datatype describes.
-            let v = unsafe { t.pack() };
-            (v.as_ptr(), Some(v))
-        }
-    }
-}
-
+/// A one-sided call's target side, validated.
 struct Access {
-    win: MPI_Win,
+    core: rma::Access,
     /// The window's communicator (for argument errors).
     comm: MPI_Comm,
-    /// The target's rank in the window's group and in the job.
-    target: u32,
-    world: u32,
-    /// The target's key for the window's memory.
-    key: u32,
     /// The target datatype.
     dt: MPI_Datatype,
-    /// Where the target data lies, in runs of contiguous bytes.
-    runs: Runs,
-    /// How many bytes the target data holds.
-    bytes: usize,
 }
 
 /// Validates a one-sided call's target side; `None` for MPI_PROC_NULL.
@@ -1116,7 +475,7 @@ fn access(
     let Some(t) = target_rank(w, rank)? else {
         return Ok(None);
     };
-    check_epoch(w, t)?;
+    w.engine.epochs.check_access(t).map_err(engine_fail)?;
     if count < 0 {
         return Err(win_fail(
             ErrorClass::Count,
@@ -1128,16 +487,14 @@ fn access(
         Some(elem) => TargetType::Packed(elem),
         None => TargetType::Layout(datatype::layout(w.user_comm, dt)?),
     };
-    let (runs, bytes) = target_runs(w, t, disp, count as usize, &tt)?;
+    let core = w
+        .engine
+        .access(t, disp, count as usize, &tt)
+        .map_err(engine_fail)?;
     Ok(Some(Access {
-        win,
+        core,
         comm: w.user_comm,
-        target: t,
-        world: w.group[t as usize],
-        key: w.targets[t as usize].key,
         dt,
-        runs,
-        bytes,
     }))
 }
 
@@ -1152,66 +509,23 @@ fn origin_buf(
 ) -> Result<Origin, Fail> {
     if let Some(elem) = datatype::packed_predefined(dt) {
         let len = datatype::packed_len(a.comm, buf, MPI_Count::from(count), elem)?;
-        if len != a.bytes {
-            return Err(mismatch(len, a.bytes));
+        if len != a.core.bytes {
+            return Err(mismatch(len, a.core.bytes));
         }
         return Ok(Origin::Flat(buf as *mut u8));
     }
     let o = datatype::typed(a.comm, buf, count, dt)?;
-    if o.bytes() != a.bytes {
-        return Err(mismatch(o.bytes(), a.bytes));
+    if o.bytes() != a.core.bytes {
+        return Err(mismatch(o.bytes(), a.core.bytes));
     }
     Ok(match o.direct() {
         Some(p) => Origin::Flat(p),
-        None => Origin::Typed(o),
+        None => Origin::Typed(TypedBuf {
+            ptr: o.ptr,
+            count: o.count,
+            layout: o.layout,
+        }),
     })
-}
-
-/// Where data read from the target lands: the user's buffer when it is
-/// contiguous, else a buffer unpacked into it on completion.
-#[inline(always)]
-fn landing(o: &Origin, target: u32) -> (*mut u8, Option<Unpack>) {
-    match o {
-        Origin::Flat(p) => (*p, None),
-        Origin::Typed(t) => {
-            let mut data = vec![0u8; t.bytes()];
-            let p = data.as_mut_ptr();
-            (
-                p,
-                Some(Unpack {
-                    target,
-                    // Numbered when recorded.
-                    seq: 0,
-                    data,
-                    dest: t.clone(),
-                }),
-            )
-        }
-    }
-}
-
-fn record(
-    s: &mut State,
-    a: &Access,
-    ids: Vec<OpId>,
-    keep: Option<Vec<u8>>,
-    unpack: Option<Unpack>,
-) -> Outcome {
-    let w = get_mut(s, a.win)?;
-    let seq = w.issued;
-    w.issued += 1;
-    w.pending.extend(ids.into_iter().map(|id| Pending {
-        id,
-        target: a.target,
-        seq,
-    }));
-    if let Some(k) = keep {
-        w.keep.push((a.target, seq, k));
-    }
-    if let Some(u) = unpack {
-        w.unpacks.push(Unpack { seq, ..u });
-    }
-    Ok(())
 }
 
 fn mismatch(o: usize, t: usize) -> Fail {
@@ -1246,30 +560,10 @@ fn put_op(
         return Ok(());
     };
     let o = origin_buf(&a, origin_addr, origin_count, origin_datatype)?;
-    if let Some(r) = direct::reach(get(s, win)?, a.target) {
-        return direct::put(s, &a, &r, &o);
-    }
-    let (data, keep) = origin_bytes(&o);
-    let mut ids = Vec::new();
-    for piece in pieces(&a.runs) {
-        // SAFETY: `data` holds the packed origin data (the user's buffer
-        // or `keep`, kept until the operation completes), of which each
-        // piece's [pos, pos + bytes) is in range since the sizes matched.
-        let r = unsafe {
-            match &piece {
-                Piece::Run { addr, pos, bytes } => {
-                    s.rt.p2p()
-                        .put(a.world, a.key, *addr, data.add(*pos), *bytes)
-                }
-                Piece::Scattered { blocks, pos, bytes } => {
-                    s.rt.p2p()
-                        .put_scattered(a.world, a.key, blocks, data.add(*pos), *bytes)
-                }
-            }
-        };
-        ids.push(r.map_err(engine_fail)?);
-    }
-    record(s, &a, ids, keep, None)
+    let (rt, w) = split(s, win)?;
+    // SAFETY: the origin buffer was checked against the access; the MPI
+    // contract keeps it readable until the operation completes.
+    unsafe { w.engine.put(rt, &a.core, &o) }.map_err(engine_fail)
 }
 
 #[no_mangle]
@@ -1298,43 +592,6 @@ pub unsafe extern "C" fn MPI_Put(
     })
 }
 
-/// Reads from this size on are copied straight out of a target on this
-/// host ([`read_directly`]). Below it the rings are faster than the
-/// kernel's cross-process copy and its system call.
-const DIRECT_GET_MIN: usize = 64 * 1024;
-
-/// A get of one contiguous run of at least [`DIRECT_GET_MIN`] bytes from
-/// a rank on this host into a contiguous origin buffer: copied straight
-/// out of the target's memory (`process_vm_readv`) where the kernel allows
-/// it, complete when the call returns, with no part taken by the target.
-/// Through the engine the target copies the data aside for its reply
-/// (the reply must hold the contents as of the request) and then through
-/// the rings; with many large gets outstanding those copies' fresh pages
-/// made a 1 MiB get take 700 us instead of 120. The epoch rules keep this
-/// sound: a lock is granted and a start's posts have come before any get,
-/// and a fence has everyone's earlier stores behind it. Dynamic windows
-/// keep the engine, whose target checks the address is attached. Whether
-/// it was done.
-fn read_directly(s: &mut State, a: &Access, dest: *mut u8) -> bool {
-    let &[(addr, len)] = &*a.runs else {
-        return false;
-    };
-    if len < DIRECT_GET_MIN || get(s, a.win).is_ok_and(|w| w.flavor == MPI_WIN_FLAVOR_DYNAMIC) {
-        return false;
-    }
-    let p2p = s.rt.p2p();
-    if !p2p.engine().single_copy_with(a.world) || p2p.peer_known_gone(a.world) {
-        return false;
-    }
-    // A refusal (not permitted, a peer gone) leaves the engine to do it,
-    // and to report what went wrong.
-    // SAFETY: `dest` is the get's contiguous origin buffer, which holds the
-    // `len` bytes of the single run (the caller's check of the origin
-    // against the access), writable by the MPI contract until the get
-    // completes, which it does here.
-    unsafe { p2p.engine().read_remote(a.world, addr, dest, len) }.is_ok()
-}
-
 /// `MPI_Get`'s work, for it and `MPI_Rget`.
 #[allow(clippy::too_many_arguments)]
 fn get_op(
@@ -1360,39 +617,10 @@ fn get_op(
         return Ok(());
     };
     let o = origin_buf(&a, origin_addr, origin_count, origin_datatype)?;
-    if let Some(r) = direct::reach(get(s, win)?, a.target) {
-        return direct::get_into(s, &a, &r, &o);
-    }
-    let (dest, mut unpack) = landing(&o, a.target);
-    if unpack.is_none() && read_directly(s, &a, dest) {
-        return Ok(());
-    }
-    let mut ids = Vec::new();
-    for piece in pieces(&a.runs) {
-        // SAFETY: `dest` is the user's contiguous buffer or the packed
-        // buffer kept in `unpack` until completion; each piece's
-        // [pos, pos + bytes) is in range since the sizes matched.
-        let r = unsafe {
-            match &piece {
-                Piece::Run { addr, pos, bytes } => {
-                    s.rt.p2p()
-                        .get(a.world, a.key, *addr, dest.add(*pos), *bytes)
-                }
-                // A scattered read is a fetch that combines nothing.
-                Piece::Scattered { blocks, pos, .. } => s.rt.p2p().accumulate_scattered(
-                    a.world,
-                    a.key,
-                    blocks,
-                    PredefOp::NoOp,
-                    Prim::Byte,
-                    None,
-                    Some(dest.add(*pos)),
-                ),
-            }
-        };
-        ids.push(r.map_err(engine_fail)?);
-    }
-    record(s, &a, ids, None, unpack.take())
+    let (rt, w) = split(s, win)?;
+    // SAFETY: the origin buffer was checked against the access; the MPI
+    // contract keeps it writable until the operation completes.
+    unsafe { w.engine.get(rt, &a.core, &o) }.map_err(engine_fail)
 }
 
 #[no_mangle]
@@ -1464,7 +692,7 @@ unsafe fn accumulate(
     }
     // Nothing to move: done, whatever the datatypes (MPI allows a zero-size
     // origin against any target type).
-    if a.bytes == 0 {
+    if a.core.bytes == 0 {
         return Ok(());
     }
     let odt = o.as_ref().map(|&(_, dt)| dt);
@@ -1481,7 +709,7 @@ unsafe fn accumulate(
         }
     };
     let o = o.map(|(o, _)| o);
-    if !tandem::p2p::accumulate_supported(pop, prim) {
+    if !rma::accumulate_supported(pop, prim) {
         return Err(win_fail(
             ErrorClass::Op,
             format!("{} does not apply to this datatype", pop.name()),
@@ -1496,66 +724,18 @@ unsafe fn accumulate(
         (PredefOp::Replace | PredefOp::NoOp, Prim::Pair(_)) => Prim::Byte,
         _ => prim,
     };
-    if let Some(r) = direct::reach(get(s, win)?, a.target) {
-        let (data, _packed) = o.as_ref().map_or((std::ptr::null(), None), origin_bytes);
-        let landed = match result {
-            Some((p, c, dt)) => Some(landing(&origin_buf(&a, p, c, dt)?, a.target)),
-            None => None,
-        };
-        let fetch = landed.as_ref().map(|(p, _)| *p);
-        direct::accumulate(s, &a, &r, pop, prim, data, fetch)?;
-        if let Some((_, Some(u))) = landed {
-            // SAFETY: the result buffer was checked by `origin_buf`.
-            unsafe { u.dest.unpack(&u.data) };
-        }
-        return Ok(());
-    }
-    let (data, keep) = match &o {
-        Some(o) => origin_bytes(o),
-        // MPI_NO_OP fetches only: the payload is ignored at the target.
-        None => {
-            let v = vec![0u8; a.bytes];
-            (v.as_ptr(), Some(v))
-        }
+    let result = match result {
+        Some((p, c, dt)) => Some(origin_buf(&a, p, c, dt)?),
+        None => None,
     };
-    let (fetch, mut unpack) = match result {
-        Some((p, c, dt)) => {
-            let (p, u) = landing(&origin_buf(&a, p, c, dt)?, a.target);
-            (Some(p), u)
-        }
-        None => (None, None),
-    };
-    let mut ids = Vec::new();
-    for piece in pieces(&a.runs) {
-        // SAFETY: origin data and the fetch buffer are the user's buffers or
-        // copies kept until completion; each piece's [pos, pos + bytes) is
-        // in range of both.
-        let id = unsafe {
-            match &piece {
-                Piece::Run { addr, pos, bytes } => s.rt.p2p().accumulate(
-                    a.world,
-                    a.key,
-                    *addr,
-                    pop,
-                    prim,
-                    data.add(*pos),
-                    *bytes,
-                    fetch.map(|f| f.add(*pos)),
-                ),
-                Piece::Scattered { blocks, pos, .. } => s.rt.p2p().accumulate_scattered(
-                    a.world,
-                    a.key,
-                    blocks,
-                    pop,
-                    prim,
-                    (pop != PredefOp::NoOp).then(|| data.add(*pos)),
-                    fetch.map(|f| f.add(*pos)),
-                ),
-            }
-        };
-        ids.push(id.map_err(engine_fail)?);
+    let (rt, w) = split(s, win)?;
+    // SAFETY: both buffers were checked against the access; the MPI
+    // contract keeps them valid until the operation completes.
+    unsafe {
+        w.engine
+            .accumulate(rt, &a.core, pop, prim, o.as_ref(), result.as_ref())
     }
-    record(s, &a, ids, keep, unpack.take())
+    .map_err(engine_fail)
 }
 
 #[no_mangle]
@@ -1694,31 +874,19 @@ pub unsafe extern "C" fn MPI_Compare_and_swap(
         if origin_addr.is_null() || compare_addr.is_null() || result_addr.is_null() {
             return Err(win_fail(ErrorClass::Buffer, "NULL buffer"));
         }
-        if let Some(r) = direct::reach(get(s, win)?, a.target) {
-            return direct::compare_and_swap(
-                s,
-                &a,
-                &r,
-                prim,
-                compare_addr.cast(),
-                origin_addr.cast(),
-                result_addr.cast(),
-            );
-        }
+        let (rt, w) = split(s, win)?;
         // SAFETY: one element each (checked non-null; MPI contract).
-        let id = unsafe {
-            s.rt.p2p().compare_and_swap(
-                a.world,
-                a.key,
-                a.runs[0].0,
+        unsafe {
+            w.engine.compare_and_swap(
+                rt,
+                &a.core,
                 prim,
                 compare_addr.cast(),
                 origin_addr.cast(),
                 result_addr.cast(),
             )
         }
-        .map_err(engine_fail)?;
-        record(s, &a, vec![id], None, None)
+        .map_err(engine_fail)
     })
 }
 
@@ -1738,7 +906,7 @@ fn request_op(
     let w = get(s, win)?;
     let t = target_rank(w, rank)?;
     if let Some(t) = t {
-        if !w.lock_all && w.locks[t as usize] == LockHeld::No {
+        if !w.engine.epochs.passive(t) {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "request-based one-sided operation outside a passive-target (lock) epoch",
@@ -1887,17 +1055,17 @@ pub unsafe extern "C" fn MPI_Rget_accumulate(
 pub unsafe extern "C" fn MPI_Win_fence(assert: c_int, win: MPI_Win) -> c_int {
     win_call("MPI_Win_fence", win, |s| {
         let w = get(s, win)?;
-        if w.lock_all || w.locks.iter().any(|&l| l != LockHeld::No) {
+        if w.engine.epochs.any_lock() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_fence inside a lock epoch",
             ));
         }
-        let comm = w.comm;
+        let comm = w.engine.comm();
         let barrier = assert & MPI_MODE_NOPRECEDE == 0 || assert & MPI_MODE_NOSUCCEED == 0;
         let open = assert & MPI_MODE_NOSUCCEED == 0;
         ops_then(s, win, None, barrier.then_some(comm), move |s| {
-            get_mut(s, win).map(|w| w.fence_open = open)
+            get_mut(s, win).map(|w| w.engine.epochs.set_fence_open(open))
         })
     })
 }
@@ -1924,16 +1092,16 @@ fn ops_then(
         ops.and(met)?;
         return then(s);
     }
-    let mut ops = Some(Completion::start(s, win, target)?);
+    let mut ops = Some(completion_start(s, win, target)?);
     let mut failed: Option<Fail> = None;
     let mut started: Option<tandem::coll::SchedId> = None;
     state::block_on(s, move |s, may_end| {
         if let Some(c) = ops.as_mut() {
-            if !c.wait(s, may_end) {
+            if !c.wait(&mut s.rt, may_end) {
                 return None;
             }
             let c = ops.take().expect("looked at above");
-            failed = c.finish(s, win).err();
+            failed = completion_finish(s, win, c).err();
             if let Some(comm) = barrier {
                 // SAFETY: a barrier moves no user data.
                 match unsafe { s.rt.coll_start(comm, tandem::coll::CollCall::Barrier) } {
@@ -1956,36 +1124,6 @@ fn ops_then(
     })
 }
 
-/// Where a lock or unlock of one target stands: under
-/// `MPI_THREAD_MULTIPLE` its wait may stop to let other threads in, and
-/// the step is run again later (see `state::block_on`).
-#[derive(Default)]
-struct Passive {
-    /// The lock or unlock request sent to the target's engine.
-    op: Option<OpId>,
-    /// The unlock's wait for the operations to the target.
-    ops: Option<Completion>,
-    /// What that wait found (the lock is given back whatever it was).
-    done: Option<Outcome>,
-    polls: u32,
-    waited: bool,
-}
-
-/// Waits until `op` is answered; false when the wait stopped early.
-/// `serving`: as [`wait_serving`] waits.
-fn wait_op(s: &mut State, op: OpId, may_end: bool, serving: Option<&mut bool>) -> bool {
-    let answered = |p2p: &P2p| {
-        !matches!(
-            p2p.op_state(op),
-            Some(OpState::Pending | OpState::LocalDone)
-        )
-    };
-    if let Some(waited) = serving {
-        return wait_serving(s, answered, may_end, waited);
-    }
-    s.rt.wait_until_or_hand_over_if(|p2p, _| answered(p2p), may_end)
-}
-
 /// Takes the lock of `t` (see [`Passive`]); `None` when the wait stopped
 /// early.
 fn lock_one(
@@ -1997,46 +1135,13 @@ fn lock_one(
     st: &mut Passive,
     may_end: bool,
 ) -> Option<Outcome> {
-    let w = match get(s, win) {
-        Ok(w) => w,
+    let (rt, w) = match split(s, win) {
+        Ok(parts) => parts,
         Err(f) => return Some(Err(f)),
     };
-    if w.locks[t as usize] != LockHeld::No {
-        return Some(Err(win_fail(
-            ErrorClass::RmaSync,
-            format!("rank {t} is already locked in this window"),
-        )));
-    }
-    let held = if assert & MPI_MODE_NOCHECK != 0 {
-        // Nothing to wait for, but others may wait for this rank (see
-        // `wait_serving`).
-        s.rt.progress_once();
-        LockHeld::NoCheck
-    } else if direct::is_direct(w) {
-        if let Err(f) = direct::lock(s, win, t, exclusive, &mut st.polls, may_end)? {
-            return Some(Err(f));
-        }
-        LockHeld::Word { exclusive }
-    } else {
-        let id = match st.op {
-            Some(id) => id,
-            None => {
-                let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
-                match s.rt.p2p().lock(world, key, exclusive) {
-                    Ok(id) => *st.op.insert(id),
-                    Err(e) => return Some(Err(engine_fail(e))),
-                }
-            }
-        };
-        if !wait_op(s, id, may_end, Some(&mut st.waited)) {
-            return None;
-        }
-        if let Some(Err(e)) = s.rt.p2p().op_take(id) {
-            return Some(Err(engine_fail(e)));
-        }
-        LockHeld::Yes
-    };
-    Some(get_mut(s, win).map(|w| w.locks[t as usize] = held))
+    let nocheck = assert & MPI_MODE_NOCHECK != 0;
+    let done = w.engine.lock_step(rt, t, exclusive, nocheck, st, may_end)?;
+    Some(done.map_err(engine_fail))
 }
 
 /// Gives back the lock of `t` (see [`Passive`]); `wake`: members asleep on
@@ -2050,63 +1155,12 @@ fn unlock_one(
     st: &mut Passive,
     may_end: bool,
 ) -> Option<Outcome> {
-    let held = match get(s, win) {
-        Ok(w) => w.locks[t as usize],
+    let (rt, w) = match split(s, win) {
+        Ok(parts) => parts,
         Err(f) => return Some(Err(f)),
     };
-    if held == LockHeld::No {
-        return Some(Err(win_fail(
-            ErrorClass::RmaSync,
-            format!("rank {t} is not locked in this window"),
-        )));
-    }
-    if st.done.is_none() {
-        if st.ops.is_none() {
-            match Completion::start(s, win, Some(t)) {
-                Ok(c) => st.ops = Some(c),
-                Err(f) => st.done = Some(Err(f)),
-            }
-        }
-        if let Some(c) = st.ops.as_mut() {
-            if !c.wait(s, may_end) {
-                return None;
-            }
-            let c = st.ops.take().expect("looked at above");
-            // The lock is released even when an operation failed.
-            st.done = Some(c.finish(s, win));
-        }
-    }
-    if let LockHeld::Word { exclusive } = held {
-        if let Err(f) = direct::unlock(s, win, t, exclusive, wake) {
-            return Some(Err(f));
-        }
-    }
-    if held == LockHeld::Yes {
-        let id = match st.op {
-            Some(id) => id,
-            None => {
-                let w = match get(s, win) {
-                    Ok(w) => w,
-                    Err(f) => return Some(Err(f)),
-                };
-                let (world, key) = (w.group[t as usize], w.targets[t as usize].key);
-                match s.rt.p2p().unlock(world, key) {
-                    Ok(id) => *st.op.insert(id),
-                    Err(e) => return Some(Err(engine_fail(e))),
-                }
-            }
-        };
-        if !wait_op(s, id, may_end, None) {
-            return None;
-        }
-        if let Some(Err(e)) = s.rt.p2p().op_take(id) {
-            return Some(Err(engine_fail(e)));
-        }
-    }
-    if let Err(f) = get_mut(s, win).map(|w| w.locks[t as usize] = LockHeld::No) {
-        return Some(Err(f));
-    }
-    st.done.take()
+    let done = w.engine.unlock_step(rt, t, wake, st, may_end)?;
+    Some(done.map_err(engine_fail))
 }
 
 /// Runs `one` for targets `from..to` in turn as a blocking call's last step
@@ -2123,9 +1177,9 @@ fn passive_each(
     let mut st = Passive::default();
     // Keys are never handed out twice: a window freed by another thread
     // while this call let it in, and its slot reused, is not this one.
-    let key = get(s, win)?.key;
+    let key = get(s, win)?.engine.key();
     state::block_on(s, move |s, may_end| {
-        if !get(s, win).is_ok_and(|w| w.key == key) {
+        if !get(s, win).is_ok_and(|w| w.engine.key() == key) {
             return Some(Err(win_fail(
                 ErrorClass::Win,
                 "the window was freed while this call waited",
@@ -2166,13 +1220,13 @@ pub unsafe extern "C" fn MPI_Win_lock(
         let Some(t) = target_rank(w, rank)? else {
             return Ok(());
         };
-        if w.lock_all {
+        if w.engine.epochs.lock_all() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_lock inside MPI_Win_lock_all",
             ));
         }
-        if w.start_group.is_some() {
+        if w.engine.epochs.start_group().is_some() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_lock inside an MPI_Win_start access epoch",
@@ -2195,7 +1249,7 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         let Some(t) = target_rank(w, rank)? else {
             return Ok(());
         };
-        if w.lock_all {
+        if w.engine.epochs.lock_all() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_unlock inside MPI_Win_lock_all",
@@ -2215,13 +1269,13 @@ pub unsafe extern "C" fn MPI_Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
 pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
     win_call("MPI_Win_lock_all", win, |s| {
         let w = get(s, win)?;
-        if w.lock_all || w.locks.iter().any(|&l| l != LockHeld::No) {
+        if w.engine.epochs.any_lock() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_lock_all inside a lock epoch",
             ));
         }
-        if w.start_group.is_some() {
+        if w.engine.epochs.start_group().is_some() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_lock_all inside an MPI_Win_start access epoch",
@@ -2230,9 +1284,9 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
         passive_each(
             s,
             win,
-            0..w.targets.len() as u32,
+            0..w.engine.members() as u32,
             move |s, t, st, may_end| lock_one(s, win, t, false, assert, st, may_end),
-            move |s| get_mut(s, win).map(|w| w.lock_all = true),
+            move |s| get_mut(s, win).map(|w| w.engine.epochs.set_lock_all(true)),
         )
     })
 }
@@ -2241,19 +1295,19 @@ pub unsafe extern "C" fn MPI_Win_lock_all(assert: c_int, win: MPI_Win) -> c_int 
 pub unsafe extern "C" fn MPI_Win_unlock_all(win: MPI_Win) -> c_int {
     win_call("MPI_Win_unlock_all", win, |s| {
         let w = get(s, win)?;
-        if !w.lock_all {
+        if !w.engine.epochs.lock_all() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_unlock_all without MPI_Win_lock_all",
             ));
         }
-        let n = w.targets.len() as u32;
+        let n = w.engine.members() as u32;
         passive_each(
             s,
             win,
             0..n,
             move |s, t, st, may_end| unlock_one(s, win, t, t + 1 == n, st, may_end),
-            move |s| get_mut(s, win).map(|w| w.lock_all = false),
+            move |s| get_mut(s, win).map(|w| w.engine.epochs.set_lock_all(false)),
         )
     })
 }
@@ -2268,11 +1322,10 @@ fn flush(s: &mut State, win: MPI_Win, rank: Option<c_int>) -> Outcome {
         },
         None => None,
     };
-    let locked = w.lock_all
-        || match t {
-            Some(t) => w.locks[t as usize] != LockHeld::No,
-            None => w.locks.iter().any(|&l| l != LockHeld::No),
-        };
+    let locked = match t {
+        Some(t) => w.engine.epochs.passive(t),
+        None => w.engine.epochs.any_lock(),
+    };
     if !locked {
         return Err(win_fail(
             ErrorClass::RmaSync,
@@ -2328,7 +1381,8 @@ fn window_ranks(s: &State, win: MPI_Win, g: MPI_Group) -> Result<Vec<u32>, Fail>
     members
         .iter()
         .map(|m| {
-            w.group
+            w.engine
+                .group()
                 .iter()
                 .position(|x| x == m)
                 .map(|p| p as u32)
@@ -2341,18 +1395,17 @@ fn window_ranks(s: &State, win: MPI_Win, g: MPI_Group) -> Result<Vec<u32>, Fail>
 pub unsafe extern "C" fn MPI_Win_post(g: MPI_Group, _assert: c_int, win: MPI_Win) -> c_int {
     win_call("MPI_Win_post", win, |s| {
         let ranks = window_ranks(s, win, g)?;
-        let w = get(s, win)?;
-        if w.post_group.is_some() {
+        let (rt, w) = split(s, win)?;
+        if w.engine.epochs.post_group().is_some() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_post twice without MPI_Win_wait",
             ));
         }
-        let comm = w.comm;
-        for &r in &ranks {
-            s.rt.send(comm, r, TAG_POST, &[]).map_err(engine_fail)?;
-        }
-        get_mut(s, win)?.post_group = Some(ranks);
+        w.engine
+            .notify(rt, &ranks, rma::TAG_POST)
+            .map_err(engine_fail)?;
+        w.engine.epochs.set_post_group(Some(ranks));
         Ok(())
     })
 }
@@ -2362,22 +1415,23 @@ pub unsafe extern "C" fn MPI_Win_start(g: MPI_Group, _assert: c_int, win: MPI_Wi
     win_call("MPI_Win_start", win, |s| {
         let ranks = window_ranks(s, win, g)?;
         let w = get(s, win)?;
-        if w.start_group.is_some() {
+        if w.engine.epochs.start_group().is_some() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_start twice without MPI_Win_complete",
             ));
         }
-        if w.lock_all || w.locks.iter().any(|&l| l != LockHeld::No) {
+        if w.engine.epochs.any_lock() {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_start inside a lock epoch (unlock first)",
             ));
         }
-        let comm = w.comm;
+        let comm = w.engine.comm();
         let group = ranks.clone();
-        notices_then(s, comm, &ranks, TAG_POST, move |s| {
-            get_mut(s, win)?.start_group = Some(group.clone());
+        notices_then(s, comm, &ranks, rma::TAG_POST, move |s| {
+            let epochs = &mut get_mut(s, win)?.engine.epochs;
+            epochs.set_start_group(Some(group.clone()));
             Ok(())
         })
     })
@@ -2386,18 +1440,23 @@ pub unsafe extern "C" fn MPI_Win_start(g: MPI_Group, _assert: c_int, win: MPI_Wi
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
     win_call("MPI_Win_complete", win, |s| {
-        let Some(ranks) = get(s, win)?.start_group.clone() else {
+        let Some(ranks) = get(s, win)?
+            .engine
+            .epochs
+            .start_group()
+            .map(<[u32]>::to_vec)
+        else {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_complete without MPI_Win_start",
             ));
         };
         let finish = move |s: &mut State| {
-            let comm = get(s, win)?.comm;
-            for &r in &ranks {
-                s.rt.send(comm, r, TAG_COMPLETE, &[]).map_err(engine_fail)?;
-            }
-            get_mut(s, win)?.start_group = None;
+            let (rt, w) = split(s, win)?;
+            w.engine
+                .notify(rt, &ranks, rma::TAG_COMPLETE)
+                .map_err(engine_fail)?;
+            w.engine.epochs.set_start_group(None);
             Ok(())
         };
         ops_then(s, win, None, None, finish)
@@ -2407,15 +1466,15 @@ pub unsafe extern "C" fn MPI_Win_complete(win: MPI_Win) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Win_wait(win: MPI_Win) -> c_int {
     win_call("MPI_Win_wait", win, |s| {
-        let Some(ranks) = get(s, win)?.post_group.clone() else {
+        let Some(ranks) = get(s, win)?.engine.epochs.post_group().map(<[u32]>::to_vec) else {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_wait without MPI_Win_post",
             ));
         };
-        let comm = get(s, win)?.comm;
-        notices_then(s, comm, &ranks, TAG_COMPLETE, move |s| {
-            get_mut(s, win)?.post_group = None;
+        let comm = get(s, win)?.engine.comm();
+        notices_then(s, comm, &ranks, rma::TAG_COMPLETE, move |s| {
+            get_mut(s, win)?.engine.epochs.set_post_group(None);
             Ok(())
         })
     })
@@ -2485,30 +1544,19 @@ fn notices_then(
 pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
     win_call("MPI_Win_test", win, |s| {
         args::out_ptr(MPI_COMM_WORLD, flag, "flag")?;
-        let Some(ranks) = get(s, win)?.post_group.clone() else {
+        let (rt, w) = split(s, win)?;
+        let Some(ranks) = w.engine.epochs.post_group().map(<[u32]>::to_vec) else {
             return Err(win_fail(
                 ErrorClass::RmaSync,
                 "MPI_Win_test without MPI_Win_post",
             ));
         };
-        let comm = get(s, win)?.comm;
-        let mut all = true;
-        for &r in &ranks {
-            if s.rt
-                .iprobe(comm, Some(r), Some(TAG_COMPLETE))
-                .map_err(engine_fail)?
-                .is_none()
-            {
-                all = false;
-                break;
-            }
-        }
+        let all = w
+            .engine
+            .take_notices_if_all(rt, &ranks, rma::TAG_COMPLETE)
+            .map_err(engine_fail)?;
         if all {
-            for &r in &ranks {
-                s.rt.recv(comm, Some(r), Some(TAG_COMPLETE), &mut [])
-                    .map_err(engine_fail)?;
-            }
-            get_mut(s, win)?.post_group = None;
+            w.engine.epochs.set_post_group(None);
         }
         // SAFETY: checked non-null.
         unsafe { put(flag, c_int::from(all)) };
@@ -2520,7 +1568,7 @@ pub unsafe extern "C" fn MPI_Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
 pub unsafe extern "C" fn MPI_Win_get_group(win: MPI_Win, g: *mut MPI_Group) -> c_int {
     win_call("MPI_Win_get_group", win, |s| {
         args::out_ptr(MPI_COMM_WORLD, g, "group")?;
-        let members = get(s, win)?.group.clone();
+        let members = get(s, win)?.engine.group().clone();
         let h = group::add(s, members);
         // SAFETY: checked non-null.
         unsafe { put(g, h) };
@@ -2542,7 +1590,7 @@ pub(crate) fn predefined_attr(
 ) -> Result<Option<*mut c_void>, Fail> {
     let w = get(s, win)?;
     Ok(match keyval {
-        MPI_WIN_BASE => Some(w.base as *mut c_void),
+        MPI_WIN_BASE => Some(w.engine.base() as *mut c_void),
         MPI_WIN_SIZE => Some((&*w.attr_size as *const MPI_Aint).cast_mut().cast()),
         MPI_WIN_DISP_UNIT => Some((&*w.attr_disp_unit as *const c_int).cast_mut().cast()),
         MPI_WIN_CREATE_FLAVOR => Some((&*w.attr_flavor as *const c_int).cast_mut().cast()),
@@ -2648,10 +1696,6 @@ pub unsafe extern "C" fn MPI_Win_get_name(
 
 /// Info key asking for segments that need not be contiguous.
 const NONCONTIG_KEY: &str = "alloc_shared_noncontig";
-/// Where segments of a noncontiguous shared window start: page boundaries,
-/// so that no two members' segments share a page (nor a cache line).
-const NONCONTIG_ALIGN: usize = 4096;
-
 /// Whether info `h` (or MPI_INFO_NULL) sets `key` to "true".
 fn info_true(s: &State, h: MPI_Info, key: &str) -> Result<bool, Fail> {
     if h == MPI_INFO_NULL {
@@ -2660,152 +1704,6 @@ fn info_true(s: &State, h: MPI_Info, key: &str) -> Result<bool, Fail> {
     Ok(info::pairs(s, h)?
         .iter()
         .any(|(k, v)| k == key && v.trim().eq_ignore_ascii_case("true")))
-}
-
-/// How [`share_memory`] is asked to share a window's memory.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Sharing {
-    /// MPI_Win_allocate_shared: the memory must be shared; members on
-    /// different hosts, or memory that cannot be made, are errors.
-    Required,
-    /// MPI_Win_allocate: shared only to let operations go direct, when every
-    /// member can; otherwise (other hosts, `rma_direct=0`, memory that
-    /// cannot be mapped) each member allocates its own.
-    ForDirect,
-}
-
-/// Makes the memory of a shared window on `wcomm` (collective): checks that
-/// every member is on this host, lays out the lock words and the segments
-/// (contiguous unless some member asked for `noncontig`), has the first
-/// member make one memory file for them all and every member map it.
-/// `direct`: this member may do operations as loads and stores (they are
-/// direct only if every member may). All members return the same outcome;
-/// `None` when `ForDirect` sharing was not possible.
-fn share_memory(
-    s: &mut State,
-    wcomm: CommId,
-    size: usize,
-    noncontig: bool,
-    direct: bool,
-    sharing: Sharing,
-) -> Result<Option<Shared>, Fail> {
-    let c = s.rt.comm(wcomm).map_err(engine_fail)?;
-    let (me, n) = (c.rank as usize, c.size() as usize);
-    let all =
-        s.rt.allgather_u64(
-            wcomm,
-            &[
-                crate::host::identity(),
-                size as u64,
-                noncontig as u64,
-                direct as u64,
-            ],
-        )
-        .map_err(engine_fail)?;
-    let members: Vec<&[u64]> = all.chunks_exact(4).collect();
-    let direct = members.iter().all(|m| m[3] != 0);
-    if let Some(r) = members.iter().position(|m| m[0] != members[0][0]) {
-        if sharing == Sharing::ForDirect {
-            return Ok(None);
-        }
-        return Err(win_fail(
-            ErrorClass::RmaShared,
-            format!(
-                "MPI_Win_allocate_shared: ranks 0 and {r} of the communicator are on different \
-                 hosts (use MPI_Comm_split_type with MPI_COMM_TYPE_SHARED)"
-            ),
-        ));
-    }
-    if sharing == Sharing::ForDirect && !direct {
-        return Ok(None);
-    }
-    let noncontig = members.iter().any(|m| m[2] != 0);
-    let mut segments = Vec::with_capacity(n);
-    // The lock words come first, a page of them at least, so that segments
-    // start on a page boundary.
-    let mut end = n
-        .checked_mul(CTRL_STRIDE)
-        .and_then(|b| b.checked_next_multiple_of(NONCONTIG_ALIGN))
-        .ok_or_else(|| win_fail(ErrorClass::Size, "shared window too large"))?;
-    for m in &members {
-        let start = if noncontig {
-            end.checked_next_multiple_of(NONCONTIG_ALIGN)
-        } else {
-            Some(end)
-        };
-        let len = usize::try_from(m[1]).ok();
-        let next = start.zip(len).and_then(|(a, b)| a.checked_add(b));
-        let (Some(start), Some(len), Some(next)) = (start, len, next) else {
-            return Err(win_fail(ErrorClass::Size, "shared window too large"));
-        };
-        segments.push((start, len));
-        end = next;
-    }
-    // The first member makes the file and says where it is; the others map
-    // it through /proc. Whoever fails says so in the second exchange, so
-    // that every member fails alike.
-    let mut error: Option<String> = None;
-    let mut map: Option<SharedMapping> = None;
-    let mut file = None;
-    if me == 0 {
-        match memfd(c"tandem-win-shared", end).and_then(|f| {
-            let m = SharedMapping::new(std::os::fd::AsRawFd::as_raw_fd(&f), end)?;
-            Ok((f, m))
-        }) {
-            Ok((f, m)) => {
-                file = Some(f);
-                map = Some(m);
-            }
-            Err(e) => error = Some(format!("cannot make a memory file of {end} bytes: {e}")),
-        }
-    }
-    let place = [
-        u64::from(std::process::id()),
-        file.as_ref()
-            .map_or(u64::MAX, |f| std::os::fd::AsRawFd::as_raw_fd(f) as u64),
-    ];
-    let places = s.rt.allgather_u64(wcomm, &place).map_err(engine_fail)?;
-    if me != 0 {
-        let (pid, fd) = (places[0], places[1]);
-        if fd == u64::MAX {
-            error = Some("rank 0 could not make the memory".into());
-        } else {
-            match SharedMapping::of_process(pid as u32, fd as i32, end) {
-                Ok(m) => map = Some(m),
-                Err(e) => {
-                    error = Some(format!(
-                        "cannot map rank 0's memory file (/proc/{pid}/fd/{fd}): {e}"
-                    ))
-                }
-            }
-        }
-    }
-    let oks =
-        s.rt.allgather_u64(wcomm, &[u64::from(error.is_none())])
-            .map_err(engine_fail)?;
-    // Every member has mapped the file (or failed): its descriptor can go,
-    // the mappings keep the memory.
-    drop(file);
-    let failed = oks.iter().position(|&ok| ok == 0);
-    match (map, failed) {
-        (Some(map), None) => Ok(Some(Shared {
-            map,
-            segments,
-            direct,
-        })),
-        _ if sharing == Sharing::ForDirect => Ok(None),
-        (_, Some(r)) => Err(win_fail(
-            ErrorClass::RmaShared,
-            format!(
-                "MPI_Win_allocate_shared: {}",
-                error.unwrap_or_else(|| format!("rank {r} could not map the window's memory"))
-            ),
-        )),
-        (None, None) => Err(win_fail(
-            ErrorClass::Intern,
-            "MPI_Win_allocate_shared: no mapping, and no member failed",
-        )),
-    }
 }
 
 unsafe fn win_allocate_shared(
@@ -2824,47 +1722,26 @@ unsafe fn win_allocate_shared(
         info::check_optional(s, info_)?;
         let noncontig = info_true(s, info_, NONCONTIG_KEY)?;
         let cid = args::intra_comm(s, comm)?;
-        let wcomm = s.rt.comm_dup(cid).map_err(engine_fail)?;
-        // Members reached by TCP (`transports=tcp`) could not wake a rank
-        // asleep on a lock word: their operations keep the engine.
-        let direct = match all_on_shm(s, wcomm) {
-            Ok(all) => all && s.rt.settings().bool("rma_direct"),
-            Err(f) => {
-                let _ = s.rt.comm_free(wcomm);
-                return Err(f);
-            }
-        };
-        let shared = match share_memory(
-            s,
-            wcomm,
-            size as usize,
-            noncontig,
-            direct,
-            Sharing::Required,
-        ) {
-            Ok(Some(m)) => m,
-            Ok(None) => unreachable!("required sharing either shares or fails"),
-            Err(f) => {
-                let _ = s.rt.comm_free(wcomm);
-                return Err(f);
-            }
-        };
-        let me = s.rt.comm(wcomm).map_err(engine_fail)?.rank as usize;
-        let base = shared.address(me);
-        let h = create_on(
-            s,
-            wcomm,
-            comm,
-            base.cast(),
+        let (engine, base) = Window::allocate_shared(
+            &mut s.rt,
+            cid,
+            crate::host::identity(),
             size as usize,
             disp_unit as usize,
+            noncontig,
+        )
+        .map_err(engine_fail)?;
+        let h = insert(
+            s,
+            engine,
+            comm,
             MPI_WIN_FLAVOR_SHARED,
-            None,
-            Some(shared),
-        )?;
+            size as usize,
+            disp_unit as usize,
+        );
         // SAFETY: checked non-null; baseptr points to a `void *` (MPI).
         unsafe {
-            put(baseptr.cast::<*mut c_void>(), base);
+            put(baseptr.cast::<*mut c_void>(), base.cast::<c_void>());
             put(win, h);
         }
         Ok(())
@@ -2925,31 +1802,15 @@ pub unsafe extern "C" fn MPI_Win_allocate_shared_c(
 fn shared_segment(s: &State, win: MPI_Win, rank: c_int) -> Result<(u64, u64, *mut c_void), Fail> {
     let w = get(s, win)?;
     let t = if rank == MPI_PROC_NULL {
-        w.targets.iter().position(|t| t.size > 0).unwrap_or(0)
+        None
     } else {
         match target_rank(w, rank)? {
-            Some(t) => t as usize,
+            Some(t) => Some(t),
             None => unreachable!("MPI_PROC_NULL handled above"),
         }
     };
-    let tg = w.targets[t];
-    // Windows from MPI_Win_allocate may share memory too (see
-    // `allocate_on`), but only for the library's own use.
-    match w
-        .shared
-        .as_ref()
-        .filter(|_| w.flavor == MPI_WIN_FLAVOR_SHARED)
-    {
-        Some(sh) => Ok((tg.size, tg.disp_unit, sh.address(t))),
-        None => {
-            let me = s.rt.comm(w.comm).map_err(engine_fail)?.rank as usize;
-            if t == me && w.flavor != MPI_WIN_FLAVOR_DYNAMIC && tg.size > 0 {
-                Ok((tg.size, tg.disp_unit, w.base as *mut c_void))
-            } else {
-                Ok((0, tg.disp_unit, std::ptr::null_mut()))
-            }
-        }
-    }
+    let (size, unit, base) = w.engine.segment(&s.rt, t).map_err(engine_fail)?;
+    Ok((size, unit, base.cast()))
 }
 
 #[no_mangle]

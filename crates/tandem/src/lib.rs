@@ -3,9 +3,9 @@
 //! Layers, bottom to top (each knows only the one beneath it):
 //! [`wire`] (frame headers), [`transport`] (moves frames), [`progress`]
 //! (owns and drives transports), [`p2p`] (matching, eager, rendezvous,
-//! requests), [`coll`] (collectives on point-to-point) and [`rwapi`] (the
-//! Remote-Write API) beside it, [`runtime`] (the Rust API: init,
-//! communicators, finalize). [`params`] and [`bootstrap`] are
+//! requests), [`rma`] (one-sided access) and [`rwapi`] (the Remote-Write
+//! API) on it, [`coll`] (collectives on point-to-point), [`runtime`] (the
+//! Rust API: init, communicators, finalize). [`params`] and [`bootstrap`] are
 //! shared by all layers and by the `tandem` command.
 
 pub mod bootstrap;
@@ -24,6 +24,7 @@ pub mod pages;
 pub mod params;
 pub mod progress;
 pub mod replica;
+pub mod rma;
 pub mod runtime;
 pub mod rwapi;
 pub mod shared_mapping;

@@ -64,7 +64,7 @@ pub enum FrameKind {
     /// region, `rreq` the target address, `sreq` the origin's operation
     /// (answered by `Ack` if refused, or always when `tag` bit 0 is set);
     /// payload follows. With `tag` bit 1 the payload is a table of strided
-    /// target blocks and their data (`rreq` unused; see p2p/remote.rs), as
+    /// target blocks and their data (`rreq` unused; see rma/encoding.rs), as
     /// for an `Acc` whose tag carries the scatter flag.
     Put = 7,
     /// One-sided read: `context`, `rreq` and `len` as for `Put`; answered by

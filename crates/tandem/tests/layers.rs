@@ -36,10 +36,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("job and host", &["bootstrap", "shm_heap"]),
     ("transports", &["transport"]),
     ("progress engine", &["progress"]),
-    ("point-to-point", &["p2p"]),
+    // Point-to-point hands one-sided frames to rma's target side, and
+    // rma's origin operations are point-to-point's: one layer.
+    ("point-to-point and one-sided operations", &["p2p", "rma"]),
     ("replication", &["replica"]),
     ("collectives", &["coll"]),
-    // Engines on point-to-point's one-sided operations.
+    // The Remote-Write API, on the one-sided operations.
     ("remote write", &["rwapi"]),
     ("Rust API", &["runtime", "comm", "group", "intercomm"]),
 ];
@@ -90,6 +92,31 @@ const KNOWN_UPWARD: &[(&str, &str, &str)] = &[
         "coll/shm.rs",
         "runtime",
         "shared-flag collectives are methods of Runtime",
+    ),
+    (
+        "rma/completion.rs",
+        "runtime",
+        "MPI windows (rma/window.rs and its helpers) work on the Runtime for communicators and collectives",
+    ),
+    (
+        "rma/direct.rs",
+        "runtime",
+        "MPI windows (rma/window.rs and its helpers) work on the Runtime for communicators and collectives",
+    ),
+    (
+        "rma/passive.rs",
+        "runtime",
+        "MPI windows (rma/window.rs and its helpers) work on the Runtime for communicators and collectives",
+    ),
+    (
+        "rma/shared.rs",
+        "runtime",
+        "MPI windows (rma/window.rs and its helpers) work on the Runtime for communicators and collectives",
+    ),
+    (
+        "rma/window.rs",
+        "runtime",
+        "MPI windows (rma/window.rs and its helpers) work on the Runtime for communicators and collectives",
     ),
 ];
 

@@ -32,7 +32,7 @@ pub use copy_help::{chunk_of as copy_help_chunk, copy_help_share};
 mod direct;
 mod handler;
 mod path;
-mod remote;
+mod peers;
 pub mod request;
 mod wildcard;
 pub use wildcard::ChoiceRole;
@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorClass, Result};
 use crate::progress::Engine;
+use crate::rma::target::{self as remote, Remote};
 use crate::stats::Counters;
 use crate::transport::shm::ReadRemoteError;
 use crate::transport::{
@@ -50,8 +51,9 @@ use crate::transport::{
 };
 use crate::wire::{FrameKind, Header};
 use path::{Path, PathChooser};
-use remote::Remote;
-pub use remote::{accumulate_supported, OpId, OpState, Strided, CALLER_KEY_BIT};
+// One-sided names RWAPI reaches through point-to-point (rwapi.rs,
+// rwheap.rs); their home is rma.
+pub use crate::rma::{OpId, OpState, CALLER_KEY_BIT};
 use request::Requests;
 pub use request::{ReqId, Request, Stage, Status};
 
@@ -174,17 +176,17 @@ struct Context {
 }
 
 /// A frame the matcher wants sent; sent by [`P2p`] once the transport is free.
-struct Outgoing {
-    peer: u32,
-    header: Header,
-    payload: *const u8,
-    len: usize,
-    token: Option<u64>,
+pub(crate) struct Outgoing {
+    pub(crate) peer: u32,
+    pub(crate) header: Header,
+    pub(crate) payload: *const u8,
+    pub(crate) len: usize,
+    pub(crate) token: Option<u64>,
 }
 
 impl Outgoing {
     /// A frame with no payload and no completion to report.
-    fn control(peer: u32, header: Header) -> Outgoing {
+    pub(crate) fn control(peer: u32, header: Header) -> Outgoing {
         Outgoing {
             peer,
             header,
@@ -220,11 +222,11 @@ pub struct Matcher {
     unexpected_limit: usize,
     /// Eager flow control (none between replicas, which always send eagerly).
     credits: Option<credit::Credits>,
-    outbox: Vec<Outgoing>,
+    pub(crate) outbox: Vec<Outgoing>,
     pulls: Vec<Pull>,
-    lost: Vec<Option<String>>,
+    pub(crate) lost: Vec<Option<String>>,
     counters: Counters,
-    remote: Remote,
+    pub(crate) remote: Remote,
     /// Clear-to-write messages this rank (their sender) must write.
     pushes: Vec<direct::Push>,
     /// Per peer: whether it may be asked to write into this rank's memory.
@@ -922,10 +924,10 @@ pub struct P2pConfig {
 
 /// The point-to-point engine of one rank.
 pub struct P2p {
-    rank: u32,
-    size: u32,
-    engine: Engine,
-    m: Matcher,
+    pub(crate) rank: u32,
+    pub(crate) size: u32,
+    pub(crate) engine: Engine,
+    pub(crate) m: Matcher,
     eager_limit: usize,
     shm_eager_limit: usize,
     spin: Duration,
@@ -1769,7 +1771,7 @@ impl P2p {
         }
     }
 
-    fn flush_outbox(&mut self) -> bool {
+    pub(crate) fn flush_outbox(&mut self) -> bool {
         if !self.m.pulls.is_empty() {
             self.run_pulls();
         }

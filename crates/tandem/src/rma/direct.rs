@@ -21,19 +21,19 @@
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use tandem::datatype::Prim;
-use tandem::ops::{self, PredefOp};
-use tandem::shm_lock::{MutexWord, RwWord};
-
-use super::{engine_fail, get, landing, origin_bytes, win_fail, Access, Origin, Win};
-use crate::abi::MPI_Win;
-use crate::state::{Outcome, State};
-use tandem::ErrorClass;
+use super::buffer::{landing, origin_bytes, Origin};
+use super::window::{Access, Window};
+use crate::datatype::Prim;
+use crate::error::{Error, ErrorClass, Result};
+use crate::ops::{self, PredefOp};
+use crate::p2p::P2p;
+use crate::shm_lock::{MutexWord, RwWord};
+use crate::Runtime;
 
 /// Target `t`'s memory as this process reaches it.
-pub(super) struct Reach {
+pub(crate) struct Reach {
     /// Added to an address in the target's own space (as
-    /// [`super::target_runs`] gives them) makes it one in this process.
+    /// [`super::runs::target_runs`] gives them) makes it one in this process.
     delta: u64,
     mutex: *const AtomicU64,
     /// The whole mapping: origin buffers inside it may overlap the target.
@@ -53,7 +53,7 @@ impl Reach {
 
 /// How `t` of window `w` is reached directly, if its operations go so.
 #[inline(always)]
-pub(super) fn reach(w: &Win, t: u32) -> Option<Reach> {
+pub(crate) fn reach(w: &Window, t: u32) -> Option<Reach> {
     let sh = w.shared.as_ref().filter(|sh| sh.direct)?;
     let start = sh.start(t as usize) as u64;
     let base = sh.map.base() as usize;
@@ -66,17 +66,17 @@ pub(super) fn reach(w: &Win, t: u32) -> Option<Reach> {
 
 /// Whether window `w`'s operations are loads and stores.
 #[inline(always)]
-pub(super) fn is_direct(w: &Win) -> bool {
+pub(crate) fn is_direct(w: &Window) -> bool {
     w.shared.as_ref().is_some_and(|sh| sh.direct)
 }
 
-fn counted(s: &mut State) {
-    s.rt.p2p().engine().counters_mut().rma_direct += 1;
+fn counted(rt: &mut Runtime) {
+    rt.p2p().engine().counters_mut().rma_direct += 1;
 }
 
 /// `MPI_Put` into `a`'s runs, from origin `o` (as many bytes, checked).
 #[inline(always)]
-pub(super) fn put(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outcome {
+pub(crate) fn put(rt: &mut Runtime, a: &Access, r: &Reach, o: &Origin) -> Result<()> {
     let (data, _packed) = origin_bytes(o);
     // SAFETY: `target_runs` checked every run lies in the target's
     // segment, which this process maps; `data` holds the packed origin
@@ -85,13 +85,13 @@ pub(super) fn put(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outcome {
     each_run(a, r, |pos, target, len| unsafe {
         std::ptr::copy(data.add(pos), target, len)
     });
-    counted(s);
+    counted(rt);
     Ok(())
 }
 
 /// `MPI_Get` from `a`'s runs into origin `o`.
 #[inline(always)]
-pub(super) fn get_into(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outcome {
+pub(crate) fn get_into(rt: &mut Runtime, a: &Access, r: &Reach, o: &Origin) -> Result<()> {
     let (dest, unpack) = landing(o, a.target);
     // SAFETY: as in `put`, the other way; `dest` is the user's contiguous
     // buffer or `unpack`'s, of `a.bytes` bytes.
@@ -99,10 +99,10 @@ pub(super) fn get_into(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outc
         std::ptr::copy(target, dest.add(pos), len)
     });
     if let Some(u) = unpack {
-        // SAFETY: the origin buffer was checked by `datatype::typed`.
+        // SAFETY: the origin buffer was checked by the layer above.
         unsafe { u.dest.unpack(&u.data) };
     }
-    counted(s);
+    counted(rt);
     Ok(())
 }
 
@@ -110,15 +110,15 @@ pub(super) fn get_into(s: &mut State, a: &Access, r: &Reach, o: &Origin) -> Outc
 /// for MPI_NO_OP) combined into `a`'s runs with `op` under the target's
 /// mutex; with `fetch`, the previous contents land there (packed; the
 /// caller unpacks).
-pub(super) fn accumulate(
-    s: &mut State,
+pub(crate) fn accumulate(
+    rt: &mut Runtime,
     a: &Access,
     r: &Reach,
     op: PredefOp,
     prim: Prim,
     data: *const u8,
     fetch: Option<*mut u8>,
-) -> Outcome {
+) -> Result<()> {
     let combines = !matches!(op, PredefOp::Replace | PredefOp::NoOp);
     // A pair type with padding (MPI_SHORT_INT ...) lies in runs that are
     // not whole elements: those are gathered into whole ones, combined,
@@ -128,7 +128,7 @@ pub(super) fn accumulate(
             .iter()
             .any(|&(_, len)| !len.is_multiple_of(prim.size()));
     if split && !a.bytes.is_multiple_of(prim.size()) {
-        return Err(win_fail(
+        return Err(Error::new(
             ErrorClass::Type,
             "accumulate of a part of an element",
         ));
@@ -151,7 +151,7 @@ pub(super) fn accumulate(
     // SAFETY: the word lies in the mapping, which lives as long as the
     // window, and the window outlives this call.
     let mutex = MutexWord(unsafe { &*r.mutex });
-    hold(s, &mutex)?;
+    hold(rt, &mutex)?;
     let mut fail = None;
     // SAFETY: runs lie in the target's mapped segment (checked by
     // `target_runs`) and hold `a.bytes` bytes in all; `fetch_to` and
@@ -195,13 +195,13 @@ pub(super) fn accumulate(
     }
     mutex.unlock();
     if let Some(e) = fail {
-        return Err(engine_fail(e));
+        return Err(e);
     }
     if let (Some(old), Some(f)) = (old, fetch) {
         // SAFETY: `f` holds `a.bytes` bytes (the caller's result buffer).
         unsafe { std::ptr::copy(old.as_ptr(), f, a.bytes) };
     }
-    counted(s);
+    counted(rt);
     Ok(())
 }
 
@@ -216,19 +216,19 @@ fn each_run(a: &Access, r: &Reach, mut f: impl FnMut(usize, *mut u8, usize)) {
 }
 
 /// Compare-and-swap of one element of `prim` at `a`'s only run.
-pub(super) fn compare_and_swap(
-    s: &mut State,
+pub(crate) fn compare_and_swap(
+    rt: &mut Runtime,
     a: &Access,
     r: &Reach,
     prim: Prim,
     compare: *const u8,
     origin: *const u8,
     result: *mut u8,
-) -> Outcome {
+) -> Result<()> {
     const MAX: usize = 16;
     let n = prim.size();
     let Some(&(addr, _)) = a.runs.first().filter(|_| n <= MAX) else {
-        return Err(win_fail(
+        return Err(Error::new(
             ErrorClass::Type,
             "compare-and-swap takes one element of at most 16 bytes",
         ));
@@ -243,7 +243,7 @@ pub(super) fn compare_and_swap(
     }
     // SAFETY: as in `accumulate`.
     let mutex = MutexWord(unsafe { &*r.mutex });
-    hold(s, &mutex)?;
+    hold(rt, &mutex)?;
     let target = r.at(addr);
     // SAFETY: the element lies in the target's mapped segment (checked by
     // `target_runs`), changed by other members only under the mutex.
@@ -256,15 +256,15 @@ pub(super) fn compare_and_swap(
     mutex.unlock();
     // SAFETY: one element of `n` bytes (MPI contract).
     unsafe { std::ptr::copy(old.as_ptr(), result, n) };
-    counted(s);
+    counted(rt);
     Ok(())
 }
 
 /// Takes `mutex`. Holders keep it for one operation, so waiting spins,
 /// then offers the CPU (the holder may be descheduled on a busy host);
 /// now and then it asks whether the holder still lives.
-fn hold(s: &mut State, mutex: &MutexWord) -> Outcome {
-    let me = s.rt.rank();
+fn hold(rt: &mut Runtime, mutex: &MutexWord) -> Result<()> {
+    let me = rt.rank();
     let mut rounds: u32 = 0;
     loop {
         for _ in 0..64 {
@@ -276,8 +276,8 @@ fn hold(s: &mut State, mutex: &MutexWord) -> Outcome {
         rounds = rounds.wrapping_add(1);
         std::thread::yield_now();
         if rounds.is_multiple_of(1024) {
-            if let Some(e) = mutex.holder().and_then(|h| s.rt.p2p().peer_gone(h)) {
-                return Err(win_fail(
+            if let Some(e) = mutex.holder().and_then(|h| rt.p2p().peer_gone(h)) {
+                return Err(Error::new(
                     e.class,
                     format!("an accumulate waits for a rank that is gone: {}", e.message),
                 ));
@@ -286,28 +286,24 @@ fn hold(s: &mut State, mutex: &MutexWord) -> Outcome {
     }
 }
 
-/// Takes target `t`'s lock of window `win` (shared or exclusive), waiting
+/// Takes target `t`'s lock of window `w` (shared or exclusive), waiting
 /// as any blocking call does (spin, yield, sleep until a member unlocks);
 /// with `may_end`, `None` when the wait stopped to let other threads in
 /// (`polls` carries on across such stops).
-pub(super) fn lock(
-    s: &mut State,
-    win: MPI_Win,
+pub(crate) fn lock(
+    rt: &mut Runtime,
+    w: &Window,
     t: u32,
     exclusive: bool,
     polls: &mut u32,
     may_end: bool,
-) -> Option<Outcome> {
-    let w = match get(s, win) {
-        Ok(w) => w,
-        Err(f) => return Some(Err(f)),
-    };
+) -> Option<Result<()>> {
     let sh = w
         .shared
         .as_ref()
         .expect("a direct window shares its memory");
     let word: *const AtomicU64 = sh.lock_word(t as usize);
-    let me = s.rt.rank();
+    let me = rt.rank();
     // SAFETY: the word lies in the window's mapping, which outlives this
     // call (only MPI_Win_free drops it, and a window is not freed while a
     // call on it runs).
@@ -322,11 +318,11 @@ pub(super) fn lock(
     if attempt(&word) {
         return Some(Ok(()));
     }
-    let members = w.group.clone();
+    let members = w.group().clone();
     let (mut held, mut gone) = (false, None);
     // The condition may be asked again after it held once: the lock is
     // taken once.
-    let mut look = |p2p: &tandem::p2p::P2p| {
+    let mut look = |p2p: &P2p| {
         held = held || attempt(&word);
         if held {
             return true;
@@ -343,19 +339,19 @@ pub(super) fn lock(
         gone.is_some()
     };
     if may_end {
-        if !s.rt.wait_until_or_hand_over(|p2p, _| look(p2p)) {
+        if !rt.wait_until_or_hand_over(|p2p, _| look(p2p)) {
             return None;
         }
     } else {
-        s.rt.wait_until(|p2p, _| look(p2p));
+        rt.wait_until(|p2p, _| look(p2p));
     }
     if exclusive && gone.is_some() {
         // Readers it kept out may sleep: they look again.
         word.give_up();
-        s.rt.p2p().wake_peers(&members);
+        rt.p2p().wake_peers(&members);
     }
     Some(match gone {
-        Some(p) => Err(win_fail(
+        Some(p) => Err(Error::new(
             ErrorClass::ProcAborted,
             format!("MPI_Win_lock: rank {p} of the job, a member of the window, is gone"),
         )),
@@ -365,8 +361,7 @@ pub(super) fn lock(
 
 /// Gives target `t`'s lock back; with `wake`, members asleep in a wait
 /// look again.
-pub(super) fn unlock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, wake: bool) -> Outcome {
-    let w = get(s, win)?;
+pub(crate) fn unlock(rt: &mut Runtime, w: &Window, t: u32, exclusive: bool, wake: bool) {
     let sh = w
         .shared
         .as_ref()
@@ -378,14 +373,12 @@ pub(super) fn unlock(s: &mut State, win: MPI_Win, t: u32, exclusive: bool, wake:
         word.release_shared();
     }
     if wake {
-        let members = w.group.clone();
-        s.rt.p2p().wake_peers(&members);
+        rt.p2p().wake_peers(w.group());
     }
-    Ok(())
 }
 
 /// Remote completion: every operation already is; a full fence orders this
 /// process's stores before whatever synchronisation follows.
-pub(super) fn complete() {
+pub(crate) fn complete() {
     fence(Ordering::SeqCst);
 }

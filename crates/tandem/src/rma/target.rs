@@ -1,6 +1,8 @@
-//! One-sided access: memory a rank exposes, and the operations peers make on
-//! it (write, read, accumulate, compare-and-swap, locks), carried out by the
-//! target's progress engine without its application taking part.
+//! The target side of one-sided access: memory a rank exposes, and the
+//! operations peers make on it (write, read, accumulate, compare-and-swap,
+//! locks), carried out by the target's progress engine without its
+//! application taking part; and the answers that finish the origin's
+//! operations ([`super::op_table`]).
 //!
 //! The origin names a region by the key its owner gave it and an absolute
 //! address inside it; the target checks both before touching memory, so a
@@ -18,172 +20,28 @@ use std::collections::{HashMap, VecDeque};
 use crate::buf_pool::BufPool;
 use crate::int_map::IntMap;
 
-use crate::datatype::{PairKind, Prim};
-use crate::error::{Error, ErrorClass, Result};
+use crate::datatype::Prim;
+use crate::error::{Error, ErrorClass};
 use crate::ops::{self, PredefOp};
+use crate::p2p::Outgoing;
 use crate::transport::PayloadDest;
 use crate::wire::{FrameKind, Header};
 
-use super::Outgoing;
+use super::encoding::{
+    acc_tag, acc_untag, decode_table, ACC_CAS, ACC_FETCH, ACC_QUIET, ACC_SCATTER, PUT_SCATTER,
+};
+use super::op_table::{OpId, OpState, OpTable, Pending};
+use super::Strided;
 
 /// Send tokens of one-sided frames carry this bit, apart from requests'.
-pub(super) const TOKEN_BIT: u64 = 1 << 63;
+pub(crate) const TOKEN_BIT: u64 = 1 << 63;
 /// ... and replies' tokens this one too, apart from operations'.
 const REPLY_BIT: u64 = 1 << 62;
-/// Flag in an `Acc` frame's tag: reply with the previous contents.
-const ACC_FETCH: i32 = 1 << 16;
-/// Flag in an `Acc` frame's tag: compare-and-swap (payload: compare, swap).
-const ACC_CAS: i32 = 1 << 17;
-/// Flag in an `Acc` frame's tag: answer only a refusal.
-const ACC_QUIET: i32 = 1 << 18;
-/// Flag in an `Acc` frame's tag, and bit 1 of a `Put` frame's: the payload
-/// is a table of [`Strided`] target blocks followed by their data packed in
-/// table order (for `MPI_NO_OP`, no data), and `rreq` is unused. One frame
-/// carries a scattered datatype's thousands of blocks.
-const ACC_SCATTER: i32 = 1 << 19;
-const PUT_SCATTER: i32 = 2;
-/// Bytes of one encoded [`Strided`] block, and of the table's count.
-const STRIDED_LEN: usize = 24;
-
-/// Target blocks of a scattered one-sided operation: `count` blocks of
-/// `len` bytes, the first at `addr`, each `stride` bytes after the one
-/// before (a datatype's blocks compress to few of these when regular).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Strided {
-    pub addr: u64,
-    pub len: u32,
-    pub count: u32,
-    pub stride: i64,
-}
-
-impl Strided {
-    /// Address of block `i`.
-    fn at(&self, i: u32) -> u64 {
-        self.addr
-            .wrapping_add((i64::from(i).wrapping_mul(self.stride)) as u64)
-    }
-
-    /// Bytes of data of all its blocks.
-    pub fn bytes(&self) -> usize {
-        self.len as usize * self.count as usize
-    }
-}
-
-/// Appends the table of `blocks` to `out`.
-fn encode_table(blocks: &[Strided], out: &mut Vec<u8>) {
-    out.extend_from_slice(&(blocks.len() as u32).to_le_bytes());
-    for b in blocks {
-        out.extend_from_slice(&b.addr.to_le_bytes());
-        out.extend_from_slice(&b.len.to_le_bytes());
-        out.extend_from_slice(&b.count.to_le_bytes());
-        out.extend_from_slice(&b.stride.to_le_bytes());
-    }
-}
-
-/// The table at the start of a scattered payload, and the data after it.
-fn decode_table(payload: &[u8]) -> std::result::Result<(Vec<Strided>, &[u8]), ErrorClass> {
-    let n = payload
-        .get(..4)
-        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
-        .ok_or(ErrorClass::Intern)?;
-    let end = n
-        .checked_mul(STRIDED_LEN)
-        .and_then(|t| t.checked_add(4))
-        .filter(|&e| e <= payload.len())
-        .ok_or(ErrorClass::Intern)?;
-    let blocks = payload[4..end]
-        .chunks_exact(STRIDED_LEN)
-        .map(|c| Strided {
-            addr: u64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
-            len: u32::from_le_bytes(c[8..12].try_into().expect("4 bytes")),
-            count: u32::from_le_bytes(c[12..16].try_into().expect("4 bytes")),
-            stride: i64::from_le_bytes(c[16..24].try_into().expect("8 bytes")),
-        })
-        .collect();
-    Ok((blocks, &payload[end..]))
-}
-
-/// A one-sided operation started by this rank.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct OpId(pub u64);
-
-/// Where an operation is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OpState {
-    /// The local buffer is still in use.
-    Pending,
-    /// The local buffer may be reused; the target has not confirmed yet.
-    LocalDone,
-    /// Done at the target (or failed).
-    Done(Option<Error>),
-}
 
 #[derive(Clone, Copy)]
 struct Region {
     base: usize,
     len: usize,
-}
-
-struct Pending {
-    peer: u32,
-    local_done: bool,
-    /// Whether the target answers (otherwise done once local).
-    acked: bool,
-    remote_done: bool,
-    error: Option<Error>,
-    /// Where a reply's data goes (read, fetch): address and length.
-    dest: Option<(usize, usize)>,
-    /// A payload built for the operation (compare-and-swap), in flight.
-    _owned: Vec<u8>,
-}
-
-/// Operations in flight by id. Ids only grow and most operations finish in
-/// order, so a window of slots from the oldest live id is a cheap map.
-#[derive(Default)]
-struct OpTable {
-    first: u64,
-    slots: VecDeque<Option<Pending>>,
-}
-
-impl OpTable {
-    fn insert(&mut self, id: u64, p: Pending) {
-        if self.slots.is_empty() {
-            self.first = id;
-        }
-        debug_assert!(id >= self.first + self.slots.len() as u64);
-        while self.first + (self.slots.len() as u64) < id {
-            self.slots.push_back(None);
-        }
-        self.slots.push_back(Some(p));
-    }
-
-    fn get(&self, id: &u64) -> Option<&Pending> {
-        let i = id.checked_sub(self.first)?;
-        self.slots.get(usize::try_from(i).ok()?)?.as_ref()
-    }
-
-    fn get_mut(&mut self, id: &u64) -> Option<&mut Pending> {
-        let i = id.checked_sub(self.first)?;
-        self.slots.get_mut(usize::try_from(i).ok()?)?.as_mut()
-    }
-
-    fn remove(&mut self, id: &u64) -> Option<Pending> {
-        let i = usize::try_from(id.checked_sub(self.first)?).ok()?;
-        let p = self.slots.get_mut(i)?.take();
-        while matches!(self.slots.front(), Some(None)) {
-            self.slots.pop_front();
-            self.first += 1;
-        }
-        p
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (u64, &Pending)> {
-        let first = self.first;
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(move |(i, p)| p.as_ref().map(|p| (first + i as u64, p)))
-    }
 }
 
 #[derive(Default)]
@@ -210,7 +68,7 @@ pub const CALLER_KEY_BIT: u32 = 1 << 31;
 
 /// One-sided state of one rank: its exposed regions and locks (target side)
 /// and its operations in flight (origin side).
-pub(super) struct Remote {
+pub(crate) struct Remote {
     me: u32,
     regions: IntMap<u32, Region>,
     /// Keys naming a changing set of regions (dynamic windows): an access
@@ -235,9 +93,9 @@ pub(super) struct Remote {
     /// whose payload is arriving.
     filling: Vec<Option<(FrameKind, u64, Option<ErrorClass>)>>,
     /// Small messages received and not yet taken, oldest first.
-    smalls: VecDeque<(u32, [u8; 16])>,
+    pub(crate) smalls: VecDeque<(u32, [u8; 16])>,
     /// Refusals of operations already forgotten: (operation, error).
-    late: Vec<(u64, Error)>,
+    pub(crate) late: Vec<(u64, Error)>,
 }
 
 fn refused(class: ErrorClass, peer: u32) -> Error {
@@ -266,73 +124,8 @@ fn class_from_code(code: i32) -> ErrorClass {
     }
 }
 
-const OPS: [PredefOp; 14] = [
-    PredefOp::Sum,
-    PredefOp::Prod,
-    PredefOp::Min,
-    PredefOp::Max,
-    PredefOp::Land,
-    PredefOp::Lor,
-    PredefOp::Lxor,
-    PredefOp::Band,
-    PredefOp::Bor,
-    PredefOp::Bxor,
-    PredefOp::MinLoc,
-    PredefOp::MaxLoc,
-    PredefOp::Replace,
-    PredefOp::NoOp,
-];
-
-const PRIMS: [Prim; 25] = [
-    Prim::I8,
-    Prim::I16,
-    Prim::I32,
-    Prim::I64,
-    Prim::U8,
-    Prim::U16,
-    Prim::U32,
-    Prim::U64,
-    Prim::F32,
-    Prim::F64,
-    Prim::LongDouble,
-    Prim::Bool,
-    Prim::Logical4,
-    Prim::C32,
-    Prim::C64,
-    Prim::CLongDouble,
-    Prim::Byte,
-    Prim::Pair(PairKind::F32),
-    Prim::Pair(PairKind::F64),
-    Prim::Pair(PairKind::I64),
-    Prim::Pair(PairKind::I32),
-    Prim::Pair(PairKind::I16),
-    Prim::Pair(PairKind::LongDouble),
-    Prim::Pair(PairKind::RealReal),
-    Prim::Pair(PairKind::DoubleDouble),
-];
-
-/// The operation and element type of an accumulate, packed into a tag.
-fn acc_tag(op: PredefOp, prim: Prim) -> Option<i32> {
-    let o = OPS.iter().position(|&x| x == op)?;
-    let p = PRIMS.iter().position(|&x| x == prim)?;
-    Some(o as i32 | ((p as i32) << 8))
-}
-
-fn acc_untag(tag: i32) -> Option<(PredefOp, Prim)> {
-    let op = *OPS.get((tag & 0xff) as usize)?;
-    let prim = *PRIMS.get(((tag >> 8) & 0xff) as usize)?;
-    Some((op, prim))
-}
-
-/// Whether one-sided frames can describe `prim` (opaque Fortran types
-/// cannot be computed on; moving them is a plain put).
-pub fn accumulate_supported(op: PredefOp, prim: Prim) -> bool {
-    acc_tag(op, prim).is_some()
-        && (matches!(op, PredefOp::Replace | PredefOp::NoOp) || ops::applies(op, prim))
-}
-
 impl Remote {
-    pub(super) fn new(me: u32, size: u32) -> Remote {
+    pub(crate) fn new(me: u32, size: u32) -> Remote {
         Remote {
             me,
             regions: IntMap::default(),
@@ -359,13 +152,13 @@ impl Remote {
         key
     }
 
-    pub(super) fn expose_dynamic(&mut self) -> u32 {
+    pub(crate) fn expose_dynamic(&mut self) -> u32 {
         let key = self.new_key();
         self.dynamic.insert(key, Vec::new());
         key
     }
 
-    pub(super) fn attach(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
+    pub(crate) fn attach(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
         match self.dynamic.get_mut(&key) {
             Some(v) => {
                 v.push(Region {
@@ -378,7 +171,7 @@ impl Remote {
         }
     }
 
-    pub(super) fn detach(&mut self, key: u32, base: *const u8) -> bool {
+    pub(crate) fn detach(&mut self, key: u32, base: *const u8) -> bool {
         let Some(v) = self.dynamic.get_mut(&key) else {
             return false;
         };
@@ -395,7 +188,7 @@ impl Remote {
         self.regions.contains_key(&key) || self.dynamic.contains_key(&key)
     }
 
-    pub(super) fn expose(&mut self, base: *mut u8, len: usize) -> u32 {
+    pub(crate) fn expose(&mut self, base: *mut u8, len: usize) -> u32 {
         let key = self.new_key();
         self.regions.insert(
             key,
@@ -407,7 +200,7 @@ impl Remote {
         key
     }
 
-    pub(super) fn expose_keyed(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
+    pub(crate) fn expose_keyed(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
         if key & CALLER_KEY_BIT == 0 || self.known(key) {
             return false;
         }
@@ -421,7 +214,7 @@ impl Remote {
         true
     }
 
-    pub(super) fn unexpose(&mut self, key: u32) -> bool {
+    pub(crate) fn unexpose(&mut self, key: u32) -> bool {
         self.locks.remove(&key);
         let known = self.dynamic.remove(&key).is_some() | self.regions.remove(&key).is_some();
         if self.regions.is_empty() && self.dynamic.is_empty() {
@@ -521,7 +314,7 @@ impl Remote {
         Ok(())
     }
 
-    pub(super) fn start(
+    pub(crate) fn start(
         &mut self,
         peer: u32,
         lost: Option<&str>,
@@ -535,7 +328,7 @@ impl Remote {
     }
 
     /// A new operation id, not tracked yet.
-    pub(super) fn next_id(&mut self) -> u64 {
+    pub(crate) fn next_id(&mut self) -> u64 {
         let id = self.next_op;
         self.next_op += 1;
         id
@@ -543,7 +336,7 @@ impl Remote {
 
     /// Tracks operation `id`, the newest id handed out (failed at once
     /// when `lost` says the peer is gone).
-    pub(super) fn track(
+    pub(crate) fn track(
         &mut self,
         id: u64,
         peer: u32,
@@ -572,7 +365,7 @@ impl Remote {
         self.ops.insert(id, p);
     }
 
-    pub(super) fn finish(&mut self, id: u64, error: Option<Error>) {
+    pub(crate) fn finish(&mut self, id: u64, error: Option<Error>) {
         if let Some(p) = self.ops.get_mut(&id) {
             if !p.remote_done {
                 p.remote_done = true;
@@ -586,7 +379,7 @@ impl Remote {
         }
     }
 
-    pub(super) fn local_done(&mut self, id: u64) {
+    pub(crate) fn local_done(&mut self, id: u64) {
         let Some(p) = self.ops.get_mut(&id) else {
             return;
         };
@@ -596,7 +389,7 @@ impl Remote {
         }
     }
 
-    pub(super) fn state(&self, id: OpId) -> Option<OpState> {
+    pub(crate) fn state(&self, id: OpId) -> Option<OpState> {
         let p = self.ops.get(&id.0)?;
         Some(if p.remote_done {
             OpState::Done(p.error.clone())
@@ -608,7 +401,7 @@ impl Remote {
     }
 
     /// Forgets a finished operation, returning its outcome.
-    pub(super) fn take(&mut self, id: OpId) -> Option<Option<Error>> {
+    pub(crate) fn take(&mut self, id: OpId) -> Option<Option<Error>> {
         if self.ops.get(&id.0)?.remote_done {
             return self.ops.remove(&id.0).map(|p| p.error);
         }
@@ -618,15 +411,15 @@ impl Remote {
     /// Whether peers may access this rank's memory, or its own operations
     /// are not done: then progress between calls matters even with no
     /// request alive.
-    pub(super) fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         !self.regions.is_empty() || !self.dynamic.is_empty() || self.in_flight_total > 0
     }
 
-    pub(super) fn in_flight(&self, peer: u32) -> u64 {
+    pub(crate) fn in_flight(&self, peer: u32) -> u64 {
         self.in_flight[peer as usize]
     }
 
-    pub(super) fn send_done(&mut self, token: u64) {
+    pub(crate) fn send_done(&mut self, token: u64) {
         if token & REPLY_BIT != 0 {
             if let Some(v) = self.replies.remove(&(token & !(TOKEN_BIT | REPLY_BIT))) {
                 if v.capacity() >= REPLY_POOL_MIN {
@@ -639,7 +432,7 @@ impl Remote {
     }
 
     /// Fails everything in flight to `peer`.
-    pub(super) fn peer_lost(&mut self, peer: u32, reason: &str) {
+    pub(crate) fn peer_lost(&mut self, peer: u32, reason: &str) {
         self.filling[peer as usize] = None;
         let doomed: Vec<u64> = self
             .ops
@@ -716,7 +509,7 @@ impl Remote {
     }
 
     /// A lock request from `peer` (possibly self) for region `key`.
-    pub(super) fn lock(
+    pub(crate) fn lock(
         &mut self,
         peer: u32,
         key: u32,
@@ -743,7 +536,7 @@ impl Remote {
     }
 
     /// A lock release from `peer` (possibly self) for region `key`.
-    pub(super) fn unlock(&mut self, peer: u32, key: u32, sreq: u64, out: &mut Vec<Outgoing>) {
+    pub(crate) fn unlock(&mut self, peer: u32, key: u32, sreq: u64, out: &mut Vec<Outgoing>) {
         let ok = match self.locks.get_mut(&key) {
             Some(l) if l.holders > 0 => {
                 l.holders -= 1;
@@ -778,7 +571,7 @@ impl Remote {
     }
 
     /// Where the payload of a one-sided frame from `peer` goes.
-    pub(super) fn on_header(
+    pub(crate) fn on_header(
         &mut self,
         peer: u32,
         h: &Header,
@@ -840,7 +633,7 @@ impl Remote {
 
     /// A complete one-sided frame from `peer`: `data` is the payload of a
     /// buffered `Acc`, `written` what a direct payload placed.
-    pub(super) fn on_frame(
+    pub(crate) fn on_frame(
         &mut self,
         peer: u32,
         h: &Header,
@@ -1067,7 +860,7 @@ impl Remote {
     }
 
     /// Local accumulate on self (no frame).
-    pub(super) fn acc_tag_for(op: PredefOp, prim: Prim, fetch: bool, cas: bool) -> Option<i32> {
+    pub(crate) fn acc_tag_for(op: PredefOp, prim: Prim, fetch: bool, cas: bool) -> Option<i32> {
         let t = acc_tag(op, prim)?;
         let quiet = !fetch && !cas;
         Some(
@@ -1079,7 +872,7 @@ impl Remote {
 
     /// Carries out a one-sided frame addressed to this very rank, as if it
     /// had arrived, without a transport.
-    pub(super) fn on_self(
+    pub(crate) fn on_self(
         &mut self,
         h: &Header,
         data: &[u8],
@@ -1151,528 +944,10 @@ fn reply_pool() -> BufPool {
     BufPool::new(REPLY_POOL_BYTES, REPLY_POOL_COUNT)
 }
 
-/// The payload of a scattered operation: the table of `blocks`, then
-/// `data` (`len` bytes) if any.
-///
-/// # Safety
-/// `data`, if given, must be valid for reads of `len` bytes.
-unsafe fn scattered_payload(
-    blocks: &[Strided],
-    data: Option<(*const u8, usize)>,
-) -> Result<Vec<u8>> {
-    let len = data.map_or(0, |d| d.1);
-    let size = 4 + blocks.len() * STRIDED_LEN + len;
-    if size as u64 > crate::wire::MAX_EAGER || blocks.len() > u32::MAX as usize {
-        return Err(Error::new(
-            ErrorClass::Count,
-            "one scattered operation carries at most 64 MiB",
-        ));
-    }
-    let mut payload = Vec::with_capacity(size);
-    encode_table(blocks, &mut payload);
-    if let Some((p, n)) = data.filter(|d| d.1 > 0) {
-        // SAFETY: the caller's promise.
-        payload.extend_from_slice(unsafe { std::slice::from_raw_parts(p, n) });
-    }
-    Ok(payload)
-}
-
-/// One-sided operations, as the layers above see them.
-impl super::P2p {
-    /// Lets peers access `[base, base + len)`; returns the key they name it by.
-    pub fn expose(&mut self, base: *mut u8, len: usize) -> u32 {
-        self.m.remote.expose(base, len)
-    }
-
-    /// Lets peers access `[base, base + len)` under a key the caller chose
-    /// (one with [`CALLER_KEY_BIT`] set, never handed out by
-    /// [`P2p::expose`]); false, and nothing exposed, if the key is in use or
-    /// lacks the bit.
-    pub fn expose_keyed(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
-        self.m.remote.expose_keyed(key, base, len)
-    }
-
-    /// Whether `peer` is known to be gone; asks the kernel first when it is
-    /// a shared-memory peer (so a peer that died since the last sleep is
-    /// seen now). The reason, if gone.
-    pub fn peer_gone(&mut self, peer: u32) -> Option<Error> {
-        if peer >= self.size || peer == self.rank {
-            return None;
-        }
-        if self.m.lost[peer as usize].is_none() && self.engine.check_exited(peer, &mut self.m) {
-            self.flush_outbox();
-        }
-        self.m.lost[peer as usize]
-            .as_ref()
-            .map(|why| Error::new(ErrorClass::ProcAborted, why.clone()))
-    }
-
-    /// Whether `peer` is known to be gone, without asking anything.
-    pub fn peer_known_gone(&self, peer: u32) -> bool {
-        self.m.lost.get(peer as usize).is_some_and(Option::is_some)
-    }
-
-    /// Whether `peer` is a rank on this host reached through shared memory.
-    pub fn is_shm_peer(&self, peer: u32) -> bool {
-        peer < self.size && self.engine.is_shm_peer(peer)
-    }
-
-    /// Whether every one of `ranks` but this rank is reached through shared
-    /// memory (so all of them can map one segment, and wake each other).
-    pub fn all_shm_peers(&self, ranks: &[u32]) -> bool {
-        ranks.iter().all(|&p| p == self.rank || self.is_shm_peer(p))
-    }
-
-    /// A key for a set of regions that changes ([`P2p::attach`],
-    /// [`P2p::detach_region`]).
-    pub fn expose_dynamic(&mut self) -> u32 {
-        self.m.remote.expose_dynamic()
-    }
-
-    /// Adds `[base, base + len)` to dynamic key `key`'s regions.
-    pub fn attach(&mut self, key: u32, base: *mut u8, len: usize) -> bool {
-        self.m.remote.attach(key, base, len)
-    }
-
-    /// Removes the region starting at `base` from dynamic key `key`.
-    pub fn detach_region(&mut self, key: u32, base: *const u8) -> bool {
-        self.m.remote.detach(key, base)
-    }
-
-    /// Withdraws a region: later accesses to it are refused.
-    pub fn unexpose(&mut self, key: u32) -> bool {
-        self.m.remote.unexpose(key)
-    }
-
-    /// Starts tracking an operation to `peer` (failed at once if the peer
-    /// is gone); its id.
-    fn start_op(
-        &mut self,
-        peer: u32,
-        acked: bool,
-        dest: Option<(usize, usize)>,
-        owned: Vec<u8>,
-    ) -> u64 {
-        let lost = self.m.lost[peer as usize].as_deref();
-        self.m.remote.start(peer, lost, acked, dest, owned)
-    }
-
-    fn check_peer(&self, peer: u32) -> Result<()> {
-        if peer >= self.size {
-            return Err(Error::new(
-                ErrorClass::Rank,
-                format!("rank {peer} is not in the job (size {})", self.size),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Sends a one-sided frame for operation `id` (carries it out at once
-    /// when the target is this rank).
-    fn send_onesided(&mut self, peer: u32, header: Header, payload: *const u8, len: usize) {
-        let id = header.sreq;
-        if self.m.remote.state(OpId(id)) != Some(OpState::Pending) {
-            return; // already failed (peer gone)
-        }
-        if peer == self.rank {
-            let data = if len == 0 {
-                &[][..]
-            } else {
-                // SAFETY: the caller of the public operation promised
-                // `payload` is valid for `len` bytes.
-                unsafe { std::slice::from_raw_parts(payload, len) }
-            };
-            if let Err(e) = self.m.remote.on_self(&header, data, &mut self.m.outbox) {
-                self.m
-                    .remote
-                    .finish(id, Some(Error::new(ErrorClass::Intern, e)));
-            }
-            self.flush_outbox();
-            return;
-        }
-        // Runs of puts and plain accumulates (neither answered unless
-        // refused) may leave together over TCP (see `Engine::send_batched`):
-        // completion is asked for later anyway, and one stream keeps them
-        // in order.
-        let token = Some(TOKEN_BIT | id);
-        let quiet_acc = header.kind == FrameKind::Acc && header.tag & ACC_QUIET != 0;
-        let sent = if header.kind == FrameKind::Put || quiet_acc {
-            self.engine
-                .send_batched(peer, &header, payload, len, token, false)
-        } else {
-            self.engine.send(peer, &header, payload, len, token)
-        };
-        match sent {
-            Ok(crate::transport::SendState::Done) => self.m.remote.local_done(id),
-            Ok(crate::transport::SendState::Queued) => {}
-            Err(e) => {
-                let msg = e.message.clone();
-                super::FrameSink::on_peer_lost(&mut self.m, peer, &msg);
-            }
-        }
-    }
-
-    fn header(kind: FrameKind, key: u32, tag: i32, len: usize, id: u64, addr: u64) -> Header {
-        Header {
-            kind,
-            context: key,
-            src: 0,
-            tag,
-            len: len as u64,
-            sreq: id,
-            rreq: addr,
-        }
-    }
-
-    /// Writes `len` bytes from `data` to `addr` in peer's region `key`.
-    /// The operation is done once `data` may be reused; the target answers
-    /// only a refusal, which the operation's state shows if it has not been
-    /// taken yet, and [`P2p::take_late_errors`] otherwise. [`P2p::sync`]
-    /// waits until the target has carried it out.
-    ///
-    /// # Safety
-    /// `data` must stay valid for reads of `len` bytes until the operation
-    /// is no longer [`OpState::Pending`].
-    pub unsafe fn put(
-        &mut self,
-        peer: u32,
-        key: u32,
-        addr: u64,
-        data: *const u8,
-        len: usize,
-    ) -> Result<OpId> {
-        self.check_peer(peer)?;
-        let id = self.start_op(peer, false, None, Vec::new());
-        let h = Self::header(FrameKind::Put, key, 0, len, id, addr);
-        self.send_onesided(peer, h, data, len);
-        Ok(OpId(id))
-    }
-
-    /// A write as [`P2p::put`], for callers that keep no record of the
-    /// writes that have left: when the transport takes the whole frame at
-    /// once (nothing queued before it), the operation is over when this
-    /// returns and the engine keeps nothing of it (its state is `None`
-    /// from the start; a refusal arrives through
-    /// [`P2p::take_late_errors`]); otherwise it is tracked as a put is.
-    /// Returns its id and whether it is over already. This spares a write
-    /// that leaves at once the operation table, the per-peer counts and
-    /// the caller's later look-ups. Like a put, a write in a run of them
-    /// may wait over TCP to leave with the others in one system call (see
-    /// [`crate::progress::Engine::send_batched`]); with `hold` it waits
-    /// over TCP even when it leads a run, for a frame its caller will send
-    /// at once (a small message announcing it) to take it along.
-    ///
-    /// # Safety
-    /// As [`P2p::put`].
-    pub unsafe fn put_untracked(
-        &mut self,
-        peer: u32,
-        key: u32,
-        addr: u64,
-        data: *const u8,
-        len: usize,
-        hold: bool,
-    ) -> Result<(OpId, bool)> {
-        self.check_peer(peer)?;
-        if peer == self.rank || self.m.lost[peer as usize].is_some() {
-            // SAFETY: forwarded from the caller.
-            return unsafe { self.put(peer, key, addr, data, len) }.map(|id| (id, false));
-        }
-        let id = self.m.remote.next_id();
-        let h = Self::header(FrameKind::Put, key, 0, len, id, addr);
-        match self
-            .engine
-            .send_batched(peer, &h, data, len, Some(TOKEN_BIT | id), hold)
-        {
-            Ok(crate::transport::SendState::Done) => Ok((OpId(id), true)),
-            Ok(crate::transport::SendState::Queued) => {
-                self.m.remote.track(id, peer, None, false, None, Vec::new());
-                Ok((OpId(id), false))
-            }
-            Err(e) => {
-                // Tracked first, so that the loss fails it with the others.
-                self.m.remote.track(id, peer, None, false, None, Vec::new());
-                let msg = e.message.clone();
-                super::FrameSink::on_peer_lost(&mut self.m, peer, &msg);
-                Ok((OpId(id), false))
-            }
-        }
-    }
-
-    /// Writes the data of scattered target `blocks` (packed in their order,
-    /// `len` bytes at `data`) into peer's region `key` in one frame; as
-    /// [`P2p::put`] otherwise. The target writes all blocks or, if one is
-    /// outside its memory, none.
-    ///
-    /// # Safety
-    /// `data` must be valid for reads of `len` bytes now (it is copied).
-    pub unsafe fn put_scattered(
-        &mut self,
-        peer: u32,
-        key: u32,
-        blocks: &[Strided],
-        data: *const u8,
-        len: usize,
-    ) -> Result<OpId> {
-        self.check_peer(peer)?;
-        let payload = scattered_payload(blocks, Some((data, len)))?;
-        let (ptr, plen) = (payload.as_ptr(), payload.len());
-        // The payload's heap buffer stays put while the operation owns it.
-        let id = self.start_op(peer, false, None, payload);
-        let h = Self::header(FrameKind::Put, key, PUT_SCATTER, plen, id, 0);
-        self.send_onesided(peer, h, ptr, plen);
-        Ok(OpId(id))
-    }
-
-    /// [`P2p::accumulate`] on scattered target `blocks` in one frame: `data`
-    /// holds their data packed in order (`None` for `MPI_NO_OP`, which only
-    /// fetches: a scattered read), `fetch` receives their previous contents
-    /// packed the same way.
-    ///
-    /// # Safety
-    /// `data` valid for reads of the blocks' total size now (it is copied);
-    /// `fetch` valid for writes of as many bytes until done.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn accumulate_scattered(
-        &mut self,
-        peer: u32,
-        key: u32,
-        blocks: &[Strided],
-        op: PredefOp,
-        prim: Prim,
-        data: Option<*const u8>,
-        fetch: Option<*mut u8>,
-    ) -> Result<OpId> {
-        self.check_peer(peer)?;
-        let tag = Remote::acc_tag_for(op, prim, fetch.is_some(), false)
-            .filter(|_| accumulate_supported(op, prim))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Op,
-                    format!("{} does not apply to this element type", op.name()),
-                )
-            })?;
-        let total: usize = blocks.iter().map(Strided::bytes).sum();
-        let payload = scattered_payload(blocks, data.map(|d| (d, total)))?;
-        let (ptr, plen) = (payload.as_ptr(), payload.len());
-        let dest = fetch.map(|p| (p as usize, total));
-        let id = self.start_op(peer, fetch.is_some(), dest, payload);
-        let h = Self::header(FrameKind::Acc, key, tag | ACC_SCATTER, plen, id, 0);
-        self.send_onesided(peer, h, ptr, plen);
-        Ok(OpId(id))
-    }
-
-    /// Reads `len` bytes at `addr` in peer's region `key` into `dest`.
-    ///
-    /// # Safety
-    /// `dest` must stay valid for writes of `len` bytes until the operation
-    /// is done.
-    pub unsafe fn get(
-        &mut self,
-        peer: u32,
-        key: u32,
-        addr: u64,
-        dest: *mut u8,
-        len: usize,
-    ) -> Result<OpId> {
-        self.check_peer(peer)?;
-        let id = self.start_op(peer, true, Some((dest as usize, len)), Vec::new());
-        let h = Self::header(FrameKind::Get, key, 0, len, id, addr);
-        self.send_onesided(peer, h, std::ptr::null(), 0);
-        Ok(OpId(id))
-    }
-
-    /// Combines `len` bytes of `prim` elements from `data` into peer's
-    /// memory with `op`, atomically per element with respect to other
-    /// accumulates; with `fetch`, the previous contents land there.
-    ///
-    /// # Safety
-    /// `data` valid for reads of `len` bytes until not pending; `fetch`
-    /// valid for writes of `len` bytes until done.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn accumulate(
-        &mut self,
-        peer: u32,
-        key: u32,
-        addr: u64,
-        op: PredefOp,
-        prim: Prim,
-        data: *const u8,
-        len: usize,
-        fetch: Option<*mut u8>,
-    ) -> Result<OpId> {
-        self.check_peer(peer)?;
-        let tag = Remote::acc_tag_for(op, prim, fetch.is_some(), false)
-            .filter(|_| accumulate_supported(op, prim))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Op,
-                    format!("{} does not apply to this element type", op.name()),
-                )
-            })?;
-        if len as u64 > crate::wire::MAX_EAGER {
-            return Err(Error::new(
-                ErrorClass::Count,
-                "one accumulate carries at most 64 MiB",
-            ));
-        }
-        let dest = fetch.map(|p| (p as usize, len));
-        // Without a fetch it is quiet, as a put is.
-        let id = self.start_op(peer, fetch.is_some(), dest, Vec::new());
-        let h = Self::header(FrameKind::Acc, key, tag, len, id, addr);
-        self.send_onesided(peer, h, data, len);
-        Ok(OpId(id))
-    }
-
-    /// Compare-and-swap of one `prim` element at `addr`: where it equals
-    /// `compare` it becomes `swap`; the previous value lands in `result`.
-    ///
-    /// # Safety
-    /// `compare` and `swap` valid for reads of one element now; `result`
-    /// valid for writes of one element until done.
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn compare_and_swap(
-        &mut self,
-        peer: u32,
-        key: u32,
-        addr: u64,
-        prim: Prim,
-        compare: *const u8,
-        swap: *const u8,
-        result: *mut u8,
-    ) -> Result<OpId> {
-        self.check_peer(peer)?;
-        let n = prim.size();
-        let tag = Remote::acc_tag_for(PredefOp::Replace, prim, false, true)
-            .ok_or_else(|| Error::new(ErrorClass::Type, "compare-and-swap on an opaque type"))?;
-        let mut payload = Vec::with_capacity(2 * n);
-        // SAFETY: the caller's promise: one element each.
-        unsafe {
-            payload.extend_from_slice(std::slice::from_raw_parts(compare, n));
-            payload.extend_from_slice(std::slice::from_raw_parts(swap, n));
-        }
-        let (ptr, len) = (payload.as_ptr(), payload.len());
-        // The payload's heap buffer stays put while the operation owns it.
-        let id = self.start_op(peer, true, Some((result as usize, n)), payload);
-        let h = Self::header(FrameKind::Acc, key, tag, len, id, addr);
-        self.send_onesided(peer, h, ptr, len);
-        Ok(OpId(id))
-    }
-
-    /// Done once `peer` has carried out everything this rank sent it before.
-    pub fn sync(&mut self, peer: u32) -> Result<OpId> {
-        self.check_peer(peer)?;
-        let id = self.start_op(peer, true, None, Vec::new());
-        let h = Self::header(FrameKind::Sync, 0, 0, 0, id, 0);
-        self.send_onesided(peer, h, std::ptr::null(), 0);
-        Ok(OpId(id))
-    }
-
-    /// Refusals of quiet operations that had already been taken.
-    pub fn take_late_errors(&mut self) -> Vec<(OpId, Error)> {
-        std::mem::take(&mut self.m.remote.late)
-            .into_iter()
-            .map(|(id, e)| (OpId(id), e))
-            .collect()
-    }
-
-    /// Asks peer for a lock on its region `key`; done once granted.
-    pub fn lock(&mut self, peer: u32, key: u32, exclusive: bool) -> Result<OpId> {
-        self.check_peer(peer)?;
-        let id = self.start_op(peer, true, None, Vec::new());
-        let h = Self::header(FrameKind::Lock, key, i32::from(exclusive), 0, id, 0);
-        self.send_onesided(peer, h, std::ptr::null(), 0);
-        Ok(OpId(id))
-    }
-
-    /// Releases a lock on peer's region `key`; done once the target has
-    /// carried out everything this rank sent it before.
-    pub fn unlock(&mut self, peer: u32, key: u32) -> Result<OpId> {
-        self.check_peer(peer)?;
-        let id = self.start_op(peer, true, None, Vec::new());
-        let h = Self::header(FrameKind::Unlock, key, 0, 0, id, 0);
-        self.send_onesided(peer, h, std::ptr::null(), 0);
-        Ok(OpId(id))
-    }
-
-    /// Where operation `id` is; `None` once taken or never started.
-    pub fn op_state(&self, id: OpId) -> Option<OpState> {
-        self.m.remote.state(id)
-    }
-
-    /// Forgets a finished operation and returns its outcome; `None` while
-    /// it is still in flight.
-    pub fn op_take(&mut self, id: OpId) -> Option<Result<()>> {
-        self.m.remote.take(id).map(|e| e.map_or(Ok(()), Err))
-    }
-
-    /// Sends a 16-byte small message to `peer` (it never waits: the
-    /// transport copies the frame if it cannot send it now). Frames to one
-    /// peer keep their order, so a small message sent after a write is seen
-    /// after the write is done at the target.
-    pub fn send_small(&mut self, peer: u32, msg: &[u8; 16]) -> Result<()> {
-        self.check_peer(peer)?;
-        if let Some(why) = &self.m.lost[peer as usize] {
-            return Err(Error::new(ErrorClass::ProcAborted, why.clone()));
-        }
-        let h = Header {
-            kind: FrameKind::Small,
-            context: 0,
-            src: 0,
-            tag: 0,
-            len: 0,
-            sreq: u64::from_le_bytes(msg[..8].try_into().expect("8 bytes")),
-            rreq: u64::from_le_bytes(msg[8..].try_into().expect("8 bytes")),
-        };
-        if peer == self.rank {
-            return self
-                .m
-                .remote
-                .on_frame(peer, &h, None, &mut self.m.outbox)
-                .map_err(|e| Error::new(ErrorClass::Intern, e));
-        }
-        match self.engine.send(peer, &h, std::ptr::null(), 0, None) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let msg = e.message.clone();
-                super::FrameSink::on_peer_lost(&mut self.m, peer, &msg);
-                Err(e)
-            }
-        }
-    }
-
-    /// The oldest small message received and not yet taken: (sender, bytes).
-    pub fn take_small(&mut self) -> Option<(u32, [u8; 16])> {
-        self.m.remote.smalls.pop_front()
-    }
-
-    /// Operations to `peer` not yet done at the target.
-    pub fn ops_in_flight(&self, peer: u32) -> u64 {
-        self.m.remote.in_flight(peer)
-    }
-
-    /// Drives progress until `id` is done at the target; returns its outcome.
-    pub fn op_wait(&mut self, id: OpId) -> Result<()> {
-        self.wait_for(|p| !matches!(p.op_state(id), Some(OpState::Pending | OpState::LocalDone)));
-        self.op_take(id).unwrap_or(Ok(()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn accumulate_tags_round_trip() {
-        for &op in &OPS {
-            for &prim in &PRIMS {
-                let t = acc_tag(op, prim).unwrap();
-                assert!(t >= 0);
-                assert_eq!(acc_untag(t), Some((op, prim)));
-            }
-        }
-        assert_eq!(acc_untag(0xff), None);
-    }
+    use crate::rma::encoding::encode_table;
 
     /// Operations that left at once are never tracked (`put_untracked`):
     /// ids handed out around them stay in order, they have no state, and
