@@ -94,7 +94,7 @@ impl Completion {
         Ok(c)
     }
 
-    /// Waits (see [`wait_serving`]) until every operation is complete; with
+    /// Waits (see `wait_serving`) until every operation is complete; with
     /// `may_end`, false when it stopped to let other threads in.
     pub fn wait(&mut self, rt: &mut Runtime, may_end: bool) -> bool {
         let Some(ids) = &self.ids else {

@@ -10,7 +10,7 @@ pub enum LockHeld {
     No,
     /// Granted by the target.
     Yes,
-    /// Taken in the window's shared memory (see [`super::direct::lock`]).
+    /// Taken in the window's shared memory (see `super::direct::lock`).
     Word {
         exclusive: bool,
     },

@@ -4,13 +4,13 @@
 //! MPI model on top of them.
 //!
 //! The engine's operations:
-//! * [`target`]: the target side, serving the one-sided frames that
+//! * `target`: the target side, serving the one-sided frames that
 //!   point-to-point hands over, and the answers that finish the origin's
 //!   operations.
-//! * [`origin`]: the operations as the layers above start them, on
+//! * `origin`: the operations as the layers above start them, on
 //!   point-to-point's outgoing path.
-//! * [`op_table`]: the origin's operations in flight.
-//! * [`encoding`]: how one-sided operations are written in frames.
+//! * `op_table`: the origin's operations in flight.
+//! * `encoding`: how one-sided operations are written in frames.
 //!
 //! Windows:
 //! * [`window`]: a window at one member, its creation and operations.
@@ -19,7 +19,7 @@
 //! * [`buffer`]: origin buffers, packed and unpacked.
 //! * [`epoch`]: which epochs are open.
 //! * [`completion`] and [`passive`]: remote completion, locks.
-//! * [`shared`] and [`direct`]: windows in memory every member maps, whose
+//! * `shared` and `direct`: windows in memory every member maps, whose
 //!   operations are loads and stores.
 
 pub mod buffer;

@@ -62,7 +62,7 @@ impl LockState {
     }
 }
 
-/// Keys with this bit are chosen by the layer above ([`P2p::expose_keyed`]);
+/// Keys with this bit are chosen by the layer above (`P2p::expose_keyed`);
 /// the engine's own keys never have it.
 pub const CALLER_KEY_BIT: u32 = 1 << 31;
 

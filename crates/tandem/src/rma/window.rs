@@ -19,9 +19,9 @@
 //! * Lock requests are queued at the target by its progress engine and
 //!   granted in order (shared ones together); a lock returns once granted
 //!   ([`super::passive`]).
-//! * Windows whose memory every member maps ([`super::shared`]) skip all of
+//! * Windows whose memory every member maps (`super::shared`) skip all of
 //!   this: operations are loads and stores, locks and accumulates words in
-//!   that memory ([`super::direct`]).
+//!   that memory (`super::direct`).
 
 use std::alloc::Layout as AllocLayout;
 use std::sync::Arc;
