@@ -9,7 +9,8 @@
  *     MPI_Allreduce;
  *  2. MPI_Type_get_contents hands back derived constituents the caller
  *     owns: freeing them, as the standard asks, leaves the program's own
- *     type intact and usable;
+ *     type intact and usable; a type's contents outlive its constituents'
+ *     handles;
  *  3. a generalized request's status keeps the source its query callback
  *     set, MPI_ANY_SOURCE included, and MPI_Cancel returns the error its
  *     cancel callback returned.
@@ -123,7 +124,43 @@ int main(int argc, char **argv) {
                            MPI_STATUS_IGNORE));
     CHECK(back[0] == 5 && back[1] == 6, "the program's type still communicates");
     CHECK_MPI(MPI_Type_free(&vec));
+
+    /* A duplicate outlives the type it was made from: its contents still
+     * name what that type was (a contiguous pair), also once the freed
+     * handle's number is given to a new type, and every level decodes in
+     * turn (mpi4py's type decoder walks them so). */
+    MPI_Datatype dup, dup2, other, got_t, got_inner;
+    CHECK_MPI(MPI_Type_dup(pair, &dup));
+    CHECK_MPI(MPI_Type_dup(dup, &dup2));
     CHECK_MPI(MPI_Type_free(&pair));
+    CHECK_MPI(MPI_Type_free(&dup));
+    CHECK_MPI(MPI_Type_vector(2, 1, 3, MPI_DOUBLE, &other));
+    CHECK_MPI(MPI_Type_get_envelope(dup2, &ni, &na, &nd, &combiner));
+    CHECK(combiner == MPI_COMBINER_DUP && nd == 1, "the duplicate's envelope");
+    CHECK_MPI(MPI_Type_get_contents(dup2, 0, 0, 1, NULL, NULL, &got_t));
+    CHECK_MPI(MPI_Type_get_envelope(got_t, &ni, &na, &nd, &combiner));
+    CHECK(combiner == MPI_COMBINER_DUP && nd == 1, "the freed duplicate decodes as a duplicate (combiner %d)",
+          combiner);
+    CHECK_MPI(MPI_Type_get_contents(got_t, 0, 0, 1, NULL, NULL, &got_inner));
+    CHECK_MPI(MPI_Type_get_envelope(got_inner, &ni, &na, &nd, &combiner));
+    CHECK(combiner == MPI_COMBINER_CONTIGUOUS && ni == 1 && nd == 1,
+          "the freed pair decodes as a contiguous type (combiner %d)", combiner);
+    CHECK_MPI(MPI_Type_size(got_inner, &got));
+    CHECK_EQ((int)(2 * sizeof(int)), got, "the freed pair's size");
+    CHECK_MPI(MPI_Type_free(&got_inner));
+    CHECK_MPI(MPI_Type_free(&got_t));
+    CHECK_MPI(MPI_Type_free(&other));
+    CHECK_MPI(MPI_Type_free(&dup2));
+
+    /* A predefined datatype may be renamed, as mpi4py's tests do. */
+    char tname[MPI_MAX_OBJECT_NAME];
+    int tlen = 0;
+    CHECK_MPI(MPI_Type_get_name(MPI_INT, tname, &tlen));
+    CHECK(strcmp(tname, "MPI_INT") == 0, "MPI_INT's name (got %s)", tname);
+    CHECK_MPI(MPI_Type_set_name(MPI_INT, "my int"));
+    CHECK_MPI(MPI_Type_get_name(MPI_INT, tname, &tlen));
+    CHECK(strcmp(tname, "my int") == 0 && tlen == 6, "MPI_INT renamed (got %s)", tname);
+    CHECK_MPI(MPI_Type_set_name(MPI_INT, "MPI_INT"));
 
     /* 3. */
     MPI_Request req;

@@ -107,6 +107,19 @@ struct Entry {
     committed: bool,
     name: String,
     contents: Contents,
+    /// The derived constituents in `contents.types` as they were when this
+    /// type was made (`None` for predefined ones): a constituent's handle
+    /// may be freed, and its number reused, while this type lives on, and
+    /// `MPI_Type_get_contents` must still describe what it was made of.
+    kept: Vec<Option<Arc<Constituent>>>,
+}
+
+/// A derived datatype as a type made from it keeps it.
+struct Constituent {
+    layout: Arc<Layout>,
+    committed: bool,
+    contents: Contents,
+    kept: Vec<Option<Arc<Constituent>>>,
 }
 
 static TYPES: Mutex<Vec<Option<Entry>>> = Mutex::new(Vec::new());
@@ -349,13 +362,35 @@ pub fn packed_size(comm: MPI_Comm, dt: MPI_Datatype) -> Result<usize, Fail> {
 }
 
 pub(crate) fn register(layout: Layout, contents: Contents) -> MPI_Datatype {
+    let mut t = types();
+    let kept = contents
+        .types
+        .iter()
+        .map(|&c| {
+            if is_predefined(c) {
+                return None;
+            }
+            let e = t.get(c.wrapping_sub(USER_TYPE_BASE))?.as_ref()?;
+            Some(Arc::new(Constituent {
+                layout: e.layout.clone(),
+                committed: e.committed,
+                contents: e.contents.clone(),
+                kept: e.kept.clone(),
+            }))
+        })
+        .collect();
     let entry = Entry {
         layout: Arc::new(layout),
         committed: false,
         name: String::new(),
         contents,
+        kept,
     };
-    let mut t = types();
+    insert(&mut t, entry)
+}
+
+/// Puts `entry` in the first free slot; its handle.
+fn insert(t: &mut Vec<Option<Entry>>, entry: Entry) -> MPI_Datatype {
     let i = match t.iter().position(Option::is_none) {
         Some(i) => {
             t[i] = Some(entry);
@@ -371,24 +406,36 @@ pub(crate) fn register(layout: Layout, contents: Contents) -> MPI_Datatype {
 
 /// [`register`] for datatypes that need no `MPI_Type_commit` (the
 /// `MPI_Type_create_f90_*` types, predefined by the standard).
-/// The handle `MPI_Type_get_contents` gives for constituent `dt`: a
-/// predefined type is itself; a derived one is a new handle made alike
-/// (layout, contents, commit state), as Open MPI does, which the caller
-/// owns and frees, as the standard asks, without touching the type the
-/// program holds.
-pub(crate) fn handed_out(dt: MPI_Datatype) -> MPI_Datatype {
-    if is_predefined(dt) {
-        return dt;
-    }
-    let found = types()
+/// The handle `MPI_Type_get_contents` gives for constituent `i` of derived
+/// datatype `dt`: a predefined type is itself; a derived one is a new
+/// handle made alike (layout, contents, commit state) from what `dt` kept
+/// of it, as Open MPI does, which the caller owns and frees, as the
+/// standard asks, without touching any type the program holds.
+pub(crate) fn handed_out(dt: MPI_Datatype, i: usize) -> MPI_Datatype {
+    let mut t = types();
+    let Some(e) = t
         .get(dt.wrapping_sub(USER_TYPE_BASE))
         .and_then(Option::as_ref)
-        .map(|e| ((*e.layout).clone(), e.contents.clone(), e.committed));
-    match found {
-        Some((layout, contents, true)) => register_committed(layout, contents),
-        Some((layout, contents, false)) => register(layout, contents),
-        None => dt,
-    }
+    else {
+        return MPI_DATATYPE_NULL;
+    };
+    let given = e
+        .contents
+        .types
+        .get(i)
+        .copied()
+        .unwrap_or(MPI_DATATYPE_NULL);
+    let Some(Some(c)) = e.kept.get(i).cloned() else {
+        return given;
+    };
+    let entry = Entry {
+        layout: c.layout.clone(),
+        committed: c.committed,
+        name: String::new(),
+        contents: c.contents.clone(),
+        kept: c.kept.clone(),
+    };
+    insert(&mut t, entry)
 }
 
 pub(crate) fn register_committed(layout: Layout, contents: Contents) -> MPI_Datatype {
@@ -791,20 +838,39 @@ pub fn write_name(name: &str, out: *mut c_char, resultlen: *mut c_int) -> Result
     Ok(())
 }
 
+/// Names the program gave predefined datatypes (few: a list will do).
+static PREDEFINED_RENAMES: Mutex<Vec<(MPI_Datatype, String)>> = Mutex::new(Vec::new());
+
+fn rename_predefined(dt: MPI_Datatype, name: String) {
+    // Poisoning needs a panic under the lock; nothing under it panics.
+    let mut r = PREDEFINED_RENAMES.lock().unwrap_or_else(|p| p.into_inner());
+    match r.iter_mut().find(|(d, _)| *d == dt) {
+        Some(entry) => entry.1 = name,
+        None => r.push((dt, name)),
+    }
+}
+
+fn predefined_rename(dt: MPI_Datatype) -> Option<String> {
+    let r = PREDEFINED_RENAMES.lock().unwrap_or_else(|p| p.into_inner());
+    r.iter().find(|(d, _)| *d == dt).map(|(_, n)| n.clone())
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Type_set_name(datatype: MPI_Datatype, name: *const c_char) -> c_int {
     call_local("MPI_Type_set_name", || {
         args::out_ptr(MPI_COMM_WORLD, name as *mut c_char, "name")?;
-        if is_predefined(datatype) {
-            return Err(Fail::new(
-                MPI_COMM_WORLD,
-                ErrorClass::Type,
-                "predefined datatypes keep their names",
-            ));
-        }
-        let i = user_index(datatype)?;
         // SAFETY: checked non-null; a C string by the MPI contract.
         let text = unsafe { read_name(name) };
+        if is_predefined(datatype) {
+            // A predefined datatype may be renamed too, as MPI_COMM_WORLD
+            // may (MPICH and Open MPI allow both).
+            if predefined_datatype_name(datatype).is_none() {
+                return Err(type_error(MPI_COMM_WORLD, datatype));
+            }
+            rename_predefined(datatype, text);
+            return Ok(());
+        }
+        let i = user_index(datatype)?;
         if let Some(Some(e)) = types().get_mut(i) {
             e.name = text;
         }
@@ -820,7 +886,7 @@ pub unsafe extern "C" fn MPI_Type_get_name(
 ) -> c_int {
     call_local("MPI_Type_get_name", || {
         let text = match predefined_datatype_name(datatype) {
-            Some(n) => n.to_string(),
+            Some(n) => predefined_rename(datatype).unwrap_or_else(|| n.to_string()),
             // MPI-4.1: the null handle has a name too.
             None if datatype == MPI_DATATYPE_NULL => "MPI_DATATYPE_NULL".to_string(),
             None => {

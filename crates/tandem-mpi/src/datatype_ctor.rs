@@ -817,8 +817,10 @@ unsafe fn put_contents(
         std::ptr::copy_nonoverlapping(c.ints.as_ptr(), integers, c.ints.len());
         std::ptr::copy_nonoverlapping(c.aints.as_ptr(), addresses, c.aints.len());
         std::ptr::copy_nonoverlapping(c.large.as_ptr(), large_counts, c.large.len());
-        for (i, &t) in c.types.iter().enumerate() {
-            datatypes.add(i).write(crate::datatype::handed_out(t));
+        for i in 0..c.types.len() {
+            datatypes
+                .add(i)
+                .write(crate::datatype::handed_out(datatype, i));
         }
     }
     Ok(())
