@@ -269,3 +269,15 @@ fn coll_shm_on_shared_flags_and_by_messages() {
         );
     }
 }
+
+/// A non-blocking collective started before a barrier on one rank and
+/// after it on the others (mpi4py's emulated `Iagree` test).
+#[test]
+fn nonblocking_collectives_are_numbered_apart_from_blocking_ones() {
+    let prog = compile("nbc_apart");
+    for np in [1, 2, 3] {
+        assert_pass(&run(np, &[], &prog, &[], JOB_TIMEOUT), "nbc_apart");
+    }
+    let tcp = ["--set", "transports=tcp"];
+    assert_pass(&run(3, &tcp, &prog, &[], JOB_TIMEOUT), "nbc_apart");
+}

@@ -240,10 +240,17 @@ pub fn run(
     }
     // Under MPI_THREAD_MULTIPLE a blocking collective is a started one
     // waited for, so that its wait can let other threads in.
-    // SAFETY: user buffers stay valid until the collective completes (MPI
-    // contract: until the request completes); the staging buffers stay in
-    // `st` until then.
-    let sid = unsafe { s.rt.coll_start(id, c) }.map_err(|error| Fail { comm, error })?;
+    // Blocking and non-blocking collectives are numbered apart.
+    let started = if req.is_null() {
+        // SAFETY: user buffers stay valid until the collective completes
+        // (MPI contract: for the call); the staging buffers stay in `st`
+        // until then.
+        unsafe { s.rt.coll_start(id, c) }
+    } else {
+        // SAFETY: as above, until the request completes.
+        unsafe { s.rt.icoll_start(id, c) }
+    };
+    let sid = started.map_err(|error| Fail { comm, error })?;
     complete_or_hand_out(s, comm, sid, st, req)
 }
 

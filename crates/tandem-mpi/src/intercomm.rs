@@ -163,11 +163,17 @@ pub(crate) fn start(
     st: Stage,
     req: *mut MPI_Request,
 ) -> Outcome {
-    // SAFETY: user buffers stay valid until the collective completes (MPI
-    // contract: for the call when blocking, until the request completes
-    // otherwise); the staging buffers stay in `st`, kept here until the
-    // wait or moved into the request.
-    let sid = unsafe { s.rt.inter_coll_start(id, call) }.map_err(fail(comm))?;
+    // Blocking and non-blocking collectives are numbered apart.
+    let started = if req.is_null() {
+        // SAFETY: user buffers stay valid for the call (MPI contract); the
+        // staging buffers stay in `st`, kept here until the wait.
+        unsafe { s.rt.inter_coll_start(id, call) }
+    } else {
+        // SAFETY: user buffers stay valid until the request completes (MPI
+        // contract); the staging buffers move into the request.
+        unsafe { s.rt.inter_icoll_start(id, call) }
+    };
+    let sid = started.map_err(fail(comm))?;
     crate::coll::complete_or_hand_out(s, comm, sid, st, req)
 }
 

@@ -34,6 +34,29 @@ impl Runtime {
     /// Every pointer in `call` must stay valid for the reads and writes the
     /// collective makes until it completes.
     pub unsafe fn coll_start(&mut self, comm: CommId, call: CollCall) -> Result<SchedId> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.coll_begin(comm, call, false) }
+    }
+
+    /// [`Runtime::coll_start`] for a non-blocking collective (`MPI_I...`
+    /// and persistent collectives' starts), numbered apart from blocking
+    /// ones (see `Colls::next_nonblocking_tag`).
+    ///
+    /// # Safety
+    /// As [`Runtime::coll_start`].
+    pub unsafe fn icoll_start(&mut self, comm: CommId, call: CollCall) -> Result<SchedId> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.coll_begin(comm, call, true) }
+    }
+
+    /// # Safety
+    /// As [`Runtime::coll_start`].
+    unsafe fn coll_begin(
+        &mut self,
+        comm: CommId,
+        call: CollCall,
+        nonblocking: bool,
+    ) -> Result<SchedId> {
         let c = self.comm(comm)?;
         if c.is_inter() {
             return Err(crate::intercomm::unsupported());
@@ -46,7 +69,11 @@ impl Runtime {
                 eprintln!("tandem: rank {}: {w}", self.rank());
             }
         }
-        let tag = self.colls.next_tag(cid);
+        let tag = if nonblocking {
+            self.colls.next_nonblocking_tag(cid)
+        } else {
+            self.colls.next_tag(cid)
+        };
         let s = b.finish(ctx, tag, group);
         Ok(self.colls.start(s, &mut self.p2p))
     }

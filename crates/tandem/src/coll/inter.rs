@@ -350,6 +350,28 @@ impl Runtime {
     /// Every pointer in `call` must stay valid for the reads and writes the
     /// collective makes until it completes.
     pub unsafe fn inter_coll_start(&mut self, id: CommId, call: InterCall) -> Result<SchedId> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inter_coll_begin(id, call, false) }
+    }
+
+    /// [`Runtime::inter_coll_start`] for a non-blocking collective,
+    /// numbered apart from blocking ones (see `Colls::next_nonblocking_tag`).
+    ///
+    /// # Safety
+    /// As [`Runtime::inter_coll_start`].
+    pub unsafe fn inter_icoll_start(&mut self, id: CommId, call: InterCall) -> Result<SchedId> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.inter_coll_begin(id, call, true) }
+    }
+
+    /// # Safety
+    /// As [`Runtime::inter_coll_start`].
+    unsafe fn inter_coll_begin(
+        &mut self,
+        id: CommId,
+        call: InterCall,
+        nonblocking: bool,
+    ) -> Result<SchedId> {
         let (c, inter) = self.inter_of(id)?;
         let local = self.comm(inter.local)?;
         let (local_cid, local_ctx) = (local.cid, local.coll_context());
@@ -370,10 +392,17 @@ impl Runtime {
         let b = p.b;
         // The tags only once the call is known to be well formed, so that
         // a refused call leaves the sequences as every member has them.
-        let tag = self.colls.next_tag(local_cid);
+        let mut next_tag = |cid| {
+            if nonblocking {
+                self.colls.next_nonblocking_tag(cid)
+            } else {
+                self.colls.next_tag(cid)
+            }
+        };
+        let tag = next_tag(local_cid);
         let remote = RemoteGroup {
             ctx: c.coll_context(),
-            tag: self.colls.next_tag(c.cid),
+            tag: next_tag(c.cid),
             group: inter.remote.clone(),
         };
         let s = b

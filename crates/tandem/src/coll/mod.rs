@@ -468,6 +468,8 @@ pub struct Colls {
     pub selection: Selection,
     /// Next collective sequence number of each context id.
     seqs: IntMap<u32, u32>,
+    /// The same for non-blocking collectives.
+    nonblocking_seqs: IntMap<u32, u32>,
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// Schedules not finished yet.
@@ -483,6 +485,11 @@ pub struct Colls {
 /// Finished schedules' vectors kept for reuse.
 const SPARES: usize = 4;
 
+/// Collective tags: a sequence number in the low bits, and this bit for
+/// non-blocking collectives.
+const SEQ_MASK: u32 = 0x1fff_ffff;
+const NONBLOCKING_TAG_BIT: u32 = 0x2000_0000;
+
 impl Colls {
     /// From the `coll_*` parameters.
     pub fn new(settings: &Settings) -> std::result::Result<Colls, String> {
@@ -495,6 +502,7 @@ impl Colls {
         Colls {
             selection,
             seqs: IntMap::default(),
+            nonblocking_seqs: IntMap::default(),
             slots: Vec::new(),
             free: Vec::new(),
             active: Vec::new(),
@@ -504,11 +512,25 @@ impl Colls {
         }
     }
 
-    /// The tag of the next collective on communicator `cid` (every member
-    /// calls collectives in the same order, so they agree on it).
+    /// The tag of the next blocking collective on communicator `cid`
+    /// (every member calls collectives in the same order, so they agree on
+    /// it).
     pub fn next_tag(&mut self, cid: u32) -> i32 {
         let s = self.seqs.entry(cid).or_insert(0);
-        let tag = (*s & 0x3fff_ffff) as i32;
+        let tag = (*s & SEQ_MASK) as i32;
+        *s = s.wrapping_add(1);
+        tag
+    }
+
+    /// The tag of the next non-blocking collective on `cid`. Non-blocking
+    /// collectives are numbered apart from blocking ones (a non-blocking
+    /// collective never matches a blocking one, as the standard says), so
+    /// that one started before a barrier on one rank and after it on
+    /// another does not meet the barrier's messages, as Open MPI and MPICH
+    /// also keep them apart.
+    pub fn next_nonblocking_tag(&mut self, cid: u32) -> i32 {
+        let s = self.nonblocking_seqs.entry(cid).or_insert(0);
+        let tag = (NONBLOCKING_TAG_BIT | (*s & SEQ_MASK)) as i32;
         *s = s.wrapping_add(1);
         tag
     }
@@ -516,6 +538,7 @@ impl Colls {
     /// Forgets a freed communicator.
     pub fn forget(&mut self, cid: u32) {
         self.seqs.remove(&cid);
+        self.nonblocking_seqs.remove(&cid);
         self.shm.remove(&cid);
     }
 
