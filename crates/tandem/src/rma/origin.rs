@@ -249,14 +249,7 @@ impl P2p {
         fetch: Option<*mut u8>,
     ) -> Result<OpId> {
         self.check_peer(peer)?;
-        let tag = Remote::acc_tag_for(op, prim, fetch.is_some(), false)
-            .filter(|_| accumulate_supported(op, prim))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Op,
-                    format!("{} does not apply to this element type", op.name()),
-                )
-            })?;
+        let tag = checked_acc_tag(op, prim, fetch.is_some())?;
         let total: usize = blocks.iter().map(Strided::bytes).sum();
         let payload = scattered_payload(blocks, data.map(|d| (d, total)))?;
         let (ptr, plen) = (payload.as_ptr(), payload.len());
@@ -307,14 +300,7 @@ impl P2p {
         fetch: Option<*mut u8>,
     ) -> Result<OpId> {
         self.check_peer(peer)?;
-        let tag = Remote::acc_tag_for(op, prim, fetch.is_some(), false)
-            .filter(|_| accumulate_supported(op, prim))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorClass::Op,
-                    format!("{} does not apply to this element type", op.name()),
-                )
-            })?;
+        let tag = checked_acc_tag(op, prim, fetch.is_some())?;
         if len as u64 > crate::wire::MAX_EAGER {
             return Err(Error::new(
                 ErrorClass::Count,
@@ -461,4 +447,17 @@ impl P2p {
         self.wait_for(|p| !matches!(p.op_state(id), Some(OpState::Pending | OpState::LocalDone)));
         self.op_take(id).unwrap_or(Ok(()))
     }
+}
+
+/// The `Acc` frame tag of `op` on `prim` (fetching or not), or the error
+/// when the operation does not apply to that element type.
+fn checked_acc_tag(op: PredefOp, prim: Prim, fetch: bool) -> Result<i32> {
+    Remote::acc_tag_for(op, prim, fetch, false)
+        .filter(|_| accumulate_supported(op, prim))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorClass::Op,
+                format!("{} does not apply to this element type", op.name()),
+            )
+        })
 }
