@@ -112,9 +112,7 @@ impl Runtime {
                 )));
             }
         }
-        // Replicas talk over TCP only (also on one host): every frame
-        // passes through the replication layer, which drives TCP.
-        let mut shm = if names.contains(&"shm") && !replicated {
+        let mut shm = if names.contains(&"shm") {
             ShmTransport::attach(job.rank, job.local_size)?
         } else {
             None
@@ -157,7 +155,8 @@ impl Runtime {
             link.fence()?;
         }
         if let Some(s) = shm.as_mut() {
-            s.connect(settings.bool("shm_single_copy"))?;
+            // Replicas exchange frames only: nothing reads a peer's memory.
+            s.connect(settings.bool("shm_single_copy") && !replicated, replicated)?;
         }
         // Replicated messages travel eagerly, whole, up to the largest frame
         // (see replica/).
@@ -168,7 +167,11 @@ impl Runtime {
         };
         let single_copy_min = settings.uint("shm_single_copy_min") as usize;
         // Both before `bind_to_core` narrows the CPUs this process sees.
-        let shm_eager_limit = shm_eager_limit(&settings, job.local_size, eager_limit);
+        let shm_eager_limit = if replicated {
+            eager_limit
+        } else {
+            shm_eager_limit(&settings, job.local_size, eager_limit)
+        };
         let copy_help_min = copy_help_min(&settings, job.local_size);
         // With the path choice, every rendezvous message to a rank on this
         // host is offered for reading and the receiver picks the faster way.

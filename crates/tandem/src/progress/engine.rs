@@ -16,7 +16,7 @@ use crate::stats::{Counters, Stopwatch};
 use crate::transport::shm::{Advert, ReadRemoteError, ShmTransport};
 pub use crate::transport::shm::{WAKE_HELPER_ANY, WAKE_HELPER_RNDV};
 use crate::transport::tcp::TcpTransport;
-use crate::transport::{FrameSink, SendState};
+use crate::transport::{FrameSink, Links, SendState};
 use crate::wire::Header;
 
 /// How a peer is reached.
@@ -34,6 +34,9 @@ const TOKEN_TCP: u64 = u64::MAX;
 /// rank pays when its message lands during it: once every 64 calls it
 /// added about 0.02 us to an 8-byte shared-memory ping-pong (0.18 us).
 const IDLE_TCP_POLL_EVERY: u32 = 1024;
+/// In a replicated job, local processes' exits are looked for once every
+/// this many progress calls besides every sleep.
+const EXIT_WATCH_EVERY: u32 = 256;
 const TOKEN_WAKE: u64 = u64::MAX - 1;
 /// The rank's own kick descriptor (see [`Engine::kick_fd`]).
 const TOKEN_KICK: u64 = u64::MAX - 2;
@@ -49,7 +52,12 @@ pub const QUEUED_SLEEP_MS: i32 = 10;
 pub struct Engine {
     tcp: TcpTransport,
     shm: Option<ShmTransport>,
+    /// How each peer the layer above names is reached. In a replicated job
+    /// those are ranks, and every one is `Tcp` here: the shared-memory
+    /// paths that bypass frames stay closed to them, and frames go through
+    /// the replication layer, which reaches processes by `process_routes`.
     routes: Vec<Route>,
+    process_routes: Vec<Route>,
     epfd: OwnedFd,
     /// An eventfd in `epfd` that another thread of this process writes to
     /// wake a wait sleeping here (see [`Engine::kick_fd`]).
@@ -119,7 +127,10 @@ impl Engine {
         if let Some(shm) = &shm {
             epoll_add(ep, shm.wake_fd(), TOKEN_WAKE)?;
             for (i, &w) in shm.world_ranks().iter().enumerate() {
-                routes[w as usize] = Route::Shm(i as u32);
+                // (A process that never attached has no world rank.)
+                if let Some(r) = routes.get_mut(w as usize) {
+                    *r = Route::Shm(i as u32);
+                }
                 if let Some(fd) = shm.pidfd(i as u32) {
                     epoll_add(ep, fd, i as u64)?;
                 }
@@ -129,6 +140,7 @@ impl Engine {
             tcp,
             shm,
             routes,
+            process_routes: Vec::new(),
             epfd,
             kick,
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 32],
@@ -145,23 +157,51 @@ impl Engine {
     /// and `replicas` maps them to processes. Opens the connections to the
     /// partner replicas (see [`Replicas::greet`]).
     pub fn set_replicas(&mut self, mut replicas: Replicas) {
-        replicas.greet(&mut self.tcp);
+        let place = replicas.placement();
+        self.process_routes =
+            std::mem::replace(&mut self.routes, vec![Route::Tcp; place.ranks as usize]);
+        // The leader's decisions reach its siblings over TCP also on one
+        // host: what a leader handed the kernel is delivered after it dies,
+        // and the kernel's buffers hold far more than a ring, where frames
+        // beyond the ring's cells wait in the leader's memory and die with
+        // it (a follower far behind would miss decisions no survivor keeps).
+        for j in 0..place.replicas {
+            self.process_routes[place.process_of(place.rank(), j) as usize] = Route::Tcp;
+        }
+        replicas.greet(&mut self.links().1);
         self.replicas = Some(replicas);
+    }
+
+    /// The replication layer, if any, and the transports as it reaches
+    /// processes through them.
+    fn links(&mut self) -> (Option<&mut Replicas>, ProcessLinks<'_>) {
+        let replicated = self.replicas.is_some();
+        (
+            self.replicas.as_mut(),
+            ProcessLinks {
+                tcp: &mut self.tcp,
+                shm: self.shm.as_mut(),
+                routes: &self.process_routes,
+                idle_tcp_skips: &mut self.idle_tcp_skips,
+                poll_everything: self.poll_everything,
+                replicated,
+            },
+        )
     }
 
     /// Sends a control frame to every other live replica of this rank (a
     /// replicated job's wildcard decisions).
     pub fn send_to_replicas(&mut self, header: &Header) {
-        if let Some(rep) = self.replicas.as_mut() {
-            rep.send_to_siblings(&mut self.tcp, header);
+        if let (Some(rep), mut links) = self.links() {
+            rep.send_to_siblings(&mut links, header);
         }
     }
 
     /// A replicated job's replica has finished: tells the others (see
     /// [`Replicas::announce_finished`]).
     pub fn announce_replica_finished(&mut self) {
-        if let Some(rep) = self.replicas.as_mut() {
-            rep.announce_finished(&mut self.tcp);
+        if let (Some(rep), mut links) = self.links() {
+            rep.announce_finished(&mut links);
         }
     }
 
@@ -202,11 +242,11 @@ impl Engine {
         len: usize,
         token: Option<u64>,
     ) -> Result<SendState> {
-        if let Some(rep) = self.replicas.as_mut() {
+        if let (Some(rep), mut links) = self.links() {
             // SAFETY: callers keep `payload` valid for `len` bytes until the
             // frame has left or its token is reported, as every transport
             // requires (the transports read it later too).
-            return unsafe { rep.send(&mut self.tcp, peer, header, payload, len, token) };
+            return unsafe { rep.send(&mut links, peer, header, payload, len, token) };
         }
         match (self.routes[peer as usize], self.shm.as_mut()) {
             (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
@@ -228,11 +268,11 @@ impl Engine {
         token: Option<u64>,
         hold: bool,
     ) -> Result<SendState> {
-        if let Some(rep) = self.replicas.as_mut() {
+        if let (Some(rep), mut links) = self.links() {
             // SAFETY: callers keep `payload` valid for `len` bytes until the
             // frame has left or its token is reported, as every transport
             // requires (the transports read it later too).
-            return unsafe { rep.send(&mut self.tcp, peer, header, payload, len, token) };
+            return unsafe { rep.send(&mut links, peer, header, payload, len, token) };
         }
         match (self.routes[peer as usize], self.shm.as_mut()) {
             (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
@@ -397,8 +437,8 @@ impl Engine {
     /// (and before [`Engine::sleep_armed`]) cannot be missed: a peer that
     /// changes it afterwards and calls [`Engine::wake`] wakes the sleep.
     pub fn arm_sleep(&mut self) -> bool {
-        if let Some(rep) = self.replicas.as_mut() {
-            rep.before_sleep(&mut self.tcp);
+        if let (Some(rep), mut links) = self.links() {
+            rep.before_sleep(&mut links);
         }
         self.shm.as_mut().is_none_or(|s| s.prepare_sleep())
     }
@@ -449,7 +489,12 @@ impl Engine {
                 }
                 token => {
                     if let Some(shm) = self.shm.as_mut() {
-                        shm.peer_exited(token as u32, sink);
+                        // Processes, in a replicated job: seen as ranks
+                        // through the replication layer.
+                        match self.replicas.as_mut() {
+                            Some(rep) => shm.peer_exited(token as u32, &mut rep.upward(sink)),
+                            None => shm.peer_exited(token as u32, sink),
+                        }
                         did = true;
                     }
                 }
@@ -475,25 +520,10 @@ impl Engine {
     }
 
     fn drive(&mut self, sink: &mut dyn FrameSink) -> bool {
-        if let Some(rep) = self.replicas.as_mut() {
-            return rep.progress(&mut self.tcp, sink);
+        match self.links() {
+            (Some(rep), mut links) => rep.progress(&mut links, sink),
+            (None, mut links) => links.progress(sink),
         }
-        let mut did = false;
-        if let Some(shm) = self.shm.as_mut() {
-            did |= shm.progress(sink);
-        }
-        // Gabriel's VolpexMPI report: asking the kernel about idle sockets on
-        // every call is pure cost. Without TCP connections only the listener
-        // could have news (a first contact, or a stranger), and that can wait
-        // a little.
-        self.idle_tcp_skips = self.idle_tcp_skips.wrapping_add(1);
-        if self.poll_everything
-            || self.tcp.is_active()
-            || self.idle_tcp_skips.is_multiple_of(IDLE_TCP_POLL_EVERY)
-        {
-            did |= self.tcp.progress(sink, 0);
-        }
-        did
     }
 
     /// A descriptor another thread of this process may write an 8-byte
@@ -571,11 +601,14 @@ impl Engine {
         false
     }
 
-    /// Local ranks on this host (shared-memory peers), including this one.
+    /// Local ranks on this host (shared-memory peers), including this one;
+    /// none in a replicated job, whose frames only the replication layer
+    /// may take from the rings (the signal handler takes none there).
     pub fn local_ranks(&self) -> u32 {
-        self.shm
-            .as_ref()
-            .map_or(0, |s| s.world_ranks().len() as u32)
+        match (&self.shm, &self.replicas) {
+            (Some(s), None) => s.world_ranks().len() as u32,
+            _ => 0,
+        }
     }
 
     /// For the signal handler: the control frame at the head of the ring
@@ -694,5 +727,61 @@ impl Engine {
     /// Closes every connection.
     pub fn shutdown(&mut self) {
         self.tcp.close_all();
+    }
+}
+
+/// The transports as they reach processes: the engine's own drive, and in a
+/// replicated job what the replication layer sends through.
+struct ProcessLinks<'a> {
+    tcp: &'a mut TcpTransport,
+    shm: Option<&'a mut ShmTransport>,
+    routes: &'a [Route],
+    idle_tcp_skips: &'a mut u32,
+    poll_everything: bool,
+    /// A replicated job's: TCP is polled on every call (siblings always
+    /// talk over it, see [`Engine::set_replicas`]), and exited local
+    /// processes are looked for now and then also without a sleep (a
+    /// replica waiting for its receivers' acknowledgements polls without
+    /// sleeping; a receiver lost must not keep it waiting).
+    replicated: bool,
+}
+
+impl Links for ProcessLinks<'_> {
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    fn send(
+        &mut self,
+        process: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+        token: Option<u64>,
+    ) -> Result<SendState> {
+        match (self.routes.get(process as usize), self.shm.as_deref_mut()) {
+            (Some(Route::Shm(local)), Some(shm)) => shm.send(*local, header, payload, len, token),
+            _ => self.tcp.send(process, header, payload, len, token),
+        }
+    }
+
+    fn progress(&mut self, sink: &mut dyn FrameSink) -> bool {
+        let mut did = false;
+        if let Some(shm) = self.shm.as_deref_mut() {
+            did |= shm.progress(sink);
+            if self.replicated && self.idle_tcp_skips.is_multiple_of(EXIT_WATCH_EVERY) {
+                did |= shm.reap_exited(sink);
+            }
+        }
+        // Gabriel's VolpexMPI report: asking the kernel about idle sockets on
+        // every call is pure cost. Without TCP connections only the listener
+        // could have news (a first contact, or a stranger), and that can wait
+        // a little.
+        *self.idle_tcp_skips = self.idle_tcp_skips.wrapping_add(1);
+        if self.poll_everything
+            || self.replicated
+            || self.tcp.is_active()
+            || self.idle_tcp_skips.is_multiple_of(IDLE_TCP_POLL_EVERY)
+        {
+            did |= self.tcp.progress(sink, 0);
+        }
+        did
     }
 }

@@ -32,6 +32,10 @@
 //! * When every replica of a rank is lost, the rank is reported lost to
 //!   point-to-point, which ends every operation involving it with an error.
 //!
+//! Frames go to processes through [`Links`]: shared memory between the
+//! processes of one host, TCP between hosts, each pair always the same way,
+//! so that each sender's frames arrive in order.
+//!
 //! Only eager frames are replicated: a replicated job sends every message
 //! eagerly (the runtime sets the eager limit to the largest frame and turns
 //! the single-copy and direct-write paths off), and any other frame kind
@@ -45,8 +49,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
 use crate::error::{Error, ErrorClass, Result};
-use crate::transport::tcp::TcpTransport;
-use crate::transport::{FrameSink, Payload, PayloadDest, SendState};
+use crate::transport::{FrameSink, Links, Payload, PayloadDest, SendState};
 use crate::wire::{FrameKind, Header};
 
 /// Acknowledge after taking this many messages from one sender rank...
@@ -332,13 +335,13 @@ impl Replicas {
     }
 
     /// Sends `header` (no payload) to every other live replica of this rank.
-    pub fn send_to_siblings(&mut self, tcp: &mut TcpTransport, header: &Header) {
+    pub fn send_to_siblings(&mut self, net: &mut dyn Links, header: &Header) {
         let me = self.place.rank();
         for j in 0..self.place.replicas {
             let p = self.place.process_of(me, j);
             if j != self.place.replica() && !self.dead[p as usize] {
                 // A failure is reported by the transport as a loss.
-                let _ = tcp.send(p, header, std::ptr::null(), 0, None);
+                let _ = net.send(p, header, std::ptr::null(), 0, None);
             }
         }
     }
@@ -348,7 +351,7 @@ impl Replicas {
     /// that slower replicas of other ranks, which may still send to this
     /// rank what they sent a faster sibling, do not take its leaving for a
     /// loss.
-    pub fn announce_finished(&mut self, tcp: &mut TcpTransport) {
+    pub fn announce_finished(&mut self, net: &mut dyn Links) {
         let me = self
             .place
             .process_of(self.place.rank(), self.place.replica());
@@ -356,7 +359,7 @@ impl Replicas {
         for p in 0..self.dead.len() as u32 {
             if p != me && !self.dead[p as usize] {
                 // A failure is reported by the transport as a loss.
-                let _ = tcp.send(p, &h, std::ptr::null(), 0, None);
+                let _ = net.send(p, &h, std::ptr::null(), 0, None);
             }
         }
     }
@@ -373,8 +376,9 @@ impl Replicas {
     /// Opens the connection to the partner replica of every other rank (so
     /// that a partner lost before it ever sent is noticed: its connection
     /// fails) with an acknowledgement of nothing, or, pulling, a request
-    /// for the first message.
-    pub fn greet(&mut self, tcp: &mut TcpTransport) {
+    /// for the first message; and to its siblings, with an acknowledgement
+    /// of nothing.
+    pub fn greet(&mut self, net: &mut dyn Links) {
         let me = self.place.rank();
         let k = self.place.replica();
         for r in 0..self.place.ranks {
@@ -388,7 +392,13 @@ impl Replicas {
                 self.control.push((p, h));
             }
         }
-        self.send_control(tcp);
+        // The siblings' connections too, before the leader has decisions
+        // to send them (what waits for a connection dies with its sender).
+        for j in k + 1..self.place.replicas {
+            self.control
+                .push((self.place.process_of(me, j), ack_header(0)));
+        }
+        self.send_control(net);
     }
 
     /// A frame from the layer above to rank `dest`. Eager frames are logged
@@ -401,7 +411,7 @@ impl Replicas {
     /// done (the transports' own contract).
     pub unsafe fn send(
         &mut self,
-        tcp: &mut TcpTransport,
+        net: &mut dyn Links,
         dest: u32,
         header: &Header,
         payload: *const u8,
@@ -442,8 +452,8 @@ impl Replicas {
                 token,
                 copy,
             });
-            self.trim_or_drop_laggards(tcp);
-            self.log_waiting(tcp);
+            self.trim_or_drop_laggards(net);
+            self.log_waiting(net);
             return Ok(match token {
                 Some(t) if self.done.last() == Some(&t) => {
                     self.done.pop();
@@ -455,7 +465,7 @@ impl Replicas {
         }
         // SAFETY: as above.
         let data = unsafe { bytes(payload, len) }.to_vec();
-        self.log_and_push(tcp, dest, *header, data);
+        self.log_and_push(net, dest, *header, data);
         Ok(SendState::Done)
     }
 
@@ -463,13 +473,7 @@ impl Replicas {
         self.log_bytes == 0 || self.log_bytes + len <= self.log_cap
     }
 
-    fn log_and_push(
-        &mut self,
-        tcp: &mut TcpTransport,
-        dest: u32,
-        mut header: Header,
-        data: Vec<u8>,
-    ) {
+    fn log_and_push(&mut self, net: &mut dyn Links, dest: u32, mut header: Header, data: Vec<u8>) {
         let o = &mut self.out[dest as usize];
         let seq = o.next_seq;
         o.next_seq += 1;
@@ -490,12 +494,12 @@ impl Replicas {
             in_flight: 0,
         });
         for i in 0..self.out[dest as usize].subscribers.len() {
-            self.pump(tcp, dest, i);
+            self.pump(net, dest, i);
         }
     }
 
     /// Sends subscriber `i` of `dest` what it asked for and is logged.
-    fn pump(&mut self, tcp: &mut TcpTransport, dest: u32, i: usize) {
+    fn pump(&mut self, net: &mut dyn Links, dest: u32, i: usize) {
         loop {
             let o = &mut self.out[dest as usize];
             let sub = &mut o.subscribers[i];
@@ -504,12 +508,12 @@ impl Replicas {
             }
             let (j, seq) = (sub.replica, sub.next);
             sub.next += 1;
-            self.push_entry(tcp, dest, j, seq);
+            self.push_entry(net, dest, j, seq);
         }
     }
 
     /// Sends logged message `seq` to replica `j` of `dest`.
-    fn push_entry(&mut self, tcp: &mut TcpTransport, dest: u32, j: u32, seq: u64) {
+    fn push_entry(&mut self, net: &mut dyn Links, dest: u32, j: u32, seq: u64) {
         let p = self.place.process_of(dest, j);
         let o = &mut self.out[dest as usize];
         if self.dead[p as usize] || o.acked[j as usize] > seq || seq < o.base {
@@ -520,7 +524,7 @@ impl Replicas {
             return;
         };
         let t = token(dest, j, seq);
-        match tcp.send(p, &e.header, e.data.as_ptr(), e.data.len(), Some(t)) {
+        match net.send(p, &e.header, e.data.as_ptr(), e.data.len(), Some(t)) {
             Ok(SendState::Queued) => e.in_flight |= 1 << j,
             // Done, or failed: the transport reports the loss itself.
             Ok(SendState::Done) | Err(_) => {}
@@ -528,7 +532,7 @@ impl Replicas {
     }
 
     /// Logs waiting sends while there is room.
-    fn log_waiting(&mut self, tcp: &mut TcpTransport) {
+    fn log_waiting(&mut self, net: &mut dyn Links) {
         while let Some(w) = self.waiting.front() {
             if !self.has_room(w.len) {
                 break;
@@ -540,7 +544,7 @@ impl Replicas {
                 // its token is reported, which happens below.
                 None => unsafe { bytes(w.payload, w.len) }.to_vec(),
             };
-            self.log_and_push(tcp, w.dest, w.header, data);
+            self.log_and_push(net, w.dest, w.header, data);
             if let Some(t) = w.token {
                 self.done.push(t);
             }
@@ -551,7 +555,7 @@ impl Replicas {
     /// no transport still reads; with sends waiting and the log full, a
     /// replica that alone holds the log back while another replica of its
     /// rank is further on is declared failed.
-    fn trim_or_drop_laggards(&mut self, tcp: &mut TcpTransport) {
+    fn trim_or_drop_laggards(&mut self, net: &mut dyn Links) {
         for d in 0..self.place.ranks {
             self.trim(d);
         }
@@ -589,7 +593,7 @@ impl Replicas {
             }
             self.trim(d);
         }
-        self.send_control(tcp);
+        self.send_control(net);
     }
 
     fn trim(&mut self, d: u32) {
@@ -687,28 +691,40 @@ impl Replicas {
     }
 
     /// Drives the transport once through this layer.
-    pub fn progress(&mut self, tcp: &mut TcpTransport, sink: &mut dyn FrameSink) -> bool {
+    pub fn progress(&mut self, net: &mut dyn Links, sink: &mut dyn FrameSink) -> bool {
         let mut did = self.deliver_held(sink);
         {
             let mut s = Upward {
                 rep: self,
                 inner: sink,
             };
-            did |= tcp.progress(&mut s, 0);
+            did |= net.progress(&mut s);
         }
-        self.after_progress(tcp, sink);
+        self.after_progress(net, sink);
         did
+    }
+
+    /// The layer above as a transport must see it in this job: processes
+    /// become ranks, duplicates are dropped, this layer's frames are
+    /// handled here. For what a transport reports outside
+    /// [`Replicas::progress`] (a local process seen to exit during a
+    /// sleep); the next progress pass does what it leaves.
+    pub fn upward<'a>(&'a mut self, sink: &'a mut dyn FrameSink) -> impl FrameSink + 'a {
+        Upward {
+            rep: self,
+            inner: sink,
+        }
     }
 
     /// What a progress pass left to do: losses, resumes, acknowledgements,
     /// waiting sends, reports to the layer above.
-    pub fn after_progress(&mut self, tcp: &mut TcpTransport, sink: &mut dyn FrameSink) {
+    pub fn after_progress(&mut self, net: &mut dyn Links, sink: &mut dyn FrameSink) {
         let resumes = std::mem::take(&mut self.resumes);
         for (r, k, from, limit) in resumes {
-            self.serve_resume(tcp, r, k, from, limit);
+            self.serve_resume(net, r, k, from, limit);
         }
         for (r, k, seq) in std::mem::take(&mut self.fetches) {
-            self.push_entry(tcp, r, k, seq);
+            self.push_entry(net, r, k, seq);
         }
         let due = std::mem::take(&mut self.ack_due);
         for s in due {
@@ -717,18 +733,18 @@ impl Replicas {
         if self.last_ack.elapsed().as_millis() >= ACK_DELAY_MS as u128 {
             self.ack_all();
         }
-        self.send_control(tcp);
+        self.send_control(net);
         if let Some(votes) = self.verify.as_ref().map(|v| v.votes()) {
             // Votes hold messages until hashes come: they leave at once.
             let force = votes || self.last_hashes.elapsed().as_millis() >= 2;
-            self.send_hashes(tcp, force);
+            self.send_hashes(net, force);
             if votes {
                 self.deliver_held(sink);
             }
         }
         if !self.waiting.is_empty() {
-            self.trim_or_drop_laggards(tcp);
-            self.log_waiting(tcp);
+            self.trim_or_drop_laggards(net);
+            self.log_waiting(net);
         }
         for t in std::mem::take(&mut self.done) {
             sink.on_send_done(t);
@@ -748,15 +764,15 @@ impl Replicas {
     /// wait for the sleep's timeout ([`Replicas::acks_due`]): sent at every
     /// sleep they cost a ping-pong two frames, and two wake-ups of sender
     /// replicas that wait too, per message.
-    pub fn before_sleep(&mut self, tcp: &mut TcpTransport) {
-        self.send_control(tcp);
+    pub fn before_sleep(&mut self, net: &mut dyn Links) {
+        self.send_control(net);
         if self.verify.is_some() {
-            self.send_hashes(tcp, true);
+            self.send_hashes(net, true);
         }
     }
 
     /// Sends the batches of hashes that are due (all with `force`).
-    fn send_hashes(&mut self, tcp: &mut TcpTransport, force: bool) {
+    fn send_hashes(&mut self, net: &mut dyn Links, force: bool) {
         let Some(v) = self.verify.as_mut() else {
             return;
         };
@@ -775,7 +791,7 @@ impl Replicas {
             let t = HASH_TOKEN_BIT | self.next_hash_token;
             self.next_hash_token += 1;
             // The vector's heap buffer does not move when the vector does.
-            if let Ok(SendState::Queued) = tcp.send(p, &h, pairs.as_ptr(), pairs.len(), Some(t)) {
+            if let Ok(SendState::Queued) = net.send(p, &h, pairs.as_ptr(), pairs.len(), Some(t)) {
                 self.hash_frames.insert(t, pairs);
             }
         }
@@ -830,22 +846,22 @@ impl Replicas {
         }
     }
 
-    fn send_control(&mut self, tcp: &mut TcpTransport) {
+    fn send_control(&mut self, net: &mut dyn Links) {
         // To replicas this one no longer counts (they are told why).
         for (p, h) in std::mem::take(&mut self.farewells) {
-            let _ = tcp.send(p, &h, std::ptr::null(), 0, None);
+            let _ = net.send(p, &h, std::ptr::null(), 0, None);
         }
         for (p, h) in std::mem::take(&mut self.control) {
             if !self.dead[p as usize] {
                 // A failure is reported by the transport as a loss.
-                let _ = tcp.send(p, &h, std::ptr::null(), 0, None);
+                let _ = net.send(p, &h, std::ptr::null(), 0, None);
             }
         }
     }
 
     /// Replica `k` of rank `r` asks for the messages to `r` from `from` on,
     /// below `limit` (0: every one).
-    fn serve_resume(&mut self, tcp: &mut TcpTransport, r: u32, k: u32, from: u64, limit: u64) {
+    fn serve_resume(&mut self, net: &mut dyn Links, r: u32, k: u32, from: u64, limit: u64) {
         let p = self.place.process_of(r, k);
         if self.dead[p as usize] {
             return;
@@ -878,7 +894,7 @@ impl Replicas {
                 o.subscribers.len() - 1
             }
         };
-        self.pump(tcp, r, i);
+        self.pump(net, r, i);
     }
 
     /// Hands frames the layer above paused on to it, in order.

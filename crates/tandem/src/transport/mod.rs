@@ -64,6 +64,24 @@ pub trait FrameSink {
     fn on_peer_lost(&mut self, peer: u32, reason: &str);
 }
 
+/// Frames to processes by number, each over the transport that reaches it:
+/// what the replication layer (replica/) sends through and drives, since
+/// it speaks of processes where the layers above speak of ranks.
+pub trait Links {
+    /// As the transports' `send`: `payload` must stay valid for `len`
+    /// bytes until the frame has left or its token is reported done.
+    fn send(
+        &mut self,
+        process: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+        token: Option<u64>,
+    ) -> crate::error::Result<SendState>;
+    /// Drives every transport once, without waiting.
+    fn progress(&mut self, sink: &mut dyn FrameSink) -> bool;
+}
+
 /// What [`FrameSink::on_whole_frame`] does unless a sink does better:
 /// [`FrameSink::on_header`], the copy, [`FrameSink::on_frame`].
 pub fn whole_frame_in_steps<S: FrameSink + ?Sized>(

@@ -622,11 +622,19 @@ impl ShmTransport {
     /// Learns who the other local ranks are (every rank has attached: the
     /// caller has passed a fence since), watches them through pidfds, and
     /// probes whether single-copy reads are permitted (unless `allow_cma`
-    /// is false).
-    pub fn connect(&mut self, allow_cma: bool) -> Result<(), Error> {
+    /// is false). With `absent_lost`, a local process that never attached
+    /// (a replica that died starting) is left out as lost, its world rank
+    /// unknown ([`u32::MAX`] in [`ShmTransport::world_ranks`]), instead of
+    /// failing the connection.
+    pub fn connect(&mut self, allow_cma: bool, absent_lost: bool) -> Result<(), Error> {
         for i in 0..self.layout.local_size {
             let ctrl = self.layout.ctrl(i);
             if self.map.u32_at(ctrl + C_READY).load(Ordering::Acquire) != 1 {
+                if absent_lost && i != self.me {
+                    self.lost[i as usize] = Some(format!("local process {i} never attached"));
+                    self.live.retain(|&p| p != i);
+                    continue;
+                }
                 return Err(Error::new(
                     ErrorClass::Other,
                     format!("shared memory: local rank {i} never attached"),
@@ -1292,6 +1300,39 @@ impl ShmTransport {
         self.mark_lost(peer, &reason, sink);
     }
 
+    /// Asks the kernel, without waiting, which live local peers have
+    /// exited (their pidfds are readable), and reports those (as
+    /// [`ShmTransport::peer_exited`]); returns whether any had. For waits
+    /// that do not sleep in an epoll set watching the pidfds.
+    pub fn reap_exited(&mut self, sink: &mut dyn FrameSink) -> bool {
+        let mut fds: Vec<libc::pollfd> = self
+            .live
+            .iter()
+            .filter_map(|&p| self.pidfds[p as usize].as_ref())
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: `fds` is valid for `fds.len()` entries; no wait.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        if n <= 0 {
+            return false;
+        }
+        let exited: Vec<u32> = (0..self.pidfds.len() as u32)
+            .filter(|&p| {
+                self.pidfds[p as usize]
+                    .as_ref()
+                    .is_some_and(|fd| fds.iter().any(|f| f.fd == fd.as_raw_fd() && f.revents != 0))
+            })
+            .collect();
+        for p in &exited {
+            self.peer_exited(*p, sink);
+        }
+        !exited.is_empty()
+    }
+
     fn mark_lost(&mut self, peer: u32, reason: &str, sink: &mut dyn FrameSink) {
         self.lost[peer as usize] = Some(reason.to_string());
         self.live.retain(|&p| p != peer);
@@ -1935,8 +1976,8 @@ mod tests {
             ShmTransport::attach_fds(10 + me, 2, me, seg, wake).unwrap()
         };
         let (mut a, mut b) = (attach(0), attach(1));
-        a.connect(true).unwrap();
-        b.connect(true).unwrap();
+        a.connect(true, false).unwrap();
+        b.connect(true, false).unwrap();
         assert_eq!(a.world_ranks(), &[10, 11]);
         (a, b)
     }
