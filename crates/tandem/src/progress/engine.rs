@@ -242,16 +242,33 @@ impl Engine {
         len: usize,
         token: Option<u64>,
     ) -> Result<SendState> {
-        if let (Some(rep), mut links) = self.links() {
-            // SAFETY: callers keep `payload` valid for `len` bytes until the
-            // frame has left or its token is reported, as every transport
-            // requires (the transports read it later too).
-            return unsafe { rep.send(&mut links, peer, header, payload, len, token) };
+        if self.replicas.is_some() {
+            return self.send_replicated(peer, header, payload, len, token);
         }
         match (self.routes[peer as usize], self.shm.as_mut()) {
             (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
             _ => self.tcp.send(peer, header, payload, len, token),
         }
+    }
+
+    /// [`Engine::send`] in a replicated job: through the replication layer.
+    #[cold]
+    #[inline(never)]
+    fn send_replicated(
+        &mut self,
+        peer: u32,
+        header: &Header,
+        payload: *const u8,
+        len: usize,
+        token: Option<u64>,
+    ) -> Result<SendState> {
+        let (Some(rep), mut links) = self.links() else {
+            return Err(Error::new(ErrorClass::Intern, "no replication layer"));
+        };
+        // SAFETY: callers of `send` keep `payload` valid for `len` bytes
+        // until the frame has left or its token is reported, as every
+        // transport requires (the transports read it later too).
+        unsafe { rep.send(&mut links, peer, header, payload, len, token) }
     }
 
     /// As [`Engine::send`], for a one-sided write that may wait over TCP
@@ -268,11 +285,8 @@ impl Engine {
         token: Option<u64>,
         hold: bool,
     ) -> Result<SendState> {
-        if let (Some(rep), mut links) = self.links() {
-            // SAFETY: callers keep `payload` valid for `len` bytes until the
-            // frame has left or its token is reported, as every transport
-            // requires (the transports read it later too).
-            return unsafe { rep.send(&mut links, peer, header, payload, len, token) };
+        if self.replicas.is_some() {
+            return self.send_replicated(peer, header, payload, len, token);
         }
         match (self.routes[peer as usize], self.shm.as_mut()) {
             (Route::Shm(local), Some(shm)) => shm.send(local, header, payload, len, token),
@@ -437,8 +451,10 @@ impl Engine {
     /// (and before [`Engine::sleep_armed`]) cannot be missed: a peer that
     /// changes it afterwards and calls [`Engine::wake`] wakes the sleep.
     pub fn arm_sleep(&mut self) -> bool {
-        if let (Some(rep), mut links) = self.links() {
-            rep.before_sleep(&mut links);
+        if self.replicas.is_some() {
+            if let (Some(rep), mut links) = self.links() {
+                rep.before_sleep(&mut links);
+            }
         }
         self.shm.as_mut().is_none_or(|s| s.prepare_sleep())
     }
@@ -519,6 +535,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn drive(&mut self, sink: &mut dyn FrameSink) -> bool {
         match self.links() {
             (Some(rep), mut links) => rep.progress(&mut links, sink),
@@ -776,8 +793,8 @@ impl Links for ProcessLinks<'_> {
         // a little.
         *self.idle_tcp_skips = self.idle_tcp_skips.wrapping_add(1);
         if self.poll_everything
-            || self.replicated
             || self.tcp.is_active()
+            || self.replicated
             || self.idle_tcp_skips.is_multiple_of(IDLE_TCP_POLL_EVERY)
         {
             did |= self.tcp.progress(sink, 0);
