@@ -5,7 +5,7 @@
 #      links are limited to 1 Gbit/s (each process on a host of its own),
 #      against 2 ranks on 2 of them: the 8 B latency ratio and the 4 MiB
 #      bandwidth ratio;
-#   2. the same on this host alone (TCP over loopback);
+#   2. the same on this host alone (shared memory);
 #   3. the VolpexMPI report's experiment (Gabriel, "Influence of the
 #      Progress Engine...", UH-CS-10-02) on the namespace hosts: time to
 #      solution unreplicated, with 2 replicas, with 2 replicas of which one
@@ -37,7 +37,7 @@ step() {
 
 step pingpong-netns bench pingpong --replicas 1,2 --hosts netns:4 --rate 1gbit \
     --sizes 8,4m --duration "$duration" --repeat "$repeat"
-step pingpong-local bench pingpong --replicas 1,2 \
+step pingpong-local bench pingpong --replicas 1,2 --transport shm \
     --sizes 8,4m --duration "$duration" --repeat "$repeat"
 step tts-netns bench tts --np "$np" --hosts netns:4 --rate 1gbit \
     --set steps="$steps" --repeat "$solves"

@@ -4,7 +4,7 @@
 # cores than processes, 2 ranks x 2 replicas share the cores four ways, so
 # replicated ping-pong is compared with two unreplicated ping-pong jobs
 # running at once (the same four processes on the same cores) as well as
-# with one alone. Ping-pong of 8 bytes over TCP (replicas always use TCP),
+# with one alone. Ping-pong of 8 bytes over TCP (--set transports=tcp),
 # bench/pingpong.c built with `tandem cc`; ROUNDS rounds (default 10), each
 # launching the three configurations one after the other; prints each
 # round's half round trips and the medians of the per-round ratios.

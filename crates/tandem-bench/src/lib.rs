@@ -493,23 +493,6 @@ fn median_iterations(launches: &[Vec<u64>]) -> Option<String> {
     Some(counts.join(","))
 }
 
-/// A note when replicated libraries are asked for another transport than
-/// TCP, which is all they use.
-pub fn replicated_transport_note(libs: &[Library], transport: &Transport) -> Option<String> {
-    let replicated: Vec<&str> = libs
-        .iter()
-        .filter(|l| l.replicas > 1)
-        .map(|l| l.name.as_str())
-        .collect();
-    (!replicated.is_empty() && *transport != Transport::Tcp).then(|| {
-        format!(
-            "{} ran over TCP whatever the transport ({}): replicated jobs talk TCP only",
-            replicated.join(", "),
-            transport.name()
-        )
-    })
-}
-
 /// The process a `-kill` configuration loses and the step at which (the
 /// solve's middle): the last process, replica R-1 of rank N-1, so the
 /// leaders of every rank and the output of rank 0 stay.
@@ -626,7 +609,6 @@ pub fn spec_from_args(
     {
         transport = Transport::parse(&lib_set.remove(i).2);
     }
-    notes.extend(replicated_transport_note(&libs, &transport));
     if !(a.timeout.is_finite() && a.timeout > 0.0) {
         return Err("--timeout: expected a positive number of seconds".into());
     }
@@ -1825,11 +1807,6 @@ mod tests {
             e.contains("nothing left") && e.contains("refuse RWAPI"),
             "{e}"
         );
-        // Replicated jobs talk TCP whatever the transport.
-        let (out, _) = with_replicas(pingpong, &libs[..1], &[1, 2]).unwrap();
-        assert!(replicated_transport_note(&out, &Transport::Tcp).is_none());
-        let note = replicated_transport_note(&out, &Transport::Shm).unwrap();
-        assert!(note.starts_with("tandem-r2 ran over TCP"), "{note}");
     }
 
     #[test]

@@ -1051,7 +1051,7 @@ fn measure(
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect();
-            let (run_libs, mut notes) = match replicas {
+            let (run_libs, notes) = match replicas {
                 Some(r) => match super::with_replicas(p.kernel, libs, r) {
                     Ok(x) => x,
                     Err(why) => {
@@ -1071,7 +1071,6 @@ fn measure(
                 },
                 None => (libs.to_vec(), Vec::new()),
             };
-            notes.extend(super::replicated_transport_note(&run_libs, &transport));
             let lib_set = split_set(p.kernel, rest, &run_libs, &mut params)?;
             let repeat: u32 = params
                 .get("repeat")
