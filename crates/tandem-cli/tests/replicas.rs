@@ -301,6 +301,40 @@ fn wildcard_receives_match_alike_on_every_replica() {
     }
 }
 
+/// On one host the replicas' messages go through shared memory: TCP sees
+/// only the frames between replicas of one rank (a handful here), where
+/// with TCP alone it carries every message.
+#[test]
+fn replicas_on_one_host_talk_through_shared_memory() {
+    let ring = compile("replica_ring");
+    for (extra, shared) in [(&[][..], true), (&["--set", "transports=tcp"][..], false)] {
+        let mut cmd = std::process::Command::new(common::TANDEM);
+        cmd.args(["run", "-n", &RANKS.to_string(), "--replicas", "2"])
+            .args(["--set", "stats=1"])
+            .args(extra)
+            .arg(&ring)
+            .args(RING_ARGS);
+        let out = common::run_command(cmd, JOB_TIMEOUT);
+        assert!(out.status.success(), "{extra:?}: {}", out.describe());
+        // The counters table's totals (one replica of each rank).
+        let total = |name: &str| -> u64 {
+            out.stderr
+                .lines()
+                .find(|l| l.starts_with(&format!("{name} ")))
+                .and_then(|l| l.split_whitespace().last())
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} counter: {}", out.describe()))
+        };
+        let (socket_reads, messages) = (total("recv_ready"), total("eager_msgs"));
+        assert!(messages > 100, "{extra:?}: {messages} messages");
+        assert_eq!(
+            socket_reads * 4 < messages,
+            shared,
+            "{extra:?}: {socket_reads} socket readiness events for {messages} messages"
+        );
+    }
+}
+
 /// One-sided communication is refused with replicas, with the standard
 /// error class, and the job goes on.
 #[test]

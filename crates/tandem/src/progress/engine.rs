@@ -64,7 +64,9 @@ pub struct Engine {
     kick: OwnedFd,
     events: Vec<libc::epoll_event>,
     single_copy_offer_min: usize,
-    idle_tcp_skips: u32,
+    /// Progress passes so far (wrapping): idle TCP and local exits are
+    /// looked at once every so many.
+    drive_passes: u32,
     /// The `poll` policy: drive every transport on every call.
     poll_everything: bool,
     policy: Policy,
@@ -145,7 +147,7 @@ impl Engine {
             kick,
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 32],
             single_copy_offer_min,
-            idle_tcp_skips: 0,
+            drive_passes: 0,
             poll_everything: policy.polls_everything(),
             policy,
             counters: Counters::default(),
@@ -182,7 +184,7 @@ impl Engine {
                 tcp: &mut self.tcp,
                 shm: self.shm.as_mut(),
                 routes: &self.process_routes,
-                idle_tcp_skips: &mut self.idle_tcp_skips,
+                drive_passes: &mut self.drive_passes,
                 poll_everything: self.poll_everything,
                 replicated,
             },
@@ -753,7 +755,7 @@ struct ProcessLinks<'a> {
     tcp: &'a mut TcpTransport,
     shm: Option<&'a mut ShmTransport>,
     routes: &'a [Route],
-    idle_tcp_skips: &'a mut u32,
+    drive_passes: &'a mut u32,
     poll_everything: bool,
     /// A replicated job's: TCP is polled on every call (siblings always
     /// talk over it, see [`Engine::set_replicas`]), and exited local
@@ -783,7 +785,7 @@ impl Links for ProcessLinks<'_> {
         let mut did = false;
         if let Some(shm) = self.shm.as_deref_mut() {
             did |= shm.progress(sink);
-            if self.replicated && self.idle_tcp_skips.is_multiple_of(EXIT_WATCH_EVERY) {
+            if self.replicated && self.drive_passes.is_multiple_of(EXIT_WATCH_EVERY) {
                 did |= shm.reap_exited(sink);
             }
         }
@@ -791,11 +793,11 @@ impl Links for ProcessLinks<'_> {
         // every call is pure cost. Without TCP connections only the listener
         // could have news (a first contact, or a stranger), and that can wait
         // a little.
-        *self.idle_tcp_skips = self.idle_tcp_skips.wrapping_add(1);
+        *self.drive_passes = self.drive_passes.wrapping_add(1);
         if self.poll_everything
             || self.tcp.is_active()
             || self.replicated
-            || self.idle_tcp_skips.is_multiple_of(IDLE_TCP_POLL_EVERY)
+            || self.drive_passes.is_multiple_of(IDLE_TCP_POLL_EVERY)
         {
             did |= self.tcp.progress(sink, 0);
         }

@@ -1305,32 +1305,30 @@ impl ShmTransport {
     /// [`ShmTransport::peer_exited`]); returns whether any had. For waits
     /// that do not sleep in an epoll set watching the pidfds.
     pub fn reap_exited(&mut self, sink: &mut dyn FrameSink) -> bool {
-        let mut fds: Vec<libc::pollfd> = self
+        let (peers, mut fds): (Vec<u32>, Vec<libc::pollfd>) = self
             .live
             .iter()
-            .filter_map(|&p| self.pidfds[p as usize].as_ref())
-            .map(|fd| libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
+            .filter_map(|&p| {
+                let fd = self.pidfds[p as usize].as_ref()?;
+                let pfd = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                Some((p, pfd))
             })
-            .collect();
+            .unzip();
         // SAFETY: `fds` is valid for `fds.len()` entries; no wait.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
         if n <= 0 {
             return false;
         }
-        let exited: Vec<u32> = (0..self.pidfds.len() as u32)
-            .filter(|&p| {
-                self.pidfds[p as usize]
-                    .as_ref()
-                    .is_some_and(|fd| fds.iter().any(|f| f.fd == fd.as_raw_fd() && f.revents != 0))
-            })
-            .collect();
-        for p in &exited {
-            self.peer_exited(*p, sink);
+        for (p, f) in peers.iter().zip(&fds) {
+            if f.revents != 0 {
+                self.peer_exited(*p, sink);
+            }
         }
-        !exited.is_empty()
+        true
     }
 
     fn mark_lost(&mut self, peer: u32, reason: &str, sink: &mut dyn FrameSink) {
