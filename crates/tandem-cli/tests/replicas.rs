@@ -562,3 +562,39 @@ fn a_stopped_leader_on_another_host_is_declared_failed() {
     assert!(line.contains(&hosts.names[1]), "{line}");
     assert!(out.leftovers.is_empty(), "{}", out.describe());
 }
+
+/// A leader replica runs at most `DECISIONS_AHEAD` choices (here MPI_Test
+/// outcomes) ahead of a sibling that reads nothing for a while: it waits
+/// for it, and the sibling catches up and finishes alike; one that stays
+/// away past `replica_timeout_ms` is declared failed, named, and the job
+/// goes on without it.
+#[test]
+fn a_leader_waits_for_a_slow_sibling_then_leaves_it_behind() {
+    let prog = compile("replica_polls");
+    for (sleep_ms, timeout_ms, dropped) in [(1200, 5000, false), (2500, 500, true)] {
+        let mut cmd = std::process::Command::new(common::TANDEM);
+        cmd.args(["run", "-n", "2", "--replicas", "2", "--set", "stats=json"])
+            .args(["--set", &format!("replica_timeout_ms={timeout_ms}")])
+            .arg(&prog)
+            .arg("1800")
+            // Process 2: rank 0's replica 1.
+            .env("REPLICA_FAULTS", format!("2:0:-{sleep_ms}"));
+        let out = common::run_command(cmd, JOB_TIMEOUT);
+        assert!(out.status.success(), "{sleep_ms} ms: {}", out.describe());
+        let lines: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("rank 0: "))
+            .collect();
+        // Replicas that took other branches would print other counts.
+        assert_eq!(lines.len(), 1, "{sleep_ms} ms: {}", out.describe());
+        let rows = counters(&out.stdout);
+        let waits = field(&rows[0], "replica_decision_waits");
+        assert!(waits >= 1, "{sleep_ms} ms: the leader never waited");
+        let named = out
+            .stderr
+            .contains("rank 0 replica 1 fell 16384 or more decisions behind its leader");
+        assert_eq!(named, dropped, "{sleep_ms} ms: {}", out.describe());
+        assert!(out.leftovers.is_empty(), "{}", out.describe());
+    }
+}

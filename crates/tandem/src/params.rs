@@ -351,7 +351,7 @@ pub static REGISTRY: &[Param] = &[
         name: "replica_timeout_ms",
         kind: Kind::UInt,
         default: "3000",
-        help: "replicas: how long a replica may keep a sender's full log waiting, or stay stopped (SIGSTOP, a debugger), before it is declared failed, and how long the launcher waits for the last replicas of a finished job before stopping them",
+        help: "replicas: how long a replica may keep a sender's full log waiting, or its leader replica waiting for it to catch up with the leader's decisions, or stay stopped (SIGSTOP, a debugger), before it is declared failed, and how long the launcher waits for the last replicas of a finished job before stopping them",
     },
     Param {
         name: "replica_protocol",

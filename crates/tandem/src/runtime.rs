@@ -671,6 +671,9 @@ impl Runtime {
     pub fn finalize(mut self) -> Result<()> {
         self.p2p.flush(Instant::now() + Duration::from_secs(10));
         let replicated = self.replicated();
+        // A rank's counters are its leader replica's (only a leader waits
+        // for its siblings to catch up, for one).
+        let reports = !replicated || self.p2p.engine().replicas().is_some_and(|r| r.leads());
         if replicated {
             self.drain_replica_log();
             self.p2p.engine().announce_replica_finished();
@@ -678,7 +681,7 @@ impl Runtime {
         }
         if let Some(link) = &self.master {
             let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
-            if stats_wanted(&self.settings) {
+            if reports && stats_wanted(&self.settings) {
                 link.put(
                     &format!("stats.{}", self.job.rank),
                     &self.counters().encode(),

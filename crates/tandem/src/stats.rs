@@ -96,10 +96,13 @@ pub struct Counters {
     /// Replicated jobs with `replica_verify=hash`: messages whose hash
     /// differed from another replica's hash of the same message.
     pub replica_mismatches: u64,
+    /// Replicated jobs: times this leader replica waited for a sibling to
+    /// catch up with its decisions (`DECISIONS_AHEAD` in replica/).
+    pub replica_decision_waits: u64,
 }
 
 /// How many counters there are.
-pub const COUNTERS: usize = 35;
+pub const COUNTERS: usize = 36;
 
 impl Counters {
     /// Names and values, in a stable order.
@@ -140,6 +143,7 @@ impl Counters {
             ("replica_duplicates", self.replica_duplicates),
             ("replica_resumes", self.replica_resumes),
             ("replica_mismatches", self.replica_mismatches),
+            ("replica_decision_waits", self.replica_decision_waits),
         ]
     }
 
@@ -210,6 +214,9 @@ impl Counters {
             "replica_mismatches" => {
                 "replicated jobs, replica_verify=hash: messages whose hash differed from another replica's"
             }
+            "replica_decision_waits" => {
+                "replicated jobs: times this leader replica waited for a sibling to catch up with its wildcard decisions and choices"
+            }
             _ => return None,
         })
     }
@@ -251,6 +258,7 @@ impl Counters {
             "replica_duplicates" => &mut self.replica_duplicates,
             "replica_resumes" => &mut self.replica_resumes,
             "replica_mismatches" => &mut self.replica_mismatches,
+            "replica_decision_waits" => &mut self.replica_decision_waits,
             _ => return None,
         })
     }

@@ -135,9 +135,10 @@ pub enum FrameKind {
     /// number `sreq` with the sender of rank `src` in communicator context
     /// `context`, world rank `tag` (see p2p/wildcard.rs). No payload.
     ReplicaDecision = 25,
-    /// Replicas: handed up by the replication layer, never sent: a replica
-    /// of this rank was lost, and this one leads its rank from now on if
-    /// `sreq` is 1. No payload.
+    /// Replicas: handed up by the replication layer, never sent: with bit 1
+    /// of `sreq`, this rank's leader replica (number `rreq`) was lost and
+    /// what this replica heard from it goes to its siblings; with bit 0,
+    /// this replica leads its rank from now on. No payload.
     ReplicaLead = 26,
     /// Replicas, with `replica_verify=hash`: hashes of messages this sender
     /// replica logged for the receiving replica's rank, to check the copies
@@ -162,6 +163,11 @@ pub enum FrameKind {
     /// about to leave; its connection closing next is not a loss. No
     /// payload.
     ReplicaDone = 31,
+    /// Replicas: the sending replica has passed on to its siblings every
+    /// decision and choice it heard from the lost leader replica number
+    /// `sreq`; a new leader decides only once each live sibling said so
+    /// (see p2p/wildcard.rs). No payload.
+    ReplicaHandover = 32,
 }
 
 impl FrameKind {
@@ -198,6 +204,7 @@ impl FrameKind {
             29 => Some(FrameKind::ReplicaFetch),
             30 => Some(FrameKind::Credit),
             31 => Some(FrameKind::ReplicaDone),
+            32 => Some(FrameKind::ReplicaHandover),
             _ => None,
         }
     }

@@ -814,7 +814,9 @@ impl FrameSink for Matcher {
                 }
             }
             (FrameKind::ReplicaDecision, Payload::Empty) => self.on_decision(h)?,
-            (FrameKind::ReplicaLead, Payload::Empty) => self.on_sibling_lost(h.sreq == 1),
+            (FrameKind::ReplicaLead, Payload::Empty) => {
+                self.on_sibling_lost(h.sreq & 1 != 0, h.sreq & 2 != 0, h.rreq)
+            }
             (FrameKind::ReplicaChoice, Payload::Empty) => self.on_choice(h)?,
             (kind, _) => return Err(format!("unexpected payload shape for a {kind:?} frame")),
         }
@@ -1332,6 +1334,9 @@ impl P2p {
         src: Option<(u32, u32)>,
         tag: Option<i32>,
     ) -> ReqId {
+        if src.is_none() {
+            self.wait_for_decision_room();
+        }
         let may_match = self.m.wildcard_posted(id, ctx, src.is_none());
         let (src_filter, peer) = self
             .m

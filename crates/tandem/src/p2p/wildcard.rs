@@ -31,14 +31,20 @@
 //! (also the choices it was waiting for). With three or more replicas the
 //! survivors may have heard different amounts of the old leader: each
 //! passes the last [`HISTORY`] decisions and choices it received on to
-//! the others, which take those they lack (a new leader too, for receives
-//! it has not decided yet) and ignore the rest.
+//! the others, then a `ReplicaHandover`; they take those they lack and
+//! ignore the rest. The replication layer tells the new leader that it
+//! leads only once every live sibling handed over, so it never decides
+//! what a sibling already followed; and it keeps a leader within
+//! `DECISIONS_AHEAD` of each sibling, so the history a survivor keeps
+//! reaches back as far as a slower one can lack.
 
 use std::collections::{HashMap, VecDeque};
 
 /// Decisions and choices from the leader a replica keeps, to pass on to
 /// its siblings when the leader is lost.
 const HISTORY: usize = 1 << 16;
+// A leader runs at most this far ahead of a sibling (replica/).
+const _: () = assert!(crate::replica::DECISIONS_AHEAD as usize <= HISTORY);
 
 use super::{matches, Body, Matcher, ReqId};
 use crate::wire::{FrameKind, Header};
@@ -240,15 +246,27 @@ impl Matcher {
         Ok(())
     }
 
-    /// A replica of this rank was lost (`leads`: this one leads now). What
-    /// this replica heard from the leader goes to its siblings, which may
-    /// have missed some; a new leader matches its undecided wildcard
-    /// receives as usual, and decides.
-    pub(super) fn on_sibling_lost(&mut self, leads: bool) {
+    /// The rank's leader replica, number `lost`, was lost (`pass`): what
+    /// this replica heard from it goes to its siblings, which may have
+    /// missed some, followed by a `ReplicaHandover`. This one leads now
+    /// (`leads`, once each live sibling handed over): it matches its
+    /// undecided wildcard receives as usual, and decides.
+    pub(super) fn on_sibling_lost(&mut self, leads: bool, pass: bool, lost: u64) {
         let Some(w) = self.wild.as_mut() else {
             return;
         };
-        w.out.extend(w.history.iter().copied());
+        if pass {
+            w.out.extend(w.history.iter().copied());
+            w.out.push(Header {
+                kind: FrameKind::ReplicaHandover,
+                context: 0,
+                src: 0,
+                tag: 0,
+                len: 0,
+                sreq: lost,
+                rreq: 0,
+            });
+        }
         if !leads || w.leader {
             return;
         }
@@ -337,16 +355,29 @@ impl super::P2p {
         if !self.choice_settled(n) {
             self.wait_for(|p| p.choice_settled(n));
         }
-        match self.m.wild.as_mut() {
+        let followed = match self.m.wild.as_mut() {
             // A new leader follows what the old one chose before it chooses.
             Some(w) => {
                 w.choices_settled = w.choices_settled.max(n + 1);
-                match w.choices.remove(&n) {
-                    Some(v) => ChoiceRole::Follow(v),
-                    None => ChoiceRole::Lead(n),
-                }
+                w.choices.remove(&n)
             }
-            None => ChoiceRole::Lead(n),
+            None => None,
+        };
+        match followed {
+            Some(v) => ChoiceRole::Follow(v),
+            None => {
+                self.wait_for_decision_room();
+                ChoiceRole::Lead(n)
+            }
+        }
+    }
+
+    /// A leader about to decide: waits while a sibling is too far behind
+    /// (the replication layer's `DECISIONS_AHEAD`), until it catches up or
+    /// is declared failed.
+    pub(super) fn wait_for_decision_room(&mut self) {
+        if self.engine.replica_decisions_ahead() {
+            self.wait_for(|p| !p.engine.replica_decisions_ahead());
         }
     }
 

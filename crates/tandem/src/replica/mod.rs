@@ -59,6 +59,15 @@ const ACK_EVERY_MSGS: u64 = 32;
 const ACK_EVERY_BYTES: u64 = 1 << 20;
 pub const ACK_DELAY_MS: i32 = 5;
 
+/// A leader replica runs at most this many decisions and choices
+/// (p2p/wildcard.rs) ahead of what each sibling acknowledged hearing, and
+/// a sibling that keeps it there for `replica_timeout_ms` has fallen
+/// behind. At most the history the layer above keeps: when the leader is
+/// lost, a survivor then still holds every decision a slower one lacks.
+pub const DECISIONS_AHEAD: u64 = 1 << 14;
+/// A follower acknowledges every this many decisions and choices it heard.
+const DECISION_ACK_EVERY: u64 = 1 << 10;
+
 /// Token bits of the frames this layer hands the transport: the receiver
 /// rank (19 bits), the replica (4 bits), the sequence number (40 bits); the
 /// top bit marks a batch of hashes instead.
@@ -239,6 +248,20 @@ pub struct Replicas {
     /// (and whether this replica leads now).
     leader: bool,
     lead_news: bool,
+    /// Whether the layer above was told that this replica leads: a new
+    /// leader is told once every live sibling handed over what it heard
+    /// from the lost leaders, the last of which had number
+    /// `handover_from - 1` (`handed_over`: per sibling, the same count).
+    lead_told: bool,
+    handover_from: u32,
+    handed_over: Vec<u32>,
+    /// Per sibling replica: decisions and choices sent to it, how many it
+    /// acknowledged hearing, and how many this replica heard from it; since
+    /// when this leader waits for a sibling ([`DECISIONS_AHEAD`]).
+    decisions_told: Vec<u64>,
+    decisions_acked: Vec<u64>,
+    decisions_heard: Vec<u64>,
+    decisions_full_since: Option<Instant>,
     /// `replica_protocol=pull`: receivers ask for each message (the
     /// VolpexMPI report's protocol) instead of partners pushing them.
     pull: bool,
@@ -261,6 +284,7 @@ pub struct ReplicaCounters {
     pub replayed_msgs: u64,
     pub log_waits: u64,
     pub replicas_lost: u64,
+    pub decision_waits: u64,
 }
 
 impl Replicas {
@@ -317,6 +341,13 @@ impl Replicas {
             last_ack: Instant::now(),
             leader: k == 0,
             lead_news: false,
+            lead_told: k == 0,
+            handover_from: 0,
+            handed_over: vec![0; r as usize],
+            decisions_told: vec![0; r as usize],
+            decisions_acked: vec![0; r as usize],
+            decisions_heard: vec![0; r as usize],
+            decisions_full_since: None,
             pull,
             verify: verify.then(|| verify::Verifier::new(place.ranks, place.replicas)),
             hash_frames: HashMap::new(),
@@ -329,21 +360,80 @@ impl Replicas {
         self.place
     }
 
-    /// Whether this replica leads its rank now.
+    /// Whether this replica leads its rank now (and the layer above knows).
     pub fn leads(&self) -> bool {
-        self.leader
+        self.leader && self.lead_told
     }
 
     /// Sends `header` (no payload) to every other live replica of this rank.
     pub fn send_to_siblings(&mut self, net: &mut dyn Links, header: &Header) {
         let me = self.place.rank();
+        let counted = matches!(
+            header.kind,
+            FrameKind::ReplicaDecision | FrameKind::ReplicaChoice
+        );
         for j in 0..self.place.replicas {
             let p = self.place.process_of(me, j);
             if j != self.place.replica() && !self.dead[p as usize] {
+                self.decisions_told[j as usize] += u64::from(counted);
                 // A failure is reported by the transport as a loss.
                 let _ = net.send(p, header, std::ptr::null(), 0, None);
             }
         }
+    }
+
+    /// Whether this leader has run [`DECISIONS_AHEAD`] decisions and
+    /// choices ahead of a live sibling: the layer above waits before it
+    /// makes another.
+    pub fn decisions_ahead(&self) -> bool {
+        self.leader && self.lagging_siblings().next().is_some()
+    }
+
+    /// The live siblings [`DECISIONS_AHEAD`] behind this replica.
+    fn lagging_siblings(&self) -> impl Iterator<Item = u32> + '_ {
+        let me = self.place.rank();
+        (0..self.place.replicas).filter(move |&j| {
+            j != self.place.replica()
+                && !self.dead[self.place.process_of(me, j) as usize]
+                && self.decisions_told[j as usize] - self.decisions_acked[j as usize]
+                    >= DECISIONS_AHEAD
+        })
+    }
+
+    /// A leader waiting for a sibling to catch up: for `patience`, then the
+    /// sibling has fallen behind and is told so.
+    fn drop_decision_laggards(&mut self) {
+        if !self.decisions_ahead() {
+            self.decisions_full_since = None;
+            return;
+        }
+        let since = *self.decisions_full_since.get_or_insert_with(|| {
+            self.counters.decision_waits += 1;
+            Instant::now()
+        });
+        if since.elapsed() < self.patience {
+            return;
+        }
+        let me = self.place.rank();
+        let laggards: Vec<u32> = self.lagging_siblings().collect();
+        for j in laggards {
+            let p = self.place.process_of(me, j);
+            self.farewells
+                .push((p, control(FrameKind::ReplicaBehind, DECISIONS_AHEAD, 0)));
+            self.process_lost_as_sender(p);
+        }
+        self.decisions_full_since = None;
+    }
+
+    /// Whether every live sibling handed over what it heard from the lost
+    /// leaders (a new leader decides only then).
+    fn handed_over(&self) -> bool {
+        let me = self.place.rank();
+        (0..self.place.replicas).all(|j| {
+            j == self.place.replica()
+                || self.dead[self.place.process_of(me, j) as usize]
+                || self.handed_over[j as usize] >= self.handover_from
+        })
     }
 
     /// Tells every other live process that this replica has finished
@@ -649,8 +739,12 @@ impl Replicas {
                 self.leader = true;
             }
             // Leading or not, the layer above passes on what the lost
-            // leader told it, for the siblings that may have missed some.
-            self.lead_news |= was_leader;
+            // leader told it, for the siblings that may have missed some;
+            // a new leader waits for theirs.
+            if was_leader {
+                self.lead_news = true;
+                self.handover_from = self.handover_from.max(j + 1);
+            }
             return;
         }
         self.revote_without(s, j);
@@ -733,6 +827,9 @@ impl Replicas {
         if self.last_ack.elapsed().as_millis() >= ACK_DELAY_MS as u128 {
             self.ack_all();
         }
+        if self.leader {
+            self.drop_decision_laggards();
+        }
         self.send_control(net);
         if let Some(votes) = self.verify.as_ref().map(|v| v.votes()) {
             // Votes hold messages until hashes come: they leave at once.
@@ -749,8 +846,13 @@ impl Replicas {
         for t in std::mem::take(&mut self.done) {
             sink.on_send_done(t);
         }
-        if std::mem::take(&mut self.lead_news) {
-            let h = control(FrameKind::ReplicaLead, u64::from(self.leader), 0);
+        let pass = std::mem::take(&mut self.lead_news);
+        let lead = self.leader && !self.lead_told && self.handed_over();
+        if pass || lead {
+            self.lead_told |= lead;
+            let flags = u64::from(lead) | u64::from(pass) << 1;
+            let lost = u64::from(self.handover_from.saturating_sub(1));
+            let h = control(FrameKind::ReplicaLead, flags, lost);
             if let Err(why) = sink.on_frame(self.place.rank(), &h, Payload::Empty) {
                 eprintln!("tandem: rank {}: {why}", self.place.rank());
             }
@@ -814,6 +916,7 @@ impl Replicas {
     /// above paused, or sends waiting for log room.
     pub fn has_pending(&self) -> bool {
         !self.waiting.is_empty()
+            || self.decisions_full_since.is_some()
             || self
                 .inb
                 .iter()
@@ -1233,6 +1336,17 @@ impl FrameSink for Upward<'_> {
                 }
                 Ok(())
             }
+            FrameKind::ReplicaAck if s == place.rank() => {
+                let a = &mut rep.decisions_acked[j as usize];
+                *a = (*a).max(h.sreq);
+                Ok(())
+            }
+            FrameKind::ReplicaHandover if s == place.rank() => {
+                let from = u32::try_from(h.sreq.saturating_add(1)).unwrap_or(u32::MAX);
+                let c = &mut rep.handed_over[j as usize];
+                *c = (*c).max(from);
+                Ok(())
+            }
             FrameKind::ReplicaAck => {
                 // A receiver replica may have taken more from a faster
                 // replica of this rank than this one has sent yet.
@@ -1283,7 +1397,23 @@ impl FrameSink for Upward<'_> {
                 Ok(())
             }
             FrameKind::ReplicaDecision | FrameKind::ReplicaChoice if s == place.rank() => {
+                let heard = &mut rep.decisions_heard[j as usize];
+                *heard += 1;
+                if heard.is_multiple_of(DECISION_ACK_EVERY) {
+                    rep.control.push((p, ack_header(*heard)));
+                }
                 self.inner.on_frame(s, h, Payload::Empty)
+            }
+            FrameKind::ReplicaBehind if s == place.rank() => {
+                eprintln!(
+                    "tandem: rank {s} replica {} fell {} or more decisions behind its leader \
+                     replica {j} and did not catch up within replica_timeout_ms; \
+                     stopping this replica",
+                    place.replica(),
+                    h.sreq
+                );
+                // SAFETY: `_exit` ends the process; nothing runs after it.
+                unsafe { libc::_exit(75) }
             }
             FrameKind::ReplicaBehind => {
                 eprintln!(
@@ -1324,5 +1454,183 @@ impl FrameSink for Upward<'_> {
         if (p as usize) < self.rep.dead.len() {
             self.rep.process_lost(p, reason);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The transports, as a list of what was sent.
+    #[derive(Default)]
+    struct Wire {
+        sent: Vec<(u32, Header)>,
+    }
+
+    impl Links for Wire {
+        fn send(
+            &mut self,
+            process: u32,
+            header: &Header,
+            _payload: *const u8,
+            _len: usize,
+            _token: Option<u64>,
+        ) -> Result<SendState> {
+            self.sent.push((process, *header));
+            Ok(SendState::Done)
+        }
+
+        fn progress(&mut self, _sink: &mut dyn FrameSink) -> bool {
+            false
+        }
+    }
+
+    /// The layer above, as a list of what it was told.
+    #[derive(Default)]
+    struct Above {
+        frames: Vec<Header>,
+    }
+
+    impl FrameSink for Above {
+        fn on_header(&mut self, _: u32, _: &Header) -> std::result::Result<PayloadDest, String> {
+            Ok(PayloadDest::Buffer)
+        }
+        fn on_frame(&mut self, _: u32, h: &Header, _: Payload) -> std::result::Result<(), String> {
+            self.frames.push(*h);
+            Ok(())
+        }
+        fn on_send_done(&mut self, _: u64) {}
+        fn on_peer_lost(&mut self, _: u32, _: &str) {}
+    }
+
+    /// Replica `replica` of a one-rank job with `replicas` replicas.
+    fn replica(replica: u32, replicas: u32, patience_ms: u64) -> Replicas {
+        let place = Placement {
+            ranks: 1,
+            replicas,
+            process: replica,
+        };
+        let patience = std::time::Duration::from_millis(patience_ms);
+        Replicas::new(place, 1 << 20, patience, false, false)
+    }
+
+    fn from(rep: &mut Replicas, p: u32, h: Header) {
+        let mut above = Above::default();
+        rep.upward(&mut above)
+            .on_frame(p, &h, Payload::Empty)
+            .expect("frame accepted");
+    }
+
+    fn lose(rep: &mut Replicas, p: u32) {
+        let mut above = Above::default();
+        rep.upward(&mut above).on_peer_lost(p, "killed");
+    }
+
+    /// What the layer above hears after a progress pass: the flags of the
+    /// `ReplicaLead` frames.
+    fn leads_told(rep: &mut Replicas, wire: &mut Wire) -> Vec<u64> {
+        let mut above = Above::default();
+        rep.after_progress(wire, &mut above);
+        above
+            .frames
+            .iter()
+            .filter(|h| h.kind == FrameKind::ReplicaLead)
+            .map(|h| h.sreq)
+            .collect()
+    }
+
+    #[test]
+    fn a_new_leader_decides_once_every_live_sibling_handed_over() {
+        let mut wire = Wire::default();
+        let mut rep = replica(1, 3, 1000);
+        lose(&mut rep, 0);
+        // It passes on what it heard, and does not lead yet.
+        assert_eq!(leads_told(&mut rep, &mut wire), vec![2]);
+        assert!(!rep.leads());
+        assert_eq!(leads_told(&mut rep, &mut wire), Vec::<u64>::new());
+        from(&mut rep, 2, control(FrameKind::ReplicaHandover, 0, 0));
+        assert_eq!(leads_told(&mut rep, &mut wire), vec![1]);
+        assert!(rep.leads());
+    }
+
+    #[test]
+    fn a_handover_heard_before_the_loss_counts() {
+        let mut wire = Wire::default();
+        let mut rep = replica(1, 3, 1000);
+        from(&mut rep, 2, control(FrameKind::ReplicaHandover, 0, 0));
+        lose(&mut rep, 0);
+        assert_eq!(leads_told(&mut rep, &mut wire), vec![3]);
+        assert!(rep.leads());
+    }
+
+    #[test]
+    fn a_sibling_lost_before_it_handed_over_is_not_waited_for() {
+        let mut wire = Wire::default();
+        let mut rep = replica(1, 3, 1000);
+        lose(&mut rep, 0);
+        assert_eq!(leads_told(&mut rep, &mut wire), vec![2]);
+        lose(&mut rep, 2);
+        assert_eq!(leads_told(&mut rep, &mut wire), vec![1]);
+    }
+
+    #[test]
+    fn an_older_handover_does_not_count_for_a_later_leader() {
+        let mut wire = Wire::default();
+        // Four replicas: 0 is lost, 1 leads, then 1 is lost and 2 leads;
+        // 3's handover from the loss of 0 is not one from the loss of 1.
+        let mut rep = replica(2, 4, 1000);
+        from(&mut rep, 3, control(FrameKind::ReplicaHandover, 0, 0));
+        lose(&mut rep, 0);
+        assert_eq!(leads_told(&mut rep, &mut wire), vec![2]);
+        lose(&mut rep, 1);
+        assert_eq!(leads_told(&mut rep, &mut wire), vec![2]);
+        assert!(!rep.leads());
+        from(&mut rep, 3, control(FrameKind::ReplicaHandover, 1, 0));
+        assert_eq!(leads_told(&mut rep, &mut wire), vec![1]);
+    }
+
+    #[test]
+    fn a_follower_acknowledges_what_it_heard_from_its_leader() {
+        let mut wire = Wire::default();
+        let mut rep = replica(1, 2, 1000);
+        for n in 0..DECISION_ACK_EVERY {
+            from(&mut rep, 0, control(FrameKind::ReplicaChoice, n, 1));
+        }
+        leads_told(&mut rep, &mut wire);
+        let acks: Vec<u64> = wire
+            .sent
+            .iter()
+            .filter(|(p, h)| *p == 0 && h.kind == FrameKind::ReplicaAck)
+            .map(|(_, h)| h.sreq)
+            .collect();
+        assert_eq!(acks, vec![DECISION_ACK_EVERY]);
+    }
+
+    #[test]
+    fn a_leader_waits_for_a_sibling_then_declares_it_behind() {
+        let mut wire = Wire::default();
+        let mut rep = replica(0, 2, 0);
+        let choice = control(FrameKind::ReplicaChoice, 0, 1);
+        for _ in 0..DECISIONS_AHEAD - 1 {
+            rep.send_to_siblings(&mut wire, &choice);
+        }
+        assert!(!rep.decisions_ahead());
+        rep.send_to_siblings(&mut wire, &choice);
+        assert!(rep.decisions_ahead());
+        // What the sibling acknowledges makes room.
+        from(&mut rep, 1, ack_header(1));
+        assert!(!rep.decisions_ahead());
+        rep.send_to_siblings(&mut wire, &choice);
+        assert!(rep.decisions_ahead());
+        // Out of patience (none here): told it fell behind, no longer
+        // waited for.
+        wire.sent.clear();
+        leads_told(&mut rep, &mut wire);
+        assert!(wire
+            .sent
+            .iter()
+            .any(|(p, h)| *p == 1 && h.kind == FrameKind::ReplicaBehind));
+        assert!(!rep.decisions_ahead());
+        assert_eq!(rep.counters.decision_waits, 1);
     }
 }
