@@ -1,9 +1,11 @@
 //! Makes the names build systems look for next to the `tandem` executable
 //! (target/<profile>/): `mpicc`, `mpicxx`, `mpic++`, `mpifort`, `mpif90`,
 //! `mpif77`, `mpirun` and `mpiexec`
-//! as symbolic links to `tandem` (which dispatches on its name), and
-//! pkg-config files in target/<profile>/pkgconfig/ (`tandem-mpi.pc`, also
-//! as `mpi.pc`, `mpi-c.pc` and `mpi-cxx.pc`) describing the build tree.
+//! as symbolic links to `tandem` (which dispatches on its name),
+//! `libmpi_abi.so.1` (the library's SONAME, which programs record) as a
+//! link to `libmpi_abi.so`, and pkg-config files in
+//! target/<profile>/pkgconfig/ (`tandem-mpi.pc`, also as `mpi.pc`,
+//! `mpi-c.pc` and `mpi-cxx.pc`) describing the build tree.
 
 use std::path::{Path, PathBuf};
 
@@ -24,18 +26,24 @@ fn main() {
         return;
     }
     for name in NAMES {
-        let link = profile_dir.join(name);
-        if std::fs::symlink_metadata(&link).is_ok() {
-            if std::fs::read_link(&link).is_ok_and(|t| t == Path::new("tandem")) {
-                continue;
-            }
-            let _ = std::fs::remove_file(&link);
-        }
-        if let Err(e) = std::os::unix::fs::symlink("tandem", &link) {
-            println!("cargo:warning=cannot create {}: {e}", link.display());
-        }
+        link(&profile_dir, name, "tandem");
     }
+    link(&profile_dir, "libmpi_abi.so.1", "libmpi_abi.so");
     write_pkgconfig(&profile_dir);
+}
+
+/// Makes `dir/name` a symbolic link to `target`, unless it is one already.
+fn link(dir: &Path, name: &str, target: &str) {
+    let link = dir.join(name);
+    if std::fs::symlink_metadata(&link).is_ok() {
+        if std::fs::read_link(&link).is_ok_and(|t| t == Path::new(target)) {
+            return;
+        }
+        let _ = std::fs::remove_file(&link);
+    }
+    if let Err(e) = std::os::unix::fs::symlink(target, &link) {
+        println!("cargo:warning=cannot create {}: {e}", link.display());
+    }
 }
 
 fn write_pkgconfig(profile_dir: &Path) {

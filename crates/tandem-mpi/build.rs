@@ -2,7 +2,8 @@
 //! an exported `PMPI_X` with the same signature that calls it (see
 //! `src/pmpi.rs`), and links the shared library with
 //! `-Bsymbolic-functions`, so that a tool's own `MPI_X` (which calls
-//! `PMPI_X`) never captures the library's internal calls.
+//! `PMPI_X`) never captures the library's internal calls, and with the
+//! standard ABI's SONAME, `libmpi_abi.so.1`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -11,6 +12,10 @@ fn main() {
     let src = Path::new("src");
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-Bsymbolic-functions");
+    // The MPI-5.0 standard ABI's major version is 1: programs record
+    // `libmpi_abi.so.1`, which any implementation of that ABI provides
+    // (the build tree has it as a link, made by crates/tandem-cli/build.rs).
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmpi_abi.so.1");
     let mut files: Vec<_> = std::fs::read_dir(src)
         .expect("src/ is readable")
         .flatten()

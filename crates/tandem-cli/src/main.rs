@@ -75,6 +75,13 @@ enum Command {
     },
     /// Benchmarks: kernels on Tandem and other MPIs, comparisons, models, a report
     Bench(tandem_bench::BenchArgs),
+    /// Write the manual pages (tandem.1, tandem-run.1, ...) into DIR, from
+    /// these very definitions (scripts/install.sh installs them)
+    #[command(name = "_man", hide = true)]
+    Man {
+        /// The directory to write them to
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -216,8 +223,40 @@ fn main() {
         Command::Bench(a) => {
             tandem_bench::main(a, install_layout::locate().map(|layout| layout.include_dir))
         }
+        Command::Man { dir } => match write_man_pages(&dir) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("tandem _man: {}: {e}", dir.display());
+                1
+            }
+        },
     };
     std::process::exit(status);
+}
+
+/// `tandem.1`, and `tandem-SUB.1` for every visible subcommand, in `dir`.
+fn write_man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    use clap::CommandFactory;
+    std::fs::create_dir_all(dir)?;
+    let root = Cli::command();
+    let version = root.get_version().unwrap_or_default().to_string();
+    let mut pages = vec![("tandem".to_string(), root.clone())];
+    for sub in root.get_subcommands().filter(|c| !c.is_hide_set()) {
+        let name = format!("tandem-{}", sub.get_name());
+        pages.push((
+            name.clone(),
+            sub.clone().name(name).version(version.clone()),
+        ));
+    }
+    for (name, cmd) in pages {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd)
+            .source(format!("Tandem {version}"))
+            .manual("Tandem")
+            .render(&mut page)?;
+        std::fs::write(dir.join(format!("{name}.1")), page)?;
+    }
+    Ok(())
 }
 
 /// `tandem run` takes the first word it does not know as the program, so
