@@ -256,6 +256,12 @@ fn check_not_under_a_batch_system() -> Result<(), Error> {
         .and_then(|n| n.parse::<u32>().ok())
         .unwrap_or(1);
     let in_step = std::env::var_os("SLURM_STEP_ID").is_some();
+    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
+        return Err(Error::new(
+            ErrorClass::Other,
+            "started by Open MPI's mpirun, whose processes cannot join a Tandem job: start Tandem programs with `tandem run` (or Tandem's own mpirun)",
+        ));
+    }
     if std::env::var_os("PMIX_RANK").is_some() {
         return Err(Error::new(
             ErrorClass::Other,

@@ -118,6 +118,14 @@ pub fn main(host: &str) -> i32 {
         Ok(s) => s,
         Err(msg) => return fail(1, &format!("host {host}: {msg}")),
     };
+    // Replicas of every rank (processes count them; see bootstrap.rs).
+    let replicas = command
+        .env
+        .iter()
+        .find(|(k, _)| k == job_env::REPLICAS)
+        .and_then(|(_, v)| v.parse::<u32>().ok())
+        .filter(|&r| r >= 1 && spec.size.is_multiple_of(r))
+        .unwrap_or(1);
     let mut ranks = Vec::new();
     let mut rank0_stdin = Vec::new();
     for (local, &rank) in spec.ranks.iter().enumerate() {
@@ -128,6 +136,13 @@ pub fn main(host: &str) -> i32 {
             // (it chooses its CPU by it).
             None => rank_env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
         }
+        let logical = spec.size / replicas;
+        rank_env.extend(supervise::conventional_env(
+            rank % logical,
+            logical,
+            local as u32,
+            local_size,
+        ));
         match supervise::spawn_rank(&command, &rank_env, spec.stdin.contains(&rank)) {
             Ok(s) => {
                 for fd in [&s.stdout, &s.stderr] {

@@ -317,8 +317,9 @@ impl Job {
             stragglers_give_up: None,
             stop_watch,
         };
+        let local_size = local_ranks.len() as u32;
         for (local, &rank) in local_ranks.iter().enumerate() {
-            if let Err((msg, code)) = job.spawn(rank, local as u32, host.as_ref()) {
+            if let Err((msg, code)) = job.spawn(rank, (local as u32, local_size), host.as_ref()) {
                 eprintln!("{msg}");
                 if job.ranks.is_empty() {
                     return Err(code);
@@ -422,13 +423,15 @@ impl Job {
         self.config.multi = Some(multi);
     }
 
+    /// Starts process `rank`, number `local.0` of the `local.1` on this host.
     fn spawn(
         &mut self,
         rank: u32,
-        local: u32,
+        (local, local_size): (u32, u32),
         host: Option<&HostResources>,
     ) -> Result<(), (String, i32)> {
         let cmd = &self.config.command;
+        let logical = self.logical();
         let mut rank_env = vec![(job_env::RANK.to_string(), rank.to_string())];
         match host {
             Some(h) => rank_env.extend(h.env(local)),
@@ -436,8 +439,13 @@ impl Job {
             // (it chooses its CPU by it).
             None => rank_env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
         }
+        rank_env.extend(supervise::conventional_env(
+            rank % logical,
+            logical,
+            local,
+            local_size,
+        ));
         // Rank 0 (every replica of it) reads our stdin.
-        let logical = self.logical();
         let reads_stdin = rank.is_multiple_of(logical);
         let spawned = supervise::spawn_rank(cmd, &rank_env, reads_stdin)
             .map_err(|e| spawn_error(rank, &cmd.program, &e))?;

@@ -13,6 +13,7 @@
 //! replica of each rank (`job`).
 
 mod channel;
+mod foreign_mpi;
 mod host_setup;
 mod hostd;
 mod hosts;
@@ -218,6 +219,9 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
         }
         std::env::set_current_dir(dir)
             .map_err(|e| usage(format!("-wdir {}: {e}", dir.display())))?;
+    }
+    if let Some(msg) = foreign_mpi::check(&program) {
+        return Err((msg, 1));
     }
     Ok(JobConfig {
         ranks,

@@ -302,6 +302,41 @@ pub fn reap(pid: libc::pid_t) {
     {}
 }
 
+/// What other MPI launchers tell each process, for the wrapper scripts that
+/// pick a GPU or a CPU by it: Open MPI's `OMPI_COMM_WORLD_*`, the process
+/// management interface's `PMI_RANK`/`PMI_SIZE`, MPICH's and Intel MPI's
+/// `MPI_LOCALRANKID`/`MPI_LOCALNRANKS`. `rank` of `size` is the program's
+/// rank (a replica's is its rank's), `local` of `local_size` the process's
+/// place among those of its host. A program built against one of those
+/// libraries is refused before it starts (foreign_mpi.rs), so none takes
+/// these for its own launcher's.
+pub fn conventional_env(
+    rank: u32,
+    size: u32,
+    local: u32,
+    local_size: u32,
+) -> Vec<(String, String)> {
+    let (rank, size, local, local_size) = (
+        rank.to_string(),
+        size.to_string(),
+        local.to_string(),
+        local_size.to_string(),
+    );
+    [
+        ("OMPI_COMM_WORLD_RANK", &rank),
+        ("OMPI_COMM_WORLD_SIZE", &size),
+        ("OMPI_COMM_WORLD_LOCAL_RANK", &local),
+        ("OMPI_COMM_WORLD_LOCAL_SIZE", &local_size),
+        ("PMI_RANK", &rank),
+        ("PMI_SIZE", &size),
+        ("MPI_LOCALRANKID", &local),
+        ("MPI_LOCALNRANKS", &local_size),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.clone()))
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
