@@ -501,6 +501,42 @@ fn ranks_start_in_the_working_directory_given() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// MPMD: `PROG ARGS : -n N PROG ARGS` (also through the mpirun name) runs
+/// each program on its ranks, in order, with its number in
+/// TANDEM_JOB_APPNUM; a program without its count, or an option after ':'
+/// other than -n, is refused before anything starts.
+#[test]
+fn programs_separated_by_colons_run_on_their_own_ranks() {
+    let mpirun = Path::new(TANDEM).with_file_name("mpirun");
+    let echo = |tag: &str| format!("echo {tag} $TANDEM_JOB_RANK $TANDEM_JOB_APPNUM");
+    for (exe, count) in [(Path::new(TANDEM), "-n"), (mpirun.as_path(), "-np")] {
+        let (a, b) = (echo("first"), echo("second"));
+        let mut args = vec![];
+        if exe == Path::new(TANDEM) {
+            args.push("run");
+        }
+        args.extend([count, "1", "sh", "-c", &a, ":", count, "2", "sh", "-c", &b]);
+        let out = start(exe.to_str().unwrap(), &args, &[], None).finish(Duration::from_secs(20));
+        assert_eq!(out.code(), Some(0), "{out:?}");
+        let mut lines: Vec<&str> = out.stdout.lines().collect();
+        lines.sort_unstable();
+        assert_eq!(
+            lines,
+            vec!["first 0 0", "second 1 1", "second 2 1"],
+            "{out:?}"
+        );
+    }
+    let no_count = tandem(&["run", "-n", "1", "true", ":", "true"]);
+    assert_eq!(no_count.code(), Some(2), "{no_count:?}");
+    assert!(
+        no_count.stderr.contains("give each its number of ranks"),
+        "{no_count:?}"
+    );
+    let stray = tandem(&["run", "-n", "1", "true", ":", "--tag-output", "true"]);
+    assert_eq!(stray.code(), Some(2), "{stray:?}");
+    assert!(stray.stderr.contains("not '--tag-output'"), "{stray:?}");
+}
+
 /// A rank stopped by a signal is named as stopped after `stall_warn_s`
 /// (the job waits for it: a scheduler may have suspended it), and again by
 /// the timeout that ends the job; the running rank is not named.

@@ -470,3 +470,37 @@ fn stdin_reaches_a_remote_rank_zero_intact() {
         outcome.describe()
     );
 }
+
+/// MPMD across hosts: `-n 2 PROG a : -n 2 PROG b` over two hosts of two
+/// slots; each rank runs its own program's arguments and knows its
+/// MPI_APPNUM, and all four make one MPI_COMM_WORLD.
+#[test]
+fn programs_separated_by_colons_share_one_job_across_hosts() {
+    let Some(hosts) = hosts_or_skip(3, None, "programs_separated_by_colons") else {
+        return;
+    };
+    let prog = compile("mpmd_apps");
+    let list = format!("{}:2,{}:2", hosts.names[1], hosts.names[2]);
+    let mut cmd = tandem_run(&hosts, 0);
+    cmd.args(["--host", &list, "-n", "2"])
+        .arg(&prog)
+        .arg("a")
+        .args([":", "-n", "2"])
+        .arg(&prog)
+        .arg("b");
+    let out = run_command(cmd, JOB_TIMEOUT);
+    assert!(out.status.success(), "{}", out.describe());
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        vec![
+            "rank 0 of 4 app 0 arg a",
+            "rank 1 of 4 app 0 arg a",
+            "rank 2 of 4 app 1 arg b",
+            "rank 3 of 4 app 1 arg b"
+        ],
+        "{}",
+        out.describe()
+    );
+}

@@ -175,7 +175,10 @@ fn predefined_comm_attr(s: &State, k: c_int) -> Option<*mut c_void> {
             UNIVERSE_SIZE.store(s.rt.size() as c_int, Ordering::Relaxed);
             &UNIVERSE_SIZE
         }
-        MPI_APPNUM => &APPNUM,
+        MPI_APPNUM => {
+            APPNUM.store(s.rt.appnum() as c_int, Ordering::Relaxed);
+            &APPNUM
+        }
         MPI_LASTUSEDCODE => &LASTUSEDCODE,
         _ => return None,
     };

@@ -14,6 +14,7 @@
 //! | `TANDEM_JOB_HOSTS` | hosts the job spans (absent: 1; more than one makes TCP listen beyond loopback) |
 //! | `TANDEM_JOB_NODE_ADDR` | the address this host used to reach the master (the TCP transport's default listening address in multi-host jobs) |
 //! | `TANDEM_JOB_REPLICAS` | replicas per rank (absent: 1). With R replicas of N ranks, `TANDEM_JOB_SIZE` is N x R processes and process p is replica p / N of rank p % N |
+//! | `TANDEM_JOB_APPNUM` | which of the job's programs this is (`MPI_APPNUM`; `tandem run -n 1 ./a : -n 2 ./b` has two), from 0 (absent: 0) |
 //!
 //! The service speaks a line protocol over TCP: one request per line, words
 //! separated by single spaces, each answered by one line. Keys and values are
@@ -51,6 +52,7 @@ pub mod env {
     pub const HOSTS: &str = "TANDEM_JOB_HOSTS";
     pub const NODE_ADDR: &str = "TANDEM_JOB_NODE_ADDR";
     pub const REPLICAS: &str = "TANDEM_JOB_REPLICAS";
+    pub const APPNUM: &str = "TANDEM_JOB_APPNUM";
 }
 
 /// How long a rank tries to reach the master before giving up.
@@ -112,6 +114,8 @@ pub struct JobInfo {
     /// Replicas of every rank (1: none). With more, `rank` and `size`
     /// count processes (see [`env::REPLICAS`]).
     pub replicas: u32,
+    /// Which of the job's programs this process runs (`MPI_APPNUM`).
+    pub appnum: u32,
 }
 
 impl JobInfo {
@@ -133,6 +137,7 @@ impl JobInfo {
                 hosts: 1,
                 node_addr: None,
                 replicas: 1,
+                appnum: 0,
             });
         };
         let num = |name: &str| -> Result<u32, Error> {
@@ -194,6 +199,7 @@ impl JobInfo {
             hosts: num(env::HOSTS).unwrap_or(1).max(1),
             node_addr: std::env::var(env::NODE_ADDR).ok().filter(|a| !a.is_empty()),
             replicas,
+            appnum: num(env::APPNUM).unwrap_or(0),
         })
     }
 }
@@ -233,6 +239,7 @@ impl JobInfo {
             hosts: hosts.max(1),
             node_addr: None,
             replicas: 1,
+            appnum: 0,
         })
     }
 }

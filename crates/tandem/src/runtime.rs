@@ -263,6 +263,12 @@ impl Runtime {
         self.job.size
     }
 
+    /// Which of the job's programs this rank runs (`MPI_APPNUM`: `tandem
+    /// run -n 1 ./a : -n 2 ./b` has two), from 0.
+    pub fn appnum(&self) -> u32 {
+        self.job.appnum
+    }
+
     /// The parameters in force.
     pub fn settings(&self) -> &Settings {
         &self.settings

@@ -24,7 +24,7 @@ use super::host_setup;
 use super::job::{os_error_text, spawn_error};
 use super::signals::{SignalQueue, STOP_SIGNALS};
 use super::stopped::{self, StopWatch};
-use super::supervise::{self, RankCommand, Termination};
+use super::supervise::{self, App, RankCommand, Termination};
 use crate::{parameters, sys};
 
 /// Time for the ranks to go after SIGKILL before the helper leaves anyway.
@@ -40,8 +40,8 @@ struct Spec {
     connect_timeout: Duration,
     masters: Vec<String>,
     ranks: Vec<u32>,
-    program: OsString,
-    args: Vec<OsString>,
+    /// The job's programs (MPMD: several).
+    apps: Vec<App>,
     env: Vec<(String, String)>,
     cwd: Option<OsString>,
     /// The processes here that read the master's stdin: world rank 0 (in a
@@ -104,8 +104,7 @@ pub fn main(host: &str) -> i32 {
     };
     env.extend(host_setup::rseq_tunables(&settings, local_size, &env));
     let command = RankCommand {
-        program: spec.program.clone(),
-        args: spec.args.clone(),
+        apps: spec.apps.clone(),
         env,
         env_remove: parameters::TOOL_VARS
             .iter()
@@ -143,7 +142,9 @@ pub fn main(host: &str) -> i32 {
             local as u32,
             local_size,
         ));
-        match supervise::spawn_rank(&command, &rank_env, spec.stdin.contains(&rank)) {
+        let (appnum, app) = command.app_of(rank % logical);
+        rank_env.push((job_env::APPNUM.to_string(), appnum.to_string()));
+        match supervise::spawn_rank(&command, app, &rank_env, spec.stdin.contains(&rank)) {
             Ok(s) => {
                 for fd in [&s.stdout, &s.stderr] {
                     let _ = sys::set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(fd));
@@ -166,7 +167,7 @@ pub fn main(host: &str) -> i32 {
                 });
             }
             Err(e) => {
-                let (msg, code) = spawn_error(rank, &command.program, &e);
+                let (msg, code) = spawn_error(rank, &app.program, &e);
                 let msg = msg.trim_start_matches("tandem: ").to_string();
                 kill_all(&ranks);
                 return fail(code, &format!("host {host}: {msg}"));
@@ -217,8 +218,22 @@ fn read_spec(decoder: &mut Decoder) -> Result<Option<Spec>, String> {
                 }
                 "master" => spec.masters.push(r.words.get(1).cloned().ok_or_else(bad)?),
                 "rank" => spec.ranks.push(r.num(1).ok_or_else(bad)?),
-                "program" => spec.program = OsStr::from_bytes(&r.payload).to_os_string(),
-                "arg" => spec.args.push(OsStr::from_bytes(&r.payload).to_os_string()),
+                // `program [RANKS]` starts the next program (MPMD: the
+                // last one runs the rest of the ranks); `arg`s follow it.
+                "program" => spec.apps.push(App {
+                    ranks: match r.words.get(1) {
+                        None => u32::MAX,
+                        Some(_) => r.num(1).ok_or_else(bad)?,
+                    },
+                    program: OsStr::from_bytes(&r.payload).to_os_string(),
+                    args: Vec::new(),
+                }),
+                "arg" => spec
+                    .apps
+                    .last_mut()
+                    .ok_or_else(bad)?
+                    .args
+                    .push(OsStr::from_bytes(&r.payload).to_os_string()),
                 "cwd" => spec.cwd = Some(OsStr::from_bytes(&r.payload).to_os_string()),
                 // `stdin`: world rank 0; `stdin <rank>`: that process (a
                 // replica of rank 0).
@@ -232,7 +247,11 @@ fn read_spec(decoder: &mut Decoder) -> Result<Option<Spec>, String> {
                     spec.env.push((k.to_string(), v.to_string()));
                 }
                 "start" => {
-                    if spec.size == 0 || spec.ranks.is_empty() || spec.masters.is_empty() {
+                    if spec.size == 0
+                        || spec.ranks.is_empty()
+                        || spec.masters.is_empty()
+                        || spec.apps.is_empty()
+                    {
                         return Err("incomplete job from the master".into());
                     }
                     return Ok(Some(spec));

@@ -349,8 +349,7 @@ impl Job {
                 connect_timeout_ms,
                 masters: &masters,
                 ranks: &[],
-                program: &job.config.command.program.clone(),
-                args: &job.config.command.args.clone(),
+                apps: &job.config.command.apps.clone(),
                 env: &remote_env,
                 stdin: stdin_feed::stdin_is_worth_reading(),
                 logical,
@@ -445,10 +444,12 @@ impl Job {
             local,
             local_size,
         ));
+        let (appnum, app) = cmd.app_of(rank % logical);
+        rank_env.push((job_env::APPNUM.to_string(), appnum.to_string()));
         // Rank 0 (every replica of it) reads our stdin.
         let reads_stdin = rank.is_multiple_of(logical);
-        let spawned = supervise::spawn_rank(cmd, &rank_env, reads_stdin)
-            .map_err(|e| spawn_error(rank, &cmd.program, &e))?;
+        let spawned = supervise::spawn_rank(cmd, app, &rank_env, reads_stdin)
+            .map_err(|e| spawn_error(rank, &app.program, &e))?;
         self.ranks.push(RankProcess {
             rank,
             pid: spawned.pid,

@@ -33,7 +33,7 @@ use std::time::Duration;
 use crate::parameters;
 use hosts::{HostSlots, MapBy};
 use job::{Job, JobConfig, MultiHost};
-use supervise::RankCommand;
+use supervise::{App, RankCommand};
 use tandem::params::Settings;
 
 pub use hostd::main as host_main;
@@ -103,8 +103,22 @@ fn timeout_from_env(value: Option<std::ffi::OsString>) -> Result<Option<f64>, St
 }
 
 /// Checks the options and works out where every rank goes.
-fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
+fn prepare(mut opts: RunOptions) -> Result<JobConfig, (String, i32)> {
     let usage = |msg: String| (msg, 2);
+    let mut apps = split_apps(
+        opts.ranks,
+        std::mem::take(&mut opts.program),
+        std::mem::take(&mut opts.args),
+    )
+    .map_err(usage)?;
+    if apps.len() > 1 {
+        let total = apps
+            .iter()
+            .try_fold(0u32, |t, a| t.checked_add(a.ranks))
+            .filter(|&t| t <= 65536)
+            .ok_or_else(|| usage("the programs' ranks add up to more than 65536".into()))?;
+        opts.ranks = Some(total);
+    }
     // Catch every parameter mistake before anything starts.
     parameters::settings_from_env().map_err(usage)?;
     let mut param_env = parameters::parse_set_items(&opts.set).map_err(usage)?;
@@ -207,20 +221,21 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
     // Ranks start where the launcher is (the helpers on other hosts are
     // told its directory), so the launcher moves there, after it has read
     // the host file named relative to where it was called.
-    let mut program = opts.program;
     if let Some(dir) = &opts.wdir {
         // A relative program path that names a file here keeps naming it
         // (else it is looked for in DIR, as the ranks see it).
-        let path = std::path::Path::new(&program);
-        if path.is_relative() && path.components().count() > 1 && path.exists() {
-            if let Ok(abs) = std::path::absolute(path) {
-                program = abs.into_os_string();
+        for app in &mut apps {
+            let path = std::path::Path::new(&app.program);
+            if path.is_relative() && path.components().count() > 1 && path.exists() {
+                if let Ok(abs) = std::path::absolute(path) {
+                    app.program = abs.into_os_string();
+                }
             }
         }
         std::env::set_current_dir(dir)
             .map_err(|e| usage(format!("-wdir {}: {e}", dir.display())))?;
     }
-    if let Some(msg) = foreign_mpi::check(&program) {
+    if let Some(msg) = apps.iter().find_map(|a| foreign_mpi::check(&a.program)) {
         return Err((msg, 1));
     }
     Ok(JobConfig {
@@ -231,8 +246,7 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
         tag_output: opts.tag_output,
         timeout,
         command: RankCommand {
-            program,
-            args: opts.args,
+            apps,
             env: param_env,
             env_remove: parameters::TOOL_VARS
                 .iter()
@@ -243,6 +257,75 @@ fn prepare(opts: RunOptions) -> Result<JobConfig, (String, i32)> {
         },
         multi,
     })
+}
+
+/// The programs of `PROGRAM ARGS : -n N PROGRAM ARGS : ...` (MPMD, as
+/// mpirun takes it: `first_ranks` is the first program's `-n`), each with
+/// how many ranks run it; one program runs every rank.
+fn split_apps(
+    first_ranks: Option<u32>,
+    program: OsString,
+    args: Vec<OsString>,
+) -> Result<Vec<App>, String> {
+    let mut segments = vec![vec![program]];
+    for a in args {
+        if a == ":" {
+            segments.push(Vec::new());
+        } else {
+            segments.last_mut().expect("one segment at least").push(a);
+        }
+    }
+    let mut apps = Vec::new();
+    for (i, words) in segments.into_iter().enumerate() {
+        let mut words = words.into_iter().peekable();
+        let mut ranks = if i == 0 { first_ranks } else { None };
+        // The first program's options are `tandem run`'s own.
+        while let Some(w) = words.peek().and_then(|w| w.to_str()).filter(|_| i > 0) {
+            let count = match w {
+                "-n" | "-np" | "--np" | "--n" | "-c" => {
+                    words.next();
+                    words.next()
+                }
+                _ if w.starts_with("--np=") || w.starts_with("-n=") => {
+                    let v = w.split_once('=').map(|(_, v)| OsString::from(v));
+                    words.next();
+                    v
+                }
+                _ if w.starts_with('-') => {
+                    return Err(format!(
+                        "after ':' only -n N may come before the program, not '{w}' (options for every program go before the first)"
+                    ))
+                }
+                _ => break,
+            };
+            let n = count
+                .as_ref()
+                .and_then(|c| c.to_str())
+                .and_then(|c| c.parse::<u32>().ok())
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| {
+                    format!("program {}: -n takes a number of ranks, at least 1", i + 1)
+                })?;
+            ranks = Some(n);
+        }
+        let Some(program) = words.next() else {
+            return Err(format!("no program after ':' (program {})", i + 1));
+        };
+        apps.push(App {
+            ranks: ranks.unwrap_or(u32::MAX),
+            program,
+            args: words.collect(),
+        });
+    }
+    if apps.len() > 1 {
+        if let Some(i) = apps.iter().position(|a| a.ranks == u32::MAX) {
+            return Err(format!(
+                "with several programs (':'), give each its number of ranks: -n N PROGRAM : -n M PROGRAM (program {} has none)",
+                i + 1
+            ));
+        }
+    }
+    Ok(apps)
 }
 
 /// The `replicas` parameter (from the environment or `--set`, which

@@ -1,7 +1,7 @@
 //! The master's side of a remote host: the agent process that runs
 //! `tandem _host` there, and the channel to that helper (see `channel`).
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -341,8 +341,7 @@ pub struct HostJob<'a> {
     pub connect_timeout_ms: u64,
     pub masters: &'a [String],
     pub ranks: &'a [u32],
-    pub program: &'a OsStr,
-    pub args: &'a [OsString],
+    pub apps: &'a [super::supervise::App],
     pub env: &'a [(String, String)],
     /// Whether rank 0, if it is on this host, reads the master's stdin.
     pub stdin: bool,
@@ -370,9 +369,14 @@ impl HostJob<'_> {
         for r in self.ranks {
             out.extend(encode(&["rank", &r.to_string()], b""));
         }
-        out.extend(encode(&["program"], self.program.as_bytes()));
-        for a in self.args {
-            out.extend(encode(&["arg"], a.as_bytes()));
+        for app in self.apps {
+            out.extend(encode(
+                &["program", &app.ranks.to_string()],
+                app.program.as_bytes(),
+            ));
+            for a in &app.args {
+                out.extend(encode(&["arg"], a.as_bytes()));
+            }
         }
         for (k, v) in self.env {
             out.extend(encode(&["env"], format!("{k}={v}").as_bytes()));

@@ -12,10 +12,20 @@ use std::process::{Command, Stdio};
 use super::signals::signal_name;
 use tandem::bootstrap::env as job_env;
 
-/// What is needed to start every rank of the job.
-pub struct RankCommand {
+/// One program of the job: `tandem run -n 2 ./a : -n 3 ./b` (MPMD) has
+/// two, and its ranks take them in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct App {
+    /// How many ranks run it (the last program runs the rest).
+    pub ranks: u32,
     pub program: OsString,
     pub args: Vec<OsString>,
+}
+
+/// What is needed to start every rank of the job.
+pub struct RankCommand {
+    /// At least one.
+    pub apps: Vec<App>,
     /// Variables added to the launcher's environment (same for every rank).
     pub env: Vec<(String, String)>,
     /// Variables removed from the launcher's environment.
@@ -35,14 +45,36 @@ pub struct SpawnedRank {
     pub stderr: OwnedFd,
 }
 
-/// Starts one rank; `rank_env` are its own variables (rank number).
+impl RankCommand {
+    /// The program rank `rank` of the program runs, and its number
+    /// (`MPI_APPNUM`).
+    pub fn app_of(&self, rank: u32) -> (usize, &App) {
+        app_of(&self.apps, rank)
+    }
+}
+
+/// The program of `rank` among `apps`, and its number.
+pub fn app_of(apps: &[App], rank: u32) -> (usize, &App) {
+    let mut first = 0u32;
+    for (i, app) in apps.iter().enumerate() {
+        first = first.saturating_add(app.ranks);
+        if rank < first || i + 1 == apps.len() {
+            return (i, app);
+        }
+    }
+    unreachable!("a job has at least one program")
+}
+
+/// Starts one rank, of `app`; `rank_env` are its own variables (rank
+/// number).
 pub fn spawn_rank(
     cmd: &RankCommand,
+    app: &App,
     rank_env: &[(String, String)],
     with_stdin: bool,
 ) -> io::Result<SpawnedRank> {
-    let mut command = Command::new(&cmd.program);
-    command.args(&cmd.args);
+    let mut command = Command::new(&app.program);
+    command.args(&app.args);
     let secret = if cmd.secret.is_empty() {
         None
     } else {
