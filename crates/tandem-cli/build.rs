@@ -1,7 +1,8 @@
 //! Makes the names build systems look for next to the `tandem` executable
-//! (target/<profile>/): `mpicc`, `mpicxx`, `mpic++`, `mpifort`, `mpif90`,
+//! (target/<profile>/): `mpicc`, `mpicxx`, `mpic++`, `mpiCC`, `mpifort`, `mpif90`,
 //! `mpif77`, `mpirun` and `mpiexec`
-//! as symbolic links to `tandem` (which dispatches on its name),
+//! as symbolic links to `tandem` (which dispatches on its name), also in
+//! target/<profile>/bin/ beside a link to `tandem`,
 //! `libmpi_abi.so.1` (the library's SONAME, which programs record) as a
 //! link to `libmpi_abi.so`, and pkg-config files in
 //! target/<profile>/pkgconfig/ (`tandem-mpi.pc`, also as `mpi.pc`,
@@ -10,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 const NAMES: &[&str] = &[
-    "mpicc", "mpicxx", "mpic++", "mpifort", "mpif90", "mpif77", "mpirun", "mpiexec",
+    "mpicc", "mpicxx", "mpic++", "mpiCC", "mpifort", "mpif90", "mpif77", "mpirun", "mpiexec",
 ];
 
 fn main() {
@@ -25,8 +26,15 @@ fn main() {
     if std::fs::create_dir_all(&profile_dir).is_err() {
         return;
     }
+    // target/<profile>/bin too, so that the build tree is laid out as an
+    // installation's prefix for tools that look in PREFIX/bin (CMake's
+    // FindMPI with MPI_HOME finds mpiexec there, then the compilers beside it).
+    let bin = profile_dir.join("bin");
+    let _ = std::fs::create_dir_all(&bin);
+    link(&bin, "tandem", "../tandem");
     for name in NAMES {
         link(&profile_dir, name, "tandem");
+        link(&bin, name, "tandem");
     }
     link(&profile_dir, "libmpi_abi.so.1", "libmpi_abi.so");
     write_pkgconfig(&profile_dir);

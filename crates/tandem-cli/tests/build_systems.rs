@@ -221,3 +221,23 @@ fn cmake_finds_the_fortran_bindings() {
     assert!(outcome.has_line("OK datatypes"), "{}", outcome.describe());
     let _ = std::fs::remove_dir_all(&build);
 }
+
+/// CMake's FindMPI pointed at the build tree by `MPI_HOME`, or by `PATH`,
+/// takes Tandem's mpiexec and its library for C and C++ (not those of
+/// another MPI installed beside it: FindMPI finds mpiexec first, then the
+/// compilers beside it), and ctest runs the project's tests with it.
+#[test]
+fn cmake_finds_tandem_by_mpi_home_or_path_for_c_cxx_and_ctest() {
+    let release = bin_dir().canonicalize().unwrap();
+    let bin = release.join("bin");
+    let mpiexec = bin.join("mpiexec");
+    let build = scratch("cmake-ctest-home");
+    let home = format!("-DMPI_HOME={}", release.display());
+    if common::cmake_ctest(&build, &[home], None, &mpiexec, &release).is_none() {
+        return;
+    }
+    let _ = std::fs::remove_dir_all(&build);
+    let build = scratch("cmake-ctest-path");
+    common::cmake_ctest(&build, &[], Some(&bin), &mpiexec, &release);
+    let _ = std::fs::remove_dir_all(&build);
+}

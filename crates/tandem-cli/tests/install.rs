@@ -207,6 +207,15 @@ fn a_prefix_installation_stands_on_its_own() {
             "{flags}"
         );
     }
+    // CMake's FindMPI, pointed at the prefix, takes Tandem for C, C++ and
+    // ctest.
+    common::cmake_ctest(
+        &work.join("cmake"),
+        &[format!("-DMPI_HOME={}", prefix.display())],
+        None,
+        &prefix.join("bin/mpiexec"),
+        &lib,
+    );
     let _ = std::fs::remove_dir_all(&work);
 }
 

@@ -460,3 +460,76 @@ pub fn field(v: &serde_json::Value, name: &str) -> u64 {
 pub fn counter_total(stdout: &str, name: &str) -> u64 {
     counters(stdout).iter().map(|v| field(v, name)).sum()
 }
+
+/// Configures tests/cmake-ctest (a C and C++ project with ctest tests) in
+/// `build` with `cmake_args` and `PATH` led by `path_first`, builds it and
+/// runs ctest; panics unless FindMPI took Tandem's mpiexec from
+/// `want_mpiexec` and its library for both languages from `want_lib`, and
+/// every test passed. `None` when cmake is not installed.
+pub fn cmake_ctest(
+    build: &Path,
+    cmake_args: &[String],
+    path_first: Option<&Path>,
+    want_mpiexec: &Path,
+    want_lib: &Path,
+) -> Option<()> {
+    let have_cmake = Command::new("cmake")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_cmake {
+        eprintln!("SKIP: cmake is not installed (scripts/setup.sh installs it)");
+        return None;
+    }
+    let path = match path_first {
+        Some(dir) => format!(
+            "{}:{}",
+            dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+        None => std::env::var("PATH").unwrap_or_default(),
+    };
+    let step = |cmd: &mut Command| -> String {
+        let out = cmd
+            .env("PATH", &path)
+            .env_remove("MPI_HOME")
+            .output()
+            .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+        text
+    };
+    let configured = step(
+        Command::new("cmake")
+            .arg("-S")
+            .arg(repo_root().join("tests/cmake-ctest"))
+            .arg("-B")
+            .arg(build)
+            .args(cmake_args),
+    );
+    assert!(
+        configured.contains(&format!("MPIEXEC_EXECUTABLE: {}", want_mpiexec.display())),
+        "FindMPI took another mpiexec:\n{configured}"
+    );
+    for lang in ["MPI_C", "MPI_CXX"] {
+        assert!(
+            configured.contains(&format!(
+                "Found {lang}: {}/libmpi_abi.so",
+                want_lib.display()
+            )),
+            "FindMPI took another library for {lang}:\n{configured}"
+        );
+    }
+    step(Command::new("cmake").arg("--build").arg(build));
+    let tested = step(
+        Command::new("ctest")
+            .arg("--output-on-failure")
+            .current_dir(build),
+    );
+    assert!(tested.contains("100% tests passed"), "{tested}");
+    Some(())
+}
