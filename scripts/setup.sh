@@ -33,13 +33,40 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# The oldest Rust that builds Tandem (rust-version in Cargo.toml).
+rust_needed=$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../Cargo.toml" | head -1)
+
+# Debian 12's own current Rust (rustc-web, cargo-web), for machines that
+# cannot reach rustup's site; it has no clippy or rustfmt, so the tests
+# then skip those checks (scripts/test.sh says so).
+debian_rust() {
+    local candidate
+    candidate=$(apt-cache policy cargo-web 2>/dev/null | sed -n 's/^ *Candidate: \([0-9.]*\).*/\1/p')
+    if [ -z "$candidate" ] || [ "$(printf '%s\n%s\n' "$rust_needed" "$candidate" | sort -V | head -1)" != "$rust_needed" ]; then
+        echo "setup: Debian offers no Rust of at least $rust_needed (cargo-web: ${candidate:-none})" >&2
+        return 1
+    fi
+    echo "setup: installing Debian's Rust $candidate (rustc-web, cargo-web)" >&2
+    local sudo_cmd=""
+    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq rustc-web cargo-web >/dev/null
+}
+
 if ! command -v cargo >/dev/null 2>&1; then
     if [ -x "$HOME/.cargo/bin/cargo" ]; then
         export PATH="$HOME/.cargo/bin:$PATH"
-    else
+    elif curl --proto '=https' --tlsv1.2 -sSf --max-time 20 -o /tmp/rustup-init.$$ https://sh.rustup.rs; then
         echo "setup: installing Rust (stable) with rustup" >&2
-        curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt >&2
+        sh /tmp/rustup-init.$$ -y --profile minimal -c clippy,rustfmt >&2
+        rm -f /tmp/rustup-init.$$
         export PATH="$HOME/.cargo/bin:$PATH"
+    else
+        rm -f /tmp/rustup-init.$$
+        echo "setup: rustup's site cannot be reached; trying Debian's Rust" >&2
+        if ! debian_rust; then
+            echo "setup: no Rust: install Rust $rust_needed or later (https://rustup.rs) and run this again" >&2
+            exit 1
+        fi
     fi
 fi
 

@@ -6,13 +6,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TANDEM_SETUP_TESTS=1 source scripts/setup.sh
 
-cargo fmt --all --check
+# Debian's own Rust (see setup.sh) has no rustfmt or clippy.
+if cargo fmt --version >/dev/null 2>&1; then
+    cargo fmt --all --check
+else
+    echo "test: rustfmt is not installed (Debian's Rust has none): formatting not checked" >&2
+fi
 # The Fortran bindings are generated from include/mpi.h; they must be current.
 python3 scripts/gen-fortran.py --check
 # The declared rust-version covers the locked dependencies.
 python3 scripts/check-rust-version.py
 cargo build --release --workspace
-cargo clippy --release --workspace --all-targets -- -D warnings
+if cargo clippy --version >/dev/null 2>&1; then
+    cargo clippy --release --workspace --all-targets -- -D warnings
+else
+    echo "test: clippy is not installed (Debian's Rust has none): lints not checked" >&2
+fi
 # The API documentation builds without warnings (broken or private links).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 cargo test --release --workspace
