@@ -19,6 +19,9 @@ if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     # `srun --mpi=pmi2` jobs.
     command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
     command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+    # A Meson project that finds Tandem (tests/meson).
+    command -v meson >/dev/null 2>&1 || need_apt+=(meson)
+    command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
     # The check that the generated Fortran bindings are current.
     command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
     command -v srun >/dev/null 2>&1 || need_apt+=(slurmd slurmctld slurm-client)

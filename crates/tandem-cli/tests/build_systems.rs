@@ -241,3 +241,59 @@ fn cmake_finds_tandem_by_mpi_home_or_path_for_c_cxx_and_ctest() {
     common::cmake_ctest(&build, &[], Some(&bin), &mpiexec, &release);
     let _ = std::fs::remove_dir_all(&build);
 }
+
+/// Meson finds Tandem through its MPI lookup (`dependency('mpi')`, which
+/// asks the first `mpicc` on `PATH`) and through pkg-config
+/// (`dependency('tandem-mpi')`); each build links the standard ABI's
+/// library and runs (tests/meson).
+#[test]
+fn meson_finds_tandem_by_path_and_by_pkg_config() {
+    if !have("meson") || !have("ninja") {
+        eprintln!("SKIP meson_finds_tandem_by_path_and_by_pkg_config: meson or ninja is not installed (scripts/setup.sh installs them)");
+        return;
+    }
+    let release = bin_dir().canonicalize().unwrap();
+    let path = format!(
+        "{}:{}",
+        release.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let ways: [(&str, Vec<(&str, String)>, &str); 2] = [
+        ("mpi", vec![("PATH", path)], "mpicc found: YES"),
+        (
+            "tandem-mpi",
+            vec![(
+                "PKG_CONFIG_PATH",
+                release.join("pkgconfig").display().to_string(),
+            )],
+            "Run-time dependency tandem-mpi found: YES",
+        ),
+    ];
+    for (dep, env, said) in ways {
+        let build = scratch(&format!("meson-{dep}"));
+        let mut setup = Command::new("meson");
+        setup
+            .arg("setup")
+            .arg(&build)
+            .arg(repo_root().join("tests/meson"))
+            .arg(format!("-Dmpi={dep}"))
+            .envs(env.iter().map(|(k, v)| (k, v)));
+        let (ok, out, err) = output(&mut setup);
+        assert!(ok, "meson setup ({dep}) failed\n{out}\n{err}");
+        assert!(out.contains(said), "{dep}: Meson found another MPI\n{out}");
+        let (ok, out, err) = output(Command::new("ninja").arg("-C").arg(&build));
+        assert!(ok, "ninja ({dep}) failed\n{out}\n{err}");
+        let exe = build.join("meson_hello");
+        let (_, dynamic, _) = output(Command::new("readelf").arg("-d").arg(&exe));
+        assert!(dynamic.contains("[libmpi_abi.so.1]"), "{dep}: {dynamic}");
+        let mut cmd = Command::new(bin_dir().join("mpirun"));
+        cmd.args(["-n", "3"]).arg(&exe);
+        let outcome = run_command(cmd, JOB_TIMEOUT);
+        assert!(
+            outcome.has_line("PASS meson_hello (3 ranks)"),
+            "{dep}: {}",
+            outcome.describe()
+        );
+        let _ = std::fs::remove_dir_all(&build);
+    }
+}
