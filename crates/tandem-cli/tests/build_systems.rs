@@ -258,18 +258,18 @@ fn meson_finds_tandem_by_path_and_by_pkg_config() {
         release.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let ways: [(&str, Vec<(&str, String)>, &str); 2] = [
-        ("mpi", vec![("PATH", path)], "mpicc found: YES"),
+    // (dependency, the variable that points Meson at Tandem, its value, what Meson says)
+    let pkg_config = release.join("pkgconfig").display().to_string();
+    let ways = [
+        ("mpi", "PATH", path, "mpicc found: YES"),
         (
             "tandem-mpi",
-            vec![(
-                "PKG_CONFIG_PATH",
-                release.join("pkgconfig").display().to_string(),
-            )],
+            "PKG_CONFIG_PATH",
+            pkg_config,
             "Run-time dependency tandem-mpi found: YES",
         ),
     ];
-    for (dep, env, said) in ways {
+    for (dep, var, value, said) in ways {
         let build = scratch(&format!("meson-{dep}"));
         let mut setup = Command::new("meson");
         setup
@@ -277,7 +277,7 @@ fn meson_finds_tandem_by_path_and_by_pkg_config() {
             .arg(&build)
             .arg(repo_root().join("tests/meson"))
             .arg(format!("-Dmpi={dep}"))
-            .envs(env.iter().map(|(k, v)| (k, v)));
+            .env(var, &value);
         let (ok, out, err) = output(&mut setup);
         assert!(ok, "meson setup ({dep}) failed\n{out}\n{err}");
         assert!(out.contains(said), "{dep}: Meson found another MPI\n{out}");
