@@ -10,8 +10,8 @@
 #     DIR/lib            libmpi_abi.so.1.0.0 (SONAME libmpi_abi.so.1, the MPI-5.0
 #                        standard ABI's major version), its links libmpi_abi.so.1
 #                        and libmpi_abi.so, and the static libmpi_abi.a
-#     DIR/lib/pkgconfig  tandem-mpi.pc (also as mpi.pc, mpi-c.pc, mpi-cxx.pc,
-#                        mpi-fort.pc), relative to where they lie
+#     DIR/lib/pkgconfig  tandem-mpi.pc (also as mpi.pc, mpi-c.pc, mpi-cxx.pc), with
+#                        paths relative to where they lie
 #     DIR/include        mpi.h, mpif.h, rwapi.h, fortran/ (the module sources
 #                        `tandem fc` compiles once per compiler)
 #     DIR/share/man/man1 tandem(1), tandem-run(1), tandem-cc(1), ... and mpicc(1),
@@ -100,7 +100,7 @@ Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lmpi_abi
 EOF
 )
-    for name in tandem-mpi mpi mpi-c mpi-cxx mpi-fort; do
+    for name in tandem-mpi mpi mpi-c mpi-cxx; do
         printf '%s\n' "$pc" >"$p/lib/pkgconfig/$name.pc"
     done
     "$p/bin/tandem" _man "$p/share/man/man1"
