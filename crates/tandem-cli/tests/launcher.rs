@@ -537,6 +537,48 @@ fn programs_separated_by_colons_run_on_their_own_ranks() {
     assert!(stray.stderr.contains("not '--tag-output'"), "{stray:?}");
 }
 
+/// Ranks that all wait, none using the CPU, for `stall_warn_s` (here they
+/// sleep, as ranks blocked on each other in MPI do) are named as waiting,
+/// and the timeout says so; ranks that compute are not.
+#[test]
+fn ranks_that_all_wait_are_named_as_waiting() {
+    let args = [
+        "run",
+        "-n",
+        "2",
+        "--timeout",
+        "3",
+        "--set",
+        "stall_warn_s=1",
+        "sh",
+        "-c",
+        "sleep 30",
+    ];
+    let out = tandem(&args);
+    assert_eq!(out.code(), Some(124), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("no rank has used the CPU for 1 s: all 2 running ranks are waiting"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("none using the CPU"), "{out:?}");
+    let busy = [
+        "run",
+        "-n",
+        "1",
+        "--timeout",
+        "2.5",
+        "--set",
+        "stall_warn_s=1",
+        "sh",
+        "-c",
+        "while :; do :; done",
+    ];
+    let out = tandem(&busy);
+    assert_eq!(out.code(), Some(124), "{out:?}");
+    assert!(!out.stderr.contains("used the CPU"), "{out:?}");
+}
+
 /// A rank stopped by a signal is named as stopped after `stall_warn_s`
 /// (the job waits for it: a scheduler may have suspended it), and again by
 /// the timeout that ends the job; the running rank is not named.
@@ -558,6 +600,8 @@ fn a_stopped_rank_is_named() {
     ];
     let out = tandem_marked(&args, &marker);
     assert_eq!(out.code(), Some(124), "{out:?}");
+    // The rank waiting on the stopped one is not taken for a deadlock.
+    assert!(!out.stderr.contains("used the CPU"), "{out:?}");
     assert!(
         out.stderr.contains("tandem: rank 1 (pid ")
             && out

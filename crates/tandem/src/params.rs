@@ -339,7 +339,7 @@ pub static REGISTRY: &[Param] = &[
         name: "stall_warn_s",
         kind: Kind::UInt,
         default: "120",
-        help: "seconds a rank may stay stopped (SIGSTOP, SIGTSTP, a debugger) before the launcher names it on stderr; the job keeps waiting for it (0 = never). A stopped replica of a replicated job is instead declared failed after replica_timeout_ms",
+        help: "seconds a rank may stay stopped (SIGSTOP, SIGTSTP, a debugger) before the launcher names it on stderr, and that every rank of a one-host job may wait without using the CPU (a deadlock?) before the launcher says so; the job keeps waiting (0 = never). A stopped replica of a replicated job is instead declared failed after replica_timeout_ms",
     },
     Param {
         name: "replicas",

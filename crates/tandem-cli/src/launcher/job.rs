@@ -32,7 +32,7 @@ use super::output::{LineSplitter, OutputStream, Printed, Sink};
 use super::remote::{self, HostEvent, HostJob, Pipe, RemoteHost};
 use super::signals::{signal_name, SignalQueue, STOP_SIGNALS};
 use super::stdin_feed::{self, StdinFeed};
-use super::stopped::{self, StopWatch};
+use super::stopped::{self, IdleWatch, StopWatch};
 use super::supervise::{self, RankCommand, Termination};
 use crate::{parameters, sys};
 
@@ -166,6 +166,9 @@ pub struct Job {
     stragglers_give_up: Option<Instant>,
     /// Watches this host's processes for being stopped (`stopped`).
     stop_watch: Option<StopWatch>,
+    /// Watches whether every rank waits (a job of one host, unreplicated:
+    /// the master sees every rank's CPU time).
+    idle_watch: Option<IdleWatch>,
 }
 
 impl Job {
@@ -292,6 +295,11 @@ impl Job {
             (Printed::new(0), Vec::new(), Vec::new())
         };
         let stop_watch = StopWatch::new(stopped::limit(&settings, config.replicas > 1));
+        let idle_watch = if config.replicas == 1 && config.multi.is_none() {
+            IdleWatch::new(Duration::from_secs(settings.uint("stall_warn_s")))
+        } else {
+            None
+        };
         let mut job = Job {
             signals,
             service,
@@ -316,6 +324,7 @@ impl Job {
             replica_deadline: None,
             stragglers_give_up: None,
             stop_watch,
+            idle_watch,
         };
         let local_size = local_ranks.len() as u32;
         for (local, &rank) in local_ranks.iter().enumerate() {
@@ -599,6 +608,7 @@ impl Job {
                 self.replica_deadline,
                 self.stragglers_give_up,
                 self.stop_watch.as_ref().map(StopWatch::next_check),
+                self.idle_watch.as_ref().map(IdleWatch::next_check),
             ]
             .into_iter()
             .flatten()
@@ -630,6 +640,7 @@ impl Job {
         match self.phase {
             Phase::Running => {
                 self.watch_stopped(now);
+                self.watch_idle(now);
                 if self.timeout_at.is_some_and(|t| t <= now) {
                     let secs = self.config.timeout.unwrap_or_default();
                     let stopped: Vec<String> = self
@@ -638,9 +649,18 @@ impl Job {
                         .filter(|r| r.running && r.host.is_none() && stopped::is_stopped(r.pid))
                         .map(|r| r.rank.to_string())
                         .collect();
-                    let which = match stopped.len() {
-                        0 => String::new(),
-                        1 => format!(" (rank {} is stopped)", stopped[0]),
+                    let idle = self
+                        .idle_watch
+                        .as_ref()
+                        .and_then(IdleWatch::all_idle_since)
+                        .map(|t| now.saturating_duration_since(t));
+                    let which = match (stopped.len(), idle) {
+                        (0, Some(idle)) if idle.as_secs() >= 1 => format!(
+                            " (every rank had been waiting, none using the CPU, for {} s: waiting on each other?)",
+                            idle.as_secs()
+                        ),
+                        (0, _) => String::new(),
+                        (1, _) => format!(" (rank {} is stopped)", stopped[0]),
                         _ => format!(" (ranks {} are stopped)", stopped.join(", ")),
                     };
                     eprintln!("tandem: job exceeded the timeout of {secs} s{which}");
@@ -1077,6 +1097,42 @@ impl Job {
             let _ = sys::poll(&mut fds, Some(deadline - now));
             // Stop signals are moot now; SIGCHLD is handled by the loop.
             self.signals.drain();
+        }
+    }
+
+    /// Checks whether every rank has been waiting, none using the CPU, for
+    /// `stall_warn_s`: then says so (once per such stretch); the job waits.
+    fn watch_idle(&mut self, now: Instant) {
+        if self
+            .idle_watch
+            .as_ref()
+            .is_none_or(|w| now < w.next_check())
+        {
+            return;
+        }
+        // Ranks waiting on a stopped one: the stop is named instead.
+        if self
+            .ranks
+            .iter()
+            .any(|r| r.running && stopped::is_stopped(r.pid))
+        {
+            return;
+        }
+        let Some(watch) = self.idle_watch.as_mut() else {
+            return;
+        };
+        let running = self.ranks.iter().filter(|r| r.running);
+        if let Some(idle) = watch.check(now, running.map(|r| (r.rank, r.pid))) {
+            let n = self.ranks.iter().filter(|r| r.running).count();
+            let all = if n == 1 {
+                "the job's one rank is".to_string()
+            } else {
+                format!("all {n} running ranks are")
+            };
+            eprintln!(
+                "tandem: no rank has used the CPU for {} s: {all} waiting, on each other (a receive, probe or collective that nothing will match: a deadlock) or on something outside the job; the job waits (--timeout ends it)",
+                idle.as_secs()
+            );
         }
     }
 
