@@ -35,7 +35,7 @@ mod path;
 mod peers;
 pub mod request;
 mod wildcard;
-pub use wildcard::ChoiceRole;
+pub use wildcard::{ChoiceRole, HISTORY as DECISION_HISTORY};
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -41,10 +41,9 @@
 use std::collections::{HashMap, VecDeque};
 
 /// Decisions and choices from the leader a replica keeps, to pass on to
-/// its siblings when the leader is lost.
-const HISTORY: usize = 1 << 16;
-// A leader runs at most this far ahead of a sibling (replica/).
-const _: () = assert!(crate::replica::DECISIONS_AHEAD as usize <= HISTORY);
+/// its siblings when the leader is lost (the replication layer keeps a
+/// leader fewer than this ahead of any sibling).
+pub const HISTORY: usize = 1 << 16;
 
 use super::{matches, Body, Matcher, ReqId};
 use crate::wire::{FrameKind, Header};

@@ -67,6 +67,7 @@ pub const ACK_DELAY_MS: i32 = 5;
 pub const DECISIONS_AHEAD: u64 = 1 << 14;
 /// A follower acknowledges every this many decisions and choices it heard.
 const DECISION_ACK_EVERY: u64 = 1 << 10;
+const _: () = assert!(DECISIONS_AHEAD as usize <= crate::p2p::DECISION_HISTORY);
 
 /// Token bits of the frames this layer hands the transport: the receiver
 /// rank (19 bits), the replica (4 bits), the sequence number (40 bits); the
