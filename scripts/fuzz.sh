@@ -5,7 +5,9 @@
 # frame reassembly over arbitrary splits (transport/tcp.rs), PMI-2 answers
 # (bootstrap_pmi2.rs), collective rules files (coll/select.rs), counters and
 # the job secret (stats.rs, bootstrap.rs), and the launcher's record and
-# key-value protocols (tandem-cli launcher/channel.rs, kv_service.rs).
+# key-value protocols (tandem-cli launcher/channel.rs, kv_service.rs), and
+# the ELF dynamic section a program names its libraries in
+# (launcher/foreign_mpi.rs).
 #
 # Cases per property: CASES (default 10,000,000; the unit-test default is
 # 2,000). At the default, expect about 3 hours on two cores after the build,

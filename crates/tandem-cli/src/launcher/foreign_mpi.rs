@@ -188,7 +188,7 @@ mod tests {
     proptest::proptest! {
         /// Any bytes: an answer or `None`, never a panic or a huge read.
         #[test]
-        fn parsing_is_total(mut bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..4096)) {
+        fn prop_elf_parsing_is_total(mut bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..4096)) {
             if bytes.len() >= 6 {
                 bytes[..6].copy_from_slice(b"\x7fELF\x02\x01");
             }
