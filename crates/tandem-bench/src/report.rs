@@ -17,7 +17,7 @@ use super::build::{self, BuildError};
 use super::core_latency;
 use super::kernels::{self, Kernel};
 use super::model::{self, ModelResult};
-use super::mpi::{self, Library, Transport};
+use super::mpi::{self, Family, Library, Transport};
 use super::output::{self, Machine};
 use super::plot;
 use super::progress;
@@ -135,8 +135,15 @@ struct Plan {
     kernel: &'static Kernel,
     title: &'static str,
     np: u32,
+    /// Run on Tandem alone, once per progress policy (`progress`), instead
+    /// of on every library.
+    per_policy: bool,
     params: Vec<(&'static str, String)>,
 }
+
+/// Tandem's progress policies (the `progress` parameter), in the order the
+/// progress-engine section shows them.
+const PROGRESS_POLICIES: [&str; 4] = ["poll", "adaptive", "thread", "signal"];
 
 /// The report's kernels; the ping-pong over `pingpong` sizes (see
 /// [`model::pingpong_sizes`]); with `replicated`, the time to solution.
@@ -160,6 +167,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
             kernel: k("pingpong"),
             title: "Ping-pong (Ben Fredj and Renault): one-way latency and throughput",
             np: 2,
+            per_policy: false,
             params: vec![
                 (
                     "sizes",
@@ -177,6 +185,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
             kernel: k("bidir"),
             title: "Bidirectional ping-pong (Ben Fredj and Renault)",
             np: 2,
+            per_policy: false,
             params: vec![
                 ("sizes", sizes("1:4m:4")?),
                 ("duration", d.clone()),
@@ -187,6 +196,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
             kernel: k("burst"),
             title: "Burst (Ben Fredj and Renault): time per message when sending as fast as possible",
             np: 2,
+            per_policy: false,
             params: vec![
                 ("sizes", sizes("1:4m:4")?),
                 ("duration", d),
@@ -197,8 +207,19 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
             kernel: k("overhead"),
             title: "MPI_Isend / MPI_Irecv overhead and application availability (Doerfler and Brightwell)",
             np: 2,
+            per_policy: false,
             params: vec![
                 ("sizes", sizes("8,1k,16k,64k,256k,1m")?),
+                ("repeat", r.clamp(1, 3).to_string()),
+            ],
+        },
+        Plan {
+            kernel: k("overhead"),
+            title: "Progress engine: how much of a transfer overlaps computation under each of Tandem's progress policies (poll, adaptive, thread, signal)",
+            np: 2,
+            per_policy: true,
+            params: vec![
+                ("sizes", sizes("1k,64k,1m")?),
                 ("repeat", r.clamp(1, 3).to_string()),
             ],
         },
@@ -206,12 +227,14 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
             kernel: k("alltoallv"),
             title: "All-to-all exchange of Gabriel's VolpexMPI report (Isend/Irecv/Waitall, ~32 KiB per pair)",
             np: a.np.max(1),
+            per_policy: false,
             params: vec![("repeat", r.to_string())],
         },
         Plan {
             kernel: k("cannon"),
             title: "Cannon's matrix multiplication, shifts overlapped with computation (Kumar et al.)",
             np: q * q,
+            per_policy: false,
             params: vec![
                 ("n", (256 / q * q).to_string()),
                 ("repeat", r.clamp(1, 3).to_string()),
@@ -221,6 +244,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
             kernel: k("cannon"),
             title: "Cannon's matrix multiplication, shifts after computation (no overlap)",
             np: q * q,
+            per_policy: false,
             params: vec![
                 ("n", (256 / q * q).to_string()),
                 ("repeat", r.clamp(1, 3).to_string()),
@@ -231,6 +255,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
             kernel: k("coll"),
             title: "Collectives (Noor, Alhaisoni and Liotta): barrier, start, operation, barrier, end",
             np: a.np.max(2),
+            per_policy: false,
             params: vec![
                 ("sizes", sizes("1k,64k,1m")?),
                 ("repeat", (r * 2).to_string()),
@@ -242,6 +267,7 @@ fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>
             kernel: k("tts"),
             title: "Time to solution, replicated and losing a replica halfway (the VolpexMPI report's experiment)",
             np: a.np.max(1),
+            per_policy: false,
             params: vec![
                 ("sizes", sizes("32k")?),
                 ("steps", "200".into()),
@@ -1051,7 +1077,26 @@ fn measure(
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.clone()))
                 .collect();
+            let mut rest = rest.to_vec();
             let (run_libs, notes) = match replicas {
+                _ if p.per_policy => {
+                    let tandem = libs
+                        .iter()
+                        .find(|l| l.family == Family::Tandem && l.name == "tandem");
+                    let Some(tandem) = tandem.filter(|_| !replicated) else {
+                        continue;
+                    };
+                    let mut variants = Vec::new();
+                    for policy in PROGRESS_POLICIES {
+                        let name = format!("tandem-{policy}");
+                        rest.push(format!("{name}:progress={policy}"));
+                        variants.push(Library {
+                            name,
+                            ..tandem.clone()
+                        });
+                    }
+                    (variants, Vec::new())
+                }
                 Some(r) => match super::with_replicas(p.kernel, libs, r) {
                     Ok(x) => x,
                     Err(why) => {
@@ -1071,7 +1116,7 @@ fn measure(
                 },
                 None => (libs.to_vec(), Vec::new()),
             };
-            let lib_set = split_set(p.kernel, rest, &run_libs, &mut params)?;
+            let lib_set = split_set(p.kernel, &rest, &run_libs, &mut params)?;
             let repeat: u32 = params
                 .get("repeat")
                 .and_then(|r| r.parse().ok())
@@ -1114,7 +1159,8 @@ fn measure(
             }
             match run_spec(&spec) {
                 Ok(res) => {
-                    for v in res.versions() {
+                    // The policies are Tandem's own, not libraries of the run.
+                    for v in res.versions().into_iter().filter(|_| !p.per_policy) {
                         if !versions.iter().any(|(l, _)| *l == v.0) {
                             versions.push(v);
                         }

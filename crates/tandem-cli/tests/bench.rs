@@ -756,6 +756,24 @@ fn report_page() {
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
     let doc = read_json(&dir.join("results.json"));
     assert!(doc["sections"].as_array().unwrap().len() >= 7);
+    // The progress engine's section: Tandem under each progress policy.
+    let policies = doc["sections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["title"].as_str().unwrap().starts_with("Progress engine"))
+        .expect("no progress-engine section");
+    assert_eq!(
+        table_names(&policies["result"]),
+        [
+            "tandem-poll",
+            "tandem-adaptive",
+            "tandem-thread",
+            "tandem-signal"
+        ],
+        "{}",
+        policies["skipped"]
+    );
     // By default every MPI library installed here is measured beside
     // Tandem; one missing is named with how to install it.
     let libs: Vec<&str> = doc["libraries"]
