@@ -22,6 +22,8 @@ if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     # A Meson project that finds Tandem (tests/meson).
     command -v meson >/dev/null 2>&1 || need_apt+=(meson)
     command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
+    # An autotools project that builds with CC=mpicc (tests/autotools).
+    command -v autoreconf >/dev/null 2>&1 || need_apt+=(autoconf automake)
     # The check that the generated Fortran bindings are current.
     command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
     command -v srun >/dev/null 2>&1 || need_apt+=(slurmd slurmctld slurm-client)

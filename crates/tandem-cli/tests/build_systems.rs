@@ -283,3 +283,44 @@ fn meson_finds_tandem_by_path_and_by_pkg_config() {
         let _ = std::fs::remove_dir_all(&build);
     }
 }
+
+/// An autotools project (tests/autotools) configured with `CC=mpicc`
+/// checks for mpi.h and MPI_Init, builds, links the standard ABI's library
+/// and runs.
+#[test]
+fn autotools_builds_with_the_mpicc_wrapper() {
+    if !have("autoreconf") || !have("make") {
+        eprintln!("SKIP autotools_builds_with_the_mpicc_wrapper: autoconf, automake or make is not installed (scripts/setup.sh installs them)");
+        return;
+    }
+    // autoreconf writes into the source directory: work on a copy.
+    let dir = scratch("autotools");
+    for file in ["configure.ac", "Makefile.am", "autotools_hello.c"] {
+        std::fs::copy(
+            repo_root().join("tests/autotools").join(file),
+            dir.join(file),
+        )
+        .unwrap();
+    }
+    let mpicc = bin_dir().canonicalize().unwrap().join("bin/mpicc");
+    for step in [
+        vec!["autoreconf".to_string(), "-i".to_string()],
+        vec!["./configure".to_string(), format!("CC={}", mpicc.display())],
+        vec!["make".to_string()],
+    ] {
+        let (ok, out, err) = output(Command::new(&step[0]).args(&step[1..]).current_dir(&dir));
+        assert!(ok, "{step:?} failed\n{out}\n{err}");
+    }
+    let exe = dir.join("autotools_hello");
+    let (_, dynamic, _) = output(Command::new("readelf").arg("-d").arg(&exe));
+    assert!(dynamic.contains("[libmpi_abi.so.1]"), "{dynamic}");
+    let mut cmd = Command::new(bin_dir().join("mpirun"));
+    cmd.args(["-n", "3"]).arg(&exe);
+    let outcome = run_command(cmd, JOB_TIMEOUT);
+    assert!(
+        outcome.has_line("PASS autotools_hello (3 ranks)"),
+        "{}",
+        outcome.describe()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
