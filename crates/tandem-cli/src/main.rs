@@ -170,7 +170,7 @@ fn main() {
             std::process::exit(status);
         }
     }
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(mpirun_spellings(std::env::args_os().collect()));
     let status = match cli.command {
         Command::Run(mut a) => {
             let program = a.command.remove(0);
@@ -232,6 +232,62 @@ fn main() {
         },
     };
     std::process::exit(status);
+}
+
+/// `tandem run`'s options as people type them for mpirun, with one dash
+/// (`-np 4`, `-wdir DIR`, `-host a,b`, `-ppn 2`), spelled as clap reads
+/// them (`--np 4` ...); only before the program, whose own arguments are
+/// left alone.
+fn mpirun_spellings(mut argv: Vec<OsString>) -> Vec<OsString> {
+    if argv.get(1).is_none_or(|a| a != "run") {
+        return argv;
+    }
+    // Options that take the next word as their value.
+    const VALUED: &[&str] = &[
+        "-n",
+        "--np",
+        "-H",
+        "--host",
+        "--hostfile",
+        "--map-by",
+        "--agent",
+        "-x",
+        "--export",
+        "--launch-timeout",
+        "--remote-tandem",
+        "--set",
+        "--replicas",
+        "--timeout",
+        "--wdir",
+        "--wd",
+        "--per-host",
+        "--npernode",
+        "--ppn",
+    ];
+    const ONE_DASH: &[(&str, &str)] = &[
+        ("-np", "--np"),
+        ("-wdir", "--wdir"),
+        ("-wd", "--wd"),
+        ("-host", "--host"),
+        ("-hostfile", "--hostfile"),
+        ("-ppn", "--ppn"),
+        ("-npernode", "--npernode"),
+    ];
+    let mut i = 2;
+    while i < argv.len() {
+        let Some(word) = argv[i].to_str() else {
+            break;
+        };
+        if let Some((_, long)) = ONE_DASH.iter().find(|(short, _)| *short == word) {
+            argv[i] = OsString::from(long);
+        }
+        let word = argv[i].to_str().unwrap_or_default();
+        if !word.starts_with('-') {
+            break; // the program
+        }
+        i += if VALUED.contains(&word) { 2 } else { 1 };
+    }
+    argv
 }
 
 /// `tandem.1`, and `tandem-SUB.1` for every visible subcommand, in `dir`.
@@ -319,5 +375,30 @@ pub(crate) fn prop_config() -> proptest::prelude::ProptestConfig {
         cases: 2000,
         failure_persistence: None,
         ..proptest::prelude::ProptestConfig::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpirun_spellings_are_read_before_the_program_only() {
+        let os = |w: &[&str]| w.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            mpirun_spellings(os(&[
+                "tandem", "run", "-np", "4", "-wdir", "/d", "./a", "-np", "2"
+            ])),
+            os(&["tandem", "run", "--np", "4", "--wdir", "/d", "./a", "-np", "2"])
+        );
+        // A value that looks like one of them is a value.
+        assert_eq!(
+            mpirun_spellings(os(&["tandem", "run", "--set", "-np", "./a"])),
+            os(&["tandem", "run", "--set", "-np", "./a"])
+        );
+        assert_eq!(
+            mpirun_spellings(os(&["tandem", "cc", "-np"])),
+            os(&["tandem", "cc", "-np"])
+        );
     }
 }

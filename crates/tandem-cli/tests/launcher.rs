@@ -501,7 +501,7 @@ fn ranks_start_in_the_working_directory_given() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// MPMD: `PROG ARGS : -n N PROG ARGS` (also through the mpirun name) runs
+/// MPMD: `PROG ARGS : -n N PROG ARGS` (also with -np, and through the mpirun name) runs
 /// each program on its ranks, in order, with its number in
 /// TANDEM_JOB_APPNUM; a program without its count, or an option after ':'
 /// other than -n, is refused before anything starts.
@@ -509,7 +509,12 @@ fn ranks_start_in_the_working_directory_given() {
 fn programs_separated_by_colons_run_on_their_own_ranks() {
     let mpirun = Path::new(TANDEM).with_file_name("mpirun");
     let echo = |tag: &str| format!("echo {tag} $TANDEM_JOB_RANK $TANDEM_JOB_APPNUM");
-    for (exe, count) in [(Path::new(TANDEM), "-n"), (mpirun.as_path(), "-np")] {
+    // `tandem run` also takes mpirun's one-dash spelling, -np.
+    for (exe, count) in [
+        (Path::new(TANDEM), "-n"),
+        (Path::new(TANDEM), "-np"),
+        (mpirun.as_path(), "-np"),
+    ] {
         let (a, b) = (echo("first"), echo("second"));
         let mut args = vec![];
         if exe == Path::new(TANDEM) {
