@@ -176,7 +176,10 @@ fn predefined_comm_attr(s: &State, k: c_int) -> Option<*mut c_void> {
             &UNIVERSE_SIZE
         }
         MPI_APPNUM => {
-            APPNUM.store(s.rt.appnum() as c_int, Ordering::Relaxed);
+            APPNUM.store(
+                c_int::try_from(s.rt.appnum()).unwrap_or(c_int::MAX),
+                Ordering::Relaxed,
+            );
             &APPNUM
         }
         MPI_LASTUSEDCODE => &LASTUSEDCODE,

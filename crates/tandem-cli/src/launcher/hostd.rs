@@ -175,11 +175,7 @@ pub fn main(host: &str) -> i32 {
         }
     }
     drop(shm);
-    let replicated = spec
-        .env
-        .iter()
-        .any(|(k, v)| k == job_env::REPLICAS && v.parse::<u32>().is_ok_and(|r| r > 1));
-    let stop_watch = StopWatch::new(stopped::limit(&settings, replicated));
+    let stop_watch = StopWatch::new(stopped::limit(&settings, replicas > 1));
     if !send(&["ready", &node_addr], b"") {
         kill_all(&ranks);
         return 1;

@@ -1103,21 +1103,6 @@ impl Job {
     /// Checks whether every rank has been waiting, none using the CPU, for
     /// `stall_warn_s`: then says so (once per such stretch); the job waits.
     fn watch_idle(&mut self, now: Instant) {
-        if self
-            .idle_watch
-            .as_ref()
-            .is_none_or(|w| now < w.next_check())
-        {
-            return;
-        }
-        // Ranks waiting on a stopped one: the stop is named instead.
-        if self
-            .ranks
-            .iter()
-            .any(|r| r.running && stopped::is_stopped(r.pid))
-        {
-            return;
-        }
         let Some(watch) = self.idle_watch.as_mut() else {
             return;
         };

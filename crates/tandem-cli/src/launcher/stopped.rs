@@ -134,7 +134,9 @@ impl IdleWatch {
     }
 
     /// Looks at `procs` (key, pid): `Some(how long)` once, when none of
-    /// them has used the CPU for the limit; again only after one has.
+    /// them has used the CPU for the limit; again only after one has. A
+    /// stopped process counts as busy: those waiting on it are not
+    /// deadlocked, and its stop is named on its own ([`StopWatch`]).
     pub fn check(
         &mut self,
         now: Instant,
@@ -150,9 +152,10 @@ impl IdleWatch {
         let mut busy = missed;
         let mut ticks = HashMap::new();
         for (key, pid) in procs {
-            let Some(t) = cpu_ticks(pid) else {
+            let Some((state, t)) = read_stat(pid).as_deref().and_then(stat_state_and_ticks) else {
                 continue;
             };
+            busy |= state == b'T' || state == b't';
             busy |= self
                 .ticks
                 .get(&key)
@@ -175,27 +178,27 @@ impl IdleWatch {
     }
 }
 
-/// User and system CPU time of process `pid` and all its threads, in clock
-/// ticks (fields 14 and 15 of /proc/PID/stat).
-pub fn cpu_ticks(pid: libc::pid_t) -> Option<u64> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    stat_cpu_ticks(&stat)
+fn read_stat(pid: libc::pid_t) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/stat")).ok()
 }
 
-fn stat_cpu_ticks(stat: &[u8]) -> Option<u64> {
+/// The state letter and the user and system CPU time of the process and
+/// all its threads, in clock ticks (fields 3, 14 and 15), of a
+/// /proc/PID/stat line.
+fn stat_state_and_ticks(stat: &[u8]) -> Option<(u8, u64)> {
+    let state = process_state(stat)?;
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    // After the name: state (field 3) ... utime (14), stime (15).
     let mut fields = rest.split_ascii_whitespace().skip(11);
     let user: u64 = fields.next()?.parse().ok()?;
     let system: u64 = fields.next()?.parse().ok()?;
-    Some(user + system)
+    Some((state, user + system))
 }
 
 /// Whether process `pid` is stopped by a signal or traced and stopped
 /// (state `T` or `t` in /proc/PID/stat).
 pub fn is_stopped(pid: libc::pid_t) -> bool {
-    let Ok(stat) = std::fs::read(format!("/proc/{pid}/stat")) else {
+    let Some(stat) = read_stat(pid) else {
         return false;
     };
     process_state(&stat).is_some_and(|s| s == b'T' || s == b't')
@@ -225,8 +228,8 @@ mod tests {
     #[test]
     fn cpu_time_after_a_tricky_command_name() {
         let line = b"12 (a) b) S 1 12 12 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0";
-        assert_eq!(stat_cpu_ticks(line), Some(12));
-        assert_eq!(stat_cpu_ticks(b"12 (x) S 1"), None);
+        assert_eq!(stat_state_and_ticks(line), Some((b'S', 12)));
+        assert_eq!(stat_state_and_ticks(b"12 (x) S 1"), None);
     }
 
     #[test]

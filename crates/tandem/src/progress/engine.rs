@@ -16,7 +16,7 @@ use crate::stats::{Counters, Stopwatch};
 use crate::transport::shm::{Advert, ReadRemoteError, ShmTransport};
 pub use crate::transport::shm::{WAKE_HELPER_ANY, WAKE_HELPER_RNDV};
 use crate::transport::tcp::TcpTransport;
-use crate::transport::{FrameSink, Links, Payload, PayloadDest, SendState};
+use crate::transport::{FrameSink, Links, SendState};
 use crate::wire::Header;
 
 /// How a peer is reached.
@@ -167,8 +167,15 @@ impl Engine {
         // and the kernel's buffers hold far more than a ring, where frames
         // beyond the ring's cells wait in the leader's memory and die with
         // it (a follower far behind would miss decisions no survivor keeps).
+        // A sibling is lost when its TCP stream ends, after every frame it
+        // wrote before it died has been read; its exit seen first would
+        // have those ignored, and a follower would lead without them.
         for j in 0..place.replicas {
-            self.process_routes[place.process_of(place.rank(), j) as usize] = Route::Tcp;
+            let p = place.process_of(place.rank(), j) as usize;
+            if let (Route::Shm(local), Some(shm)) = (self.process_routes[p], self.shm.as_mut()) {
+                shm.leave_exit_to_other_transport(local);
+            }
+            self.process_routes[p] = Route::Tcp;
         }
         replicas.greet(&mut self.links().1);
         self.replicas = Some(replicas);
@@ -518,13 +525,7 @@ impl Engine {
                         // Processes, in a replicated job: seen as ranks
                         // through the replication layer.
                         match self.replicas.as_mut() {
-                            Some(rep) => shm.peer_exited(
-                                token as u32,
-                                &mut StreamEndsLoss {
-                                    routes: &self.process_routes,
-                                    inner: &mut rep.upward(sink),
-                                },
-                            ),
+                            Some(rep) => shm.peer_exited(token as u32, &mut rep.upward(sink)),
                             None => shm.peer_exited(token as u32, sink),
                         }
                         did = true;
@@ -799,11 +800,10 @@ impl Links for ProcessLinks<'_> {
     fn progress(&mut self, sink: &mut dyn FrameSink) -> bool {
         let mut did = false;
         if let Some(shm) = self.shm.as_deref_mut() {
-            did |= if self.replicated {
-                drive_replicated_shm(shm, self.routes, *self.drive_passes, sink)
-            } else {
-                shm.progress(sink)
-            };
+            did |= shm.progress(sink);
+            if self.replicated && self.drive_passes.is_multiple_of(EXIT_WATCH_EVERY) {
+                did |= shm.reap_exited(sink);
+            }
         }
         // Gabriel's VolpexMPI report: asking the kernel about idle sockets on
         // every call is pure cost. Without TCP connections only the listener
@@ -818,76 +818,5 @@ impl Links for ProcessLinks<'_> {
             did |= self.tcp.progress(sink, 0);
         }
         did
-    }
-}
-
-/// Shared memory's part of a replicated job's progress pass: losses of
-/// siblings are left to TCP ([`StreamEndsLoss`]), and exited local
-/// processes are looked for every [`EXIT_WATCH_EVERY`] passes.
-#[cold]
-#[inline(never)]
-fn drive_replicated_shm(
-    shm: &mut ShmTransport,
-    routes: &[Route],
-    passes: u32,
-    sink: &mut dyn FrameSink,
-) -> bool {
-    let mut sink = StreamEndsLoss {
-        routes,
-        inner: sink,
-    };
-    let mut did = shm.progress(&mut sink);
-    if passes.is_multiple_of(EXIT_WATCH_EVERY) {
-        did |= shm.reap_exited(&mut sink);
-    }
-    did
-}
-
-/// What shared memory reports in a replicated job: a local process reached
-/// over TCP (a sibling replica, see [`Engine::set_replicas`]) is lost when
-/// its TCP stream ends, not when its pidfd says it exited. Frames it wrote
-/// before it died may still wait in the socket; a loss reported first
-/// would have them ignored, and a follower would lead without the
-/// decisions they carry.
-struct StreamEndsLoss<'a> {
-    routes: &'a [Route],
-    inner: &'a mut dyn FrameSink,
-}
-
-impl FrameSink for StreamEndsLoss<'_> {
-    fn on_header(
-        &mut self,
-        peer: u32,
-        header: &Header,
-    ) -> std::result::Result<PayloadDest, String> {
-        self.inner.on_header(peer, header)
-    }
-
-    fn on_frame(
-        &mut self,
-        peer: u32,
-        header: &Header,
-        payload: Payload,
-    ) -> std::result::Result<(), String> {
-        self.inner.on_frame(peer, header, payload)
-    }
-
-    fn on_whole_frame(
-        &mut self,
-        peer: u32,
-        header: &Header,
-        data: &[u8],
-    ) -> std::result::Result<bool, String> {
-        self.inner.on_whole_frame(peer, header, data)
-    }
-
-    fn on_send_done(&mut self, token: u64) {
-        self.inner.on_send_done(token)
-    }
-
-    fn on_peer_lost(&mut self, peer: u32, reason: &str) {
-        if !matches!(self.routes.get(peer as usize), Some(Route::Tcp)) {
-            self.inner.on_peer_lost(peer, reason)
-        }
     }
 }

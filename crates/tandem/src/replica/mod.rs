@@ -428,7 +428,7 @@ impl Replicas {
 
     /// Whether every live sibling handed over what it heard from the lost
     /// leaders (a new leader decides only then).
-    fn handed_over(&self) -> bool {
+    fn all_handed_over(&self) -> bool {
         let me = self.place.rank();
         (0..self.place.replicas).all(|j| {
             j == self.place.replica()
@@ -848,7 +848,7 @@ impl Replicas {
             sink.on_send_done(t);
         }
         let pass = std::mem::take(&mut self.lead_news);
-        let lead = self.leader && !self.lead_told && self.handed_over();
+        let lead = self.leader && !self.lead_told && self.all_handed_over();
         if pass || lead {
             self.lead_told |= lead;
             let flags = u64::from(lead) | u64::from(pass) << 1;

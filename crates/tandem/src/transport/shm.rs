@@ -714,6 +714,16 @@ impl ShmTransport {
             .map(|f| f.as_raw_fd())
     }
 
+    /// Local rank `i`'s loss is for the transport that carries its frames
+    /// to report (a replica's siblings talk over TCP): its exit is no
+    /// longer watched here. Closing its pidfd also takes it out of every
+    /// epoll set it was in.
+    pub fn leave_exit_to_other_transport(&mut self, i: u32) {
+        if let Some(fd) = self.pidfds.get_mut(i as usize) {
+            *fd = None;
+        }
+    }
+
     /// The pidfd watching local rank `i`, if any.
     pub fn pidfd(&self, i: u32) -> Option<RawFd> {
         self.pidfds[i as usize].as_ref().map(|f| f.as_raw_fd())
