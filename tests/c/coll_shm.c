@@ -356,6 +356,33 @@ static void disagreeing_counts(void)
     if (rank == 0)
         tc_expect_class(rc, MPI_ERR_TRUNCATE, "an alltoall sending 12 ints into blocks of 10, at the sender");
     free(rbuf);
+    /* Counts on either side of coll_shm_max (2 KiB by default): on shared
+     * flags the members would take different paths; each gets the error
+     * the message algorithms give it, none waits for ever. Over the limit
+     * the root, then under it. */
+    char *big = calloc(3000, 1);
+    count = rank == 0 ? 3000 : 100;
+    rc = MPI_Bcast(big, count, MPI_BYTE, 0, comm);
+    if (rank == 0)
+        CHECK_MPI(rc);
+    else
+        tc_expect_class(rc, MPI_ERR_TRUNCATE, "a bcast of 3000 bytes into 100");
+    count = rank == 0 ? 100 : 3000;
+    rc = MPI_Bcast(big, count, MPI_BYTE, 0, comm);
+    if (rank == 0)
+        CHECK_MPI(rc);
+    else
+        tc_expect_class(rc, MPI_ERR_OTHER, "a bcast of 100 bytes into 3000");
+    /* An allreduce: the rank over the limit waits for parts that are too
+     * short, on either path (the others' outcome depends on the
+     * algorithm), and nobody hangs. */
+    int *sum_in = calloc(1000, sizeof(int)), *sum_out = calloc(1000, sizeof(int));
+    rc = MPI_Allreduce(sum_in, sum_out, rank == size - 1 ? 1000 : 10, MPI_INT, MPI_SUM, comm);
+    if (rank == size - 1)
+        tc_expect_class(rc, MPI_ERR_OTHER, "an allreduce of 1000 ints where the others give 10");
+    free(sum_in);
+    free(sum_out);
+    free(big);
     MPI_Barrier(comm);
     MPI_Comm_free(&comm);
 }

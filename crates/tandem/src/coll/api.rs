@@ -4,11 +4,24 @@
 use std::sync::Arc;
 
 use super::ops::{PredefOp, Predefined};
+use super::shm::ShmPath;
 use super::{CollCall, Colls, SchedId};
 use crate::datatype::Prim;
 use crate::error::{Error, ErrorClass, Result};
 use crate::p2p::{P2p, ReqId, Status};
 use crate::runtime::{CommId, Runtime};
+
+/// How a collective's messages are told apart from other calls'.
+#[derive(Clone, Copy)]
+enum CallTag {
+    /// The next blocking collective of the communicator.
+    Blocking,
+    /// The next non-blocking one (numbered apart).
+    Nonblocking,
+    /// A call of a kind the shared flags serve, numbered by the flags
+    /// (the members that ran it there used no tag).
+    Announced(u64),
+}
 
 impl Runtime {
     /// The collective state (schedules in flight, algorithm selection).
@@ -35,7 +48,7 @@ impl Runtime {
     /// collective makes until it completes.
     pub unsafe fn coll_start(&mut self, comm: CommId, call: CollCall) -> Result<SchedId> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.coll_begin(comm, call, false) }
+        unsafe { self.coll_begin(comm, call, CallTag::Blocking) }
     }
 
     /// [`Runtime::coll_start`] for a non-blocking collective (`MPI_I...`
@@ -46,7 +59,7 @@ impl Runtime {
     /// As [`Runtime::coll_start`].
     pub unsafe fn icoll_start(&mut self, comm: CommId, call: CollCall) -> Result<SchedId> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.coll_begin(comm, call, true) }
+        unsafe { self.coll_begin(comm, call, CallTag::Nonblocking) }
     }
 
     /// # Safety
@@ -55,7 +68,7 @@ impl Runtime {
         &mut self,
         comm: CommId,
         call: CollCall,
-        nonblocking: bool,
+        numbering: CallTag,
     ) -> Result<SchedId> {
         let c = self.comm(comm)?;
         if c.is_inter() {
@@ -69,10 +82,10 @@ impl Runtime {
                 eprintln!("tandem: rank {}: {w}", self.rank());
             }
         }
-        let tag = if nonblocking {
-            self.colls.next_nonblocking_tag(cid)
-        } else {
-            self.colls.next_tag(cid)
+        let tag = match numbering {
+            CallTag::Blocking => self.colls.next_tag(cid),
+            CallTag::Nonblocking => self.colls.next_nonblocking_tag(cid),
+            CallTag::Announced(seq) => super::announced_tag(seq),
         };
         let s = b.finish(ctx, tag, group);
         Ok(self.colls.start(s, &mut self.p2p))
@@ -84,11 +97,37 @@ impl Runtime {
     /// As [`Runtime::coll_start`] (the pointers need only last for the call).
     pub unsafe fn coll(&mut self, comm: CommId, call: CollCall) -> Result<()> {
         // SAFETY: forwarded from the caller.
-        if let Some(done) = unsafe { self.coll_shm(comm, &call) } {
-            return done;
+        match unsafe { self.coll_shm(comm, &call) } {
+            ShmPath::Done(outcome) => outcome,
+            // SAFETY: forwarded from the caller.
+            ShmPath::Messages => unsafe { self.coll_scheduled(comm, call) },
+            ShmPath::Announced(straddle) => {
+                // SAFETY: forwarded from the caller; the schedule completes
+                // below, or is failed and detached (its requests then
+                // only finish what is already under way).
+                let numbering = CallTag::Announced(straddle.seq());
+                let id = unsafe { self.coll_begin(comm, call, numbering)? };
+                let mut other_path = None;
+                self.wait_until(|_, c| {
+                    if c.is_complete(id) != Some(false) {
+                        return true;
+                    }
+                    other_path = straddle.flags_taken();
+                    other_path.is_some()
+                });
+                if self.colls.is_complete(id) == Some(true) {
+                    return self.coll_take(id).unwrap_or(Ok(()));
+                }
+                let e = other_path.unwrap_or_else(|| {
+                    Error::new(
+                        ErrorClass::Intern,
+                        "a collective stopped waiting unfinished",
+                    )
+                });
+                self.colls.fail_and_detach(id, &mut self.p2p, e.clone());
+                Err(e)
+            }
         }
-        // SAFETY: forwarded from the caller.
-        unsafe { self.coll_scheduled(comm, call) }
     }
 
     /// Runs a collective to completion by the message algorithms.

@@ -489,6 +489,15 @@ const SPARES: usize = 4;
 /// non-blocking collectives.
 const SEQ_MASK: u32 = 0x1fff_ffff;
 const NONBLOCKING_TAG_BIT: u32 = 0x2000_0000;
+/// The tag bit of blocking calls numbered by the shared flags (see
+/// `shm::ShmPath::Announced`): a call some members ran on the flags leaves
+/// the others' blocking numbering alone.
+const ANNOUNCED_TAG_BIT: u32 = 0x4000_0000;
+
+/// The tag of the blocking call the shared flags numbered `seq`.
+fn announced_tag(seq: u64) -> i32 {
+    (ANNOUNCED_TAG_BIT | (seq as u32 & SEQ_MASK)) as i32
+}
 
 impl Colls {
     /// From the `coll_*` parameters.
@@ -653,6 +662,16 @@ impl Colls {
         } else {
             None
         }
+    }
+
+    /// Ends a schedule with error `e` that will never finish by itself
+    /// (its peers took another path): its receives are cancelled, and it
+    /// is released once the requests it has under way end.
+    pub fn fail_and_detach(&mut self, id: SchedId, net: &mut dyn Net, e: Error) {
+        if let Some(s) = self.schedule_mut(id) {
+            s.fail(net, e);
+        }
+        self.detach(id);
     }
 
     /// `MPI_Request_free`: released when it finishes.

@@ -538,7 +538,8 @@ impl Schedule {
                 .all(|p| net.is_complete(p.id) != Some(false))
     }
 
-    fn fail(&mut self, net: &mut dyn Net, e: Error) {
+    /// Records `e` as the outcome and cancels the pending receives.
+    pub(crate) fn fail(&mut self, net: &mut dyn Net, e: Error) {
         if self.error.is_none() {
             self.error = Some(e);
         }

@@ -29,9 +29,13 @@
 //! publication is missed; a member that dies ends the wait with an error
 //! naming it.
 //!
-//! Every member decides alike whether a call runs here (the communicator,
-//! the operation and its byte count, the parameters), so the message
-//! algorithms and this path never meet within one call.
+//! Members of a correct program decide alike whether a call runs here (the
+//! communicator, the operation and its byte count, the parameters). When
+//! their counts disagree across the size limit they would not, so every
+//! blocking call of a kind served here is numbered on the flags, also one
+//! run by messages, which a member announces in its buffer's header: a
+//! member on one path that waits for one on the other reads it there and
+//! fails the call instead of waiting for ever.
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,6 +51,15 @@ use crate::shared_mapping::{memfd, SharedMapping};
 /// Bytes of a slot's header (its sequence number, alone in a cache line)
 /// and of a buffer's (the byte count its member published).
 const LINE: usize = 64;
+
+/// Where a buffer's header keeps, after the byte count of its data, the
+/// number of the last call that this member ran by messages in that
+/// buffer's turn, and the bytes it contributed to it. Calls on the flags
+/// leave them alone, so a member at call `s` reads `s` there only if the
+/// other ran `s` by messages (an older call of the turn is `s - BUFFERS`
+/// or before, and a newer one waits until this member leaves `s`).
+const HEADER_CALL: usize = 8;
+const HEADER_PART: usize = 16;
 
 /// Buffers per slot, used by calls in turn: a member may be this many
 /// calls less one ahead of the slowest (a broadcast's root, a reduce's
@@ -88,6 +101,8 @@ struct View {
     me: u32,
     /// Bytes of one buffer's data.
     data: usize,
+    /// The size limit (`coll_shm_max`), for messages.
+    max: usize,
     /// Bytes of one member's slot.
     slot: usize,
 }
@@ -119,6 +134,34 @@ impl View {
             .wrapping_add(i as usize * self.slot + LINE + turn * (LINE + self.data))
     }
 
+    /// Whether member `i` ran call `s` by messages.
+    ///
+    /// # Safety
+    /// Member `i`'s number must have been read as `s` or later with
+    /// acquire, and this member must not have reached call `s + 1` (so the
+    /// member is fewer than [`BUFFERS`] calls past `s`, and its buffer of
+    /// `s`'s turn is still that call's).
+    unsafe fn ran_by_messages(&self, i: u32, s: u64) -> bool {
+        // SAFETY: the header lies in the slot; a member writes it (for
+        // calls by messages) before publishing, and not again before this
+        // member passes call `s` (see HEADER_CALL).
+        unsafe { self.buffer(i, s).add(HEADER_CALL).cast::<u64>().read() == s }
+    }
+
+    /// The bytes member `i` contributes to call `s`, which it ran by
+    /// messages.
+    ///
+    /// # Safety
+    /// As [`View::ran_by_messages`], which must have said so.
+    unsafe fn part_by_messages(&self, i: u32, s: u64) -> usize {
+        let b = self.buffer(i, s);
+        // SAFETY: the header lies in the slot; the member wrote it before
+        // publishing (the caller's acquire pairs with its release) and
+        // does not write it again before this member passes call `s`.
+        let part = unsafe { b.add(HEADER_PART).cast::<u64>().read() };
+        usize::try_from(part).unwrap_or(usize::MAX)
+    }
+
     fn reached(&self, i: u32, s: u64) -> bool {
         self.seq(i).load(Ordering::Acquire) >= s
     }
@@ -131,59 +174,68 @@ struct Part<'a> {
 }
 
 impl Runtime {
-    /// Runs `call` on shared flags if it qualifies: `None` when it does
-    /// not (the caller runs the message algorithms), else its outcome.
+    /// Runs `call` on shared flags if it qualifies. A call of a kind the
+    /// flags serve, on a communicator that has them, but over the size
+    /// limit is still numbered and announced ("by messages"), so that
+    /// members whose counts straddle the limit find each other out
+    /// instead of waiting on different paths.
     ///
     /// # Safety
     /// As [`Runtime::coll_start`] (the pointers need only last for the call).
-    pub(crate) unsafe fn coll_shm(&mut self, comm: CommId, call: &CollCall) -> Option<Result<()>> {
+    pub(crate) unsafe fn coll_shm(&mut self, comm: CommId, call: &CollCall) -> ShmPath {
         let max = self.colls.shm_max;
         if max == 0 {
-            return None;
+            return ShmPath::Messages;
         }
-        let c = self.comm(comm).ok()?;
+        let Ok(c) = self.comm(comm) else {
+            return ShmPath::Messages;
+        };
         let n = c.group.len();
         if c.is_inter() || n < 2 {
-            return None;
+            return ShmPath::Messages;
         }
-        // The kind, and the bytes a member publishes.
+        // The kind, and the bytes a member publishes (past the address
+        // space: more than any limit).
         let (kind, part) = match *call {
-            CollCall::Barrier => (OpKind::Barrier, 0),
-            CollCall::Bcast { len, .. } => (OpKind::Bcast, len),
-            CollCall::Reduce { len, .. } => (OpKind::Reduce, len),
-            CollCall::Allreduce { len, .. } => (OpKind::Allreduce, len),
-            CollCall::Gather { len, .. } => (OpKind::Gather, len),
-            CollCall::Allgather { len, .. } => (OpKind::Allgather, len),
+            CollCall::Barrier => (OpKind::Barrier, Some(0)),
+            CollCall::Bcast { len, .. } => (OpKind::Bcast, Some(len)),
+            CollCall::Reduce { len, .. } => (OpKind::Reduce, Some(len)),
+            CollCall::Allreduce { len, .. } => (OpKind::Allreduce, Some(len)),
+            CollCall::Gather { len, .. } => (OpKind::Gather, Some(len)),
+            CollCall::Allgather { len, .. } => (OpKind::Allgather, Some(len)),
             // Every member knows every count, so all decide alike.
             CollCall::Allgatherv {
                 ref counts,
                 ref displs,
                 ..
             } if counts.len() == n && displs.len() == n => {
-                (OpKind::Allgatherv, counts.iter().copied().max()?)
+                (OpKind::Allgatherv, counts.iter().copied().max())
             }
-            CollCall::Scatter { len, .. } => (OpKind::Scatter, len.checked_mul(n)?),
-            CollCall::Alltoall { len, .. } => (OpKind::Alltoall, len.checked_mul(n)?),
-            _ => return None,
+            CollCall::Scatter { len, .. } => (OpKind::Scatter, len.checked_mul(n)),
+            CollCall::Alltoall { len, .. } => (OpKind::Alltoall, len.checked_mul(n)),
+            _ => return ShmPath::Messages,
         };
-        if part > max || self.colls.selection.is_forced(kind) {
-            return None;
+        let part = part.unwrap_or(usize::MAX);
+        if self.colls.selection.is_forced(kind) {
+            return ShmPath::Messages;
         }
         let cid = c.cid;
-        // One look-up per call once the communicator has its state.
+        // One look-up per call once the communicator has its state. Every
+        // member sets it up at the same call, its first of a kind the flags
+        // serve, whatever its size.
         let (seq, view, world) = match self.colls.shm.get_mut(&cid) {
             Some(ShmState::Ready(s)) => {
                 s.seq += 1;
                 (s.seq, s.view, s.world.clone())
             }
-            Some(ShmState::Unavailable) => return None,
+            Some(ShmState::Unavailable) => return ShmPath::Messages,
             None => {
                 // Marked first: the set-up's own collectives take the messages.
                 self.colls.shm.insert(cid, ShmState::Unavailable);
                 let mut s = match self.shm_setup(comm, max) {
                     Ok(Some(s)) => s,
-                    Ok(None) => return None,
-                    Err(e) => return Some(Err(e)),
+                    Ok(None) => return ShmPath::Messages,
+                    Err(e) => return ShmPath::Done(Err(e)),
                 };
                 s.seq = 1;
                 let first = (s.seq, s.view, s.world.clone());
@@ -191,9 +243,16 @@ impl Runtime {
                 first
             }
         };
+        if part > max {
+            let announced = self.shm_publish(view, seq, &world, Some(part), None);
+            return match announced {
+                Ok(()) => ShmPath::Announced(Straddle { view, seq, part }),
+                Err(e) => ShmPath::Done(Err(e)),
+            };
+        }
         self.p2p.engine().counters_mut().coll_flag_calls += 1;
         // SAFETY: forwarded from the caller.
-        Some(unsafe { self.shm_run(call, seq, view, &world) })
+        ShmPath::Done(unsafe { self.shm_run(call, seq, view, &world) })
     }
 
     /// Maps the communicator's segment at every member (a collective over
@@ -253,6 +312,7 @@ impl Runtime {
             n,
             me,
             data,
+            max,
             slot,
         };
         Ok(Some(ShmColl {
@@ -267,11 +327,13 @@ impl Runtime {
     ///
     /// # Safety
     /// As [`Runtime::coll_shm`].
+    #[inline(always)]
     unsafe fn shm_run(&mut self, call: &CollCall, seq: u64, v: View, world: &[u32]) -> Result<()> {
+        let flags = None;
         let all = |_: u32| true;
         match *call {
             CollCall::Barrier => {
-                self.shm_publish(v, seq, world, None);
+                self.shm_publish(v, seq, world, flags, None)?;
                 self.shm_wait(v, seq, world, all)
             }
             CollCall::Allreduce {
@@ -281,8 +343,7 @@ impl Runtime {
                 ref op,
             } => {
                 let input = send.unwrap_or(recv.cast_const());
-                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
-                self.shm_publish(v, seq, world, Some((input, len)));
+                self.shm_publish(v, seq, world, flags, Some((input, len)))?;
                 self.shm_wait(v, seq, world, all)?;
                 // SAFETY: `recv` holds `len` bytes (the caller's promise).
                 unsafe { combine(v, seq, op, recv, len) }
@@ -304,8 +365,7 @@ impl Runtime {
                         ))
                     }
                 };
-                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
-                self.shm_publish(v, seq, world, Some((input, len)));
+                self.shm_publish(v, seq, world, flags, Some((input, len)))?;
                 if v.me != root {
                     return Ok(());
                 }
@@ -315,16 +375,15 @@ impl Runtime {
             }
             CollCall::Bcast { buf, len, root } => {
                 if v.me == root {
-                    self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
-                    self.shm_publish(v, seq, world, Some((buf, len)));
+                    self.shm_publish(v, seq, world, flags, Some((buf, len)))?;
                     return Ok(());
                 }
-                self.shm_publish(v, seq, world, None);
+                self.shm_publish(v, seq, world, flags, None)?;
                 self.shm_wait(v, seq, world, |i| i == root)?;
                 // SAFETY: the root's buffer is published (its number was
                 // read with acquire) and not written again before this
                 // member reaches the next call.
-                let part = unsafe { read(v, root, seq) };
+                let part = unsafe { read(v, root, seq)? };
                 let n = part.len.min(len);
                 // SAFETY: `buf` holds `len` bytes (the caller's promise);
                 // the part holds `part.len`.
@@ -334,8 +393,7 @@ impl Runtime {
             CollCall::Allgather { send, recv, len } => {
                 // In place, this member's block of `recv` is its part.
                 let input = send.unwrap_or(recv.wrapping_add(v.me as usize * len).cast_const());
-                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
-                self.shm_publish(v, seq, world, Some((input, len)));
+                self.shm_publish(v, seq, world, flags, Some((input, len)))?;
                 self.shm_wait(v, seq, world, all)?;
                 // SAFETY: `recv` holds n blocks of `len` bytes, `send` one
                 // (the caller's promise); every part is published.
@@ -353,8 +411,7 @@ impl Runtime {
                 let me = v.me as usize;
                 // In place, this member's block of `recv` is its part.
                 let input = send.unwrap_or(recv.wrapping_add(displs[me]).cast_const());
-                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
-                self.shm_publish(v, seq, world, Some((input, counts[me])));
+                self.shm_publish(v, seq, world, flags, Some((input, counts[me])))?;
                 self.shm_wait(v, seq, world, all)?;
                 if let Some(send) = send {
                     // SAFETY: `send` holds counts[me] bytes and `recv` that
@@ -380,7 +437,6 @@ impl Runtime {
                 len,
                 root,
             } => {
-                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
                 let Some(input) = send.or((v.me == root).then_some(std::ptr::null())) else {
                     return Err(Error::new(
                         ErrorClass::Buffer,
@@ -388,10 +444,10 @@ impl Runtime {
                     ));
                 };
                 if v.me != root {
-                    self.shm_publish(v, seq, world, Some((input, len)));
+                    self.shm_publish(v, seq, world, flags, Some((input, len)))?;
                     return Ok(());
                 }
-                self.shm_publish(v, seq, world, None);
+                self.shm_publish(v, seq, world, flags, None)?;
                 self.shm_wait(v, seq, world, all)?;
                 // SAFETY: as for allgather (at the root; null is in place).
                 unsafe {
@@ -407,8 +463,7 @@ impl Runtime {
             } => {
                 let n = v.n as usize;
                 if v.me == root {
-                    self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
-                    self.shm_publish(v, seq, world, Some((send, n * len)));
+                    self.shm_publish(v, seq, world, flags, Some((send, n * len)))?;
                     if let Some(recv) = recv {
                         // SAFETY: the root's block of `send` and `recv` hold
                         // `len` bytes (the caller's promise).
@@ -424,10 +479,10 @@ impl Runtime {
                         "MPI_IN_PLACE is the root's alone in a scatter",
                     ));
                 };
-                self.shm_publish(v, seq, world, None);
+                self.shm_publish(v, seq, world, flags, None)?;
                 self.shm_wait(v, seq, world, |i| i == root)?;
                 // SAFETY: the root's part is published (see Bcast).
-                let part = unsafe { read(v, root, seq) };
+                let part = unsafe { read(v, root, seq)? };
                 disagree(root, part.len, n * len)?;
                 let mine = &part.bytes[v.me as usize * len..][..len];
                 // SAFETY: `recv` holds `len` bytes (the caller's promise).
@@ -436,15 +491,15 @@ impl Runtime {
             }
             CollCall::Alltoall { send, recv, len } => {
                 let n = v.n as usize;
-                self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, all)?;
                 // In place, the row to send is `recv` itself, copied into
                 // the slot before anything lands in it.
                 self.shm_publish(
                     v,
                     seq,
                     world,
+                    flags,
                     Some((send.unwrap_or(recv.cast_const()), n * len)),
-                );
+                )?;
                 self.shm_wait(v, seq, world, all)?;
                 let mine = v.me as usize * len;
                 if let Some(send) = send {
@@ -466,15 +521,37 @@ impl Runtime {
         }
     }
 
-    /// Copies `data` (if any) into this member's buffer for call `seq` and
-    /// publishes the call, waking members that sleep.
-    fn shm_publish(&mut self, v: View, seq: u64, world: &[u32], data: Option<(*const u8, usize)>) {
+    /// Publishes call `seq`, with `data` (if any) in this member's buffer,
+    /// or announces that this member runs it by messages, contributing
+    /// `by_messages` bytes; wakes the members that sleep. Before writing
+    /// the buffer, waits until everyone is done with the call that used it
+    /// last.
+    #[inline]
+    fn shm_publish(
+        &mut self,
+        v: View,
+        seq: u64,
+        world: &[u32],
+        by_messages: Option<usize>,
+        data: Option<(*const u8, usize)>,
+    ) -> Result<()> {
+        let b = v.buffer(v.me, seq);
+        if data.is_some() || by_messages.is_some() {
+            self.shm_wait(v, seq.saturating_sub(BUFFERS - 1), world, |_| true)?;
+        }
+        if let Some(part) = by_messages {
+            // SAFETY: the buffer's header is this member's to write: every
+            // member has finished the call that used it last (waited for
+            // above), and nobody reads it until the release store below.
+            unsafe {
+                b.add(HEADER_CALL).cast::<u64>().write(seq);
+                b.add(HEADER_PART).cast::<u64>().write(part as u64);
+            }
+        }
         if let Some((src, len)) = data {
-            let b = v.buffer(v.me, seq);
-            // SAFETY: the buffer holds a header line and `v.data >= len`
-            // bytes (the call qualified by its size); nobody reads it until
-            // the release store below; `src` holds `len` bytes (the
-            // caller's promise).
+            // SAFETY: as above; the buffer holds `v.data >= len` bytes after
+            // its header (the call qualified by its size); `src` holds
+            // `len` bytes (the caller's promise).
             unsafe {
                 b.cast::<u64>().write(len as u64);
                 std::ptr::copy_nonoverlapping(src, b.add(LINE), len);
@@ -482,9 +559,10 @@ impl Runtime {
         }
         v.seq(v.me).store(seq, Ordering::Release);
         self.p2p.wake_peers(world);
+        Ok(())
     }
 
-    /// Waits until every member `i` with `wanted(i)` has published call
+    /// Waits until every member `i` with `wanted(i)` has reached call
     /// `seq`; an error naming the first that died first.
     fn shm_wait(
         &mut self,
@@ -509,21 +587,103 @@ impl Runtime {
     }
 }
 
-/// Member `i`'s published part of call `seq`.
+/// What a call by the message algorithms watches for while it waits: a
+/// member that took the flags for the same call.
+pub(crate) struct Straddle {
+    view: View,
+    seq: u64,
+    /// The bytes this member contributes.
+    part: usize,
+}
+
+impl Straddle {
+    /// The call's number on the flags.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// A member that ran the call on the flags: its error, as the message
+    /// algorithms would report this member's part of the disagreement.
+    pub(crate) fn flags_taken(&self) -> Option<Error> {
+        let v = self.view;
+        (0..v.n)
+            .filter(|&i| i != v.me && v.reached(i, self.seq))
+            // SAFETY: member `i` has published call `seq` (read with
+            // acquire) and this member, still in it, has not reached
+            // `seq + 1`, so the header stays.
+            .find(|&i| !unsafe { v.ran_by_messages(i, self.seq) })
+            .map(|i| straddles(i, v.max, Mine::Exactly(self.part), v.max))
+    }
+}
+
+/// How the caller of [`Runtime::coll_shm`] runs the call.
+pub(crate) enum ShmPath {
+    /// By the message algorithms; the flags know nothing of it.
+    Messages,
+    /// By the message algorithms, announced on the flags.
+    Announced(Straddle),
+    /// Run on the flags, with this outcome.
+    Done(Result<()>),
+}
+
+/// What this member knows of its own part in a straddle.
+#[derive(Clone, Copy)]
+enum Mine {
+    /// It ran the call on the flags: at most the limit.
+    AtMost,
+    /// It ran it by messages, contributing these bytes.
+    Exactly(usize),
+}
+
+/// The error for a call that member `from` ran by the other path: it
+/// contributes `theirs` bytes (at most `max`, the size limit, when it ran
+/// on the flags), this member `mine`. Classed as [`disagree`] classes
+/// counts that disagree: more than this member's part is a truncation.
+fn straddles(from: u32, theirs: usize, mine: Mine, max: usize) -> Error {
+    let why = format!(
+        "the counts are on either side of coll_shm_max ({max} bytes), so the members ran the \
+         collective by different paths"
+    );
+    match mine {
+        Mine::AtMost => Error::new(
+            ErrorClass::Truncate,
+            format!(
+                "rank {from} sent {theirs} bytes where this rank's count and datatype give at \
+                 most {max}; {why}"
+            ),
+        ),
+        Mine::Exactly(mine) => Error::new(
+            ErrorClass::Other,
+            format!(
+                "rank {from} sent at most {theirs} bytes where this rank's count and datatype \
+                 expect {mine} (the members' counts disagree); {why}"
+            ),
+        ),
+    }
+}
+
+/// Member `i`'s published part of call `seq`; an error if it ran the call
+/// by messages (the members' counts straddle the size limit).
 ///
 /// # Safety
 /// The member's number must have been read as `seq` or later with acquire,
 /// and this member must not have reached call `seq + 1`.
-unsafe fn read<'a>(v: View, i: u32, seq: u64) -> Part<'a> {
+unsafe fn read<'a>(v: View, i: u32, seq: u64) -> Result<Part<'a>> {
+    // SAFETY: the caller's promise.
+    if unsafe { v.ran_by_messages(i, seq) } {
+        // SAFETY: as above.
+        let theirs = unsafe { v.part_by_messages(i, seq) };
+        return Err(straddles(i, theirs, Mine::AtMost, v.max));
+    }
     let b = v.buffer(i, seq);
     // SAFETY: the header and `data` bytes lie in the slot; the member wrote
     // them before publishing (the caller's acquire pairs with its release).
     unsafe {
         let len = (b.cast::<u64>().read() as usize).min(v.data);
-        Part {
+        Ok(Part {
             len,
             bytes: std::slice::from_raw_parts(b.add(LINE), len),
-        }
+        })
     }
 }
 
@@ -581,7 +741,7 @@ unsafe fn gather_parts(
             whole,
         } = place(i as usize);
         // SAFETY: published (the caller's promise).
-        let part = unsafe { read(v, i, seq) };
+        let part = unsafe { read(v, i, seq)? };
         disagree(i, part.len, whole)?;
         // SAFETY: `recv` holds `len` bytes at `to` (the caller's promise);
         // the part holds `whole >= from + len`.
@@ -603,7 +763,7 @@ unsafe fn combine(v: View, seq: u64, op: &ReducerRef, recv: *mut u8, len: usize)
     let out = unsafe { std::slice::from_raw_parts_mut(recv, len) };
     for i in (0..v.n).rev() {
         // SAFETY: published (the caller's promise).
-        let part = unsafe { read(v, i, seq) };
+        let part = unsafe { read(v, i, seq)? };
         if part.len != len {
             let n = part.len.min(len);
             out[..n].copy_from_slice(&part.bytes[..n]);
@@ -655,6 +815,57 @@ mod tests {
         assert_eq!(len, 3 * slot);
         assert!(View::layout(2, usize::MAX - 10).is_none());
         assert!(View::layout(u32::MAX, usize::MAX / 64).is_none());
+    }
+
+    #[test]
+    fn a_call_by_messages_is_told_from_one_on_the_flags() {
+        let (data, slot, len) = View::layout(2, 128).unwrap();
+        let mut mem = vec![0u64; len / 8];
+        let v = View {
+            base: mem.as_mut_ptr().cast(),
+            n: 2,
+            me: 0,
+            data,
+            max: 128,
+            slot,
+        };
+        // Member 1 ran call 40 by messages (3000 bytes), then 41 on the
+        // flags, whose turn still holds call 41 - BUFFERS by messages.
+        let by_messages = |s: u64, part: u64| {
+            let b = v.buffer(1, s);
+            // SAFETY: the header lies in `mem`, which nobody else uses.
+            unsafe {
+                b.add(HEADER_CALL).cast::<u64>().write(s);
+                b.add(HEADER_PART).cast::<u64>().write(part);
+            }
+        };
+        by_messages(41 - BUFFERS, 5000);
+        by_messages(40, 3000);
+        v.seq(1).store(41, Ordering::Release);
+        // SAFETY: single-threaded; the headers were written above.
+        unsafe {
+            assert!(v.ran_by_messages(1, 40));
+            assert_eq!(v.part_by_messages(1, 40), 3000);
+            assert!(!v.ran_by_messages(1, 41));
+            assert!(!v.ran_by_messages(1, 42), "a turn never used");
+        }
+    }
+
+    #[test]
+    fn counts_on_either_side_of_the_limit_get_the_messages_classes() {
+        // The root sent 3000 bytes by messages to a rank on the flags.
+        let e = straddles(0, 3000, Mine::AtMost, 2048);
+        assert_eq!(e.class, ErrorClass::Truncate);
+        assert!(
+            e.message.contains("rank 0 sent 3000 bytes")
+                && e.message.contains("coll_shm_max (2048"),
+            "{}",
+            e.message
+        );
+        // A rank expecting 3000 by messages; the root was on the flags.
+        let e = straddles(0, 2048, Mine::Exactly(3000), 2048);
+        assert_eq!(e.class, ErrorClass::Other);
+        assert!(e.message.contains("expect 3000"), "{}", e.message);
     }
 
     #[test]
