@@ -245,7 +245,7 @@ impl JobInfo {
 }
 
 #[path = "bootstrap_pmi2.rs"]
-mod pmi2;
+pub(crate) mod pmi2;
 
 /// `JobInfo::master` of a job whose master is the PMI-2 server.
 const PMI2_MASTER: &str = "pmi2";

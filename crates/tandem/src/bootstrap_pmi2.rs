@@ -218,7 +218,7 @@ impl Client {
 }
 
 /// Parses `k=v;k=v;` with `;;` standing for a `;` inside a value.
-fn parse_pairs(body: &str) -> HashMap<String, String> {
+pub(crate) fn parse_pairs(body: &str) -> HashMap<String, String> {
     let mut out = HashMap::new();
     let mut key = String::new();
     let mut cur = String::new();

@@ -15,6 +15,8 @@ pub mod comm;
 pub mod datatype;
 pub mod error;
 pub mod free_ranges;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod group;
 pub mod int_map;
 pub mod intercomm;

@@ -44,6 +44,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     // The Remote-Write API, on the one-sided operations.
     ("remote write", &["rwapi"]),
     ("Rust API", &["runtime", "comm", "group", "intercomm"]),
+    // The fuzzers' way in to every decoder (fuzz/).
+    ("fuzzing entry points", &["fuzzing"]),
 ];
 
 /// Files that belong to a module other than the one their path names

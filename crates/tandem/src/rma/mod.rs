@@ -25,7 +25,7 @@
 pub mod buffer;
 pub mod completion;
 mod direct;
-mod encoding;
+pub(crate) mod encoding;
 pub mod epoch;
 mod op_table;
 mod origin;
