@@ -16,8 +16,11 @@ use crate::wire::{
     MAX_MESSAGE,
 };
 
+/// A decoder's entry point: takes any bytes, panics only on a finding.
+pub type EntryPoint = fn(&[u8]);
+
 /// Every entry point, by the name of its cargo-fuzz target.
-pub const ENTRY_POINTS: &[(&str, fn(&[u8]))] = &[
+pub const ENTRY_POINTS: &[(&str, EntryPoint)] = &[
     ("frame_header", frame_header),
     ("hello", hello),
     ("hello_reply", hello_reply),
