@@ -27,6 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run PROGRAM as N ranks of one job, on this machine or across hosts
+    #[command(version = concat!("(Tandem ", env!("CARGO_PKG_VERSION"), ")"))]
     Run(RunArgs),
     /// The per-host helper of a job across hosts (started by `tandem run`
     /// through the agent; reads the job from stdin)
@@ -87,7 +88,7 @@ enum Command {
 #[derive(Args)]
 struct RunArgs {
     /// Number of ranks (with hosts: at most their slots; default all of them)
-    #[arg(short = 'n', long = "np", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    #[arg(short = 'n', short_alias = 'c', long = "np", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536))]
     ranks: Option<u32>,
     /// Hosts and their slots: a:4,b:4 (repeatable). Ranks on hosts other
     /// than this one are started through the agent
@@ -96,9 +97,21 @@ struct RunArgs {
     /// A file of hosts, one per line: `name`, `name:4` or `name slots=4`; # comments
     #[arg(long, value_name = "FILE")]
     hostfile: Option<std::path::PathBuf>,
-    /// Rank placement: slot = fill each host in turn (default), node = round robin
-    #[arg(long, value_name = "slot|node")]
+    /// Rank placement: slot = fill each host in turn (default), node = round
+    /// robin, ppr:N:node = N ranks on every host (as --per-host N), socket =
+    /// as slot, a host's ranks taking its sockets in turn
+    #[arg(long, value_name = "slot|node|ppr:N:node|socket")]
     map_by: Option<String>,
+    /// Pin each rank to its own CPUs (core), to the sockets of its CPUs
+    /// (socket), or not at all (none), for example for OpenMP threads;
+    /// default: pin where a host has a CPU for every rank (`--set bind`)
+    #[arg(long, value_name = "none|core|socket", value_parser = ["none", "core", "hwthread", "socket", "package"])]
+    bind_to: Option<String>,
+    /// CPUs each rank is pinned to (its threads share them), for hybrid
+    /// MPI+OpenMP programs; implies --bind-to core unless given (`--set bind_cpus`)
+    #[arg(long = "cpus-per-rank", visible_alias = "cpus-per-proc", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    cpus_per_rank: Option<u32>,
     /// Command that runs a command on a host ({host} is replaced by the host,
     /// else the host is appended) [default: ssh -o BatchMode=yes]
     #[arg(long, value_name = "COMMAND")]
@@ -182,6 +195,21 @@ fn main() {
             if let Some(r) = a.replicas {
                 a.set.push(format!("replicas={r}"));
             }
+            let placement = match rank_placement(
+                a.map_by.take(),
+                a.bind_to.take(),
+                a.cpus_per_rank,
+                a.per_host,
+            ) {
+                Ok(p) => p,
+                Err(msg) => {
+                    eprintln!("tandem run: {msg}");
+                    std::process::exit(2);
+                }
+            };
+            a.set.extend(placement.set);
+            a.map_by = placement.map_by;
+            a.per_host = placement.per_host;
             launcher::run(launcher::RunOptions {
                 ranks: a.ranks,
                 set: a.set,
@@ -234,6 +262,66 @@ fn main() {
     std::process::exit(status);
 }
 
+/// What `--map-by`, `--bind-to` and `-c` ask for: the host placement
+/// the launcher makes, and the parameters that pin ranks on a host.
+struct RankPlacement {
+    map_by: Option<String>,
+    per_host: Option<u32>,
+    set: Vec<String>,
+}
+
+fn rank_placement(
+    map_by: Option<String>,
+    bind_to: Option<String>,
+    cpus: Option<u32>,
+    per_host: Option<u32>,
+) -> Result<RankPlacement, String> {
+    let mut p = RankPlacement {
+        map_by: None,
+        per_host,
+        set: Vec::new(),
+    };
+    match map_by.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None => {}
+        Some("socket" | "package") => p.set.push("bind_order=socket".into()),
+        Some(ppr) if ppr.starts_with("ppr:") => {
+            let n = ppr
+                .strip_prefix("ppr:")
+                .and_then(|r| r.strip_suffix(":node").or(r.strip_suffix(":host")))
+                .and_then(|n| n.parse::<u32>().ok())
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| format!("--map-by: expected ppr:N:node, got '{ppr}'"))?;
+            if per_host.is_some_and(|q| q != n) {
+                return Err(format!(
+                    "--map-by {ppr} and --per-host {} disagree",
+                    per_host.unwrap_or(0)
+                ));
+            }
+            p.per_host = Some(n);
+        }
+        Some(other) => p.map_by = Some(other.to_string()),
+    }
+    let bind = match bind_to.as_deref() {
+        Some("hwthread") => Some("core"),
+        Some("package") => Some("socket"),
+        Some(b) => Some(b),
+        None => cpus.map(|_| "core"),
+    };
+    if let Some(b) = bind {
+        p.set.push(format!("bind={b}"));
+    }
+    if let Some(n) = cpus {
+        if bind == Some("none") {
+            return Err(
+                "--cpus-per-rank asks for CPUs per rank, --bind-to none for no pinning: pick one"
+                    .into(),
+            );
+        }
+        p.set.push(format!("bind_cpus={n}"));
+    }
+    Ok(p)
+}
+
 /// `tandem run`'s options as people type them for mpirun, with one dash
 /// (`-np 4`, `-wdir DIR`, `-host a,b`, `-ppn 2`), spelled as clap reads
 /// them (`--np 4` ...); only before the program, whose own arguments are
@@ -263,6 +351,10 @@ fn mpirun_spellings(mut argv: Vec<OsString>) -> Vec<OsString> {
         "--per-host",
         "--npernode",
         "--ppn",
+        "--bind-to",
+        "-c",
+        "--cpus-per-rank",
+        "--cpus-per-proc",
     ];
     const ONE_DASH: &[(&str, &str)] = &[
         ("-np", "--np"),
@@ -272,6 +364,9 @@ fn mpirun_spellings(mut argv: Vec<OsString>) -> Vec<OsString> {
         ("-hostfile", "--hostfile"),
         ("-ppn", "--ppn"),
         ("-npernode", "--npernode"),
+        ("-bind-to", "--bind-to"),
+        ("-map-by", "--map-by"),
+        ("-cpus-per-proc", "--cpus-per-proc"),
     ];
     let mut i = 2;
     while i < argv.len() {
@@ -381,6 +476,28 @@ pub(crate) fn prop_config() -> proptest::prelude::ProptestConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_by_bind_to_and_c_become_host_placement_and_parameters() {
+        let p = rank_placement(Some("ppr:2:node".into()), None, None, None).unwrap();
+        assert_eq!((p.map_by, p.per_host, p.set.len()), (None, Some(2), 0));
+        let p = rank_placement(
+            Some("socket".into()),
+            Some("hwthread".into()),
+            Some(4),
+            None,
+        )
+        .unwrap();
+        assert_eq!(p.set, ["bind_order=socket", "bind=core", "bind_cpus=4"]);
+        let p = rank_placement(Some("node".into()), Some("package".into()), None, None).unwrap();
+        assert_eq!(
+            (p.map_by.as_deref(), p.set),
+            (Some("node"), vec!["bind=socket".to_string()])
+        );
+        assert!(rank_placement(Some("ppr:x:node".into()), None, None, None).is_err());
+        assert!(rank_placement(Some("ppr:2:node".into()), None, None, Some(3)).is_err());
+        assert!(rank_placement(None, Some("none".into()), Some(2), None).is_err());
+    }
 
     #[test]
     fn mpirun_spellings_are_read_before_the_program_only() {

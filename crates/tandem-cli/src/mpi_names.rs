@@ -9,8 +9,9 @@
 //!   `-compile-info`, `-link-info`; everything else goes to the compiler;
 //! * launchers: `-n`/`-np`/`-c`, `-H`/`--host`/`-hosts`,
 //!   `--hostfile`/`-hostfile`/`-f`/`--machinefile`, `-x VAR[=VAL]`,
-//!   `-genv VAR VAL`, `--map-by slot|node|ppr:N:node`, `--bynode`,
-//!   `--byslot`, `-ppn`/`--npernode`/`-N`, `-wdir`, `--bind-to core|none`,
+//!   `-genv VAR VAL`, `--map-by slot|node|ppr:N:node|socket`, `--bynode`,
+//!   `--byslot`, `-ppn`/`--npernode`/`-N`, `-wdir`, `--bind-to
+//!   core|socket|none`, `--cpus-per-proc N`,
 //!   `--prefix DIR` (DIR/bin/tandem on the other hosts), `--tag-output`,
 //!   `--timeout S`, `--launch-agent CMD` (or `--mca plm_rsh_agent CMD`),
 //!   tandem's own `--set`, `--agent`; `--rank-by` is accepted with a
@@ -118,7 +119,7 @@ pub fn compiler_wrapper(language: Language, args: Vec<OsString>) -> i32 {
 
 const RUN_USAGE: &str =
     "usage: {launcher} [-n N] [-H HOST[:SLOTS],...] [--hostfile FILE] [-x VAR[=VALUE]] \
-[--map-by slot|node|ppr:N:node] [-ppn N] [--bind-to core|none] [-wdir DIR] [--tag-output] [--timeout S] [--agent CMD] \
+[--map-by slot|node|ppr:N:node|socket] [-ppn N] [--bind-to core|socket|none] [--cpus-per-proc N] [-wdir DIR] [--tag-output] [--timeout S] [--agent CMD] \
 [--set NAME=VALUE] PROGRAM [ARGS...]
 (Tandem's launcher under the mpirun/mpiexec name; `tandem run --help` explains every option)";
 
@@ -224,7 +225,11 @@ fn parse_mpirun(args: Vec<OsString>) -> Result<Option<RunOptions>, String> {
                 if let Some(n) = v.strip_prefix("ppr:").and_then(|r| r.strip_suffix(":node")) {
                     opts.per_host = Some(per_host_count(&flag, n)?);
                 } else {
-                    opts.map_by = Some(v.split(':').next().unwrap_or("").to_string())
+                    match v.split(':').next().unwrap_or("") {
+                        // A host's ranks take its sockets in turn.
+                        "socket" | "package" => opts.set.push("bind_order=socket".into()),
+                        how => opts.map_by = Some(how.to_string()),
+                    }
                 }
             }
             "-ppn" | "--ppn" | "-npernode" | "--npernode" | "-N" | "--per-host" => {
@@ -259,13 +264,24 @@ fn parse_mpirun(args: Vec<OsString>) -> Result<Option<RunOptions>, String> {
                 let bind = match v.split(':').next().unwrap_or("") {
                     "none" => "none",
                     "core" | "hwthread" | "cpu" => "core",
+                    "socket" | "package" => "socket",
                     other => {
                         return Err(format!(
-                            "{flag} {other}: Tandem binds each rank to one core (core) or not at all (none)"
+                            "{flag} {other}: Tandem binds each rank to its cores (core), the \
+                             sockets they are on (socket) or not at all (none)"
                         ))
                     }
                 };
                 opts.set.push(format!("bind={bind}"));
+            }
+            "--cpus-per-proc" | "-cpus-per-proc" | "--cpus-per-rank" | "-cpus-per-rank" => {
+                let v = value(&flag)?;
+                let n: u32 = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=4096).contains(n))
+                    .ok_or_else(|| format!("{flag}: '{v}' is not a number of CPUs"))?;
+                opts.set.push(format!("bind_cpus={n}"));
             }
             // Open MPI's installation prefix on the other hosts: Tandem's
             // launcher runs DIR/bin/tandem there.
@@ -351,15 +367,19 @@ mod tests {
         let o = parse(&["-wd", "d", "--bind-to=core:overload-allowed", "./prog"]);
         assert_eq!(o.wdir.as_deref(), Some(std::path::Path::new("d")));
         assert_eq!(o.set, ["bind=core"]);
+        let o = parse(&["--bind-to", "socket", "--map-by", "socket", "./prog"]);
+        assert_eq!(o.set, ["bind=socket", "bind_order=socket"]);
+        let o = parse(&["--cpus-per-proc", "4", "./prog"]);
+        assert_eq!(o.set, ["bind_cpus=4"]);
         let err = parse_mpirun(
-            ["--bind-to", "socket", "./prog"]
+            ["--bind-to", "l3cache", "./prog"]
                 .iter()
                 .map(OsString::from)
                 .collect(),
         )
         .err()
-        .expect("socket binding is refused");
-        assert!(err.contains("socket"), "{err}");
+        .expect("cache binding is refused");
+        assert!(err.contains("l3cache"), "{err}");
         assert!(!RUN_USAGE
             .replace("{launcher}", "mpirun")
             .contains("--set mpirun"));

@@ -144,6 +144,74 @@ fn ranks_and_helpers_are_placed_apart() {
     }
 }
 
+/// The CPUs of a `Cpus_allowed_list` ("0-2,5").
+fn cpu_list(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse().unwrap(), b.parse().unwrap());
+        out.extend(a..=b);
+    }
+    out
+}
+
+/// mpirun's binding flags: `--bind-to none` leaves every rank all CPUs,
+/// `--bind-to core` one each, `--cpus-per-rank N` N each (for OpenMP threads),
+/// `--bind-to socket` the whole socket; `--map-by ppr:1:node` is one rank
+/// per host. (This machine's CPUs may share one socket: then the socket is
+/// all of them.)
+#[test]
+fn binding_flags_pin_as_asked() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("skipped: this machine has one CPU");
+        return;
+    }
+    let prog = compile("placement");
+    let all = format!("0-{}", cpus - 1);
+    let pinned = |options: &[&str], ranks: u32| {
+        let outcome = run(ranks, options, &prog, &[], JOB_TIMEOUT);
+        assert!(
+            outcome.status.success() && outcome.has_line("PASS placement"),
+            "{}",
+            outcome.describe()
+        );
+        let p = placements(&outcome.stdout);
+        assert_eq!(p.len(), ranks as usize, "{}", outcome.describe());
+        p.into_iter().map(|(_, main, _)| main).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        pinned(&["--bind-to", "none"], 2),
+        [all.clone(), all.clone()]
+    );
+    assert_eq!(pinned(&["-bind-to", "core"], 2), ["0", "1"]);
+    assert_eq!(pinned(&["--cpus-per-rank", "2"], 1), ["0-1"]);
+    // The CPUs of CPU 0's socket, as sysfs tells them.
+    let package = |c: usize| {
+        std::fs::read_to_string(format!(
+            "/sys/devices/system/cpu/cpu{c}/topology/physical_package_id"
+        ))
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default()
+    };
+    let first_socket: Vec<usize> = (0..cpus).filter(|&c| package(c) == package(0)).collect();
+    let socket = pinned(&["--bind-to", "socket"], 1);
+    assert_eq!(
+        cpu_list(&socket[0]),
+        first_socket,
+        "--bind-to socket: {socket:?}"
+    );
+    assert_eq!(pinned(&["--map-by", "ppr:1:node"], 1).len(), 1);
+    let refused = run(
+        1,
+        &["-c", "2", "--bind-to", "none"],
+        &prog,
+        &[],
+        JOB_TIMEOUT,
+    );
+    assert_eq!(refused.code(), Some(2), "{}", refused.describe());
+}
+
 /// The shared heap (`shm_heap`, on by default): large blocks from malloc
 /// and its relatives live in a memory file peers map when a host has more
 /// than one rank, and behave as the C library's would (contents, zeroing,

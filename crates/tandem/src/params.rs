@@ -79,9 +79,21 @@ pub static REGISTRY: &[Param] = &[
     },
     Param {
         name: "bind",
-        kind: Kind::Choice(&["auto", "core", "none"]),
+        kind: Kind::Choice(&["auto", "core", "socket", "none"]),
         default: "auto",
-        help: "pin each rank to one CPU: auto = when a host has no more ranks than CPUs (so a busy machine cannot pack two polling ranks onto one core); core = always; none = never",
+        help: "pin each rank to its CPUs (bind_cpus of them, one by default): auto = when a host has enough CPUs for its ranks (so a busy machine cannot pack two polling ranks onto one core); core = always; socket = to every CPU of the sockets its CPUs are on; none = never (`tandem run --bind-to`)",
+    },
+    Param {
+        name: "bind_cpus",
+        kind: Kind::UInt,
+        default: "1",
+        help: "CPUs each pinned rank gets, for programs that run threads of their own (OpenMP); consecutive in the order bind_order gives (`tandem run -c N`)",
+    },
+    Param {
+        name: "bind_order",
+        kind: Kind::Choice(&["core", "socket"]),
+        default: "core",
+        help: "the order in which a host's ranks take its CPUs: core = in CPU order; socket = round robin over the sockets (`tandem run --map-by socket`)",
     },
     Param {
         name: "progress_sched",

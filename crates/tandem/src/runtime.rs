@@ -166,7 +166,7 @@ impl Runtime {
             settings.uint("eager_limit").min(crate::wire::MAX_EAGER) as usize
         };
         let single_copy_min = settings.uint("shm_single_copy_min") as usize;
-        // Both before `bind_to_core` narrows the CPUs this process sees.
+        // Both before `bind_rank` narrows the CPUs this process sees.
         let shm_eager_limit = if replicated {
             eager_limit
         } else {
@@ -206,7 +206,7 @@ impl Runtime {
             job.size = place.ranks;
         }
         let (spin_us, yield_us) = wait_policy(&settings, job.local_size);
-        placement::bind_to_core(&settings, job.local_size);
+        placement::bind_rank(&settings, job.local_size);
         let mut p2p = P2p::new(
             job.rank,
             job.size,
@@ -878,7 +878,7 @@ fn copy_help_min(settings: &Settings, local_size: u32) -> usize {
 
 /// Whether parameter `name` was left at its default and this host has more
 /// ranks than CPUs (a default tuned for a rank per CPU then gives way).
-/// Call before [`placement::bind_to_core`], which narrows the CPUs this process sees.
+/// Call before [`placement::bind_rank`], which narrows the CPUs this process sees.
 fn default_on_oversubscribed_host(settings: &Settings, name: &str, local_size: u32) -> bool {
     settings.describe(name).1 == params::Source::Default
         && local_size as usize > placement::usable_cpus()
