@@ -1,7 +1,7 @@
 //! Under Slurm: a one-machine cluster (slurmctld and slurmd with a minimal
 //! configuration of their own, on loopback ports, authentication off) runs
-//! Tandem programs through `srun --mpi=pmi2` with no `tandem run`: ranks
-//! find each other through PMI-2, a job passes, a rank's exit status comes
+//! Tandem programs through `srun --mpi=pmi2` and `srun --mpi=pmix` with no
+//! `tandem run`: ranks find each other through PMI-2 or PMIx, a job passes, a rank's exit status comes
 //! back through srun, and srun without PMI-2 is a clear error.
 //!
 //! Skips (saying so) where Slurm is not installed (scripts/setup.sh installs
@@ -188,38 +188,66 @@ int main(int argc, char **argv)
 }
 "#;
 
+/// Whether this Slurm has the process-management interface `name`.
+fn has_mpi_plugin(cluster: &Cluster, name: &str) -> bool {
+    Command::new("srun")
+        .env("SLURM_CONF", &cluster.conf)
+        .arg("--mpi=list")
+        .output()
+        .is_ok_and(|o| {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            text.split_whitespace().any(|w| w.trim_matches(',') == name)
+        })
+}
+
+/// Under PMI-2 and PMIx (where Slurm has its plugin), Tandem programs run
+/// with no `tandem run`.
 #[test]
-fn srun_with_pmi2_runs_tandem_programs() {
+fn srun_with_pmi2_and_pmix_runs_tandem_programs() {
     let cluster = match start_cluster() {
         Ok(c) => c,
         Err(why) => {
-            eprintln!("SKIP srun_with_pmi2_runs_tandem_programs: Slurm cannot run here: {why}");
+            eprintln!(
+                "SKIP srun_with_pmi2_and_pmix_runs_tandem_programs: Slurm cannot run here: {why}"
+            );
             return;
         }
     };
-    // A job passes: collectives over the ranks PMI-2 told about each other.
-    let prog = compile("coll_all");
-    let outcome = srun(&cluster, &["-n", "4", "--mpi=pmi2"], &prog);
-    assert_pass(&outcome, "coll_all");
-
-    // A rank's exit status comes back through srun.
     let src = Path::new(env!("CARGO_TARGET_TMPDIR")).join("slurm_exit_status.c");
     std::fs::write(&src, EXIT_STATUS_C).unwrap();
-    let prog = compile_source(&src, "slurm_exit_status");
-    let outcome = srun(&cluster, &["-n", "2", "--mpi=pmi2"], &prog);
-    assert_eq!(outcome.code(), Some(3), "{}", outcome.describe());
-    assert!(
-        outcome.has_line("rank 0 of 2") && outcome.has_line("rank 1 of 2"),
-        "{}",
-        outcome.describe()
-    );
+    let exit_status = compile_source(&src, "slurm_exit_status");
+    let coll_all = compile("coll_all");
+    for interface in ["pmi2", "pmix"] {
+        if interface == "pmix" && !has_mpi_plugin(&cluster, "pmix") {
+            eprintln!("SKIP srun --mpi=pmix: this Slurm has no PMIx plugin");
+            continue;
+        }
+        let mpi = format!("--mpi={interface}");
+        // A job passes: collectives over the ranks the server told about
+        // each other.
+        let outcome = srun(&cluster, &["-n", "4", &mpi], &coll_all);
+        assert_pass(&outcome, "coll_all");
 
-    // Without PMI-2 the ranks say what is missing instead of running alone.
-    let prog = compile("coll_all");
-    let outcome = srun(&cluster, &["-n", "2", "--mpi=none"], &prog);
+        // A rank's exit status comes back through srun.
+        let outcome = srun(&cluster, &["-n", "2", &mpi], &exit_status);
+        assert_eq!(outcome.code(), Some(3), "{mpi}: {}", outcome.describe());
+        assert!(
+            outcome.has_line("rank 0 of 2") && outcome.has_line("rank 1 of 2"),
+            "{mpi}: {}",
+            outcome.describe()
+        );
+    }
+
+    // Without a process-management interface the ranks say what is
+    // missing instead of running alone.
+    let outcome = srun(&cluster, &["-n", "2", "--mpi=none"], &coll_all);
     assert!(!outcome.status.success(), "{}", outcome.describe());
     assert!(
-        outcome.stderr.contains("--mpi=pmi2"),
+        outcome.stderr.contains("--mpi=pmix") && outcome.stderr.contains("--mpi=pmi2"),
         "{}",
         outcome.describe()
     );

@@ -8,7 +8,7 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{must, run, run_command, scratch, TANDEM};
+use common::{have, must, run, run_command, scratch, TANDEM};
 
 const JOB_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -107,4 +107,23 @@ fn a_program_built_against_another_mpi_is_refused_by_name() {
     );
     assert!(out.stdout.is_empty(), "{}", out.describe());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Another MPI's launcher that is a PMIx server (Open MPI's mpirun) starts
+/// a Tandem program as one job: the ranks learn rank, size and each other
+/// through PMIx. Skipped where Open MPI is not installed.
+#[test]
+fn another_launcher_speaking_pmix_starts_a_tandem_job() {
+    if !have("mpirun.openmpi") {
+        eprintln!("SKIP: Open MPI's mpirun is not installed (it serves PMIx to its processes)");
+        return;
+    }
+    let prog = common::compile("coll_all");
+    let mut cmd = Command::new("mpirun.openmpi");
+    cmd.args(["--oversubscribe", "-n", "3"])
+        .arg(&prog)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = run_command(cmd, JOB_TIMEOUT);
+    common::assert_pass(&out, "coll_all");
 }

@@ -126,6 +126,9 @@ impl JobInfo {
             if let Some(client) = pmi2::Client::from_env() {
                 return Self::from_pmi2(client?);
             }
+            if let Some(client) = pmix::Client::from_env() {
+                return Self::from_pmix(client?);
+            }
             check_not_under_a_batch_system()?;
             return Ok(JobInfo {
                 rank: 0,
@@ -242,10 +245,49 @@ impl JobInfo {
             appnum: 0,
         })
     }
+
+    /// A job started by a PMIx server (`srun --mpi=pmix`, `prterun`, Open
+    /// MPI's `mpirun`): rank, size, the ranks of this node and the nodes
+    /// from the server, a secret as under PMI-2. The client waits in
+    /// [`PMIX_CLIENT`] for [`MasterLink::connect`].
+    fn from_pmix(mut client: pmix::Client) -> Result<JobInfo, Error> {
+        const SECRET_KEY: &str = "tandem.secret";
+        if client.rank == 0 {
+            client.put(SECRET_KEY, &encode_secret(&random_secret()))?;
+        }
+        client.fence()?;
+        let secret = client
+            .get(SECRET_KEY)?
+            .and_then(|s| decode_secret(&s))
+            .ok_or_else(|| Error::new(ErrorClass::Other, "PMIx: rank 0 published no job secret"))?;
+        let info = JobInfo {
+            rank: client.rank,
+            size: client.size,
+            local_size: client.local_size,
+            secret,
+            id: format!("pmix-{}", client.namespace()),
+            master: Some(PMIX_MASTER.to_string()),
+            hosts: client.nodes,
+            node_addr: None,
+            replicas: 1,
+            appnum: client.appnum,
+        };
+        *PMIX_CLIENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
+        Ok(info)
+    }
 }
 
 #[path = "bootstrap_pmi2.rs"]
 pub(crate) mod pmi2;
+
+#[path = "bootstrap_pmix.rs"]
+mod pmix;
+
+/// `JobInfo::master` of a job whose master is a PMIx server.
+const PMIX_MASTER: &str = "pmix";
+
+/// The PMIx client between [`JobInfo::from_env`] and [`MasterLink::connect`].
+static PMIX_CLIENT: std::sync::Mutex<Option<pmix::Client>> = std::sync::Mutex::new(None);
 
 /// `JobInfo::master` of a job whose master is the PMI-2 server.
 const PMI2_MASTER: &str = "pmi2";
@@ -269,17 +311,11 @@ fn check_not_under_a_batch_system() -> Result<(), Error> {
             "started by Open MPI's mpirun, whose processes cannot join a Tandem job: start Tandem programs with `tandem run` (or Tandem's own mpirun)",
         ));
     }
-    if std::env::var_os("PMIX_RANK").is_some() {
-        return Err(Error::new(
-            ErrorClass::Other,
-            "started with PMIx, which Tandem does not speak: use `srun --mpi=pmi2` (or `tandem run`)",
-        ));
-    }
     if in_step && tasks > 1 {
         return Err(Error::new(
             ErrorClass::Other,
             format!(
-                "started by srun as one of {tasks} tasks without a process-management interface: use `srun --mpi=pmi2` (or `tandem run`)"
+                "started by srun as one of {tasks} tasks without a process-management interface: use `srun --mpi=pmix` or `srun --mpi=pmi2` (or `tandem run`)"
             ),
         ));
     }
@@ -327,8 +363,9 @@ pub fn secrets_equal(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// A connection to the master: `tandem run`'s service, or the PMI-2 server
-/// of a job started by `srun --mpi=pmi2`.
+/// A connection to the master: `tandem run`'s service, the PMI-2 server of
+/// a job started by `srun --mpi=pmi2`, or the PMIx server of one started by
+/// `srun --mpi=pmix` and other PMIx launchers.
 pub struct MasterLink {
     inner: Link,
 }
@@ -339,6 +376,7 @@ enum Link {
         writer: TcpStream,
     },
     Pmi2(pmi2::Client),
+    Pmix(Box<pmix::Client>),
 }
 
 impl MasterLink {
@@ -355,6 +393,18 @@ impl MasterLink {
                 })?;
             return Ok(MasterLink {
                 inner: Link::Pmi2(client),
+            });
+        }
+        if addr == PMIX_MASTER {
+            let client = PMIX_CLIENT
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .ok_or_else(|| {
+                    Error::new(ErrorClass::Other, "PMIx: the connection is already in use")
+                })?;
+            return Ok(MasterLink {
+                inner: Link::Pmix(Box::new(client)),
             });
         }
         let connected = match addr.parse::<std::net::SocketAddr>() {
@@ -404,6 +454,8 @@ impl MasterLink {
         match &self.inner {
             Link::Tandem { writer, .. } => writer.as_raw_fd(),
             Link::Pmi2(c) => c.fd(),
+            // The server is the library's business.
+            Link::Pmix(_) => -1,
         }
     }
 
@@ -442,8 +494,10 @@ impl MasterLink {
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
         check_token(key)?;
         check_token(value)?;
-        if let Link::Pmi2(c) = &mut self.inner {
-            return c.put(key, value);
+        match &mut self.inner {
+            Link::Pmi2(c) => return c.put(key, value),
+            Link::Pmix(c) => return c.put(key, value),
+            Link::Tandem { .. } => {}
         }
         expect_ok(self.request(&format!("PUT {key} {value}"))?)
     }
@@ -451,8 +505,10 @@ impl MasterLink {
     /// Looks up a key published by any rank before the last fence.
     pub fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
         check_token(key)?;
-        if let Link::Pmi2(c) = &mut self.inner {
-            return c.get(key);
+        match &mut self.inner {
+            Link::Pmi2(c) => return c.get(key),
+            Link::Pmix(c) => return c.get(key),
+            Link::Tandem { .. } => {}
         }
         let reply = self.request(&format!("GET {key}"))?;
         if let Some(v) = reply.strip_prefix("VALUE ") {
@@ -469,16 +525,20 @@ impl MasterLink {
 
     /// Waits until every rank has reached the fence.
     pub fn fence(&mut self) -> Result<(), Error> {
-        if let Link::Pmi2(c) = &mut self.inner {
-            return c.fence();
+        match &mut self.inner {
+            Link::Pmi2(c) => return c.fence(),
+            Link::Pmix(c) => return c.fence(),
+            Link::Tandem { .. } => {}
         }
         expect_ok(self.request("FENCE")?)
     }
 
     /// Says this rank finalized cleanly.
     pub fn finalize(&mut self) -> Result<(), Error> {
-        if let Link::Pmi2(c) = &mut self.inner {
-            return c.finalize();
+        match &mut self.inner {
+            Link::Pmi2(c) => return c.finalize(),
+            Link::Pmix(c) => return c.finalize(),
+            Link::Tandem { .. } => {}
         }
         expect_ok(self.request("FINALIZE")?)
     }
@@ -489,9 +549,10 @@ impl MasterLink {
             .chars()
             .map(|c| if c == '\n' { ' ' } else { c })
             .collect();
-        if let Link::Pmi2(c) = &mut self.inner {
-            c.abort(&format!("error code {code}: {clean}"));
-            return;
+        match &mut self.inner {
+            Link::Pmi2(c) => return c.abort(&format!("error code {code}: {clean}")),
+            Link::Pmix(c) => return c.abort(code, &clean),
+            Link::Tandem { .. } => {}
         }
         let _ = self.send_line(&format!("ABORT {code} {clean}"));
     }

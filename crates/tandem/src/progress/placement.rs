@@ -106,8 +106,7 @@ pub fn bind_rank(settings: &Settings, local_size: u32) {
             })
             .collect();
         let order = settings.text("bind_order");
-        let Some((set, places)) =
-            choose(&cpus, local_rank, local_size as usize, per, mode, order)
+        let Some((set, places)) = choose(&cpus, local_rank, local_size as usize, per, mode, order)
         else {
             return;
         };
