@@ -16,7 +16,7 @@ if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     # The tests' extras (scripts/test.sh asks for them): network namespaces
     # as hosts (ip, tc), a CMake project that finds Tandem with
     # find_package(MPI), and a one-machine Slurm cluster for
-    # `srun --mpi=pmi2` jobs.
+    # `srun --mpi=pmi2` and `srun --mpi=pmix` jobs.
     command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
     command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
     # A Meson project that finds Tandem (tests/meson).
@@ -27,6 +27,10 @@ if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     # The check that the generated Fortran bindings are current.
     command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
     command -v srun >/dev/null 2>&1 || need_apt+=(slurmd slurmctld slurm-client)
+    # Its PMIx plugin (`srun --mpi=pmix`) and the OpenPMIx client library
+    # Tandem loads under it.
+    dpkg -s slurm-wlm-basic-plugins >/dev/null 2>&1 || need_apt+=(slurm-wlm-basic-plugins)
+    ldconfig -p 2>/dev/null | grep -q 'libpmix.so.2 ' || need_apt+=(libpmix2)
     # Headless Chromium: the benchmark report's page checked in a browser.
     command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
