@@ -357,7 +357,7 @@ fn host_list_errors_are_reported_before_anything_starts() {
     for (args, needle) in [
         (vec!["--host", "a:0"], "slot count"),
         (vec!["-n", "5", "--host", "a:2,b:2"], "only 4 slots"),
-        (vec!["--host", "a", "--map-by", "socket"], "--map-by"),
+        (vec!["--host", "a", "--map-by", "l3cache"], "--map-by"),
         (vec!["--host", "a", "--agent", "ssh 'x"], "quote"),
         (vec!["--hostfile", "/nonexistent/hosts"], "host file"),
     ] {

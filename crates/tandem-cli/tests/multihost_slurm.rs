@@ -206,6 +206,30 @@ fn has_mpi_plugin(cluster: &Cluster, name: &str) -> bool {
 
 /// Under PMI-2 and PMIx (where Slurm has its plugin), Tandem programs run
 /// with no `tandem run`.
+const SHARED_SEGMENT_C: &str = r#"
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+/* Prints whether this rank maps its host's shared-memory segment (a memfd
+ * named tandem-shm in /proc/self/maps) once MPI_Init is done. */
+int main(int argc, char **argv)
+{
+    int rank, found = 0;
+    char line[512];
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    FILE *maps = fopen("/proc/self/maps", "r");
+    while (maps && fgets(line, sizeof line, maps))
+        found |= strstr(line, "memfd:tandem-shm") != NULL;
+    if (maps)
+        fclose(maps);
+    MPI_Barrier(MPI_COMM_WORLD);
+    printf("rank %d shared segment %s\n", rank, found ? "yes" : "no");
+    MPI_Finalize();
+    return 0;
+}
+"#;
+
 #[test]
 fn srun_with_pmi2_and_pmix_runs_tandem_programs() {
     let cluster = match start_cluster() {
@@ -221,6 +245,9 @@ fn srun_with_pmi2_and_pmix_runs_tandem_programs() {
     std::fs::write(&src, EXIT_STATUS_C).unwrap();
     let exit_status = compile_source(&src, "slurm_exit_status");
     let coll_all = compile("coll_all");
+    let src = Path::new(env!("CARGO_TARGET_TMPDIR")).join("slurm_shared_segment.c");
+    std::fs::write(&src, SHARED_SEGMENT_C).unwrap();
+    let segment_probe = compile_source(&src, "slurm_shared_segment");
     for interface in ["pmi2", "pmix"] {
         if interface == "pmix" && !has_mpi_plugin(&cluster, "pmix") {
             eprintln!("SKIP srun --mpi=pmix: this Slurm has no PMIx plugin");
@@ -240,6 +267,18 @@ fn srun_with_pmi2_and_pmix_runs_tandem_programs() {
             "{mpi}: {}",
             outcome.describe()
         );
+
+        // Under PMIx the ranks of a node share memory (the first makes the
+        // segment and hands it to the others); under PMI-2 they talk TCP.
+        let outcome = srun(&cluster, &["-n", "3", &mpi], &segment_probe);
+        let shared = if interface == "pmix" { "yes" } else { "no" };
+        for r in 0..3 {
+            assert!(
+                outcome.has_line(&format!("rank {r} shared segment {shared}")),
+                "{mpi}: {}",
+                outcome.describe()
+            );
+        }
     }
 
     // Without a process-management interface the ranks say what is

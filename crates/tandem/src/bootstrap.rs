@@ -53,6 +53,8 @@ pub mod env {
     pub const NODE_ADDR: &str = "TANDEM_JOB_NODE_ADDR";
     pub const REPLICAS: &str = "TANDEM_JOB_REPLICAS";
     pub const APPNUM: &str = "TANDEM_JOB_APPNUM";
+    /// This rank's index among the ranks of its host.
+    pub const LOCAL_RANK: &str = "TANDEM_JOB_LOCAL_RANK";
 }
 
 /// How long a rank tries to reach the master before giving up.
@@ -103,6 +105,12 @@ pub struct JobInfo {
     pub rank: u32,
     pub size: u32,
     pub local_size: u32,
+    /// This rank's index among the ranks of its host.
+    pub local_rank: u32,
+    /// Under a PMIx server: the rank of this host's first rank, which
+    /// makes the host's shared-memory segment (`tandem run` makes it
+    /// itself).
+    pub node_leader: Option<u32>,
     pub secret: [u8; SECRET_BYTES],
     pub id: String,
     /// `None` for a singleton (a program started without `tandem run`).
@@ -134,6 +142,8 @@ impl JobInfo {
                 rank: 0,
                 size: 1,
                 local_size: 1,
+                local_rank: 0,
+                node_leader: None,
                 secret: random_secret(),
                 id: format!("singleton-{}", std::process::id()),
                 master: None,
@@ -196,6 +206,8 @@ impl JobInfo {
             rank,
             size,
             local_size,
+            local_rank: num(env::LOCAL_RANK).unwrap_or(0),
+            node_leader: None,
             secret,
             id: std::env::var(env::ID).unwrap_or_default(),
             master: Some(addr),
@@ -236,6 +248,12 @@ impl JobInfo {
             rank,
             size,
             local_size: local_size.max(1),
+            // srun numbers the tasks of a node.
+            local_rank: std::env::var("SLURM_LOCALID")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+            node_leader: None,
             secret,
             id,
             master: Some(PMI2_MASTER.to_string()),
@@ -264,6 +282,8 @@ impl JobInfo {
             rank: client.rank,
             size: client.size,
             local_size: client.local_size,
+            local_rank: client.local_rank,
+            node_leader: Some(client.node_leader),
             secret,
             id: format!("pmix-{}", client.namespace()),
             master: Some(PMIX_MASTER.to_string()),

@@ -144,6 +144,10 @@ pub struct Client {
     pub size: u32,
     /// Processes of the job on this node.
     pub local_size: u32,
+    /// This process's index among them.
+    pub local_rank: u32,
+    /// The lowest rank on this node.
+    pub node_leader: u32,
     /// Nodes the job spans.
     pub nodes: u32,
     pub appnum: u32,
@@ -188,6 +192,8 @@ impl Client {
             rank: me.rank,
             size: 0,
             local_size: 1,
+            local_rank: 0,
+            node_leader: me.rank,
             nodes: 1,
             appnum: 0,
             finalized: false,
@@ -213,6 +219,20 @@ impl Client {
             .max(1);
         client.nodes = number(&client, &job, c"pmix.num.nodes").unwrap_or(1).max(1);
         client.appnum = number(&client, &me, c"pmix.appnum").unwrap_or(0);
+        client.local_rank = number(&client, &me, c"pmix.lrank").unwrap_or(0);
+        if let Ok(Some(Found::Text(peers))) = client.lookup(&job, c"pmix.lpeers") {
+            client.node_leader = peers
+                .split(',')
+                .filter_map(|r| r.trim().parse::<u32>().ok())
+                .min()
+                .unwrap_or(client.rank);
+        }
+        if client.local_rank >= client.local_size {
+            return Err(err(format!(
+                "the server gave local rank {} of {}",
+                client.local_rank, client.local_size
+            )));
+        }
         Ok(client)
     }
 

@@ -1,5 +1,6 @@
 //! The Rust API: one rank's runtime, from init to finalize.
 
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,8 @@ use crate::progress::{placement, Engine, Policy};
 use crate::replica::{Placement, Replicas};
 use crate::rwapi::{HeapInfo, Rwapi, RwapiCall, StartError};
 use crate::stats::Counters;
-use crate::transport::shm::ShmTransport;
+use crate::transport::shm::{HostResources, Layout, ShmTransport};
+use crate::transport::shm_share;
 use crate::transport::tcp::{
     congestion_for, listen_ip, parse_port_range, Poller, TcpConfig, TcpTransport,
 };
@@ -35,11 +37,52 @@ fn card_key(rank: u32) -> String {
     format!("tcp.{rank}")
 }
 
+/// The host's shared-memory descriptors for a job started by a PMIx
+/// server: its first rank (`leader`) makes them and hands them to the
+/// others (see [`crate::transport::shm_share`]), which it keeps (returned)
+/// for the life of the job. Every rank of the job passes one fence here.
+fn share_host_segment(
+    link: &mut MasterLink,
+    job: &JobInfo,
+    leader: u32,
+    settings: &Settings,
+) -> Result<(Option<HostResources>, OwnedFd, Vec<OwnedFd>)> {
+    let fail = |what: String| {
+        Error::new(
+            ErrorClass::Other,
+            format!(
+                "shared memory between the ranks of this host: {what} (or --set transports=tcp)"
+            ),
+        )
+    };
+    let name = format!("tandem-shm-{}-{leader}", job.id);
+    let deadline = Instant::now() + Duration::from_millis(settings.uint("connect_timeout_ms"));
+    if job.rank != leader {
+        link.fence()?;
+        let (segment, wake) =
+            shm_share::fetch(&name, &job.secret, 2 * job.local_size as usize, deadline)
+                .map_err(|e| fail(format!("from rank {leader}: {e}")))?;
+        return Ok((None, segment, wake));
+    }
+    let layout = Layout::from_settings(job.local_size, settings).map_err(config_error)?;
+    let host = HostResources::create(layout).map_err(|e| fail(e.to_string()))?;
+    host.close_on_exec();
+    let listener = shm_share::listen(&name).map_err(|e| fail(e.to_string()))?;
+    link.fence()?;
+    shm_share::serve(&host, &listener, job.local_size - 1, &job.secret, deadline)
+        .map_err(|e| fail(e.to_string()))?;
+    let (segment, wake) = host.duplicate().map_err(|e| fail(e.to_string()))?;
+    Ok((Some(host), segment, wake))
+}
+
 /// One rank of a Tandem job.
 pub struct Runtime {
     pub(crate) p2p: P2p,
     pub(crate) comms: Vec<Option<Comm>>,
     master: Option<Arc<Mutex<MasterLink>>>,
+    /// The host's shared-memory descriptors, kept by the rank that made
+    /// them under a PMIx server.
+    _host_shm: Option<HostResources>,
     job: JobInfo,
     settings: Settings,
     /// Context ids: the counter and the claims of agreements in flight.
@@ -112,10 +155,23 @@ impl Runtime {
                 )));
             }
         }
-        let mut shm = if names.contains(&"shm") {
-            ShmTransport::attach(job.rank, job.local_size)?
-        } else {
-            None
+        let mut host_shm = None;
+        let mut shm = match (names.contains(&"shm"), job.node_leader, &master) {
+            (false, ..) => None,
+            // Under a PMIx server nobody made the host's segment.
+            (true, Some(leader), Some(link)) if job.local_size >= 2 => {
+                let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
+                let (held, segment, wake) = share_host_segment(&mut link, &job, leader, &settings)?;
+                host_shm = held;
+                Some(ShmTransport::attach_fds(
+                    job.rank,
+                    job.local_size,
+                    job.local_rank,
+                    segment,
+                    wake,
+                )?)
+            }
+            (true, ..) => ShmTransport::attach(job.rank, job.local_size)?,
         };
         let tcp_ip = listen_ip(
             settings.text("tcp_if_include"),
@@ -206,7 +262,7 @@ impl Runtime {
             job.size = place.ranks;
         }
         let (spin_us, yield_us) = wait_policy(&settings, job.local_size);
-        placement::bind_rank(&settings, job.local_size);
+        placement::bind_rank(&settings, job.local_rank, job.local_size);
         let mut p2p = P2p::new(
             job.rank,
             job.size,
@@ -244,6 +300,7 @@ impl Runtime {
             p2p,
             comms: vec![Some(world), Some(selfc)],
             master,
+            _host_shm: host_shm,
             job,
             settings,
             cids: Arc::new(Mutex::new(CidAlloc::new(2, jitter_seed))),

@@ -76,7 +76,7 @@ pub fn unbind_current_thread() {
 /// one core (Open MPI binds by default for the same reason) while
 /// oversubscribed ranks can still move; `bind=core` and `socket` always
 /// pin, `none` never.
-pub fn bind_rank(settings: &Settings, local_size: u32) {
+pub fn bind_rank(settings: &Settings, local_rank: u32, local_size: u32) {
     let mode = settings.text("bind");
     let per = usize::try_from(settings.uint("bind_cpus"))
         .unwrap_or(1)
@@ -87,10 +87,7 @@ pub fn bind_rank(settings: &Settings, local_size: u32) {
     if mode == "none" || (mode == "auto" && (local_size < 2 || needed > cpus)) {
         return;
     }
-    let local_rank: usize = std::env::var(crate::transport::shm::env::LOCAL_RANK)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let local_rank = local_rank as usize;
     // SAFETY: an all-zero cpu_set_t is valid; the calls read and write
     // sets of the size passed.
     unsafe {

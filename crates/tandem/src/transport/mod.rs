@@ -4,6 +4,7 @@
 //! queued frame has left and when a peer is gone.
 
 pub mod shm;
+pub mod shm_share;
 pub mod tcp;
 
 use crate::wire::Header;

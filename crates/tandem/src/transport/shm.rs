@@ -41,7 +41,7 @@ pub mod env {
     /// sleeps), then one per local rank for its progress helper thread.
     pub const WAKE_FDS: &str = "TANDEM_JOB_SHM_WAKE";
     /// This rank's index among the ranks of its host.
-    pub const LOCAL_RANK: &str = "TANDEM_JOB_LOCAL_RANK";
+    pub const LOCAL_RANK: &str = crate::bootstrap::env::LOCAL_RANK;
 }
 
 const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"TNDMSHM1");
@@ -305,6 +305,35 @@ impl HostResources {
             wake.push(unsafe { OwnedFd::from_raw_fd(e) });
         }
         Ok(HostResources { segment, wake })
+    }
+
+    /// The segment's descriptor and the wake-up eventfds'.
+    pub fn descriptors(&self) -> (RawFd, Vec<RawFd>) {
+        (
+            self.segment.as_raw_fd(),
+            self.wake.iter().map(|f| f.as_raw_fd()).collect(),
+        )
+    }
+
+    /// Copies of the descriptors, for a rank of this process to attach
+    /// with (these stay, for others to be given).
+    pub fn duplicate(&self) -> io::Result<(OwnedFd, Vec<OwnedFd>)> {
+        let wake = self
+            .wake
+            .iter()
+            .map(|f| f.try_clone())
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok((self.segment.try_clone()?, wake))
+    }
+
+    /// Keeps the descriptors out of programs this process execs (they are
+    /// inheritable for the launcher's ranks).
+    pub fn close_on_exec(&self) {
+        let (segment, wake) = self.descriptors();
+        for fd in std::iter::once(segment).chain(wake) {
+            // SAFETY: plain fcntl on a descriptor this value owns.
+            unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        }
     }
 
     /// The variables that tell a rank where its descriptors are.
