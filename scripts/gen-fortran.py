@@ -91,6 +91,10 @@ HAND_WRITTEN = {
     "MPI_Comm_create_errhandler", "MPI_Win_create_errhandler", "MPI_File_create_errhandler",
 }
 
+# Routines taking info keys and values, whose leading and trailing blanks
+# are not significant in Fortran (the standard's chapter on info objects).
+INFO_STRING_FUNCS = {"MPI_Info_set", "MPI_Info_delete", "MPI_Info_get_valuelen"}
+
 # Predefined attribute callbacks: Fortran procedures in libmpi_abi.
 PREDEFINED_CALLBACKS = [
     "MPI_COMM_NULL_COPY_FN", "MPI_COMM_DUP_FN", "MPI_COMM_NULL_DELETE_FN",
@@ -311,7 +315,8 @@ def rust_wrapper(func):
         elif role == "str_in":
             decl.append(f"{n}: *const c_char")
             hidden.append(f"{n}_len: usize")
-            pre.append(f"let s_{n} = str_in({n}, {n}_len);")
+            conv = "info_str_in" if func.name in INFO_STRING_FUNCS else "str_in"
+            pre.append(f"let s_{n} = {conv}({n}, {n}_len);")
             args.append(f"s_{n}.as_ptr()")
         elif role == "str_out":
             decl.append(f"{n}: *mut c_char")

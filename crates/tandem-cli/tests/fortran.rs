@@ -77,6 +77,14 @@ fn the_mpi_f08_module() {
     check_runs(&prog, &["handles", "errors", "requests", "datatypes"]);
 }
 
+/// Info keys and values from Fortran lose their leading and trailing
+/// blanks; `MPI_INFO_GET_STRING` writes at most BUFLEN characters.
+#[test]
+fn info_keys_and_values() {
+    let prog = build("info_keys.f90", &[TANDEM, "fc"]);
+    check_runs(&prog, &["blanks", "get_string"]);
+}
+
 /// `--showme` names the module directory and mpif.h's, as build systems
 /// (CMake's FindMPI) read them.
 #[test]

@@ -148,6 +148,24 @@ unsafe fn str_in(p: *const c_char, len: usize) -> CString {
     CString::new(&bytes[..end]).unwrap_or_default()
 }
 
+/// The C string of an info key or value from Fortran: as [`str_in`], and
+/// leading blanks dropped too (the standard makes leading and trailing
+/// blanks of Fortran info keys and values not significant).
+///
+/// # Safety
+/// `p` addresses `len` bytes.
+unsafe fn info_str_in(p: *const c_char, len: usize) -> CString {
+    // SAFETY: the caller's contract.
+    let s = unsafe { str_in(p, len) };
+    let bytes = s.as_bytes();
+    let start = bytes.iter().position(|&b| b != b' ').unwrap_or(bytes.len());
+    if start == 0 {
+        s
+    } else {
+        CString::new(&bytes[start..]).unwrap_or_default()
+    }
+}
+
 /// The smallest buffer an output string gets from C: the longest string
 /// any MPI function writes (`MPI_MAX_LIBRARY_VERSION_STRING`).
 const STR_OUT_MIN: usize = 8192;
@@ -505,7 +523,7 @@ pub unsafe extern "C" fn mpi_info_get_(
 ) {
     // SAFETY: gfortran passes valid references and lengths.
     unsafe {
-        let k = str_in(key, key_len);
+        let k = info_str_in(key, key_len);
         let want = (*valuelen).max(0) as usize;
         let mut buf = vec![0 as c_char; want + 1];
         let rc = crate::pmpi::PMPI_Info_get(
@@ -523,7 +541,8 @@ pub unsafe extern "C" fn mpi_info_get_(
 }
 
 /// `MPI_INFO_GET_STRING(INFO, KEY, BUFLEN, VALUE, FLAG, IERROR)`: BUFLEN is
-/// the length of VALUE on entry and the value's length on return (Fortran
+/// how many characters of VALUE the call may write on entry (none when it
+/// is 0: VALUE is left as it is) and the value's length on return (Fortran
 /// strings have no terminating NUL).
 #[no_mangle]
 pub unsafe extern "C" fn mpi_info_get_string_(
@@ -538,10 +557,11 @@ pub unsafe extern "C" fn mpi_info_get_string_(
 ) {
     // SAFETY: gfortran passes valid references and lengths.
     unsafe {
-        let k = str_in(key, key_len);
-        let room = (*buflen).max(0) as usize;
+        let k = info_str_in(key, key_len);
+        let room = ((*buflen).max(0) as usize).min(value_len);
         let mut buf = vec![0 as c_char; room + 1];
-        let mut cbuflen = (room + 1) as c_int;
+        // C writes nothing when its buffer length is 0.
+        let mut cbuflen = if room == 0 { 0 } else { (room + 1) as c_int };
         let rc = crate::pmpi::PMPI_Info_get_string(
             handle_int::MPI_Info_fromint(*info),
             k.as_ptr(),
@@ -550,7 +570,7 @@ pub unsafe extern "C" fn mpi_info_get_string_(
             flag,
         );
         if rc == MPI_SUCCESS && *flag != 0 {
-            str_out(&buf, value, value_len);
+            str_out(&buf, value, room);
             *buflen = cbuflen - 1;
         }
         set_ierror(ierror, rc);

@@ -3255,7 +3255,7 @@ pub unsafe extern "C" fn mpi_info_delete_(
     // SAFETY: gfortran passes every argument by reference, valid for
     // the call; the C function checks what the program gave.
     unsafe {
-        let s_key = str_in(key, key_len);
+        let s_key = info_str_in(key, key_len);
         let rc = c::MPI_Info_delete(handle_int::MPI_Info_fromint(*info), s_key.as_ptr());
         set_ierror(ierror, rc);
     }
@@ -3383,7 +3383,7 @@ pub unsafe extern "C" fn mpi_info_get_valuelen_(
     // SAFETY: gfortran passes every argument by reference, valid for
     // the call; the C function checks what the program gave.
     unsafe {
-        let s_key = str_in(key, key_len);
+        let s_key = info_str_in(key, key_len);
         let rc = c::MPI_Info_get_valuelen(
             handle_int::MPI_Info_fromint(*info),
             s_key.as_ptr(),
@@ -3419,8 +3419,8 @@ pub unsafe extern "C" fn mpi_info_set_(
     // SAFETY: gfortran passes every argument by reference, valid for
     // the call; the C function checks what the program gave.
     unsafe {
-        let s_key = str_in(key, key_len);
-        let s_value = str_in(value, value_len);
+        let s_key = info_str_in(key, key_len);
+        let s_value = info_str_in(value, value_len);
         let rc = c::MPI_Info_set(
             handle_int::MPI_Info_fromint(*info),
             s_key.as_ptr(),
