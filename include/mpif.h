@@ -553,6 +553,8 @@
       parameter (MPI_WIN_CREATE_FLAVOR=604)
       integer MPI_WIN_MODEL
       parameter (MPI_WIN_MODEL=605)
+      integer(kind=MPI_OFFSET_KIND) MPI_DISPLACEMENT_CURRENT
+      parameter (MPI_DISPLACEMENT_CURRENT=-1)
       integer MPI_STATUS_IGNORE(MPI_STATUS_SIZE)
       common /tandem_status_ignore/ MPI_STATUS_IGNORE
       save /tandem_status_ignore/

@@ -166,6 +166,10 @@ def parse_constants(text):
     for m in re.finditer(r"^#define\s+(MPI_\w+|MPIX_\w+)\s+\(\((MPI_\w+)\)(0x[0-9a-f]+)\)",
                          clean, flags=re.M):
         out.append((m.group(1), m.group(2), int(m.group(3), 16)))
+    # Integers of a C type wider than int, e.g. MPI_DISPLACEMENT_CURRENT.
+    for m in re.finditer(r"^#define\s+(MPI_\w+)\s+\(\((MPI_Offset|MPI_Aint|MPI_Count)\)(-?\d+)\)",
+                         clean, flags=re.M):
+        out.append((m.group(1), m.group(2), int(m.group(3))))
     byname = {n: (k, v) for n, k, v in out}
     for m in re.finditer(r"^#define\s+(MPI_\w+)\s+(MPI_\w+)\s*$", clean, flags=re.M):
         if m.group(2) in byname:
@@ -421,6 +425,13 @@ def fortran_constants(consts):
     return out
 
 
+def typed_constants(consts):
+    """(name, Fortran type, value) for the integer constants of a C type
+    wider than int (MPI_Offset, MPI_Aint, MPI_Count)."""
+    return [(n, INT_KIND[k][1], v) for n, k, v in consts
+            if k in INT_KIND and k != "int" and not C_ONLY_CONST.search(n)]
+
+
 def fixed_lines(stmt):
     """A statement in fixed and free form alike: it must fit in 72 columns."""
     line = "      " + stmt
@@ -438,6 +449,9 @@ def mpif_h(consts, funcs):
     ]
     for n, v in fortran_constants(consts):
         lines.append(fixed_lines(f"integer {n}"))
+        lines.append(fixed_lines(f"parameter ({n}={v})"))
+    for n, t, v in typed_constants(consts):
+        lines.append(fixed_lines(f"{t} {n}"))
         lines.append(fixed_lines(f"parameter ({n}={v})"))
     for fn, sym, decl in SENTINELS:
         lines.append(fixed_lines(decl))
@@ -545,6 +559,8 @@ def module_common(consts, f08):
             lines.append(f"  type({kind}), parameter :: {n} = {kind}({v})")
         else:
             lines.append(f"  integer, parameter :: {n} = {v}")
+    for n, t, v in typed_constants(consts):
+        lines.append(f"  {t}, parameter :: {n} = {v}")
     return lines
 
 

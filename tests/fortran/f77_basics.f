@@ -133,6 +133,12 @@
       call need(n .eq. MPI_ERR_TAG, 'error class')
       call need(MPI_WTIME() .ge. t0 .and. MPI_WTICK() .gt. 0d0, 'time')
       if (rank .eq. 0) print '(a)', 'OK strings'
+
+! Constants of a kind other than the default INTEGER's.
+      call need(MPI_DISPLACEMENT_CURRENT .eq. -1 .and.
+     &     kind(MPI_DISPLACEMENT_CURRENT) .eq. MPI_OFFSET_KIND,
+     &     'MPI_DISPLACEMENT_CURRENT')
+      if (rank .eq. 0) print '(a)', 'OK constants'
       call MPI_FINALIZE(ierr)
       end
 

@@ -180,5 +180,10 @@ program use_mpi
   call need(.not. flag, 'info missing key')
   call MPI_Info_free(info, ierr)
   if (rank == 0) print '(a)', 'OK info'
+
+  ! Constants of a kind other than the default INTEGER's.
+  call need(MPI_DISPLACEMENT_CURRENT == -1 .and. &
+       kind(MPI_DISPLACEMENT_CURRENT) == MPI_OFFSET_KIND, 'MPI_DISPLACEMENT_CURRENT')
+  if (rank == 0) print '(a)', 'OK constants'
   call MPI_Finalize(ierr)
 end program use_mpi

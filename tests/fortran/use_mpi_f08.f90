@@ -103,6 +103,11 @@ program use_mpi_f08
   call MPI_Get_library_version(version, n)
   call need(index(version, 'Tandem') > 0 .and. n > 0, 'library version')
   if (rank == 0) print '(a)', 'OK datatypes'
+
+  ! Constants of a kind other than the default INTEGER's.
+  call need(MPI_DISPLACEMENT_CURRENT == -1 .and. &
+       kind(MPI_DISPLACEMENT_CURRENT) == MPI_OFFSET_KIND, 'MPI_DISPLACEMENT_CURRENT')
+  if (rank == 0) print '(a)', 'OK constants'
   call MPI_Finalize()
 
 contains

@@ -51,7 +51,10 @@ fn check_runs(prog: &Path, parts: &[&str]) {
 #[test]
 fn mpif_h_in_fixed_form() {
     let prog = build("f77_basics.f", &[TANDEM, "fc"]);
-    check_runs(&prog, &["point-to-point", "collectives", "strings"]);
+    check_runs(
+        &prog,
+        &["point-to-point", "collectives", "strings", "constants"],
+    );
 }
 
 #[test]
@@ -67,6 +70,7 @@ fn the_mpi_module() {
             "user op",
             "alltoallw",
             "info",
+            "constants",
         ],
     );
 }
@@ -74,7 +78,10 @@ fn the_mpi_module() {
 #[test]
 fn the_mpi_f08_module() {
     let prog = build("use_mpi_f08.f90", &[TANDEM, "fc"]);
-    check_runs(&prog, &["handles", "errors", "requests", "datatypes"]);
+    check_runs(
+        &prog,
+        &["handles", "errors", "requests", "datatypes", "constants"],
+    );
 }
 
 /// Info keys and values from Fortran lose their leading and trailing
