@@ -95,6 +95,18 @@ HAND_WRITTEN = {
 # are not significant in Fortran (the standard's chapter on info objects).
 INFO_STRING_FUNCS = {"MPI_Info_set", "MPI_Info_delete", "MPI_Info_get_valuelen"}
 
+# MPI_SIZEOF's specific procedures, one per intrinsic type and kind:
+# (Fortran type, name tag, size in bytes of one element). They are
+# external routines in libmpi_abi (the modules hold no code); the variable
+# is an assumed-rank dummy, so scalars and arrays of any rank match.
+SIZEOF_TYPES = (
+    [(f"integer(kind={k})", f"integer{k}", k) for k in (1, 2, 4, 8, 16)]
+    + [(f"real(kind={k})", f"real{k}", k) for k in (4, 8, 16)]
+    + [(f"complex(kind={k})", f"complex{k}", 2 * k) for k in (4, 8, 16)]
+    + [(f"logical(kind={k})", f"logical{k}", k) for k in (1, 2, 4, 8)]
+    + [("character(len=*)", "character", 1)]
+)
+
 # Predefined attribute callbacks: Fortran procedures in libmpi_abi.
 PREDEFINED_CALLBACKS = [
     "MPI_COMM_NULL_COPY_FN", "MPI_COMM_DUP_FN", "MPI_COMM_NULL_DELETE_FN",
@@ -638,6 +650,16 @@ def mpi_f90(consts, funcs, f08):
     for line in hand_interfaces(f08):
         lines.append("    " + line)
     lines.append("  end interface")
+    lines.append("  interface MPI_Sizeof")
+    for ftype, tag, _ in SIZEOF_TYPES:
+        lines += [
+            f"    subroutine tandem_sizeof_{tag}(x, size, ierror)",
+            f"      {ftype}, dimension(..) :: x",
+            "      integer :: size",
+            "      integer, optional :: ierror" if f08 else "      integer :: ierror",
+            f"    end subroutine tandem_sizeof_{tag}",
+        ]
+    lines.append("  end interface MPI_Sizeof")
     lines.append(f"end module {mod}")
     return "\n".join(w for line in lines for w in wrap_free(line)) + "\n"
 
@@ -755,7 +777,23 @@ def rust_file(funcs):
            "    use super::*;", "    extern \"C\" {"]
     ext += [rust_extern(f) for f in funcs]
     ext += ["    }", "}", ""]
-    return "\n".join(head + ext) + "\n".join(rust_wrapper(f) for f in funcs)
+    return ("\n".join(head + ext) + "\n".join(rust_wrapper(f) for f in funcs)
+            + "\n".join(rust_sizeof(tag, size) for _, tag, size in SIZEOF_TYPES))
+
+
+def rust_sizeof(tag, size):
+    """The specific procedure of MPI_SIZEOF for one type and kind."""
+    return f"""/// `MPI_SIZEOF` of a {tag} (bytes in an element: {size}).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_{tag}_(_x: *const c_void, size: *mut c_int, ierror: *mut c_int) {{
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {{
+        *size = {size};
+        set_ierror(ierror, MPI_SUCCESS);
+    }}
+}}
+"""
 
 
 def main():

@@ -4446,4 +4446,86 @@ module mpi
       integer :: ierror
     end subroutine MPI_Attr_put
   end interface
+  interface MPI_Sizeof
+    subroutine tandem_sizeof_integer1(x, size, ierror)
+      integer(kind=1), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_integer1
+    subroutine tandem_sizeof_integer2(x, size, ierror)
+      integer(kind=2), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_integer2
+    subroutine tandem_sizeof_integer4(x, size, ierror)
+      integer(kind=4), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_integer4
+    subroutine tandem_sizeof_integer8(x, size, ierror)
+      integer(kind=8), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_integer8
+    subroutine tandem_sizeof_integer16(x, size, ierror)
+      integer(kind=16), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_integer16
+    subroutine tandem_sizeof_real4(x, size, ierror)
+      real(kind=4), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_real4
+    subroutine tandem_sizeof_real8(x, size, ierror)
+      real(kind=8), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_real8
+    subroutine tandem_sizeof_real16(x, size, ierror)
+      real(kind=16), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_real16
+    subroutine tandem_sizeof_complex4(x, size, ierror)
+      complex(kind=4), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_complex4
+    subroutine tandem_sizeof_complex8(x, size, ierror)
+      complex(kind=8), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_complex8
+    subroutine tandem_sizeof_complex16(x, size, ierror)
+      complex(kind=16), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_complex16
+    subroutine tandem_sizeof_logical1(x, size, ierror)
+      logical(kind=1), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_logical1
+    subroutine tandem_sizeof_logical2(x, size, ierror)
+      logical(kind=2), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_logical2
+    subroutine tandem_sizeof_logical4(x, size, ierror)
+      logical(kind=4), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_logical4
+    subroutine tandem_sizeof_logical8(x, size, ierror)
+      logical(kind=8), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_logical8
+    subroutine tandem_sizeof_character(x, size, ierror)
+      character(len=*), dimension(..) :: x
+      integer :: size
+      integer :: ierror
+    end subroutine tandem_sizeof_character
+  end interface MPI_Sizeof
 end module mpi

@@ -39,6 +39,32 @@ contains
     deletions = deletions + 1
     ierr = MPI_SUCCESS
   end subroutine count_deletion
+  subroutine sizes(ierr)
+    integer(kind=1) :: i1
+    integer(kind=2) :: i2(3)
+    integer :: i4
+    integer(kind=8) :: i8(2, 2)
+    real :: r4
+    double precision :: r8(5)
+    complex :: c4
+    complex(kind=8) :: c8(2)
+    logical :: l4
+    logical(kind=1) :: l1
+    character(len=7) :: ch
+    integer :: n, ierr
+    call MPI_Sizeof(i1, n, ierr); call need(n == 1, 'sizeof integer(1)')
+    call MPI_Sizeof(i2, n, ierr); call need(n == 2, 'sizeof integer(2) array')
+    call MPI_Sizeof(i4, n, ierr); call need(n == 4, 'sizeof integer')
+    call MPI_Sizeof(i8, n, ierr); call need(n == 8, 'sizeof integer(8) 2-d array')
+    call MPI_Sizeof(r4, n, ierr); call need(n == 4, 'sizeof real')
+    call MPI_Sizeof(r8, n, ierr); call need(n == 8, 'sizeof double precision array')
+    call MPI_Sizeof(c4, n, ierr); call need(n == 8, 'sizeof complex')
+    call MPI_Sizeof(c8, n, ierr); call need(n == 16, 'sizeof complex(8) array')
+    call MPI_Sizeof(l4, n, ierr); call need(n == 4, 'sizeof logical')
+    call MPI_Sizeof(l1, n, ierr); call need(n == 1, 'sizeof logical(1)')
+    call MPI_Sizeof(ch, n, ierr); call need(n == 1, 'sizeof character')
+    call need(ierr == MPI_SUCCESS, "sizeof ierror")
+  end subroutine sizes
 end module checks
 
 program use_mpi
@@ -185,5 +211,8 @@ program use_mpi
   call need(MPI_DISPLACEMENT_CURRENT == -1 .and. &
        kind(MPI_DISPLACEMENT_CURRENT) == MPI_OFFSET_KIND, 'MPI_DISPLACEMENT_CURRENT')
   if (rank == 0) print '(a)', 'OK constants'
+  ! MPI_SIZEOF: bytes in one element, for scalars and arrays alike.
+  call sizes(ierr)
+  if (rank == 0) print '(a)', 'OK sizeof'
   call MPI_Finalize(ierr)
 end program use_mpi

@@ -108,6 +108,9 @@ program use_mpi_f08
   call need(MPI_DISPLACEMENT_CURRENT == -1 .and. &
        kind(MPI_DISPLACEMENT_CURRENT) == MPI_OFFSET_KIND, 'MPI_DISPLACEMENT_CURRENT')
   if (rank == 0) print '(a)', 'OK constants'
+  ! MPI_SIZEOF: bytes in one element, for scalars and arrays alike.
+  call sizes()
+  if (rank == 0) print '(a)', 'OK sizeof'
   call MPI_Finalize()
 
 contains
@@ -119,4 +122,30 @@ contains
       call MPI_Abort(MPI_COMM_WORLD, 1)
     end if
   end subroutine need
+  subroutine sizes()
+    integer(kind=1) :: i1
+    integer(kind=2) :: i2(3)
+    integer :: i4
+    integer(kind=8) :: i8(2, 2)
+    real :: r4
+    double precision :: r8(5)
+    complex :: c4
+    complex(kind=8) :: c8(2)
+    logical :: l4
+    logical(kind=1) :: l1
+    character(len=7) :: ch
+    integer :: n, ierr
+    call MPI_Sizeof(i1, n); call need(n == 1, 'sizeof integer(1)')
+    call MPI_Sizeof(i2, n); call need(n == 2, 'sizeof integer(2) array')
+    call MPI_Sizeof(i4, n); call need(n == 4, 'sizeof integer')
+    call MPI_Sizeof(i8, n); call need(n == 8, 'sizeof integer(8) 2-d array')
+    call MPI_Sizeof(r4, n); call need(n == 4, 'sizeof real')
+    call MPI_Sizeof(r8, n); call need(n == 8, 'sizeof double precision array')
+    call MPI_Sizeof(c4, n); call need(n == 8, 'sizeof complex')
+    call MPI_Sizeof(c8, n); call need(n == 16, 'sizeof complex(8) array')
+    call MPI_Sizeof(l4, n); call need(n == 4, 'sizeof logical')
+    call MPI_Sizeof(l1, n); call need(n == 1, 'sizeof logical(1)')
+    call MPI_Sizeof(ch, n); call need(n == 1, 'sizeof character')
+    n = -1; call MPI_Sizeof(r8(1), n, ierr); call need(n == 8 .and. ierr == MPI_SUCCESS, "sizeof ierror")
+  end subroutine sizes
 end program use_mpi_f08

@@ -71,6 +71,7 @@ fn the_mpi_module() {
             "alltoallw",
             "info",
             "constants",
+            "sizeof",
         ],
     );
 }
@@ -80,7 +81,14 @@ fn the_mpi_f08_module() {
     let prog = build("use_mpi_f08.f90", &[TANDEM, "fc"]);
     check_runs(
         &prog,
-        &["handles", "errors", "requests", "datatypes", "constants"],
+        &[
+            "handles",
+            "errors",
+            "requests",
+            "datatypes",
+            "constants",
+            "sizeof",
+        ],
     );
 }
 

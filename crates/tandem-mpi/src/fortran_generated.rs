@@ -16007,3 +16007,242 @@ pub unsafe extern "C" fn pmpi_file_write_shared_(
     // SAFETY: the same contract as the function it forwards to.
     unsafe { mpi_file_write_shared_(fh, buf, count, datatype, status, ierror) }
 }
+/// `MPI_SIZEOF` of a integer1 (bytes in an element: 1).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_integer1_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 1;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a integer2 (bytes in an element: 2).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_integer2_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 2;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a integer4 (bytes in an element: 4).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_integer4_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 4;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a integer8 (bytes in an element: 8).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_integer8_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 8;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a integer16 (bytes in an element: 16).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_integer16_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 16;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a real4 (bytes in an element: 4).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_real4_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 4;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a real8 (bytes in an element: 8).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_real8_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 8;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a real16 (bytes in an element: 16).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_real16_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 16;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a complex4 (bytes in an element: 8).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_complex4_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 8;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a complex8 (bytes in an element: 16).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_complex8_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 16;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a complex16 (bytes in an element: 32).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_complex16_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 32;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a logical1 (bytes in an element: 1).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_logical1_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 1;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a logical2 (bytes in an element: 2).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_logical2_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 2;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a logical4 (bytes in an element: 4).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_logical4_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 4;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a logical8 (bytes in an element: 8).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_logical8_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 8;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
+
+/// `MPI_SIZEOF` of a character (bytes in an element: 1).
+#[no_mangle]
+pub unsafe extern "C" fn tandem_sizeof_character_(
+    _x: *const c_void,
+    size: *mut c_int,
+    ierror: *mut c_int,
+) {
+    // SAFETY: gfortran passes valid references (`ierror` is null when
+    // mpi_f08's optional argument is absent).
+    unsafe {
+        *size = 1;
+        set_ierror(ierror, MPI_SUCCESS);
+    }
+}
