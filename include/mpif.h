@@ -576,6 +576,12 @@
       integer MPI_WEIGHTS_EMPTY(1)
       common /tandem_weights_empty/ MPI_WEIGHTS_EMPTY
       save /tandem_weights_empty/
+      character*1 MPI_ARGV_NULL(1)
+      common /tandem_argv_null/ MPI_ARGV_NULL
+      save /tandem_argv_null/
+      character*1 MPI_ARGVS_NULL(1,1)
+      common /tandem_argvs_null/ MPI_ARGVS_NULL
+      save /tandem_argvs_null/
       external MPI_COMM_NULL_COPY_FN, MPI_COMM_DUP_FN
       external MPI_COMM_NULL_DELETE_FN, MPI_TYPE_NULL_COPY_FN
       external MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN

@@ -89,6 +89,7 @@ HAND_WRITTEN = {
     "MPI_Info_get_string", "MPI_Info_get", "MPI_Comm_create_keyval",
     "MPI_Type_create_keyval", "MPI_Win_create_keyval", "MPI_Keyval_create",
     "MPI_Comm_create_errhandler", "MPI_Win_create_errhandler", "MPI_File_create_errhandler",
+    "MPI_Comm_spawn", "MPI_Comm_spawn_multiple",
 }
 
 # Routines taking info keys and values, whose leading and trailing blanks
@@ -117,7 +118,7 @@ PREDEFINED_CALLBACKS = [
 NO_FORTRAN = re.compile(
     r"^MPI_T_|_c2f$|_f2c$|_toint$|_fromint$|^MPI_Status_[cf]2f|"
     r"^MPI_Status_f082|^MPI_Status_f2f08|^MPI_Status_c2f08|_f2c08|"
-    r"^MPI_Info_create_env$|^MPI_Comm_spawn|^MPI_Register_datarep|"
+    r"^MPI_Info_create_env$|^MPI_Register_datarep|"
     r"^MPI_Abi_|^MPI_Session_get_pset_info$")
 
 
@@ -413,6 +414,8 @@ SENTINELS = [
     ("MPI_ERRCODES_IGNORE", "tandem_errcodes_ignore", "integer MPI_ERRCODES_IGNORE(1)"),
     ("MPI_UNWEIGHTED", "tandem_unweighted", "integer MPI_UNWEIGHTED(1)"),
     ("MPI_WEIGHTS_EMPTY", "tandem_weights_empty", "integer MPI_WEIGHTS_EMPTY(1)"),
+    ("MPI_ARGV_NULL", "tandem_argv_null", "character*1 MPI_ARGV_NULL(1)"),
+    ("MPI_ARGVS_NULL", "tandem_argvs_null", "character*1 MPI_ARGVS_NULL(1,1)"),
 ]
 
 
@@ -606,7 +609,8 @@ def mpi_f90(consts, funcs, f08):
         elif f08 and fn == "MPI_STATUSES_IGNORE":
             decl = "type(MPI_Status) :: MPI_STATUSES_IGNORE(1)"
         name = decl.split("::")[-1].strip() if "::" in decl else decl.split(" ", 1)[1]
-        ftype = decl.split("::")[0].strip() if "::" in decl else "integer"
+        ftype = decl.split("::")[0].strip() if "::" in decl else decl.split(" ", 1)[0]
+        ftype = ftype.replace("character*1", "character(len=1)")
         lines.append(f"  {ftype}, bind(C, name=\"{sym}_\") :: {name}")
     if f08:
         for t in HANDLE_TYPES_F08:
@@ -710,6 +714,17 @@ def hand_interfaces(f08):
             [f"{h} :: obj", "integer :: keyval", f"{aint} :: attribute_val", opt])
     sub("MPI_Op_create", ["user_fn", "commute", "op", "ierror"],
         ["external :: user_fn", "logical :: commute", f"{op} :: op", opt])
+    sub("MPI_Comm_spawn", ["command", "argv", "maxprocs", "info", "root", "comm", "intercomm",
+                           "array_of_errcodes", "ierror"],
+        ["character(len=*) :: command, argv(*)", f"{info} :: info", "integer :: maxprocs, root",
+         f"{comm} :: comm, intercomm", "integer :: array_of_errcodes(*)", opt])
+    sub("MPI_Comm_spawn_multiple", ["count", "array_of_commands", "array_of_argv",
+                                    "array_of_maxprocs", "array_of_info", "root", "comm",
+                                    "intercomm", "array_of_errcodes", "ierror"],
+        ["integer :: count, root", "character(len=*) :: array_of_commands(*)",
+         "character(len=*) :: array_of_argv(count, *)", "integer :: array_of_maxprocs(*)",
+         f"{info} :: array_of_info(*)", f"{comm} :: comm, intercomm",
+         "integer :: array_of_errcodes(*)", opt])
     sub("MPI_Info_get", ["info", "key", "valuelen", "value", "flag", "ierror"],
         [f"{info} :: info", "character(len=*) :: key, value", "integer :: valuelen",
          "logical :: flag", opt])

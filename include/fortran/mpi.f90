@@ -293,6 +293,8 @@ module mpi
   integer, bind(C, name="tandem_errcodes_ignore_") :: MPI_ERRCODES_IGNORE(1)
   integer, bind(C, name="tandem_unweighted_") :: MPI_UNWEIGHTED(1)
   integer, bind(C, name="tandem_weights_empty_") :: MPI_WEIGHTS_EMPTY(1)
+  character(len=1), bind(C, name="tandem_argv_null_") :: MPI_ARGV_NULL(1)
+  character(len=1), bind(C, name="tandem_argvs_null_") :: MPI_ARGVS_NULL(1,1)
   interface
     double precision function MPI_Wtime()
     end function MPI_Wtime
@@ -4362,6 +4364,30 @@ module mpi
       integer :: op
       integer :: ierror
     end subroutine MPI_Op_create
+    subroutine MPI_Comm_spawn(command, argv, maxprocs, info, root, comm, intercomm, &
+        array_of_errcodes, ierror)
+      import
+      implicit none
+      character(len=*) :: command, argv(*)
+      integer :: info
+      integer :: maxprocs, root
+      integer :: comm, intercomm
+      integer :: array_of_errcodes(*)
+      integer :: ierror
+    end subroutine MPI_Comm_spawn
+    subroutine MPI_Comm_spawn_multiple(count, array_of_commands, array_of_argv, &
+        array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes, ierror)
+      import
+      implicit none
+      integer :: count, root
+      character(len=*) :: array_of_commands(*)
+      character(len=*) :: array_of_argv(count, *)
+      integer :: array_of_maxprocs(*)
+      integer :: array_of_info(*)
+      integer :: comm, intercomm
+      integer :: array_of_errcodes(*)
+      integer :: ierror
+    end subroutine MPI_Comm_spawn_multiple
     subroutine MPI_Info_get(info, key, valuelen, value, flag, ierror)
       import
       implicit none

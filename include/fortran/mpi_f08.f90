@@ -330,6 +330,8 @@ module mpi_f08
   integer, bind(C, name="tandem_errcodes_ignore_") :: MPI_ERRCODES_IGNORE(1)
   integer, bind(C, name="tandem_unweighted_") :: MPI_UNWEIGHTED(1)
   integer, bind(C, name="tandem_weights_empty_") :: MPI_WEIGHTS_EMPTY(1)
+  character(len=1), bind(C, name="tandem_argv_null_") :: MPI_ARGV_NULL(1)
+  character(len=1), bind(C, name="tandem_argvs_null_") :: MPI_ARGVS_NULL(1,1)
   interface operator(==)
     logical function tandem_f08_comm_eq(a, b)
       import
@@ -4531,6 +4533,30 @@ module mpi_f08
       type(MPI_Op) :: op
       integer, optional :: ierror
     end subroutine MPI_Op_create
+    subroutine MPI_Comm_spawn(command, argv, maxprocs, info, root, comm, intercomm, &
+        array_of_errcodes, ierror)
+      import
+      implicit none
+      character(len=*) :: command, argv(*)
+      type(MPI_Info) :: info
+      integer :: maxprocs, root
+      type(MPI_Comm) :: comm, intercomm
+      integer :: array_of_errcodes(*)
+      integer, optional :: ierror
+    end subroutine MPI_Comm_spawn
+    subroutine MPI_Comm_spawn_multiple(count, array_of_commands, array_of_argv, &
+        array_of_maxprocs, array_of_info, root, comm, intercomm, array_of_errcodes, ierror)
+      import
+      implicit none
+      integer :: count, root
+      character(len=*) :: array_of_commands(*)
+      character(len=*) :: array_of_argv(count, *)
+      integer :: array_of_maxprocs(*)
+      type(MPI_Info) :: array_of_info(*)
+      type(MPI_Comm) :: comm, intercomm
+      integer :: array_of_errcodes(*)
+      integer, optional :: ierror
+    end subroutine MPI_Comm_spawn_multiple
     subroutine MPI_Info_get(info, key, valuelen, value, flag, ierror)
       import
       implicit none

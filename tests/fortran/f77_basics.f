@@ -12,6 +12,7 @@
       logical l, lall
       character*(MPI_MAX_PROCESSOR_NAME) pname
       character*(MPI_MAX_ERROR_STRING) estr
+      character*8 cmds(2)
 
       call MPI_INIT(ierr)
       call need(ierr .eq. MPI_SUCCESS, 'MPI_INIT')
@@ -139,6 +140,30 @@
      &     kind(MPI_DISPLACEMENT_CURRENT) .eq. MPI_OFFSET_KIND,
      &     'MPI_DISPLACEMENT_CURRENT')
       if (rank .eq. 0) print '(a)', 'OK constants'
+
+! MPI_COMM_SPAWN takes MPI_ARGV_NULL and MPI_ERRCODES_IGNORE, and fails
+! with MPI_ERR_SPAWN (every process starts with tandem run).
+      call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD, MPI_ERRORS_RETURN,
+     &     ierr)
+      call MPI_COMM_SPAWN('child', MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0,
+     &     MPI_COMM_WORLD, n, MPI_ERRCODES_IGNORE, ierr)
+      call MPI_ERROR_CLASS(ierr, cnt, i)
+      call need(cnt .eq. MPI_ERR_SPAWN .and. n .eq. MPI_COMM_NULL,
+     &     'spawn')
+      cmds(1) = 'a'
+      cmds(2) = 'b'
+      ibuf(1) = 1
+      ibuf(2) = 1
+      req(1) = MPI_INFO_NULL
+      req(2) = MPI_INFO_NULL
+      call MPI_COMM_SPAWN_MULTIPLE(2, cmds, MPI_ARGVS_NULL, ibuf,
+     &     req, 0, MPI_COMM_WORLD, n, jbuf, ierr)
+      call MPI_ERROR_CLASS(ierr, cnt, i)
+      call need(cnt .eq. MPI_ERR_SPAWN .and. jbuf(1) .eq. MPI_ERR_SPAWN
+     &     .and. jbuf(2) .eq. MPI_ERR_SPAWN, 'spawn_multiple')
+      call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD,
+     &     MPI_ERRORS_ARE_FATAL, ierr)
+      if (rank .eq. 0) print '(a)', 'OK spawn'
       call MPI_FINALIZE(ierr)
       end
 

@@ -19,6 +19,9 @@ program use_mpi_f08
   use mpi_f08
   use handlers
   implicit none
+  type(MPI_Comm) :: spawned
+  character(len=8) :: spawn_args(2)
+  integer :: spawn_codes(2)
   integer :: rank, nprocs, i, n, ierr, cls, outcount, indices(4)
   type(MPI_Comm) :: dup, node
   type(MPI_Request) :: reqs(4)
@@ -111,6 +114,26 @@ program use_mpi_f08
   ! MPI_SIZEOF: bytes in one element, for scalars and arrays alike.
   call sizes()
   if (rank == 0) print '(a)', 'OK sizeof'
+
+  ! MPI_Comm_spawn takes MPI_ARGV_NULL and an argument list, and fails with
+  ! MPI_ERR_SPAWN (every process starts with tandem run).
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN)
+  call MPI_Comm_spawn('child', MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &
+       spawned, MPI_ERRCODES_IGNORE, ierr)
+  call MPI_Error_class(ierr, n)
+  call need(n == MPI_ERR_SPAWN .and. spawned == MPI_COMM_NULL, 'spawn')
+  spawn_args(1) = '-v'
+  spawn_args(2) = ' '
+  call MPI_Comm_spawn('child', spawn_args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &
+       spawned, spawn_codes, ierr)
+  call MPI_Error_class(ierr, n)
+  call need(n == MPI_ERR_SPAWN .and. all(spawn_codes == MPI_ERR_SPAWN), 'spawn with argv')
+  call MPI_Comm_spawn_multiple(2, spawn_args, MPI_ARGVS_NULL, [1, 1], &
+       [MPI_INFO_NULL, MPI_INFO_NULL], 0, MPI_COMM_WORLD, spawned, MPI_ERRCODES_IGNORE, ierr)
+  call MPI_Error_class(ierr, n)
+  call need(n == MPI_ERR_SPAWN, 'spawn_multiple')
+  call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL)
+  if (rank == 0) print '(a)', 'OK spawn'
   call MPI_Finalize()
 
 contains

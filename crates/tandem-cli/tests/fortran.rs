@@ -53,7 +53,13 @@ fn mpif_h_in_fixed_form() {
     let prog = build("f77_basics.f", &[TANDEM, "fc"]);
     check_runs(
         &prog,
-        &["point-to-point", "collectives", "strings", "constants"],
+        &[
+            "point-to-point",
+            "collectives",
+            "strings",
+            "constants",
+            "spawn",
+        ],
     );
 }
 
@@ -72,6 +78,7 @@ fn the_mpi_module() {
             "info",
             "constants",
             "sizeof",
+            "spawn",
         ],
     );
 }
@@ -88,6 +95,7 @@ fn the_mpi_f08_module() {
             "datatypes",
             "constants",
             "sizeof",
+            "spawn",
         ],
     );
 }

@@ -44,6 +44,20 @@ impl<const N: usize> Sentinel<N> {
     }
 }
 
+/// A sentinel of CHARACTER type (`MPI_ARGV_NULL`, `MPI_ARGVS_NULL`):
+/// one-byte characters.
+#[repr(C)]
+pub struct CharSentinel<const N: usize>(UnsafeCell<[u8; N]>);
+
+// SAFETY: as for Sentinel.
+unsafe impl<const N: usize> Sync for CharSentinel<N> {}
+
+impl<const N: usize> CharSentinel<N> {
+    const fn new() -> Self {
+        CharSentinel(UnsafeCell::new([b' '; N]))
+    }
+}
+
 // The names are the common blocks' (gfortran adds an underscore); the sizes
 // are those mpif.h declares.
 #[no_mangle]
@@ -60,6 +74,10 @@ pub static tandem_errcodes_ignore_: Sentinel<1> = Sentinel::new();
 pub static tandem_unweighted_: Sentinel<1> = Sentinel::new();
 #[no_mangle]
 pub static tandem_weights_empty_: Sentinel<1> = Sentinel::new();
+#[no_mangle]
+pub static tandem_argv_null_: CharSentinel<1> = CharSentinel::new();
+#[no_mangle]
+pub static tandem_argvs_null_: CharSentinel<1> = CharSentinel::new();
 
 /// The sentinels' addresses as the program sees them.
 struct Addresses {
@@ -69,6 +87,9 @@ struct Addresses {
     in_place: usize,
     unweighted: usize,
     weights_empty: usize,
+    errcodes_ignore: usize,
+    argv_null: usize,
+    argvs_null: usize,
 }
 
 /// The address of a sentinel's one definition in the process. An
@@ -76,12 +97,12 @@ struct Addresses {
 /// (a common symbol, or a copy relocation) and the dynamic linker binds
 /// every reference to that copy, so the library asks the dynamic linker
 /// rather than taking the address of its own definition.
-fn canonical<const N: usize>(name: &[u8], own: &Sentinel<N>) -> usize {
+fn canonical<T>(name: &[u8], own: &T) -> usize {
     debug_assert!(name.ends_with(b"\0"));
     // SAFETY: `name` is NUL-terminated; dlsym only reads it.
     let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr().cast()) };
     if found.is_null() {
-        own as *const Sentinel<N> as usize
+        own as *const T as usize
     } else {
         found as usize
     }
@@ -96,6 +117,9 @@ fn addresses() -> &'static Addresses {
         in_place: canonical(b"tandem_in_place_\0", &tandem_in_place_),
         unweighted: canonical(b"tandem_unweighted_\0", &tandem_unweighted_),
         weights_empty: canonical(b"tandem_weights_empty_\0", &tandem_weights_empty_),
+        errcodes_ignore: canonical(b"tandem_errcodes_ignore_\0", &tandem_errcodes_ignore_),
+        argv_null: canonical(b"tandem_argv_null_\0", &tandem_argv_null_),
+        argvs_null: canonical(b"tandem_argvs_null_\0", &tandem_argvs_null_),
     })
 }
 
@@ -577,6 +601,149 @@ pub unsafe extern "C" fn mpi_info_get_string_(
     }
 }
 
+/// An array of error codes: `MPI_ERRCODES_IGNORE` becomes C's (null).
+fn fix_errcodes(p: *mut c_int) -> *mut c_int {
+    if p as usize == addresses().errcodes_ignore {
+        std::ptr::null_mut()
+    } else {
+        p
+    }
+}
+
+/// The arguments of one command from a Fortran array of CHARACTER*(`len`)
+/// elements `stride` elements apart, ending at the first blank element.
+///
+/// # Safety
+/// `p` addresses the elements up to and including a blank one.
+unsafe fn argv_in(p: *const c_char, len: usize, stride: usize) -> Vec<CString> {
+    let mut out = Vec::new();
+    if len == 0 {
+        return out;
+    }
+    loop {
+        // SAFETY: the caller's contract: element `out.len()` exists.
+        let s = unsafe { str_in(p.add(out.len() * stride * len), len) };
+        if s.as_bytes().is_empty() {
+            return out;
+        }
+        out.push(s);
+    }
+}
+
+/// The NULL-terminated `char *` array C takes for a list of arguments.
+fn argv_ptrs(v: &[CString]) -> Vec<*mut c_char> {
+    v.iter()
+        .map(|s| s.as_ptr().cast_mut())
+        .chain(std::iter::once(std::ptr::null_mut()))
+        .collect()
+}
+
+/// `MPI_COMM_SPAWN(COMMAND, ARGV, MAXPROCS, INFO, ROOT, COMM, INTERCOMM,
+/// ARRAY_OF_ERRCODES, IERROR)`: ARGV is a CHARACTER array ending with a
+/// blank element, or `MPI_ARGV_NULL`.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_comm_spawn_(
+    command: *const c_char,
+    argv: *const c_char,
+    maxprocs: *const c_int,
+    info: *const c_int,
+    root: *const c_int,
+    comm: *const c_int,
+    intercomm: *mut c_int,
+    errcodes: *mut c_int,
+    ierror: *mut c_int,
+    command_len: usize,
+    argv_len: usize,
+) {
+    // SAFETY: gfortran passes valid references and lengths; ARGV ends with
+    // a blank element (the standard's contract) unless it is the sentinel.
+    unsafe {
+        let cmd = str_in(command, command_len);
+        let args = if argv as usize == addresses().argv_null {
+            None
+        } else {
+            Some(argv_in(argv, argv_len, 1))
+        };
+        let mut ptrs = args.as_deref().map(argv_ptrs);
+        let mut h: MPI_Comm = MPI_COMM_NULL;
+        let rc = crate::pmpi::PMPI_Comm_spawn(
+            cmd.as_ptr(),
+            ptrs.as_mut()
+                .map_or(std::ptr::null_mut(), |p| p.as_mut_ptr()),
+            *maxprocs,
+            handle_int::MPI_Info_fromint(*info),
+            *root,
+            handle_int::MPI_Comm_fromint(*comm),
+            &mut h,
+            fix_errcodes(errcodes),
+        );
+        *intercomm = handle_int::MPI_Comm_toint(h);
+        set_ierror(ierror, rc);
+    }
+}
+
+/// `MPI_COMM_SPAWN_MULTIPLE(COUNT, ARRAY_OF_COMMANDS, ARRAY_OF_ARGV,
+/// ARRAY_OF_MAXPROCS, ARRAY_OF_INFO, ROOT, COMM, INTERCOMM,
+/// ARRAY_OF_ERRCODES, IERROR)`: ARRAY_OF_ARGV(COUNT, *) holds command i's
+/// arguments in row i, each row ending with a blank element, or is
+/// `MPI_ARGVS_NULL`.
+#[no_mangle]
+pub unsafe extern "C" fn mpi_comm_spawn_multiple_(
+    count: *const c_int,
+    commands: *const c_char,
+    argvs: *const c_char,
+    maxprocs: *const c_int,
+    infos: *const c_int,
+    root: *const c_int,
+    comm: *const c_int,
+    intercomm: *mut c_int,
+    errcodes: *mut c_int,
+    ierror: *mut c_int,
+    commands_len: usize,
+    argvs_len: usize,
+) {
+    // SAFETY: gfortran passes valid references and lengths; the arrays
+    // have COUNT rows (the standard's contract).
+    unsafe {
+        let n = (*count).max(0) as usize;
+        let cmds: Vec<CString> = (0..n)
+            .map(|i| str_in(commands.add(i * commands_len), commands_len))
+            .collect();
+        let mut cmd_ptrs: Vec<*mut c_char> = cmds.iter().map(|c| c.as_ptr().cast_mut()).collect();
+        let args: Option<Vec<Vec<CString>>> = if argvs as usize == addresses().argvs_null {
+            None
+        } else {
+            Some(
+                (0..n)
+                    .map(|i| argv_in(argvs.add(i * argvs_len), argvs_len, n))
+                    .collect(),
+            )
+        };
+        let mut arg_ptrs: Option<Vec<Vec<*mut c_char>>> = args
+            .as_ref()
+            .map(|a| a.iter().map(|v| argv_ptrs(v)).collect());
+        let mut rows: Option<Vec<*mut *mut c_char>> = arg_ptrs
+            .as_mut()
+            .map(|a| a.iter_mut().map(|v| v.as_mut_ptr()).collect());
+        let h_infos = handles_in(infos, *count, handle_int::MPI_Info_fromint);
+        let mut h: MPI_Comm = MPI_COMM_NULL;
+        let rc = crate::pmpi::PMPI_Comm_spawn_multiple(
+            *count,
+            cmd_ptrs.as_mut_ptr(),
+            rows.as_mut()
+                .map_or(std::ptr::null_mut(), |r| r.as_mut_ptr()),
+            maxprocs,
+            h_infos.as_ptr(),
+            *root,
+            handle_int::MPI_Comm_fromint(*comm),
+            &mut h,
+            fix_errcodes(errcodes),
+        );
+        *intercomm = handle_int::MPI_Comm_toint(h);
+        set_ierror(ierror, rc);
+    }
+}
+
 // The profiling names of the routines above.
 macro_rules! profiled {
     ($($p:ident => $f:ident ($($a:ident: $t:ty),*) $(-> $r:ty)?;)*) => {$(
@@ -606,6 +773,8 @@ profiled! {
     pmpi_attr_get_ => mpi_attr_get_(o: *const c_int, k: *const c_int, v: *mut c_int, f: *mut c_int, e: *mut c_int);
     pmpi_attr_put_ => mpi_attr_put_(o: *const c_int, k: *const c_int, v: *const c_int, e: *mut c_int);
     pmpi_info_get_ => mpi_info_get_(i: *const c_int, k: *const c_char, l: *const c_int, v: *mut c_char, f: *mut c_int, e: *mut c_int, kl: usize, vl: usize);
+    pmpi_comm_spawn_ => mpi_comm_spawn_(c: *const c_char, a: *const c_char, m: *const c_int, i: *const c_int, r: *const c_int, o: *const c_int, x: *mut c_int, e: *mut c_int, ie: *mut c_int, cl: usize, al: usize);
+    pmpi_comm_spawn_multiple_ => mpi_comm_spawn_multiple_(n: *const c_int, c: *const c_char, a: *const c_char, m: *const c_int, i: *const c_int, r: *const c_int, o: *const c_int, x: *mut c_int, e: *mut c_int, ie: *mut c_int, cl: usize, al: usize);
     pmpi_info_get_string_ => mpi_info_get_string_(i: *const c_int, k: *const c_char, l: *mut c_int, v: *mut c_char, f: *mut c_int, e: *mut c_int, kl: usize, vl: usize);
 }
 
