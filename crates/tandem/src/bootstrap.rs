@@ -315,6 +315,19 @@ const PMI2_MASTER: &str = "pmi2";
 /// The PMI-2 connection between [`JobInfo::from_env`] and [`MasterLink::connect`].
 static PMI2_CLIENT: std::sync::Mutex<Option<pmi2::Client>> = std::sync::Mutex::new(None);
 
+/// The client [`JobInfo::from_env`] left in `slot` for the master link.
+fn take_client<T>(slot: &std::sync::Mutex<Option<T>>, what: &str) -> Result<T, Error> {
+    slot.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .ok_or_else(|| {
+            Error::new(
+                ErrorClass::Other,
+                format!("{what}: the connection is already in use"),
+            )
+        })
+}
+
 /// A program started by a batch system's launcher without a process
 /// manager interface Tandem speaks would run as many unrelated singletons:
 /// say so instead.
@@ -404,25 +417,13 @@ impl MasterLink {
     pub fn connect(job: &JobInfo) -> Result<MasterLink, Error> {
         let addr = job.master.as_deref().expect("singleton has no master");
         if addr == PMI2_MASTER {
-            let client = PMI2_CLIENT
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-                .ok_or_else(|| {
-                    Error::new(ErrorClass::Other, "PMI-2: the connection is already in use")
-                })?;
+            let client = take_client(&PMI2_CLIENT, "PMI-2")?;
             return Ok(MasterLink {
                 inner: Link::Pmi2(client),
             });
         }
         if addr == PMIX_MASTER {
-            let client = PMIX_CLIENT
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-                .ok_or_else(|| {
-                    Error::new(ErrorClass::Other, "PMIx: the connection is already in use")
-                })?;
+            let client = take_client(&PMIX_CLIENT, "PMIx")?;
             return Ok(MasterLink {
                 inner: Link::Pmix(Box::new(client)),
             });

@@ -111,26 +111,56 @@ pub fn fetch(
     Ok((segment, it.collect()))
 }
 
+/// The buffers of a one-byte message with room for `fds` descriptors.
+struct Buffers {
+    byte: [u8; 1],
+    control: Vec<u64>,
+    space: usize,
+}
+
+impl Buffers {
+    fn new(fds: usize) -> Buffers {
+        // SAFETY: CMSG_SPACE only computes a size.
+        let space = unsafe { libc::CMSG_SPACE((fds * std::mem::size_of::<RawFd>()) as u32) };
+        Buffers {
+            byte: [0],
+            control: vec![0u64; (space as usize).div_ceil(8)],
+            space: space as usize,
+        }
+    }
+
+    /// A message header over these buffers and `iov`, which must point at
+    /// `byte` (both must outlive the header's use).
+    fn header(&mut self, iov: &mut libc::iovec) -> libc::msghdr {
+        iov.iov_base = self.byte.as_mut_ptr().cast();
+        iov.iov_len = 1;
+        // SAFETY: an all-zero msghdr is valid.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = self.control.as_mut_ptr().cast();
+        msg.msg_controllen = self.space as _;
+        msg
+    }
+}
+
+fn empty_iovec() -> libc::iovec {
+    libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }
+}
+
 /// Sends one byte with `fds` attached.
 fn send_fds(stream: &UnixStream, fds: &[RawFd]) -> io::Result<()> {
     let bytes = std::mem::size_of_val(fds);
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
-    let mut control = vec![0u64; space.div_ceil(8)];
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: an all-zero msghdr is valid; the pointers set below point
-    // at live buffers of the lengths given; the control buffer is 8-aligned
-    // and CMSG_SPACE bytes long, so the first header and its data fit.
+    let mut buffers = Buffers::new(fds.len());
+    let mut iov = empty_iovec();
+    let msg = buffers.header(&mut iov);
+    // SAFETY: the header points at live buffers of the lengths it gives;
+    // the control buffer is 8-aligned and CMSG_SPACE bytes long, so the
+    // first control header and its data fit.
     unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SCM_RIGHTS;
@@ -149,25 +179,14 @@ fn send_fds(stream: &UnixStream, fds: &[RawFd]) -> io::Result<()> {
 
 /// Receives one byte and up to `max` descriptors attached to it.
 fn recv_fds(stream: &UnixStream, max: usize) -> io::Result<Vec<OwnedFd>> {
-    let bytes = max * std::mem::size_of::<RawFd>();
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
-    let mut control = vec![0u64; space.div_ceil(8)];
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
+    let mut buffers = Buffers::new(max);
+    let mut iov = empty_iovec();
+    let mut msg = buffers.header(&mut iov);
     let mut out = Vec::new();
-    // SAFETY: as in `send_fds`; the kernel writes at most `space` bytes of
-    // control data, and every descriptor it passed is new to this process,
-    // so each is owned once.
+    // SAFETY: as in `send_fds`; the kernel writes at most the control
+    // buffer's length of control data, and every descriptor it passed is
+    // new to this process, so each is owned once.
     unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
         let n = libc::recvmsg(stream.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
         if n < 0 {
             return Err(io::Error::last_os_error());
