@@ -202,6 +202,13 @@ fn binding_flags_pin_as_asked() {
         "--bind-to socket: {socket:?}"
     );
     assert_eq!(pinned(&["--map-by", "ppr:1:node"], 1).len(), 1);
+    // The ranks of a host take its sockets in turn (one socket: in order).
+    let spread = pinned(&["--map-by", "socket"], 2);
+    let second = (0..cpus)
+        .find(|&c| package(c) != package(0))
+        .unwrap_or(1)
+        .to_string();
+    assert_eq!(spread, ["0".to_string(), second], "--map-by socket");
     let refused = run(
         1,
         &["-c", "2", "--bind-to", "none"],
