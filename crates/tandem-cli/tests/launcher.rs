@@ -351,6 +351,34 @@ fn per_host_sets_the_ranks_of_a_host() {
 
 /// A mistyped option is not run as the program: it is refused, with the
 /// option it is nearest to.
+/// `--` ends tandem run's options (the program may start with a dash);
+/// `tandem run --version` answers as every other name does.
+#[test]
+fn double_dash_ends_the_options_and_version_is_answered() {
+    let out = tandem(&[
+        "run",
+        "-n",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "echo rank $TANDEM_JOB_RANK",
+    ]);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert!(
+        out.stdout.contains("rank 0\n") && out.stdout.contains("rank 1\n"),
+        "{out:?}"
+    );
+    for args in [&["--version"][..], &["run", "--version"][..]] {
+        let out = tandem(args);
+        assert_eq!(out.code(), Some(0), "{args:?}: {out:?}");
+        assert!(
+            out.stdout.contains(env!("CARGO_PKG_VERSION")),
+            "{args:?}: {out:?}"
+        );
+    }
+}
+
 #[test]
 fn a_mistyped_option_is_refused_with_a_suggestion() {
     let out = tandem(&["run", "-n", "2", "--tag-ouput", "true"]);
