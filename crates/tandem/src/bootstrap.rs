@@ -283,7 +283,7 @@ impl JobInfo {
             size: client.size,
             local_size: client.local_size,
             local_rank: client.local_rank,
-            node_leader: Some(client.node_leader),
+            node_leader: client.node_leader,
             secret,
             id: format!("pmix-{}", client.namespace()),
             master: Some(PMIX_MASTER.to_string()),

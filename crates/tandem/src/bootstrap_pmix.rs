@@ -146,8 +146,9 @@ pub struct Client {
     pub local_size: u32,
     /// This process's index among them.
     pub local_rank: u32,
-    /// The lowest rank on this node.
-    pub node_leader: u32,
+    /// The lowest rank on this node (`None` when the server does not list
+    /// the node's ranks: then nobody shares memory).
+    pub node_leader: Option<u32>,
     /// Nodes the job spans.
     pub nodes: u32,
     pub appnum: u32,
@@ -193,7 +194,7 @@ impl Client {
             size: 0,
             local_size: 1,
             local_rank: 0,
-            node_leader: me.rank,
+            node_leader: None,
             nodes: 1,
             appnum: 0,
             finalized: false,
@@ -224,8 +225,7 @@ impl Client {
             client.node_leader = peers
                 .split(',')
                 .filter_map(|r| r.trim().parse::<u32>().ok())
-                .min()
-                .unwrap_or(client.rank);
+                .min();
         }
         if client.local_rank >= client.local_size {
             return Err(err(format!(

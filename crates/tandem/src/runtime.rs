@@ -40,13 +40,16 @@ fn card_key(rank: u32) -> String {
 /// The host's shared-memory descriptors for a job started by a PMIx
 /// server: its first rank (`leader`) makes them and hands them to the
 /// others (see [`crate::transport::shm_share`]), which it keeps (returned)
-/// for the life of the job. Every rank of the job passes one fence here.
+/// for the life of the job; `None` for a rank alone on its host. Every
+/// rank of the job passes one fence here, alone on its host or not (the
+/// fence is the whole job's).
+#[allow(clippy::type_complexity)]
 fn share_host_segment(
     link: &mut MasterLink,
     job: &JobInfo,
     leader: u32,
     settings: &Settings,
-) -> Result<(Option<HostResources>, OwnedFd, Vec<OwnedFd>)> {
+) -> Result<Option<(Option<HostResources>, OwnedFd, Vec<OwnedFd>)>> {
     let fail = |what: String| {
         Error::new(
             ErrorClass::Other,
@@ -57,12 +60,16 @@ fn share_host_segment(
     };
     let name = format!("tandem-shm-{}-{leader}", job.id);
     let deadline = Instant::now() + Duration::from_millis(settings.uint("connect_timeout_ms"));
+    if job.local_size < 2 {
+        link.fence()?;
+        return Ok(None);
+    }
     if job.rank != leader {
         link.fence()?;
         let (segment, wake) =
             shm_share::fetch(&name, &job.secret, 2 * job.local_size as usize, deadline)
                 .map_err(|e| fail(format!("from rank {leader}: {e}")))?;
-        return Ok((None, segment, wake));
+        return Ok(Some((None, segment, wake)));
     }
     let layout = Layout::from_settings(job.local_size, settings).map_err(config_error)?;
     let host = HostResources::create(layout).map_err(|e| fail(e.to_string()))?;
@@ -72,7 +79,7 @@ fn share_host_segment(
     shm_share::serve(&host, &listener, job.local_size - 1, &job.secret, deadline)
         .map_err(|e| fail(e.to_string()))?;
     let (segment, wake) = host.duplicate().map_err(|e| fail(e.to_string()))?;
-    Ok((Some(host), segment, wake))
+    Ok(Some((Some(host), segment, wake)))
 }
 
 /// One rank of a Tandem job.
@@ -159,19 +166,23 @@ impl Runtime {
         let mut shm = match (names.contains(&"shm"), job.node_leader, &master) {
             (false, ..) => None,
             // Under a PMIx server nobody made the host's segment.
-            (true, Some(leader), Some(link)) if job.local_size >= 2 => {
+            (true, Some(leader), Some(link)) => {
                 let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
-                let (held, segment, wake) = share_host_segment(&mut link, &job, leader, &settings)?;
-                host_shm = held;
-                Some(ShmTransport::attach_fds(
-                    job.rank,
-                    job.local_size,
-                    job.local_rank,
-                    segment,
-                    wake,
-                )?)
+                match share_host_segment(&mut link, &job, leader, &settings)? {
+                    Some((held, segment, wake)) => {
+                        host_shm = held;
+                        Some(ShmTransport::attach_fds(
+                            job.rank,
+                            job.local_size,
+                            job.local_rank,
+                            segment,
+                            wake,
+                        )?)
+                    }
+                    None => None,
+                }
             }
-            (true, ..) => ShmTransport::attach(job.rank, job.local_size)?,
+            (true, ..) => ShmTransport::attach(job.rank, job.local_size, job.local_rank)?,
         };
         let tcp_ip = listen_ip(
             settings.text("tcp_if_include"),

@@ -521,16 +521,16 @@ fn parse_fd(text: &str) -> Option<RawFd> {
 impl ShmTransport {
     /// Maps the host's segment named by the launcher's variables and fills
     /// this rank's control block. `None` when the launcher made no segment.
-    pub fn attach(world_rank: u32, local_size: u32) -> Result<Option<ShmTransport>, Error> {
+    pub fn attach(
+        world_rank: u32,
+        local_size: u32,
+        local_rank: u32,
+    ) -> Result<Option<ShmTransport>, Error> {
         let bad = |what: &str| Error::new(ErrorClass::Other, format!("shared memory: {what}"));
         let Ok(fd_text) = std::env::var(env::SEGMENT_FD) else {
             return Ok(None);
         };
         let seg_fd = parse_fd(&fd_text).ok_or_else(|| bad("malformed segment descriptor"))?;
-        let me: u32 = std::env::var(env::LOCAL_RANK)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| bad("missing local rank"))?;
         let wake_fds: Vec<RawFd> = std::env::var(env::WAKE_FDS)
             .unwrap_or_default()
             .split(',')
@@ -545,7 +545,7 @@ impl ShmTransport {
             .iter()
             .map(|&fd| unsafe { OwnedFd::from_raw_fd(fd) })
             .collect();
-        Self::attach_fds(world_rank, local_size, me, seg, wake).map(Some)
+        Self::attach_fds(world_rank, local_size, local_rank, seg, wake).map(Some)
     }
 
     /// Maps a segment given by descriptor and fills control block `me`.
