@@ -223,27 +223,17 @@ impl JobInfo {
     /// A job started by Slurm's `srun --mpi=pmi2`: rank and size from the
     /// PMI-2 server, a secret rank 0 makes and publishes through it (only
     /// the job's processes reach the server), hosts from the process
-    /// mapping. The client waits in [`PMI2_CLIENT`] for [`MasterLink::connect`].
+    /// mapping. The client waits in [`MANAGER`] for [`MasterLink::connect`].
     fn from_pmi2(mut client: pmi2::Client) -> Result<JobInfo, Error> {
         let (rank, size) = (client.rank, client.size);
         let (hosts, local_size) = client
             .job_attr("PMI_process_mapping")
             .and_then(|m| pmi2::parse_mapping(&m, rank))
             .unwrap_or((1, size));
-        const SECRET_KEY: &str = "tandem.secret";
-        if rank == 0 {
-            client.put(SECRET_KEY, &encode_secret(&random_secret()))?;
-        }
-        client.fence()?;
-        let secret = client
-            .get(SECRET_KEY)?
-            .and_then(|s| decode_secret(&s))
-            .ok_or_else(|| {
-                Error::new(ErrorClass::Other, "PMI-2: rank 0 published no job secret")
-            })?;
+        let secret = shared_secret(&mut client, rank, "PMI-2")?;
         let slurm = |v: &str| std::env::var(v).unwrap_or_default();
         let id = format!("slurm-{}.{}", slurm("SLURM_JOB_ID"), slurm("SLURM_STEP_ID"));
-        *PMI2_CLIENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
+        *MANAGER.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(client));
         Ok(JobInfo {
             rank,
             size,
@@ -256,7 +246,7 @@ impl JobInfo {
             node_leader: None,
             secret,
             id,
-            master: Some(PMI2_MASTER.to_string()),
+            master: Some(MANAGER_MASTER.to_string()),
             hosts: hosts.max(1),
             node_addr: None,
             replicas: 1,
@@ -267,17 +257,10 @@ impl JobInfo {
     /// A job started by a PMIx server (`srun --mpi=pmix`, `prterun`, Open
     /// MPI's `mpirun`): rank, size, the ranks of this node and the nodes
     /// from the server, a secret as under PMI-2. The client waits in
-    /// [`PMIX_CLIENT`] for [`MasterLink::connect`].
+    /// [`MANAGER`] for [`MasterLink::connect`].
     fn from_pmix(mut client: pmix::Client) -> Result<JobInfo, Error> {
-        const SECRET_KEY: &str = "tandem.secret";
-        if client.rank == 0 {
-            client.put(SECRET_KEY, &encode_secret(&random_secret()))?;
-        }
-        client.fence()?;
-        let secret = client
-            .get(SECRET_KEY)?
-            .and_then(|s| decode_secret(&s))
-            .ok_or_else(|| Error::new(ErrorClass::Other, "PMIx: rank 0 published no job secret"))?;
+        let rank = client.rank;
+        let secret = shared_secret(&mut client, rank, "PMIx")?;
         let info = JobInfo {
             rank: client.rank,
             size: client.size,
@@ -286,13 +269,13 @@ impl JobInfo {
             node_leader: client.node_leader,
             secret,
             id: format!("pmix-{}", client.namespace()),
-            master: Some(PMIX_MASTER.to_string()),
+            master: Some(MANAGER_MASTER.to_string()),
             hosts: client.nodes,
             node_addr: None,
             replicas: 1,
             appnum: client.appnum,
         };
-        *PMIX_CLIENT.lock().unwrap_or_else(|p| p.into_inner()) = Some(client);
+        *MANAGER.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(client));
         Ok(info)
     }
 }
@@ -303,27 +286,44 @@ pub(crate) mod pmi2;
 #[path = "bootstrap_pmix.rs"]
 mod pmix;
 
-/// `JobInfo::master` of a job whose master is a PMIx server.
-const PMIX_MASTER: &str = "pmix";
+/// `JobInfo::master` of a job whose master is a process manager's server
+/// (PMI-2 or PMIx).
+const MANAGER_MASTER: &str = "process-manager";
 
-/// The PMIx client between [`JobInfo::from_env`] and [`MasterLink::connect`].
-static PMIX_CLIENT: std::sync::Mutex<Option<pmix::Client>> = std::sync::Mutex::new(None);
+/// What the key-value service of a process manager's server (PMI-2 or
+/// PMIx) offers a rank: the operations of [`MasterLink`].
+pub(crate) trait ProcessManager: Send {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), Error>;
+    fn get(&mut self, key: &str) -> Result<Option<String>, Error>;
+    fn fence(&mut self) -> Result<(), Error>;
+    fn finalize(&mut self) -> Result<(), Error>;
+    fn abort(&mut self, code: i32, message: &str);
+    /// The connection to the server, if the client has one of its own.
+    fn fd(&self) -> RawFd;
+}
 
-/// `JobInfo::master` of a job whose master is the PMI-2 server.
-const PMI2_MASTER: &str = "pmi2";
+/// The client between [`JobInfo::from_env`] and [`MasterLink::connect`].
+static MANAGER: std::sync::Mutex<Option<Box<dyn ProcessManager>>> = std::sync::Mutex::new(None);
 
-/// The PMI-2 connection between [`JobInfo::from_env`] and [`MasterLink::connect`].
-static PMI2_CLIENT: std::sync::Mutex<Option<pmi2::Client>> = std::sync::Mutex::new(None);
-
-/// The client [`JobInfo::from_env`] left in `slot` for the master link.
-fn take_client<T>(slot: &std::sync::Mutex<Option<T>>, what: &str) -> Result<T, Error> {
-    slot.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
+/// The job secret, made by rank 0 and published through the server (only
+/// the job's processes reach it).
+fn shared_secret(
+    manager: &mut dyn ProcessManager,
+    rank: u32,
+    what: &str,
+) -> Result<[u8; SECRET_BYTES], Error> {
+    const SECRET_KEY: &str = "tandem.secret";
+    if rank == 0 {
+        manager.put(SECRET_KEY, &encode_secret(&random_secret()))?;
+    }
+    manager.fence()?;
+    manager
+        .get(SECRET_KEY)?
+        .and_then(|s| decode_secret(&s))
         .ok_or_else(|| {
             Error::new(
                 ErrorClass::Other,
-                format!("{what}: the connection is already in use"),
+                format!("{what}: rank 0 published no job secret"),
             )
         })
 }
@@ -408,24 +408,26 @@ enum Link {
         reader: BufReader<TcpStream>,
         writer: TcpStream,
     },
-    Pmi2(pmi2::Client),
-    Pmix(Box<pmix::Client>),
+    Manager(Box<dyn ProcessManager>),
 }
 
 impl MasterLink {
     /// Connects and authenticates.
     pub fn connect(job: &JobInfo) -> Result<MasterLink, Error> {
         let addr = job.master.as_deref().expect("singleton has no master");
-        if addr == PMI2_MASTER {
-            let client = take_client(&PMI2_CLIENT, "PMI-2")?;
+        if addr == MANAGER_MASTER {
+            let client = MANAGER
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorClass::Other,
+                        "the process manager's connection is already in use",
+                    )
+                })?;
             return Ok(MasterLink {
-                inner: Link::Pmi2(client),
-            });
-        }
-        if addr == PMIX_MASTER {
-            let client = take_client(&PMIX_CLIENT, "PMIx")?;
-            return Ok(MasterLink {
-                inner: Link::Pmix(Box::new(client)),
+                inner: Link::Manager(client),
             });
         }
         let connected = match addr.parse::<std::net::SocketAddr>() {
@@ -474,9 +476,7 @@ impl MasterLink {
     pub fn fd(&self) -> RawFd {
         match &self.inner {
             Link::Tandem { writer, .. } => writer.as_raw_fd(),
-            Link::Pmi2(c) => c.fd(),
-            // The server is the library's business.
-            Link::Pmix(_) => -1,
+            Link::Manager(m) => m.fd(),
         }
     }
 
@@ -515,10 +515,8 @@ impl MasterLink {
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
         check_token(key)?;
         check_token(value)?;
-        match &mut self.inner {
-            Link::Pmi2(c) => return c.put(key, value),
-            Link::Pmix(c) => return c.put(key, value),
-            Link::Tandem { .. } => {}
+        if let Link::Manager(c) = &mut self.inner {
+            return c.put(key, value);
         }
         expect_ok(self.request(&format!("PUT {key} {value}"))?)
     }
@@ -526,10 +524,8 @@ impl MasterLink {
     /// Looks up a key published by any rank before the last fence.
     pub fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
         check_token(key)?;
-        match &mut self.inner {
-            Link::Pmi2(c) => return c.get(key),
-            Link::Pmix(c) => return c.get(key),
-            Link::Tandem { .. } => {}
+        if let Link::Manager(c) = &mut self.inner {
+            return c.get(key);
         }
         let reply = self.request(&format!("GET {key}"))?;
         if let Some(v) = reply.strip_prefix("VALUE ") {
@@ -546,20 +542,16 @@ impl MasterLink {
 
     /// Waits until every rank has reached the fence.
     pub fn fence(&mut self) -> Result<(), Error> {
-        match &mut self.inner {
-            Link::Pmi2(c) => return c.fence(),
-            Link::Pmix(c) => return c.fence(),
-            Link::Tandem { .. } => {}
+        if let Link::Manager(c) = &mut self.inner {
+            return c.fence();
         }
         expect_ok(self.request("FENCE")?)
     }
 
     /// Says this rank finalized cleanly.
     pub fn finalize(&mut self) -> Result<(), Error> {
-        match &mut self.inner {
-            Link::Pmi2(c) => return c.finalize(),
-            Link::Pmix(c) => return c.finalize(),
-            Link::Tandem { .. } => {}
+        if let Link::Manager(c) = &mut self.inner {
+            return c.finalize();
         }
         expect_ok(self.request("FINALIZE")?)
     }
@@ -570,10 +562,9 @@ impl MasterLink {
             .chars()
             .map(|c| if c == '\n' { ' ' } else { c })
             .collect();
-        match &mut self.inner {
-            Link::Pmi2(c) => return c.abort(&format!("error code {code}: {clean}")),
-            Link::Pmix(c) => return c.abort(code, &clean),
-            Link::Tandem { .. } => {}
+        if let Link::Manager(c) = &mut self.inner {
+            c.abort(code, &clean);
+            return;
         }
         let _ = self.send_line(&format!("ABORT {code} {clean}"));
     }

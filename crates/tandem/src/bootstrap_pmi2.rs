@@ -285,6 +285,27 @@ pub fn parse_mapping(text: &str, rank: u32) -> Option<(u32, u32)> {
     Some((nodes, mine?))
 }
 
+impl super::ProcessManager for Client {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        Client::put(self, key, value)
+    }
+    fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
+        Client::get(self, key)
+    }
+    fn fence(&mut self) -> Result<(), Error> {
+        Client::fence(self)
+    }
+    fn finalize(&mut self) -> Result<(), Error> {
+        Client::finalize(self)
+    }
+    fn abort(&mut self, code: i32, message: &str) {
+        Client::abort(self, &format!("error code {code}: {message}"));
+    }
+    fn fd(&self) -> RawFd {
+        Client::fd(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

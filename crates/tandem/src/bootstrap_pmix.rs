@@ -364,6 +364,28 @@ impl Client {
     }
 }
 
+impl super::ProcessManager for Client {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
+        Client::put(self, key, value)
+    }
+    fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
+        Client::get(self, key)
+    }
+    fn fence(&mut self) -> Result<(), Error> {
+        Client::fence(self)
+    }
+    fn finalize(&mut self) -> Result<(), Error> {
+        Client::finalize(self)
+    }
+    fn abort(&mut self, code: i32, message: &str) {
+        Client::abort(self, code, message);
+    }
+    fn fd(&self) -> std::os::fd::RawFd {
+        // The server is the library's business.
+        -1
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
