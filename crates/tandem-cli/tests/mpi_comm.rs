@@ -2,7 +2,7 @@
 //! buffered sends and info objects, intercommunicators, end to end: the
 //! self-checking C programs `comm_topo.c`, `graph_topo.c`, `neighbor_coll.c`,
 //! `finalize_attrs.c`, `attr_callbacks.c`, `grequest.c`, `persist_misc.c`,
-//! `intercomm.c` and `intercomm_nbc.c` built with `tandem cc` and run with
+//! `intercomm.c`, `intercomm_nbc.c` and `spawn.c` built with `tandem cc` and run with
 //! `tandem run` on several job sizes.
 
 mod common;
@@ -61,4 +61,10 @@ pass_tests! {
     intercomm_nbc_np4: "intercomm_nbc", 4;
     intercomm_nbc_np5: "intercomm_nbc", 5;
     intercomm_nbc_np4_tcp: "intercomm_nbc", 4, "--set", "transports=tcp";
+    // Dynamic processes: spawned worlds, ports, names, join.
+    spawn_np1: "spawn", 1;
+    spawn_np2: "spawn", 2;
+    spawn_np3: "spawn", 3;
+    spawn_np2_tcp: "spawn", 2, "--set", "transports=tcp";
+    spawn_np2_thread: "spawn", 2, "--set", "progress=thread";
 }

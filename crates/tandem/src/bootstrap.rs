@@ -55,6 +55,13 @@ pub mod env {
     pub const APPNUM: &str = "TANDEM_JOB_APPNUM";
     /// This rank's index among the ranks of its host.
     pub const LOCAL_RANK: &str = "TANDEM_JOB_LOCAL_RANK";
+    /// Processes started by `MPI_Comm_spawn`: the job's process id of
+    /// their world's rank 0 (processes of the first world are 0..SIZE).
+    pub const WORLD_BASE: &str = "TANDEM_JOB_WORLD_BASE";
+    /// Processes started by `MPI_Comm_spawn`: `SPAWN_ID:ROOT:SIZE`, the
+    /// spawn's number, the process id of the parents' root and the size of
+    /// the parents' group.
+    pub const PARENT: &str = "TANDEM_JOB_PARENT";
 }
 
 /// How long a rank tries to reach the master before giving up.
@@ -124,6 +131,44 @@ pub struct JobInfo {
     pub replicas: u32,
     /// Which of the job's programs this process runs (`MPI_APPNUM`).
     pub appnum: u32,
+    /// The process id of this world's rank 0: 0, except in a world
+    /// `MPI_Comm_spawn` started (process ids are job-wide; see
+    /// [`JobInfo::process`]).
+    pub world_base: u32,
+    /// The spawn that started this world, if one did.
+    pub parent: Option<ParentInfo>,
+}
+
+/// How processes `MPI_Comm_spawn` started reach their parents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParentInfo {
+    /// The spawn's number in the job (its messages' tag).
+    pub spawn: u32,
+    /// Process id of the parents' root.
+    pub root: u32,
+    /// Size of the parents' group.
+    pub size: u32,
+}
+
+impl ParentInfo {
+    /// Parses [`env::PARENT`]'s value.
+    pub fn parse(text: &str) -> Option<ParentInfo> {
+        let mut words = text.split(':').map(|w| w.parse::<u32>().ok());
+        let info = ParentInfo {
+            spawn: words.next()??,
+            root: words.next()??,
+            size: words.next()??,
+        };
+        (words.next().is_none() && info.size > 0).then_some(info)
+    }
+}
+
+impl JobInfo {
+    /// This process's id in the job: its world rank, offset by the
+    /// processes of the worlds started before its own.
+    pub fn process(&self) -> u32 {
+        self.world_base + self.rank
+    }
 }
 
 impl JobInfo {
@@ -151,6 +196,8 @@ impl JobInfo {
                 node_addr: None,
                 replicas: 1,
                 appnum: 0,
+                world_base: 0,
+                parent: None,
             });
         };
         let num = |name: &str| -> Result<u32, Error> {
@@ -181,6 +228,24 @@ impl JobInfo {
             return Err(Error::new(
                 ErrorClass::Other,
                 format!("launcher gave {replicas} replicas of a job of {size} processes"),
+            ));
+        }
+        let world_base = num(env::WORLD_BASE).unwrap_or(0);
+        let parent = match std::env::var(env::PARENT) {
+            Err(_) => None,
+            Ok(text) => Some(ParentInfo::parse(&text).ok_or_else(|| {
+                Error::new(
+                    ErrorClass::Other,
+                    format!("launcher variable {} is malformed", env::PARENT),
+                )
+            })?),
+        };
+        if u64::from(world_base) + u64::from(size) > u64::from(crate::transport::tcp::MAX_PROCESSES)
+            || (replicas > 1 && (world_base > 0 || parent.is_some()))
+        {
+            return Err(Error::new(
+                ErrorClass::Other,
+                format!("launcher gave a world of {size} processes from process {world_base}"),
             ));
         }
         let secret_hex = match std::env::var(env::SECRET_FD) {
@@ -215,6 +280,8 @@ impl JobInfo {
             node_addr: std::env::var(env::NODE_ADDR).ok().filter(|a| !a.is_empty()),
             replicas,
             appnum: num(env::APPNUM).unwrap_or(0),
+            world_base,
+            parent,
         })
     }
 }
@@ -251,6 +318,8 @@ impl JobInfo {
             node_addr: None,
             replicas: 1,
             appnum: 0,
+            world_base: 0,
+            parent: None,
         })
     }
 
@@ -274,6 +343,8 @@ impl JobInfo {
             node_addr: None,
             replicas: 1,
             appnum: client.appnum,
+            world_base: 0,
+            parent: None,
         };
         *MANAGER.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(client));
         Ok(info)
@@ -453,7 +524,7 @@ impl MasterLink {
                 writer,
             },
         };
-        let hello = format!("HELLO {} {}", encode_secret(&job.secret), job.rank);
+        let hello = format!("HELLO {} {}", encode_secret(&job.secret), job.process());
         let reply = link.request(&hello).map_err(|e| {
             Error::new(
                 ErrorClass::Other,
@@ -537,6 +608,49 @@ impl MasterLink {
                 ErrorClass::Other,
                 format!("launcher answered '{reply}' to GET"),
             ))
+        }
+    }
+
+    /// Forgets `key` (nothing if it is not there).
+    pub fn delete(&mut self, key: &str) -> Result<(), Error> {
+        check_token(key)?;
+        if let Link::Manager(_) = &self.inner {
+            return Err(Error::new(
+                ErrorClass::Unsupported,
+                "the process manager's key-value service cannot forget a key",
+            ));
+        }
+        expect_ok(self.request(&format!("DEL {key}"))?)
+    }
+
+    /// Asks the launcher to start processes (`MPI_Comm_spawn`): `request`
+    /// is the SPAWN line's words after the verb (see `crate::dynamic`).
+    /// The spawn's number and the process id of the new world's rank 0.
+    pub fn spawn(&mut self, request: &str) -> Result<(u32, u32), Error> {
+        if let Link::Manager(_) = &self.inner {
+            return Err(Error::new(
+                ErrorClass::Spawn,
+                "processes started by a process manager's server (srun, mpirun) cannot spawn \
+                 more: start the job with `tandem run`",
+            ));
+        }
+        let reply = self.request(&format!("SPAWN {request}"))?;
+        let words: Vec<&str> = reply.split(' ').collect();
+        match words.as_slice() {
+            ["SPAWNED", id, base] => match (id.parse(), base.parse()) {
+                (Ok(id), Ok(base)) => Ok((id, base)),
+                _ => Err(Error::new(
+                    ErrorClass::Intern,
+                    format!("launcher answered '{reply}' to SPAWN"),
+                )),
+            },
+            _ => Err(Error::new(
+                ErrorClass::Spawn,
+                match reply.strip_prefix("ERROR ") {
+                    Some(why) => why.to_string(),
+                    None => format!("launcher answered '{reply}' to SPAWN"),
+                },
+            )),
         }
     }
 

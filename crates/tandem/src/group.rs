@@ -83,6 +83,12 @@ impl GroupMaking {
 impl Runtime {
     /// Registers a communicator this rank belongs to.
     pub(crate) fn install_comm(&mut self, cid: u32, group: Arc<[u32]>) -> Result<CommId> {
+        if cid >= crate::dynamic::BRIDGE_CID {
+            return Err(Error::new(
+                ErrorClass::Intern,
+                "context ids exhausted: too many communicators exist at once",
+            ));
+        }
         let me = self.rank();
         let rank = group.iter().position(|&w| w == me).ok_or_else(|| {
             Error::new(

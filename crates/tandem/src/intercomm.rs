@@ -67,7 +67,7 @@ pub struct LeaderLink {
 pub type PeerArgs = std::result::Result<(CommId, u32, i32), Error>;
 
 /// Error classes a failed leader passes on to its group.
-fn class_from_code(code: u32) -> ErrorClass {
+pub(crate) fn class_from_code(code: u32) -> ErrorClass {
     [
         ErrorClass::Comm,
         ErrorClass::Rank,
@@ -77,6 +77,13 @@ fn class_from_code(code: u32) -> ErrorClass {
         ErrorClass::Truncate,
         ErrorClass::ProcAborted,
         ErrorClass::Intern,
+        // Those of the dynamic-process calls (dynamic.rs).
+        ErrorClass::Spawn,
+        ErrorClass::Port,
+        ErrorClass::Name,
+        ErrorClass::Service,
+        ErrorClass::Unsupported,
+        ErrorClass::Root,
     ]
     .into_iter()
     .find(|c| c.code() as u32 == code)
@@ -347,11 +354,8 @@ impl Runtime {
                 format!("local leader {leader} is not in 0..{}", c.size()),
             ));
         }
-        let (token, seen) = self.cid_offer();
-        let mine = self.allreduce_max_u32(local, seen)?;
-        let world_size = self.size() as usize;
+        let me = self.rank();
         let link = if c.rank == leader {
-            let me = self.rank();
             let missing = || {
                 Err(Error::new(
                     ErrorClass::Intern,
@@ -398,16 +402,41 @@ impl Runtime {
         } else {
             None
         };
+        // The remote group is in the peer communicator: processes this
+        // rank knows.
+        let cap = self.p2p.size() as usize;
+        self.intercomm_over(local, leader, link, cap)
+    }
+
+    /// The part of every intercommunicator creation after the leaders have
+    /// found each other: collective over the intracommunicator `local`,
+    /// whose rank `leader` swaps over `link` (`Some` there only) the
+    /// group's offer of a context id and its process ids with the other
+    /// leader, a group of at most `cap` processes.
+    pub(crate) fn intercomm_over(
+        &mut self,
+        local: CommId,
+        leader: u32,
+        link: Option<std::result::Result<LeaderLink, Error>>,
+        cap: usize,
+    ) -> Result<CommId> {
+        let c = self.comm(local)?.clone();
+        let (token, seen) = self.cid_offer();
+        let mine = self.allreduce_max_u32(local, seen)?;
         let mut words = vec![mine];
         words.extend(c.group.iter());
-        let theirs = self.swap_words(local, leader, link, &words, 1 + world_size)?;
+        let theirs = self.swap_words(local, leader, link, &words, 1 + cap)?;
         let Some((&their_cid, remote)) = theirs.split_first() else {
             return Err(Error::new(
                 ErrorClass::Intern,
                 "empty message from the remote leader",
             ));
         };
-        if remote.is_empty() || remote.iter().any(|&w| w as usize >= world_size) {
+        if remote.is_empty()
+            || remote
+                .iter()
+                .any(|&w| w >= crate::transport::tcp::MAX_PROCESSES)
+        {
             return Err(Error::new(
                 ErrorClass::Intern,
                 "malformed remote group from the remote leader",

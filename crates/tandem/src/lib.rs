@@ -13,6 +13,7 @@ pub mod buf_pool;
 pub mod coll;
 pub mod comm;
 pub mod datatype;
+pub mod dynamic;
 pub mod error;
 pub mod free_ranges;
 #[doc(hidden)]

@@ -86,11 +86,11 @@ fn share_host_segment(
 pub struct Runtime {
     pub(crate) p2p: P2p,
     pub(crate) comms: Vec<Option<Comm>>,
-    master: Option<Arc<Mutex<MasterLink>>>,
+    pub(crate) master: Option<Arc<Mutex<MasterLink>>>,
     /// The host's shared-memory descriptors, kept by the rank that made
     /// them under a PMIx server.
     _host_shm: Option<HostResources>,
-    job: JobInfo,
+    pub(crate) job: JobInfo,
     settings: Settings,
     /// Context ids: the counter and the claims of agreements in flight.
     pub(crate) cids: Arc<Mutex<CidAlloc>>,
@@ -102,6 +102,8 @@ pub struct Runtime {
     /// runtime is dropped, the engine that may still write into its blocks
     /// goes first.
     rwapi: Option<RwapiOn>,
+    /// Spawned worlds' parents, ports and names (dynamic.rs).
+    pub(crate) dynamic: crate::dynamic::Dynamic,
 }
 
 /// The Remote-Write API's state and the communicator of its collectives.
@@ -182,7 +184,7 @@ impl Runtime {
                     None => None,
                 }
             }
-            (true, ..) => ShmTransport::attach(job.rank, job.local_size, job.local_rank)?,
+            (true, ..) => ShmTransport::attach(job.process(), job.local_size, job.local_rank)?,
         };
         let tcp_ip = listen_ip(
             settings.text("tcp_if_include"),
@@ -193,8 +195,10 @@ impl Runtime {
         .map_err(config_error)?;
         let tcp = TcpTransport::new(
             TcpConfig {
-                rank: job.rank,
-                size: job.size,
+                rank: job.process(),
+                // Process ids are job-wide: a spawned world's come after
+                // those of the worlds before it.
+                size: job.world_base + job.size,
                 secret: job.secret,
                 listen_ip: tcp_ip,
                 port_range: parse_port_range(settings.text("tcp_port_range"))
@@ -218,7 +222,7 @@ impl Runtime {
         )?;
         if let Some(link) = &master {
             let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
-            link.put(&card_key(job.rank), tcp.address())?;
+            link.put(&card_key(job.process()), tcp.address())?;
             link.fence()?;
         }
         if let Some(s) = shm.as_mut() {
@@ -250,7 +254,7 @@ impl Runtime {
         let engine = Engine::new(
             tcp,
             shm,
-            job.size,
+            job.world_base + job.size,
             offer_min,
             Policy::from_settings(&settings),
         )?;
@@ -275,8 +279,8 @@ impl Runtime {
         let (spin_us, yield_us) = wait_policy(&settings, job.local_size);
         placement::bind_rank(&settings, job.local_rank, job.local_size);
         let mut p2p = P2p::new(
-            job.rank,
-            job.size,
+            job.process(),
+            job.world_base + job.size,
             engine,
             P2pConfig {
                 eager_limit,
@@ -294,9 +298,9 @@ impl Runtime {
             let leads = p2p.engine().replicas().is_some_and(|r| r.leads());
             p2p.set_replica_role(leads);
         }
-        let world: Arc<[u32]> = (0..job.size).collect();
+        let world: Arc<[u32]> = (job.world_base..job.world_base + job.size).collect();
         let world = Comm::new(0, job.rank, world);
-        let selfc = Comm::new(1, 0, Arc::from(vec![job.rank]));
+        let selfc = Comm::new(1, 0, Arc::from(vec![job.process()]));
         for c in [&world, &selfc] {
             p2p.register_context(c.p2p_context(), c.group.clone());
             p2p.register_context(c.coll_context(), c.group.clone());
@@ -306,8 +310,8 @@ impl Runtime {
             // Shared flags would bypass the replication layer.
             colls.shm_max = 0;
         }
-        let jitter_seed = (u64::from(job.rank) << 32) ^ u64::from(std::process::id());
-        Ok(Runtime {
+        let jitter_seed = (u64::from(job.process()) << 32) ^ u64::from(std::process::id());
+        let mut rt = Runtime {
             p2p,
             comms: vec![Some(world), Some(selfc)],
             master,
@@ -318,12 +322,27 @@ impl Runtime {
             pending_dups: Vec::new(),
             colls,
             rwapi: None,
-        })
+            dynamic: Default::default(),
+        };
+        rt.join_parent()?;
+        Ok(rt)
     }
 
-    /// This rank in the world.
+    /// This process's id in the job, which communicators' groups list: its
+    /// rank in the world, except in a world `MPI_Comm_spawn` started, whose
+    /// ids follow those of the worlds before it (see [`Runtime::world_base`]).
     pub fn rank(&self) -> u32 {
-        self.job.rank
+        self.job.process()
+    }
+
+    /// The process id of this world's rank 0 (0 but in spawned worlds).
+    pub fn world_base(&self) -> u32 {
+        self.job.world_base
+    }
+
+    /// The process ids of this world, by world rank.
+    pub fn world_group(&self) -> Arc<[u32]> {
+        (self.job.world_base..self.job.world_base + self.job.size).collect()
     }
 
     /// Ranks in the world.
@@ -708,6 +727,7 @@ impl Runtime {
                 "predefined communicators cannot be freed",
             ));
         }
+        self.forget_parent(comm);
         let c = self
             .comms
             .get_mut(comm.0)
@@ -757,7 +777,7 @@ impl Runtime {
             let mut link = link.lock().unwrap_or_else(|p| p.into_inner());
             if reports && stats_wanted(&self.settings) {
                 link.put(
-                    &format!("stats.{}", self.job.rank),
+                    &format!("stats.{}", self.job.process()),
                     &self.counters().encode(),
                 )?;
             }
@@ -863,7 +883,7 @@ impl Runtime {
 
     /// Ends the whole job with `code`. Does not return.
     pub fn abort(&mut self, code: i32, message: &str) -> ! {
-        abort_job(self.master.as_ref(), self.job.rank, code, message)
+        abort_job(self.master.as_ref(), self.job.process(), code, message)
     }
 }
 

@@ -223,6 +223,7 @@ fn read_spec(decoder: &mut Decoder) -> Result<Option<Spec>, String> {
                     },
                     program: OsStr::from_bytes(&r.payload).to_os_string(),
                     args: Vec::new(),
+                    wdir: None,
                 }),
                 "arg" => spec
                     .apps

@@ -27,13 +27,13 @@ use tandem::transport::shm::{env as shm_env, HostResources};
 
 use super::channel::{encode, STDIN_WINDOW};
 use super::host_setup;
-use super::kv_service::{self, AbortRequest, KvService};
+use super::kv_service::{self, AbortRequest, KvService, SpawnRequest};
 use super::output::{LineSplitter, OutputStream, Printed, Sink};
 use super::remote::{self, HostEvent, HostJob, Pipe, RemoteHost};
 use super::signals::{signal_name, SignalQueue, STOP_SIGNALS};
 use super::stdin_feed::{self, StdinFeed};
 use super::stopped::{self, IdleWatch, StopWatch};
-use super::supervise::{self, RankCommand, Termination};
+use super::supervise::{self, App, RankCommand, Termination};
 use crate::{parameters, sys};
 
 /// Time between asking ranks to stop (SIGTERM or the forwarded signal) and
@@ -169,7 +169,15 @@ pub struct Job {
     /// Watches whether every rank waits (a job of one host, unreplicated:
     /// the master sees every rank's CPU time).
     idle_watch: Option<IdleWatch>,
+    /// The job's parameters (a spawned world's shared memory is laid out
+    /// by them).
+    settings: Settings,
+    /// Worlds `MPI_Comm_spawn` started so far.
+    spawns: u32,
 }
+
+/// Most processes one `MPI_Comm_spawn` may start.
+const MAX_SPAWN: u32 = 4096;
 
 impl Job {
     /// Sets up signals and the service and starts every rank. On failure
@@ -325,6 +333,8 @@ impl Job {
             stragglers_give_up: None,
             stop_watch,
             idle_watch,
+            settings: settings.clone(),
+            spawns: 0,
         };
         let local_size = local_ranks.len() as u32;
         for (local, &rank) in local_ranks.iter().enumerate() {
@@ -457,7 +467,21 @@ impl Job {
         rank_env.push((job_env::APPNUM.to_string(), appnum.to_string()));
         // Rank 0 (every replica of it) reads our stdin.
         let reads_stdin = rank.is_multiple_of(logical);
-        let spawned = supervise::spawn_rank(cmd, app, &rank_env, reads_stdin)
+        let app = app.clone();
+        self.start_process(rank, &app, &rank_env, reads_stdin)
+    }
+
+    /// Starts process `rank` running `app`, with its own variables
+    /// `rank_env`, reading our stdin or not.
+    fn start_process(
+        &mut self,
+        rank: u32,
+        app: &App,
+        rank_env: &[(String, String)],
+        reads_stdin: bool,
+    ) -> Result<(), (String, i32)> {
+        let logical = self.logical();
+        let spawned = supervise::spawn_rank(&self.config.command, app, rank_env, reads_stdin)
             .map_err(|e| spawn_error(rank, &app.program, &e))?;
         self.ranks.push(RankProcess {
             rank,
@@ -490,6 +514,111 @@ impl Job {
             self.stdin.add(rank, spawned.stdin);
         }
         Ok(())
+    }
+
+    /// A parents' root asked for a new world (`MPI_Comm_spawn`): starts it
+    /// and answers once its processes are all in `MPI_Init`, or at once
+    /// with why not.
+    fn on_spawn(&mut self, request: SpawnRequest) {
+        match self.start_world(&request) {
+            Ok((spawn, base)) => self.service.answer_when_started(
+                request.conn,
+                base,
+                format!("SPAWNED {spawn} {base}"),
+            ),
+            Err(why) => {
+                let why: String = why
+                    .chars()
+                    .map(|c| if c == '\n' { ' ' } else { c })
+                    .collect();
+                self.service.answer(request.conn, &format!("ERROR {why}"));
+            }
+        }
+    }
+
+    /// Starts the processes of a spawn request as a new world on this
+    /// host: (the spawn's number, the id of its first process).
+    fn start_world(&mut self, request: &SpawnRequest) -> Result<(u32, u32), String> {
+        let words: Vec<&str> = request.words.iter().map(String::as_str).collect();
+        let (root, parents, apps) =
+            tandem::dynamic::decode_spawn(&words).ok_or("malformed spawn request")?;
+        if !matches!(self.phase, Phase::Running) {
+            return Err("the job is ending".into());
+        }
+        if self.replicated() {
+            return Err("a job of replicated ranks (--replicas) cannot spawn processes".into());
+        }
+        if self.config.multi.is_some() || !self.hosts.is_empty() {
+            return Err(
+                "MPI_Comm_spawn in a job across hosts is not supported: spawned processes \
+                 start on the launcher's host, in a job of one host"
+                    .into(),
+            );
+        }
+        if root != request.rank || parents == 0 || apps.is_empty() {
+            return Err("malformed spawn request".into());
+        }
+        let total: u64 = apps.iter().map(|a| u64::from(a.procs)).sum();
+        if total == 0 || total > u64::from(MAX_SPAWN) {
+            return Err(format!(
+                "cannot start {total} processes in one spawn (at most {MAX_SPAWN})"
+            ));
+        }
+        let total = total as u32;
+        if u64::from(self.service.processes()) + u64::from(total)
+            > u64::from(tandem::transport::tcp::MAX_PROCESSES)
+        {
+            return Err("the job has started all the processes it can".into());
+        }
+        // Every program is found before any process starts.
+        let mut programs = Vec::new();
+        for a in &apps {
+            programs.push(resolve_program(a)?);
+        }
+        let host = host_setup::shared_memory(total, &self.settings)?;
+        let base = self.service.add_world(total);
+        self.spawns += 1;
+        let spawn = self.spawns;
+        let mut i = 0u32;
+        for (appnum, (a, program)) in apps.iter().zip(programs).enumerate() {
+            let app = App {
+                ranks: a.procs,
+                program,
+                args: a
+                    .args
+                    .iter()
+                    .map(|w| OsStr::from_bytes(w).to_os_string())
+                    .collect(),
+                wdir: a.wdir.as_ref().map(|w| OsStr::from_bytes(w).to_os_string()),
+            };
+            for _ in 0..a.procs {
+                let mut env = vec![
+                    (job_env::RANK.to_string(), i.to_string()),
+                    (job_env::SIZE.to_string(), total.to_string()),
+                    (job_env::LOCAL_SIZE.to_string(), total.to_string()),
+                    (job_env::WORLD_BASE.to_string(), base.to_string()),
+                    (
+                        job_env::PARENT.to_string(),
+                        format!("{spawn}:{root}:{parents}"),
+                    ),
+                    (job_env::APPNUM.to_string(), appnum.to_string()),
+                ];
+                match &host {
+                    Some(h) => env.extend(h.env(i)),
+                    None => env.push((shm_env::LOCAL_RANK.to_string(), i.to_string())),
+                }
+                env.extend(supervise::conventional_env(i, total, i, total));
+                if let Err((msg, _)) = self.start_process(base + i, &app, &env, false) {
+                    // The processes started already cannot be told apart
+                    // from a world that failed: the job ends.
+                    eprintln!("{msg}");
+                    self.begin_stop(1, libc::SIGTERM);
+                    return Err(msg);
+                }
+                i += 1;
+            }
+        }
+        Ok((spawn, base))
     }
 
     /// Runs the job to the end; returns the launcher's exit status.
@@ -577,6 +706,9 @@ impl Job {
             Token::Service(t) => {
                 if let Some(abort) = self.service.on_ready(t, revents) {
                     self.on_abort(abort);
+                }
+                for request in self.service.take_spawns() {
+                    self.on_spawn(request);
                 }
             }
             Token::Output(i) => self.outputs[i].forward(&mut self.read_buf, 4, &mut self.printed),
@@ -1203,7 +1335,13 @@ impl Job {
         {
             return;
         }
-        if let Some(gone) = self.ranks.iter().find(|r| !r.running) {
+        // Worlds fence apart: a spawned world that has ended holds up no one.
+        let fencing = self.service.worlds_in_fence();
+        if let Some(gone) = self
+            .ranks
+            .iter()
+            .find(|r| !r.running && fencing.iter().any(|w| w.contains(&r.rank)))
+        {
             eprintln!(
                 "tandem: rank {} (pid {}) has exited, but other ranks are waiting for it in a fence",
                 gone.rank, gone.pid
@@ -1436,6 +1574,62 @@ impl Job {
             }
         }
     }
+}
+
+/// The program a spawned app runs, as `Command` will find it: a name
+/// without a slash is looked for in the app's `path` directories (then in
+/// `PATH`, which `Command` searches), a relative one from its `wdir`.
+fn resolve_program(app: &tandem::dynamic::SpawnApp) -> Result<OsString, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = String::from_utf8_lossy(&app.command).into_owned();
+    if app.command.is_empty() {
+        return Err("no command to spawn".into());
+    }
+    let executable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let command = std::path::Path::new(OsStr::from_bytes(&app.command));
+    if app.command.contains(&b'/') {
+        let full = match &app.wdir {
+            Some(dir) if command.is_relative() => {
+                std::path::Path::new(OsStr::from_bytes(dir)).join(command)
+            }
+            _ => command.to_path_buf(),
+        };
+        return if executable(&full) {
+            // Absolute, so that a `wdir` does not move it.
+            Ok(std::path::absolute(&full).unwrap_or(full).into_os_string())
+        } else {
+            Err(format!("cannot spawn '{shown}': no such executable file"))
+        };
+    }
+    let dirs = app
+        .path
+        .iter()
+        .flat_map(|p| {
+            p.split(|&b| b == b':')
+                .map(|d| d.to_vec())
+                .collect::<Vec<_>>()
+        })
+        .chain(
+            std::env::var_os("PATH")
+                .map(|p| {
+                    p.as_bytes()
+                        .split(|&b| b == b':')
+                        .map(|d| d.to_vec())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default(),
+        );
+    for dir in dirs.filter(|d| !d.is_empty()) {
+        let full = std::path::Path::new(OsStr::from_bytes(&dir)).join(command);
+        if executable(&full) {
+            return Ok(full.into_os_string());
+        }
+    }
+    Err(format!(
+        "cannot spawn '{shown}': not found in the path info key or PATH"
+    ))
 }
 
 /// The parameters the ranks will see: the launcher's environment and --set.

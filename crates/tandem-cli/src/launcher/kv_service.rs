@@ -53,8 +53,16 @@ pub enum Request<'a> {
     Get {
         key: &'a str,
     },
+    Delete {
+        key: &'a str,
+    },
     Fence,
     Finalize,
+    /// `MPI_Comm_spawn` at a parents' root: the words after the verb (see
+    /// `tandem::dynamic::encode_spawn`).
+    Spawn {
+        words: Vec<&'a str>,
+    },
     Abort {
         code: i32,
         message: &'a str,
@@ -78,6 +86,10 @@ pub fn parse_request(line: &str) -> Option<Request<'_>> {
             Some(Request::Put { key, value })
         }
         ("GET", [key]) if is_token(key) => Some(Request::Get { key }),
+        ("DEL", [key]) if is_token(key) => Some(Request::Delete { key }),
+        ("SPAWN", w) if w.len() >= 3 && w.iter().all(|w| is_token(w)) => {
+            Some(Request::Spawn { words: w.to_vec() })
+        }
         ("FENCE", []) => Some(Request::Fence),
         ("FINALIZE", []) => Some(Request::Finalize),
         ("ABORT", _) => {
@@ -100,6 +112,16 @@ fn parse_rank(text: &str) -> Option<u32> {
 /// Keys and values are non-empty printable ASCII without spaces.
 fn is_token(text: &str) -> bool {
     !text.is_empty() && text.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// A parents' root asked for processes (`MPI_Comm_spawn`); the job starts
+/// them and answers with [`KvService::spawned`] or [`KvService::answer`].
+#[derive(Debug, PartialEq, Eq)]
+pub struct SpawnRequest {
+    /// The service's connection that asked.
+    pub conn: u64,
+    pub rank: u32,
+    pub words: Vec<String>,
 }
 
 /// A rank asked to end the job.
@@ -145,6 +167,18 @@ enum Step {
     Abort(AbortRequest),
 }
 
+/// Processes `base..base + size`, started together.
+struct World {
+    base: u32,
+    size: u32,
+    /// Of them, how many wait in a fence.
+    in_fence: u32,
+    /// The answer owed to the root that spawned this world, given once the
+    /// world has passed its first fence (every process is in `MPI_Init`
+    /// and has published its address): (connection, answer).
+    spawned_answer: Option<(u64, String)>,
+}
+
 /// The service: listener, connections, the shared map and fence state.
 pub struct KvService {
     /// Empty once the service is shut down.
@@ -160,8 +194,12 @@ pub struct KvService {
     /// Processes that have ended (replicated jobs only), and how many.
     gone: Vec<bool>,
     gone_count: u32,
-    ranks_in_fence: u32,
+    /// The job's worlds: the first, and one per `MPI_Comm_spawn`. Each
+    /// fences apart.
+    worlds: Vec<World>,
     fence_released: bool,
+    /// Spawn requests for the job to carry out.
+    spawns: Vec<SpawnRequest>,
     accept_paused_until: Option<Instant>,
 }
 
@@ -190,8 +228,14 @@ impl KvService {
             finalized: vec![false; size as usize],
             gone: vec![false; size as usize],
             gone_count: 0,
-            ranks_in_fence: 0,
+            worlds: vec![World {
+                base: 0,
+                size,
+                in_fence: 0,
+                spawned_answer: None,
+            }],
             fence_released: false,
+            spawns: Vec::new(),
             accept_paused_until: None,
         })
     }
@@ -214,9 +258,68 @@ impl KvService {
         self.finalized[rank as usize]
     }
 
-    /// Ranks currently waiting in a fence.
+    /// Processes currently waiting in a fence.
     pub fn ranks_in_fence(&self) -> u32 {
-        self.ranks_in_fence
+        self.worlds.iter().map(|w| w.in_fence).sum()
+    }
+
+    /// The processes (`base..base + size`) of worlds with processes in a
+    /// fence.
+    pub fn worlds_in_fence(&self) -> Vec<std::ops::Range<u32>> {
+        self.worlds
+            .iter()
+            .filter(|w| w.in_fence > 0)
+            .map(|w| w.base..w.base + w.size)
+            .collect()
+    }
+
+    /// Processes in the job, spawned ones included.
+    pub fn processes(&self) -> u32 {
+        self.size
+    }
+
+    /// A new world of `size` processes (`MPI_Comm_spawn`): the id of its
+    /// first process. Its processes may say HELLO from now on.
+    pub fn add_world(&mut self, size: u32) -> u32 {
+        let base = self.size;
+        self.size += size;
+        let n = self.size as usize;
+        self.said_hello.resize(n, false);
+        self.finalized.resize(n, false);
+        self.gone.resize(n, false);
+        self.worlds.push(World {
+            base,
+            size,
+            in_fence: 0,
+            spawned_answer: None,
+        });
+        base
+    }
+
+    /// The spawn request of `conn` made world number `world`: the root is
+    /// told `answer` once every new process has passed its first fence.
+    pub fn answer_when_started(&mut self, conn: u64, base: u32, answer: String) {
+        if let Some(w) = self.worlds.iter_mut().find(|w| w.base == base) {
+            w.spawned_answer = Some((conn, answer));
+        }
+    }
+
+    /// Answers a request now (a spawn that failed).
+    pub fn answer(&mut self, conn: u64, answer: &str) {
+        self.send(conn, answer);
+    }
+
+    /// Spawn requests received since the last call.
+    pub fn take_spawns(&mut self) -> Vec<SpawnRequest> {
+        std::mem::take(&mut self.spawns)
+    }
+
+    /// The world of process `rank`.
+    fn world_of(&self, rank: u32) -> usize {
+        self.worlds
+            .iter()
+            .rposition(|w| w.base <= rank)
+            .unwrap_or(0)
     }
 
     /// A replicated job's process `rank` has ended (died or finished): the
@@ -229,18 +332,25 @@ impl KvService {
         }
         *gone = true;
         self.gone_count += 1;
-        if self.ranks_in_fence > 0 && self.fence_ready() {
-            self.release_fence();
+        let w = self.world_of(rank);
+        if self.worlds[w].in_fence > 0 && self.fence_ready(w) {
+            self.release_fence(w);
             return self.process_all();
         }
         None
     }
 
-    /// Whether every process that has not ended is in the fence.
-    fn fence_ready(&self) -> bool {
+    /// Whether every process of world `w` that has not ended is in the fence.
+    fn fence_ready(&self, w: usize) -> bool {
+        let world = &self.worlds[w];
+        let range = world.base..world.base + world.size;
         if self.gone_count == 0 {
-            return self.ranks_in_fence == self.size;
+            return world.in_fence == world.size;
         }
+        let gone = self.gone[range.start as usize..range.end as usize]
+            .iter()
+            .filter(|&&g| g)
+            .count() as u32;
         let waiting = self
             .conns
             .values()
@@ -248,11 +358,11 @@ impl KvService {
                 ConnState::Rank {
                     rank,
                     in_fence: true,
-                } => !self.gone[rank as usize],
+                } => range.contains(&rank) && !self.gone[rank as usize],
                 _ => false,
             })
             .count() as u32;
-        waiting > 0 && waiting + self.gone_count == self.size
+        waiting > 0 && waiting + gone == world.size
     }
 
     /// Descriptors to poll, with their events.
@@ -328,7 +438,9 @@ impl KvService {
     pub fn shutdown(&mut self) {
         self.listeners.clear();
         self.conns.clear();
-        self.ranks_in_fence = 0;
+        for w in &mut self.worlds {
+            w.in_fence = 0;
+        }
     }
 
     fn handshakes(&self) -> usize {
@@ -495,6 +607,18 @@ impl KvService {
                 Some(v) => format!("VALUE {v}"),
                 None => "MISSING".into(),
             }),
+            Request::Delete { key } => {
+                self.store.remove(key);
+                Step::Reply("OK".into())
+            }
+            Request::Spawn { words } => {
+                self.spawns.push(SpawnRequest {
+                    conn: id,
+                    rank,
+                    words: words.iter().map(|w| w.to_string()).collect(),
+                });
+                Step::Wait
+            }
             Request::Fence => {
                 self.set_state(
                     id,
@@ -503,9 +627,10 @@ impl KvService {
                         in_fence: true,
                     },
                 );
-                self.ranks_in_fence += 1;
-                if self.fence_ready() {
-                    self.release_fence();
+                let w = self.world_of(rank);
+                self.worlds[w].in_fence += 1;
+                if self.fence_ready(w) {
+                    self.release_fence(w);
                 }
                 Step::Wait
             }
@@ -531,12 +656,16 @@ impl KvService {
         }
     }
 
-    /// Every rank is in the fence: answer them all.
-    fn release_fence(&mut self) {
+    /// Every process of world `w` is in the fence: answer them all.
+    fn release_fence(&mut self, w: usize) {
+        let world = &self.worlds[w];
+        let range = world.base..world.base + world.size;
         let waiting: Vec<u64> = self
             .conns
             .iter()
-            .filter(|(_, c)| c.in_fence())
+            .filter(|(_, c)| {
+                matches!(c.state, ConnState::Rank { rank, in_fence: true } if range.contains(&rank))
+            })
             .map(|(&id, _)| id)
             .collect();
         for id in waiting {
@@ -551,7 +680,10 @@ impl KvService {
             }
             self.send(id, "OK");
         }
-        self.ranks_in_fence = 0;
+        self.worlds[w].in_fence = 0;
+        if let Some((conn, answer)) = self.worlds[w].spawned_answer.take() {
+            self.send(conn, &answer);
+        }
         self.fence_released = true;
     }
 
@@ -590,8 +722,13 @@ impl KvService {
 
     fn close(&mut self, id: u64) {
         if let Some(conn) = self.conns.remove(&id) {
-            if conn.in_fence() {
-                self.ranks_in_fence -= 1;
+            if let ConnState::Rank {
+                rank,
+                in_fence: true,
+            } = conn.state
+            {
+                let w = self.world_of(rank);
+                self.worlds[w].in_fence -= 1;
             }
         }
     }
@@ -691,6 +828,72 @@ mod tests {
         assert_eq!(service.ranks_in_fence(), 0);
     }
 
+    /// A spawned world fences apart from the first; its root's SPAWN is
+    /// answered once the new world has passed its first fence, and a
+    /// process of the new world may say HELLO only once it exists.
+    #[test]
+    fn spawned_worlds_fence_apart() {
+        use std::io::{BufRead, BufReader};
+        let loopback = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+        let mut service = KvService::bind(2, "ab".into(), &[loopback]).unwrap();
+        let addr = service.addrs()[0];
+        let pump = |service: &mut KvService| {
+            for _ in 0..100 {
+                let mut interest = Vec::new();
+                service.interest(&mut interest);
+                for (_, _, token) in interest {
+                    service.on_ready(token, libc::POLLIN);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        let connect = |hello: &str| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            s.write_all(hello.as_bytes()).unwrap();
+            s
+        };
+        let read = |s: &TcpStream| {
+            let mut line = String::new();
+            BufReader::new(s).read_line(&mut line).unwrap();
+            line
+        };
+        let early = connect("HELLO ab 2\n");
+        let root = connect("HELLO ab 0\nSPAWN 0 2 1 2 x61 0 - -\n");
+        pump(&mut service);
+        assert_eq!(read(&root), "OK\n");
+        let asked = service.take_spawns();
+        assert_eq!(asked.len(), 1);
+        assert_eq!((asked[0].rank, asked[0].words.len()), (0, 8));
+        // Process 2 did not exist when it said HELLO: refused.
+        let mut buf = [0u8; 8];
+        assert_eq!(std::io::Read::read(&mut &early, &mut buf).unwrap_or(0), 0);
+        let base = service.add_world(2);
+        assert_eq!((base, service.processes()), (2, 4));
+        service.answer_when_started(asked[0].conn, base, "SPAWNED 1 2".into());
+        let kids: Vec<TcpStream> = (2..4)
+            .map(|r| connect(&format!("HELLO ab {r}\nFENCE\n")))
+            .collect();
+        pump(&mut service);
+        // The first world (rank 1 never came) does not hold the new one up.
+        for k in &kids {
+            let mut reader = BufReader::new(k);
+            for _ in 0..2 {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                assert_eq!(line, "OK\n");
+            }
+        }
+        assert_eq!(read(&root), "SPAWNED 1 2\n");
+        assert_eq!(service.ranks_in_fence(), 0);
+        // Nor does the new world hold the first one's fence up.
+        let other = connect("HELLO ab 1\nFENCE\n");
+        (&root).write_all(b"FENCE\n").unwrap();
+        pump(&mut service);
+        assert_eq!(service.ranks_in_fence(), 0);
+        assert_eq!(read(&other), "OK\n");
+    }
+
     #[test]
     fn rejects_malformed_requests() {
         for bad in [
@@ -730,6 +933,8 @@ mod tests {
                 Request::Ping { secret } => format!("PING {secret}"),
                 Request::Put { key, value } => format!("PUT {key} {value}"),
                 Request::Get { key } => format!("GET {key}"),
+                Request::Delete { key } => format!("DEL {key}"),
+                Request::Spawn { words } => format!("SPAWN {}", words.join(" ")),
                 Request::Fence => "FENCE".into(),
                 Request::Finalize => "FINALIZE".into(),
                 Request::Abort { code, message: "" } => format!("ABORT {code}"),
@@ -741,7 +946,7 @@ mod tests {
         fn line() -> impl Strategy<Value = String> {
             prop_oneof![
                 any::<String>(),
-                "(HELLO|PING|PUT|GET|FENCE|FINALIZE|ABORT)?( {1,2}[-+0-9a-zA-Z\t]{0,12}){0,4} ?",
+                "(HELLO|PING|PUT|GET|DEL|SPAWN|FENCE|FINALIZE|ABORT)?( {1,2}[-+0-9a-zA-Z\t]{0,12}){0,4} ?",
             ]
         }
 

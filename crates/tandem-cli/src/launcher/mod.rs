@@ -315,6 +315,7 @@ fn split_apps(
             ranks: ranks.unwrap_or(u32::MAX),
             program,
             args: words.collect(),
+            wdir: None,
         });
     }
     if apps.len() > 1 {

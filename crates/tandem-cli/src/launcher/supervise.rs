@@ -20,6 +20,8 @@ pub struct App {
     pub ranks: u32,
     pub program: OsString,
     pub args: Vec<OsString>,
+    /// The directory its processes start in (`None`: the launcher's).
+    pub wdir: Option<OsString>,
 }
 
 /// What is needed to start every rank of the job.
@@ -75,6 +77,9 @@ pub fn spawn_rank(
 ) -> io::Result<SpawnedRank> {
     let mut command = Command::new(&app.program);
     command.args(&app.args);
+    if let Some(dir) = &app.wdir {
+        command.current_dir(dir);
+    }
     let secret = if cmd.secret.is_empty() {
         None
     } else {

@@ -36,6 +36,21 @@ impl Credits {
         }
     }
 
+    /// The job has `size` processes now (`MPI_Comm_spawn` started some):
+    /// the budget is shared among more senders, and the new ones start
+    /// with a full share.
+    pub(super) fn grow(&mut self, size: u32, unexpected_limit: usize) {
+        if size as usize <= self.avail.len() {
+            return;
+        }
+        self.window = (unexpected_limit as u64 / u64::from(size.saturating_sub(1).max(1))).max(1);
+        for a in &mut self.avail {
+            *a = (*a).min(self.window);
+        }
+        self.avail.resize(size as usize, self.window);
+        self.owed.resize(size as usize, 0);
+    }
+
     /// Spends `len` bytes of credit towards `dest`, if it has them: whether
     /// the message may go eagerly.
     #[inline]

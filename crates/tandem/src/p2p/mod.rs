@@ -991,6 +991,40 @@ impl P2p {
         }
     }
 
+    /// The highest id of a process that connected before this one heard of
+    /// it (see [`crate::transport::tcp::TcpTransport::add_processes`]).
+    pub fn parked_process(&self) -> Option<u32> {
+        self.engine.parked_process()
+    }
+
+    /// Whether a process this one has not heard of has connected.
+    pub fn has_parked_process(&self) -> bool {
+        self.parked_process().is_some()
+    }
+
+    /// Processes `0..total` of the job exist now: `MPI_Comm_spawn` started
+    /// some, or a communicator names some this rank had not heard of.
+    /// Nothing if they are known already; not for a replicated job.
+    pub fn add_processes(&mut self, total: u32) {
+        if total <= self.size || self.replicated {
+            return;
+        }
+        let total = total.min(crate::transport::tcp::MAX_PROCESSES);
+        let n = total as usize;
+        self.engine.add_processes(total);
+        let m = &mut self.m;
+        m.filling.resize(n, None);
+        m.lost.resize(n, None);
+        // They are reached over TCP: nothing is written into their memory.
+        m.direct_from.resize(n, false);
+        m.remote.grow(total);
+        match m.credits.as_mut() {
+            Some(c) => c.grow(total, m.unexpected_limit),
+            None => m.credits = Some(credit::Credits::new(self.rank, total, m.unexpected_limit)),
+        }
+        self.size = total;
+    }
+
     /// Makes this a replica of a rank, leading it (deciding its wildcard
     /// receives) or following its leader (see wildcard.rs).
     pub fn set_replica_role(&mut self, leader: bool) {
@@ -1019,6 +1053,12 @@ impl P2p {
     /// so arriving frames can be checked and wildcard receives failed when a
     /// member dies.
     pub fn register_context(&mut self, ctx: u32, group: Arc<[u32]>) {
+        // A communicator may name processes started since this one began.
+        if let Some(&last) = group.iter().max() {
+            if last >= self.size {
+                self.add_processes(last + 1);
+            }
+        }
         self.m.context(ctx).group = Some(group);
     }
 

@@ -155,6 +155,21 @@ impl Engine {
         })
     }
 
+    /// See [`TcpTransport::parked_process`].
+    pub fn parked_process(&self) -> Option<u32> {
+        self.tcp.parked_process()
+    }
+
+    /// Processes `0..total` of the job exist now (see
+    /// [`TcpTransport::add_processes`]); the new ones are reached over TCP.
+    /// Not for a replicated job (which starts no processes).
+    pub fn add_processes(&mut self, total: u32) {
+        if total as usize > self.routes.len() {
+            self.routes.resize(total as usize, Route::Tcp);
+            self.tcp.add_processes(total);
+        }
+    }
+
     /// Makes this a replicated job's engine: from now on peers are ranks,
     /// and `replicas` maps them to processes. Opens the connections to the
     /// partner replicas (see [`Replicas::greet`]).

@@ -145,6 +145,14 @@ impl Remote {
         }
     }
 
+    /// The job has `size` processes now (`MPI_Comm_spawn` started some).
+    pub(crate) fn grow(&mut self, size: u32) {
+        if size as usize > self.in_flight.len() {
+            self.in_flight.resize(size as usize, 0);
+            self.filling.resize_with(size as usize, || None);
+        }
+    }
+
     fn new_key(&mut self) -> u32 {
         let key = self.next_key;
         self.next_key = self.next_key.checked_add(1).expect("region keys exhausted");

@@ -67,6 +67,9 @@ pub enum Poller {
 }
 
 const LISTENER_TOKEN: u64 = u64::MAX;
+/// Most processes a job may have, those `MPI_Comm_spawn` starts included
+/// (process ids are below it).
+pub const MAX_PROCESSES: u32 = 1 << 20;
 /// How long the listener rests when this rank is out of descriptors.
 const LISTENER_REST: Duration = Duration::from_millis(100);
 /// Receive buffer per connection; payloads larger than what is buffered are
@@ -137,6 +140,10 @@ enum ConnState {
     AwaitReply,
     /// Accepted, waiting for the connector's hello.
     AwaitHello,
+    /// Accepted from a process of the job this rank has not heard of yet
+    /// (one started later, by `MPI_Comm_spawn`): unread until the layer
+    /// above learns of it ([`TcpTransport::add_processes`]).
+    Parked,
     Established,
 }
 
@@ -198,6 +205,8 @@ pub struct TcpTransport {
     events: Vec<libc::epoll_event>,
     paused: Vec<usize>,
     handshakes: usize,
+    /// Connections in [`ConnState::Parked`].
+    parked: usize,
     /// For [`TcpTransport::poll_sole_conn`]: looks made, the connection
     /// last used, and bytes read so far (to tell whether a look found any).
     sole_looks: u32,
@@ -497,6 +506,7 @@ impl TcpTransport {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; 64],
             paused: Vec::new(),
             handshakes: 0,
+            parked: 0,
             sole_looks: 0,
             sole_conn: None,
             bytes_read: 0,
@@ -976,6 +986,7 @@ impl TcpTransport {
                     libc::POLLIN | libc::POLLOUT
                 }
                 ConnState::Established => libc::POLLOUT,
+                ConnState::Parked => 0,
                 _ => libc::POLLIN,
             };
             fds.push(libc::pollfd {
@@ -1094,6 +1105,14 @@ impl TcpTransport {
             ConnState::Connecting => self.finish_connect(c),
             ConnState::AwaitReply => self.read_reply(c, sink),
             ConnState::AwaitHello => self.read_hello(c, sink),
+            ConnState::Parked => {
+                // Always reported, even unasked: a process that left before
+                // this rank heard of it.
+                if events & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0 {
+                    self.drop_conn(c);
+                }
+                Served::Fine
+            }
             ConnState::Established => {
                 let hangup = events & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
                 if hangup && matches!(conn.rx, RxState::Paused { .. }) {
@@ -1225,7 +1244,7 @@ impl TcpTransport {
                 let hello = match Hello::decode(&bytes) {
                     Ok(h)
                         if h.version == wire::PROTOCOL_VERSION
-                            && h.rank < self.cfg.size
+                            && h.rank < MAX_PROCESSES
                             && h.rank != self.cfg.rank
                             && secrets_equal(&h.secret, &self.cfg.secret) =>
                     {
@@ -1237,6 +1256,9 @@ impl TcpTransport {
                     }
                 };
                 let peer = hello.rank;
+                if peer >= self.cfg.size {
+                    return self.park(c, peer);
+                }
                 let p = &self.peers[peer as usize];
                 // Simultaneous connects: the connection opened by the lower rank wins.
                 let accept = p.conn.is_none()
@@ -1255,6 +1277,99 @@ impl TcpTransport {
                 self.establish(c, peer, sink)
             }
         }
+    }
+
+    /// A process this rank does not know yet said hello: it is accepted
+    /// (nothing can be connecting to it from here), and left unread until
+    /// [`TcpTransport::add_processes`] takes it in.
+    fn park(&mut self, c: usize, peer: u32) -> Served {
+        if self.parked_peer(peer).is_some() {
+            self.drop_conn(c);
+            return Served::Fine;
+        }
+        let fd = self.conn(c).fd.as_raw_fd();
+        let reply = wire::encode_hello_reply(true);
+        if write_some(fd, &reply).ok() != Some(reply.len())
+            || self
+                .epoll_ctl(libc::EPOLL_CTL_MOD, fd, 0, c as u64)
+                .is_err()
+        {
+            self.drop_conn(c);
+            return Served::Fine;
+        }
+        self.handshakes -= 1;
+        self.parked += 1;
+        let conn = self.conn(c);
+        conn.state = ConnState::Parked;
+        conn.peer = Some(peer);
+        Served::Fine
+    }
+
+    /// The highest process id among connections waiting for this rank to
+    /// hear of their process (see [`TcpTransport::add_processes`]).
+    pub fn parked_process(&self) -> Option<u32> {
+        if self.parked == 0 {
+            return None;
+        }
+        self.conns
+            .iter()
+            .flatten()
+            .filter(|k| k.state == ConnState::Parked)
+            .filter_map(|k| k.peer)
+            .max()
+    }
+
+    /// The parked connection of `peer`, if any.
+    fn parked_peer(&self, peer: u32) -> Option<usize> {
+        self.conns.iter().position(|k| {
+            k.as_ref()
+                .is_some_and(|k| k.state == ConnState::Parked && k.peer == Some(peer))
+        })
+    }
+
+    /// Processes `0..total` of the job exist now (processes started by
+    /// `MPI_Comm_spawn` join at the end): connections they opened before
+    /// this rank heard of them are served from here on. Nothing if `total`
+    /// is not more than the processes known.
+    pub fn add_processes(&mut self, total: u32) {
+        if total <= self.cfg.size {
+            return;
+        }
+        let total = total.min(MAX_PROCESSES);
+        self.peers.resize_with(total as usize, Peer::default);
+        let old = self.cfg.size;
+        self.cfg.size = total;
+        for peer in old..total {
+            if let Some(c) = self.parked_peer(peer) {
+                self.handshakes += 1;
+                self.parked -= 1;
+                // Frames it sent meanwhile wait in the socket; the next
+                // progress pass reads them.
+                if let Served::Close(why) = self.establish_quietly(c, peer) {
+                    self.lost_pending.push((peer, why));
+                }
+            }
+        }
+    }
+
+    /// [`TcpTransport::establish`] outside a progress pass: queued frames
+    /// leave at the next one.
+    fn establish_quietly(&mut self, c: usize, peer: u32) -> Served {
+        self.handshakes -= 1;
+        let conn = self.conn(c);
+        conn.state = ConnState::Established;
+        conn.hs_len = 0;
+        self.peers[peer as usize].conn = Some(c);
+        let fd = self.conn(c).fd.as_raw_fd();
+        let events = (libc::EPOLLIN | libc::EPOLLOUT) as u32;
+        if self
+            .epoll_ctl(libc::EPOLL_CTL_MOD, fd, events, c as u64)
+            .is_err()
+        {
+            return Served::Close("epoll_ctl failed".into());
+        }
+        self.conn(c).watching_out = true;
+        Served::Fine
     }
 
     fn establish(&mut self, c: usize, peer: u32, sink: &mut dyn FrameSink) -> Served {
@@ -1281,7 +1396,9 @@ impl TcpTransport {
     fn drop_conn(&mut self, c: usize) {
         if let Some(conn) = self.conns[c].take() {
             self.live_conns -= 1;
-            if conn.state != ConnState::Established {
+            if conn.state == ConnState::Parked {
+                self.parked -= 1;
+            } else if conn.state != ConnState::Established {
                 self.handshakes -= 1;
             }
             let _ = self.epoll_ctl(libc::EPOLL_CTL_DEL, conn.fd.as_raw_fd(), 0, 0);
@@ -1338,7 +1455,10 @@ impl TcpTransport {
             .enumerate()
             .filter_map(|(i, c)| {
                 c.as_ref()
-                    .filter(|c| c.state != ConnState::Established && c.deadline < now)
+                    .filter(|c| {
+                        !matches!(c.state, ConnState::Established | ConnState::Parked)
+                            && c.deadline < now
+                    })
                     .map(|_| i)
             })
             .collect();
