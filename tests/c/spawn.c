@@ -17,9 +17,14 @@
  *   5. (2 or more parents) a published name: looked up by another rank,
  *      connected to, unpublished (then MPI_ERR_NAME);
  *   6. (2 or more parents) MPI_Comm_join over a loopback TCP connection.
+ *
+ * With the argument "die", the world spawns 2 children and waits for a
+ * message from the second, which kills itself instead: the job must end,
+ * naming it.
  */
 #include "check.h"
 
+#include <signal.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -77,7 +82,12 @@ static int child(int argc, char **argv)
     CHECK_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK_EQ(wsize, sum, "sum over the children's world");
 
-    if (strcmp(argv[1], "basic") == 0) {
+    if (strcmp(argv[1], "die") == 0) {
+        int v;
+        if (wrank == 1)
+            raise(SIGKILL);
+        CHECK_MPI(MPI_Recv(&v, 1, MPI_INT, 0, 7, parent, MPI_STATUS_IGNORE));
+    } else if (strcmp(argv[1], "basic") == 0) {
         CHECK_EQ(3, wsize, "children's world size");
         CHECK_EQ(psize, remote, "parents' group size");
         CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
@@ -293,6 +303,16 @@ int main(int argc, char **argv)
     CHECK(n > 0, "readlink /proc/self/exe");
     self_exe[n] = 0;
 
+    if (argc > 1 && strcmp(argv[1], "die") == 0) {
+        MPI_Comm inter;
+        int v;
+        char psize[16];
+        char *args[] = {"die", psize, NULL};
+        snprintf(psize, sizeof psize, "%d", size);
+        CHECK_MPI(MPI_Comm_spawn(self_exe, args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, MPI_ERRCODES_IGNORE));
+        CHECK_MPI(MPI_Recv(&v, 1, MPI_INT, 1, 7, inter, MPI_STATUS_IGNORE));
+        CHECK(0, "a message from a child that was killed");
+    }
     basic();
     multiple();
     missing_program();

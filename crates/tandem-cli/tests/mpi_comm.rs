@@ -14,6 +14,27 @@ fn run_pass(name: &str, np: u32, extra: &[&str]) {
     assert_pass(&outcome, name);
 }
 
+/// A spawned process that dies ends the job at once, named as the launcher
+/// knows it (its rank in its world, and which spawn).
+#[test]
+fn spawned_process_death_ends_the_job_naming_it() {
+    let outcome = run(2, &[], &compile("spawn"), &["die"], JOB_TIMEOUT);
+    assert_eq!(outcome.status.code(), Some(128 + 9), "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("rank 1 of spawned world 1 (process 3) (pid "),
+        "{outcome:?}"
+    );
+    assert!(outcome.stderr.contains("SIGKILL"), "{outcome:?}");
+    assert!(
+        outcome.elapsed < std::time::Duration::from_secs(5),
+        "{outcome:?}"
+    );
+    assert!(!outcome.stdout.contains("PASS"), "{outcome:?}");
+    assert!(outcome.leftovers.is_empty(), "{outcome:?}");
+}
+
 macro_rules! pass_tests {
     ($($test:ident: $name:literal, $np:literal $(, $arg:literal)*;)*) => {
         $(

@@ -172,8 +172,8 @@ pub struct Job {
     /// The job's parameters (a spawned world's shared memory is laid out
     /// by them).
     settings: Settings,
-    /// Worlds `MPI_Comm_spawn` started so far.
-    spawns: u32,
+    /// Worlds `MPI_Comm_spawn` started so far: (first process, size).
+    spawned: Vec<(u32, u32)>,
 }
 
 /// Most processes one `MPI_Comm_spawn` may start.
@@ -334,7 +334,7 @@ impl Job {
             stop_watch,
             idle_watch,
             settings: settings.clone(),
-            spawns: 0,
+            spawned: Vec::new(),
         };
         let local_size = local_ranks.len() as u32;
         for (local, &rank) in local_ranks.iter().enumerate() {
@@ -577,8 +577,8 @@ impl Job {
         }
         let host = host_setup::shared_memory(total, &self.settings)?;
         let base = self.service.add_world(total);
-        self.spawns += 1;
-        let spawn = self.spawns;
+        self.spawned.push((base, total));
+        let spawn = self.spawned.len() as u32;
         let mut i = 0u32;
         for (appnum, (a, program)) in apps.iter().zip(programs).enumerate() {
             let app = App {
@@ -1002,7 +1002,7 @@ impl Job {
     fn judge(&mut self, rank: u32, whom: &str, how: Termination) {
         if matches!(self.phase, Phase::Running) {
             if let Some((what, code)) = self.failure(rank, how) {
-                eprintln!("tandem: rank {rank} {whom} {what}");
+                eprintln!("tandem: {} {whom} {what}", self.process_name(rank));
                 self.begin_stop(code, libc::SIGTERM);
             }
         }
@@ -1343,10 +1343,28 @@ impl Job {
             .find(|r| !r.running && fencing.iter().any(|w| w.contains(&r.rank)))
         {
             eprintln!(
-                "tandem: rank {} (pid {}) has exited, but other ranks are waiting for it in a fence",
-                gone.rank, gone.pid
+                "tandem: {} (pid {}) has exited, but other ranks are waiting for it in a fence",
+                self.process_name(gone.rank),
+                gone.pid
             );
             self.begin_stop(1, libc::SIGTERM);
+        }
+    }
+
+    /// How messages name process `p`: `rank R`, or for a process
+    /// `MPI_Comm_spawn` started, its rank in its world and the spawn.
+    fn process_name(&self, p: u32) -> String {
+        match self
+            .spawned
+            .iter()
+            .position(|&(base, n)| (base..base + n).contains(&p))
+        {
+            Some(i) => format!(
+                "rank {} of spawned world {} (process {p})",
+                p - self.spawned[i].0,
+                i + 1
+            ),
+            None => format!("rank {p}"),
         }
     }
 
@@ -1363,7 +1381,7 @@ impl Job {
             let n = self.logical();
             format!("rank {} replica {}", rank % n, rank / n)
         } else {
-            format!("rank {rank}")
+            self.process_name(rank)
         };
         if message.is_empty() {
             eprintln!("tandem: {who} called MPI_Abort with error code {code}");
