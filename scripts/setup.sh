@@ -26,6 +26,11 @@ if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     command -v autoreconf >/dev/null 2>&1 || need_apt+=(autoconf automake)
     # The check that the generated Fortran bindings are current.
     command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+    # mpi4py's test suite (scripts/mpi4py-tests.sh) builds into a venv.
+    if ! command -v python3 >/dev/null 2>&1 \
+        || ! python3 -c 'import ensurepip, os, sysconfig; assert os.path.exists(sysconfig.get_paths()["include"] + "/Python.h")' >/dev/null 2>&1; then
+        need_apt+=(python3-venv python3-dev)
+    fi
     command -v srun >/dev/null 2>&1 || need_apt+=(slurmd slurmctld slurm-client)
     # Its PMIx plugin (`srun --mpi=pmix`) and the OpenPMIx client library
     # Tandem loads under it.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite: formatting, lints, unit tests and multi-process
 # integration tests (C and Fortran programs built with `tandem cc` and
-# `tandem fc`, run with `tandem run`), and the documentation book.
+# `tandem fc`, run with `tandem run`), mpi4py's own test suite, and the
+# documentation book.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TANDEM_SETUP_TESTS=1 source scripts/setup.sh
@@ -27,6 +28,8 @@ CARGO_TARGET_DIR=target/fuzz cargo check --release --locked --manifest-path fuzz
 # The API documentation builds without warnings (broken or private links).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 cargo test --release --workspace
+# mpi4py's own test suite on 1, 2 and 3 ranks (built from PyPI into target/mpi4py).
+scripts/mpi4py-tests.sh
 # The documentation builds as a book (its links are checked by the tests).
 book=$(mktemp -d)
 mdbook build docs --dest-dir "$book"
