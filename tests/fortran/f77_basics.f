@@ -142,7 +142,7 @@
       if (rank .eq. 0) print '(a)', 'OK constants'
 
 ! MPI_COMM_SPAWN takes MPI_ARGV_NULL and MPI_ERRCODES_IGNORE, and fails
-! with MPI_ERR_SPAWN (every process starts with tandem run).
+! with MPI_ERR_SPAWN (there is no program 'child'; spawn_f08.f90 spawns).
       call MPI_COMM_SET_ERRHANDLER(MPI_COMM_WORLD, MPI_ERRORS_RETURN,
      &     ierr)
       call MPI_COMM_SPAWN('child', MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0,

@@ -219,7 +219,7 @@ program use_mpi
   if (rank == 0) print '(a)', 'OK sizeof'
 
   ! MPI_Comm_spawn takes MPI_ARGV_NULL and an argument list, and fails with
-  ! MPI_ERR_SPAWN (every process starts with tandem run).
+  ! MPI_ERR_SPAWN (there is no program 'child'; spawn_f08.f90 spawns).
   call MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN, ierr)
   call MPI_Comm_spawn('child', MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &
        spawned, MPI_ERRCODES_IGNORE, ierr)

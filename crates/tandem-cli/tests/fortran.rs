@@ -108,6 +108,14 @@ fn info_keys_and_values() {
     check_runs(&prog, &["blanks", "get_string"]);
 }
 
+/// `MPI_Comm_spawn` from `mpi_f08`: an argument list, error codes, the
+/// children's parent intercommunicator.
+#[test]
+fn spawn_from_fortran() {
+    let prog = build("spawn_f08.f90", &[TANDEM, "fc"]);
+    check_runs(&prog, &["spawn"]);
+}
+
 /// `--showme` names the module directory and mpif.h's, as build systems
 /// (CMake's FindMPI) read them.
 #[test]
