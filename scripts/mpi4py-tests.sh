@@ -62,4 +62,15 @@ for n in "${ranks[@]}"; do
         status=1
     fi
 done
+# mpi4py.futures: a pool of spawned workers, the common way to start them.
+echo "mpi4py-tests: mpi4py.futures pool"
+if out=$(PATH="$release/bin:$PATH" "$release/tandem" run -n 1 --timeout 120 \
+        "$venv/bin/python" "$root/tests/python/futures_pool.py" 2>&1) \
+    && grep -q '^PASS futures_pool' <<<"$out"; then
+    echo "  PASS futures_pool"
+else
+    echo "mpi4py-tests: mpi4py.futures pool FAILED:" >&2
+    echo "$out" >&2
+    status=1
+fi
 exit $status

@@ -43,7 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("collectives", &["coll"]),
     // The Remote-Write API, on the one-sided operations.
     ("remote write", &["rwapi"]),
-    ("Rust API", &["runtime", "comm", "group", "intercomm"]),
+    ("Rust API", &["runtime", "comm", "group", "intercomm", "dynamic"]),
     // The fuzzers' way in to every decoder (fuzz/).
     ("fuzzing entry points", &["fuzzing"]),
 ];
