@@ -7,6 +7,7 @@
 //! * the master killed: every remote rank is gone within 5 s;
 //! * a host that cannot reach the master: a clear error within the timeout;
 //! * a 1 Gbit/s token bucket on every host: ping-pong bandwidth stays under it;
+//! * processes spawned in a job across hosts spread over its hosts;
 //! * host lists whose ranks are all local need no agent at all.
 //!
 //! Where namespaces cannot be created (not root) the namespace tests say
@@ -57,6 +58,23 @@ fn point_to_point_and_collectives_across_four_hosts() {
     run_across(&hosts, "wildcards", &[]);
     run_across(&hosts, "ordering", &[]);
     run_across(&hosts, "coll_all", &[]);
+}
+
+/// `MPI_Comm_spawn` in a job across hosts: the new processes are spread
+/// over the job's hosts and reach their parents, each other and ports over
+/// TCP between the hosts.
+#[test]
+fn spawned_worlds_span_the_hosts() {
+    let Some(hosts) = hosts_or_skip(3, None, "spawned_worlds_span_the_hosts") else {
+        return;
+    };
+    let prog = compile("spawn");
+    let mut cmd = tandem_run(&hosts, 0);
+    cmd.args(["--host", &hosts.host_list(1), "--tag-output"])
+        .arg(&prog)
+        .arg("across");
+    let outcome = run_command(cmd, JOB_TIMEOUT);
+    assert_pass(&outcome, "spawn");
 }
 
 #[test]

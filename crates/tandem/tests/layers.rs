@@ -43,7 +43,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("collectives", &["coll"]),
     // The Remote-Write API, on the one-sided operations.
     ("remote write", &["rwapi"]),
-    ("Rust API", &["runtime", "comm", "group", "intercomm", "dynamic"]),
+    (
+        "Rust API",
+        &["runtime", "comm", "group", "intercomm", "dynamic"],
+    ),
     // The fuzzers' way in to every decoder (fuzz/).
     ("fuzzing entry points", &["fuzzing"]),
 ];

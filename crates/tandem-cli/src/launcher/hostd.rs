@@ -189,6 +189,8 @@ pub fn main(host: &str) -> i32 {
         stdin_pending: Vec::new(),
         stdin_eof: false,
         stop_watch,
+        command,
+        settings,
     }
     .run()
 }
@@ -371,6 +373,10 @@ struct Helper {
     stdin_eof: bool,
     /// Ranks stopped too long are reported to the master, which decides.
     stop_watch: Option<StopWatch>,
+    /// What starts a process here, and the job's parameters: for the
+    /// processes of spawned worlds the master places here.
+    command: RankCommand,
+    settings: Settings,
 }
 
 enum Step {
@@ -543,12 +549,107 @@ impl Helper {
                 }
             }
         }
+        if r.kind() == "spawn" {
+            return self.spawn_world(r);
+        }
         if r.kind() == "kill" {
             // A replica the master stops: woken first in case it is stopped.
             if let Some(n) = r.num::<u32>(1) {
                 for rank in self.ranks.iter().filter(|x| x.running && x.rank == n) {
                     sys::signal_group(rank.pid, libc::SIGCONT);
                     sys::signal_group(rank.pid, libc::SIGKILL);
+                }
+            }
+        }
+        Step::Go
+    }
+
+    /// Starts this host's share of a world `MPI_Comm_spawn` asked for:
+    /// `spawn BASE TOTAL SPAWN ROOT PARENTS RANK,RANK,...` with the spawn
+    /// request's programs (resolved by the master) as payload. A process
+    /// that cannot start is reported as the host's failure.
+    fn spawn_world(&mut self, r: &Record) -> Step {
+        let nums: Option<Vec<u32>> = (1..6).map(|i| r.num::<u32>(i)).collect();
+        let here: Option<Vec<u32>> = r
+            .words
+            .get(6)
+            .map(|w| w.split(',').map(|x| x.parse().ok()).collect())
+            .unwrap_or(None);
+        let text = String::from_utf8_lossy(&r.payload).into_owned();
+        let words: Vec<&str> = text.split(' ').collect();
+        let (Some(nums), Some(here), Some((_, _, apps))) =
+            (nums, here, tandem::dynamic::decode_spawn(&words))
+        else {
+            return Step::Abandon;
+        };
+        let (base, total, spawn, root, parents) = (nums[0], nums[1], nums[2], nums[3], nums[4]);
+        let local_size = here.len() as u32;
+        let shm = match host_setup::shared_memory(local_size, &self.settings) {
+            Ok(s) => s,
+            Err(msg) => {
+                send(&["fail", "1"], msg.as_bytes());
+                return Step::Go;
+            }
+        };
+        for (local, &world_rank) in here.iter().enumerate() {
+            let local = local as u32;
+            // The program of `world_rank`: the apps take the ranks in turn.
+            let mut first = 0u32;
+            let Some((appnum, a)) = apps.iter().enumerate().find(|(_, a)| {
+                first += a.procs;
+                world_rank < first
+            }) else {
+                return Step::Abandon;
+            };
+            let app = App {
+                ranks: a.procs,
+                program: OsStr::from_bytes(&a.command).to_os_string(),
+                args: a
+                    .args
+                    .iter()
+                    .map(|w| OsStr::from_bytes(w).to_os_string())
+                    .collect(),
+                wdir: a.wdir.as_ref().map(|w| OsStr::from_bytes(w).to_os_string()),
+            };
+            let mut env = vec![
+                (job_env::RANK.to_string(), world_rank.to_string()),
+                (job_env::SIZE.to_string(), total.to_string()),
+                (job_env::LOCAL_SIZE.to_string(), local_size.to_string()),
+                (job_env::WORLD_BASE.to_string(), base.to_string()),
+                (
+                    job_env::PARENT.to_string(),
+                    format!("{spawn}:{root}:{parents}"),
+                ),
+                (job_env::APPNUM.to_string(), appnum.to_string()),
+            ];
+            match &shm {
+                Some(h) => env.extend(h.env(local)),
+                None => env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
+            }
+            env.extend(supervise::conventional_env(
+                world_rank, total, local, local_size,
+            ));
+            let process = base + world_rank;
+            match supervise::spawn_rank(&self.command, &app, &env, false) {
+                Ok(s) => {
+                    for fd in [&s.stdout, &s.stderr] {
+                        let _ = sys::set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(fd));
+                    }
+                    if !send(&["pid", &process.to_string(), &s.pid.to_string()], b"") {
+                        return Step::Abandon;
+                    }
+                    self.ranks.push(Rank {
+                        rank: process,
+                        pid: s.pid,
+                        running: true,
+                        pipes: [Some(s.stdout), Some(s.stderr)],
+                    });
+                }
+                Err(e) => {
+                    let (msg, code) = spawn_error(process, &app.program, &e);
+                    let msg = msg.trim_start_matches("tandem: ").to_string();
+                    send(&["fail", &code.to_string()], msg.as_bytes());
+                    return Step::Go;
                 }
             }
         }

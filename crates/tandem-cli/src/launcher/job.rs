@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::time::{Duration, Instant};
 
 use tandem::bootstrap::{encode_secret, env as job_env, random_secret};
@@ -548,13 +548,6 @@ impl Job {
         if self.replicated() {
             return Err("a job of replicated ranks (--replicas) cannot spawn processes".into());
         }
-        if self.config.multi.is_some() || !self.hosts.is_empty() {
-            return Err(
-                "MPI_Comm_spawn in a job across hosts is not supported: spawned processes \
-                 start on the launcher's host, in a job of one host"
-                    .into(),
-            );
-        }
         if root != request.rank || parents == 0 || apps.is_empty() {
             return Err("malformed spawn request".into());
         }
@@ -570,20 +563,108 @@ impl Job {
         {
             return Err("the job has started all the processes it can".into());
         }
-        // Every program is found before any process starts.
-        let mut programs = Vec::new();
-        for a in &apps {
-            programs.push(resolve_program(a)?);
+        // Every program is found before any process starts (here; other
+        // hosts are taken to have it at the same place, as for `tandem run`).
+        let mut apps = apps;
+        for a in &mut apps {
+            a.command = resolve_program(a)?.into_vec();
         }
-        let host = host_setup::shared_memory(total, &self.settings)?;
+        // The job's hosts take the new processes in turn, in blocks: this
+        // host (None) if it runs ranks, then the others that run.
+        let mut places: Vec<Option<usize>> = Vec::new();
+        let local_runs = match &self.config.multi {
+            None => true,
+            Some(m) => !m.local_ranks.is_empty(),
+        };
+        if local_runs {
+            places.push(None);
+        }
+        places.extend(
+            (0..self.hosts.len())
+                .filter(|&h| self.hosts[h].agent_running && self.hosts[h].ready)
+                .map(Some),
+        );
+        if places.is_empty() {
+            return Err("no host of the job can start processes now".into());
+        }
+        let per = total / places.len() as u32;
+        let extra = total % places.len() as u32;
+        let mut shares: Vec<(Option<usize>, Vec<u32>)> = Vec::new();
+        let mut next = 0u32;
+        for (i, &place) in places.iter().enumerate() {
+            let n = per + u32::from((i as u32) < extra);
+            shares.push((place, (next..next + n).collect()));
+            next += n;
+        }
         let base = self.service.add_world(total);
         self.spawned.push((base, total));
         let spawn = self.spawned.len() as u32;
-        let mut i = 0u32;
-        for (appnum, (a, program)) in apps.iter().zip(programs).enumerate() {
+        let request = tandem::dynamic::encode_spawn(root, parents, &apps);
+        for (place, ranks) in shares {
+            if ranks.is_empty() {
+                continue;
+            }
+            match place {
+                Some(h) => {
+                    let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
+                    let words = [
+                        "spawn".to_string(),
+                        base.to_string(),
+                        total.to_string(),
+                        spawn.to_string(),
+                        root.to_string(),
+                        parents.to_string(),
+                        list.join(","),
+                    ];
+                    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+                    self.hosts[h].send(encode(&words, request.as_bytes()));
+                    for &r in &ranks {
+                        self.hosts[h].ranks.push(base + r);
+                        self.ranks.push(RankProcess {
+                            rank: base + r,
+                            pid: 0,
+                            running: true,
+                            host: Some(h),
+                            stopping: false,
+                            verdict: None,
+                        });
+                    }
+                }
+                None => {
+                    self.start_world_here(base, total, spawn, (root, parents), &apps, &ranks)?
+                }
+            }
+        }
+        Ok((spawn, base))
+    }
+
+    /// Starts world ranks `ranks` of a spawned world (processes from
+    /// `base`, `total` in all) on this host.
+    fn start_world_here(
+        &mut self,
+        base: u32,
+        total: u32,
+        spawn: u32,
+        (root, parents): (u32, u32),
+        apps: &[tandem::dynamic::SpawnApp],
+        ranks: &[u32],
+    ) -> Result<(), String> {
+        let local_size = ranks.len() as u32;
+        let host = host_setup::shared_memory(local_size, &self.settings)?;
+        for (local, &i) in ranks.iter().enumerate() {
+            let local = local as u32;
+            let mut first = 0u32;
+            let (appnum, a) = apps
+                .iter()
+                .enumerate()
+                .find(|(_, a)| {
+                    first += a.procs;
+                    i < first
+                })
+                .ok_or("malformed spawn request")?;
             let app = App {
                 ranks: a.procs,
-                program,
+                program: OsStr::from_bytes(&a.command).to_os_string(),
                 args: a
                     .args
                     .iter()
@@ -591,34 +672,31 @@ impl Job {
                     .collect(),
                 wdir: a.wdir.as_ref().map(|w| OsStr::from_bytes(w).to_os_string()),
             };
-            for _ in 0..a.procs {
-                let mut env = vec![
-                    (job_env::RANK.to_string(), i.to_string()),
-                    (job_env::SIZE.to_string(), total.to_string()),
-                    (job_env::LOCAL_SIZE.to_string(), total.to_string()),
-                    (job_env::WORLD_BASE.to_string(), base.to_string()),
-                    (
-                        job_env::PARENT.to_string(),
-                        format!("{spawn}:{root}:{parents}"),
-                    ),
-                    (job_env::APPNUM.to_string(), appnum.to_string()),
-                ];
-                match &host {
-                    Some(h) => env.extend(h.env(i)),
-                    None => env.push((shm_env::LOCAL_RANK.to_string(), i.to_string())),
-                }
-                env.extend(supervise::conventional_env(i, total, i, total));
-                if let Err((msg, _)) = self.start_process(base + i, &app, &env, false) {
-                    // The processes started already cannot be told apart
-                    // from a world that failed: the job ends.
-                    eprintln!("{msg}");
-                    self.begin_stop(1, libc::SIGTERM);
-                    return Err(msg);
-                }
-                i += 1;
+            let mut env = vec![
+                (job_env::RANK.to_string(), i.to_string()),
+                (job_env::SIZE.to_string(), total.to_string()),
+                (job_env::LOCAL_SIZE.to_string(), local_size.to_string()),
+                (job_env::WORLD_BASE.to_string(), base.to_string()),
+                (
+                    job_env::PARENT.to_string(),
+                    format!("{spawn}:{root}:{parents}"),
+                ),
+                (job_env::APPNUM.to_string(), appnum.to_string()),
+            ];
+            match &host {
+                Some(h) => env.extend(h.env(local)),
+                None => env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
+            }
+            env.extend(supervise::conventional_env(i, total, local, local_size));
+            if let Err((msg, _)) = self.start_process(base + i, &app, &env, false) {
+                // The processes started already cannot be told apart
+                // from a world that failed: the job ends.
+                eprintln!("{msg}");
+                self.begin_stop(1, libc::SIGTERM);
+                return Err(msg);
             }
         }
-        Ok((spawn, base))
+        Ok(())
     }
 
     /// Runs the job to the end; returns the launcher's exit status.
@@ -1020,8 +1098,13 @@ impl Job {
                 HostEvent::Output(rank, sink, data) => {
                     let tag = self.config.tag_output;
                     let replicated = self.replicated();
-                    // The rank whose lines these are (this process's, unless replicated).
-                    let label = rank % self.logical();
+                    // The rank whose lines these are (this process's, unless
+                    // replicated); a spawned process's are labelled by its id.
+                    let label = if rank < self.config.ranks {
+                        rank % self.logical()
+                    } else {
+                        rank
+                    };
                     let key = (rank, sink as u8);
                     let lines = self
                         .remote_out
