@@ -124,6 +124,46 @@ static void generalized(void)
     CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
 }
 
+/* mpi4py's generalized-request tests: a source the query callback sets to
+ * MPI_ANY_SOURCE comes back as it is, and MPI_Cancel returns the error of a
+ * cancel callback that fails. */
+static int any_source_query(void *extra, MPI_Status *st)
+{
+    (void)extra;
+    CHECK_MPI(MPI_Status_set_elements(st, MPI_BYTE, 0));
+    CHECK_MPI(MPI_Status_set_cancelled(st, 0));
+    st->MPI_SOURCE = MPI_ANY_SOURCE;
+    st->MPI_TAG = MPI_ANY_TAG;
+    return MPI_SUCCESS;
+}
+
+static int failing_cancel(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_ERR_OTHER;
+}
+
+static void wildcard_status_and_failed_cancel(void)
+{
+    MPI_Request r;
+    MPI_Status st;
+    int rc, cls;
+    struct work w = {0, 0, 0, 0, 0, MPI_SUCCESS};
+
+    CHECK_MPI(MPI_Grequest_start(any_source_query, free_fn, failing_cancel, &w, &r));
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    rc = MPI_Cancel(&r);
+    MPI_Error_class(rc, &cls);
+    CHECK_EQ(MPI_ERR_OTHER, cls, "MPI_Cancel whose cancel callback failed");
+    CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    CHECK_MPI(MPI_Grequest_complete(r));
+    CHECK_MPI(MPI_Wait(&r, &st));
+    CHECK_EQ(MPI_ANY_SOURCE, st.MPI_SOURCE, "source the query callback set");
+    CHECK_EQ(MPI_ANY_TAG, st.MPI_TAG, "tag the query callback set");
+    CHECK_EQ(1, w.frees, "free callback runs once");
+}
+
 static void small_calls(void)
 {
     int flag = -1, nkeys = -1;
@@ -173,6 +213,7 @@ int main(int argc, char **argv)
 {
     CHECK_MPI(MPI_Init(&argc, &argv));
     generalized();
+    wildcard_status_and_failed_cancel();
     small_calls();
     return tc_finish(NAME);
 }
