@@ -5,7 +5,8 @@
  * value and integer constant below is the one fixed by the standard, so a
  * program compiled against this header runs with any ABI-compliant MPI
  * library, and vice versa.  The only additions to the standard header are
- * TANDEM, TANDEM_VERSION_STRING and the MPI_Fint typedef.
+ * TANDEM, TANDEM_VERSION_STRING, the MPI_Fint typedef and the Fortran
+ * handle and status conversions (MPI_Comm_c2f ..., MPI_Status_c2f).
  *
  * Tandem does not implement every function declared here yet; calling a
  * missing one fails at link time.
@@ -3437,6 +3438,60 @@ int MPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count,
                             MPI_Datatype datatype, MPI_Status *status);
 int PMPI_File_write_shared_c(MPI_File fh, const void *buf, MPI_Count count,
                              MPI_Datatype datatype, MPI_Status *status);
+
+
+/* Fortran handles: the MPI_<Kind>_toint integers (Tandem's Fortran
+   bindings name objects by them), and Fortran statuses (eight INTEGERs,
+   the layout of MPI_Status). Not part of the standard ABI, like MPI_Fint. */
+
+MPI_Fint MPI_Comm_c2f(MPI_Comm comm);
+MPI_Fint PMPI_Comm_c2f(MPI_Comm comm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+MPI_Comm PMPI_Comm_f2c(MPI_Fint comm);
+MPI_Fint MPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Fint PMPI_Errhandler_c2f(MPI_Errhandler errhandler);
+MPI_Errhandler MPI_Errhandler_f2c(MPI_Fint errhandler);
+MPI_Errhandler PMPI_Errhandler_f2c(MPI_Fint errhandler);
+MPI_Fint MPI_File_c2f(MPI_File file);
+MPI_Fint PMPI_File_c2f(MPI_File file);
+MPI_File MPI_File_f2c(MPI_Fint file);
+MPI_File PMPI_File_f2c(MPI_Fint file);
+MPI_Fint MPI_Group_c2f(MPI_Group group);
+MPI_Fint PMPI_Group_c2f(MPI_Group group);
+MPI_Group MPI_Group_f2c(MPI_Fint group);
+MPI_Group PMPI_Group_f2c(MPI_Fint group);
+MPI_Fint MPI_Info_c2f(MPI_Info info);
+MPI_Fint PMPI_Info_c2f(MPI_Info info);
+MPI_Info MPI_Info_f2c(MPI_Fint info);
+MPI_Info PMPI_Info_f2c(MPI_Fint info);
+MPI_Fint MPI_Message_c2f(MPI_Message message);
+MPI_Fint PMPI_Message_c2f(MPI_Message message);
+MPI_Message MPI_Message_f2c(MPI_Fint message);
+MPI_Message PMPI_Message_f2c(MPI_Fint message);
+MPI_Fint MPI_Op_c2f(MPI_Op op);
+MPI_Fint PMPI_Op_c2f(MPI_Op op);
+MPI_Op MPI_Op_f2c(MPI_Fint op);
+MPI_Op PMPI_Op_f2c(MPI_Fint op);
+MPI_Fint MPI_Request_c2f(MPI_Request request);
+MPI_Fint PMPI_Request_c2f(MPI_Request request);
+MPI_Request MPI_Request_f2c(MPI_Fint request);
+MPI_Request PMPI_Request_f2c(MPI_Fint request);
+MPI_Fint MPI_Session_c2f(MPI_Session session);
+MPI_Fint PMPI_Session_c2f(MPI_Session session);
+MPI_Session MPI_Session_f2c(MPI_Fint session);
+MPI_Session PMPI_Session_f2c(MPI_Fint session);
+MPI_Fint MPI_Type_c2f(MPI_Datatype datatype);
+MPI_Fint PMPI_Type_c2f(MPI_Datatype datatype);
+MPI_Datatype MPI_Type_f2c(MPI_Fint datatype);
+MPI_Datatype PMPI_Type_f2c(MPI_Fint datatype);
+MPI_Fint MPI_Win_c2f(MPI_Win win);
+MPI_Fint PMPI_Win_c2f(MPI_Win win);
+MPI_Win MPI_Win_f2c(MPI_Fint win);
+MPI_Win PMPI_Win_f2c(MPI_Fint win);
+int MPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+int PMPI_Status_c2f(const MPI_Status *c_status, MPI_Fint *f_status);
+int MPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
+int PMPI_Status_f2c(const MPI_Fint *f_status, MPI_Status *c_status);
 
 /* Handle conversion to and from int */
 

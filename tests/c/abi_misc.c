@@ -7,7 +7,8 @@
  *   3. handle serialization: predefined handles give their ABI integers,
  *      user handles of every kind (communicators, groups, datatypes, infos,
  *      operations, error handlers, windows, messages, point-to-point and
- *      table requests) round-trip through MPI_<Kind>_toint/_fromint, and the
+ *      table requests) round-trip through MPI_<Kind>_toint/_fromint (and
+ *      MPI_<Kind>_c2f/_f2c, the same integers; MPI_Status_c2f/f2c), and the
  *      integers are outside 1..4095 and stable;
  *   4. MPI_Status_get/set_source, _tag, _error;
  *   5. MPI_Comm_get_parent is MPI_COMM_NULL; spawning programs that do
@@ -166,6 +167,36 @@ static void handles(void)
     v = MPI_Errhandler_toint(eh);
     check_user_int(v, "errhandler");
     CHECK(MPI_Errhandler_fromint(v) == eh, "errhandler round trip");
+
+    /* Fortran handles are the same integers; statuses are eight INTEGERs. */
+    CHECK_EQ(0x101, MPI_Comm_c2f(MPI_COMM_WORLD), "MPI_Comm_c2f(MPI_COMM_WORLD)");
+    CHECK(MPI_Type_f2c(0x209) == MPI_INT, "MPI_Type_f2c(0x209)");
+    CHECK_EQ(MPI_Comm_toint(dup), MPI_Comm_c2f(dup), "MPI_Comm_c2f");
+    CHECK(MPI_Comm_f2c(MPI_Comm_c2f(dup)) == dup, "MPI_Comm_f2c");
+    CHECK(MPI_Group_f2c(MPI_Group_c2f(group)) == group, "MPI_Group_f2c");
+    CHECK(MPI_Type_f2c(MPI_Type_c2f(vec)) == vec, "MPI_Type_f2c");
+    CHECK(MPI_Info_f2c(MPI_Info_c2f(info)) == info, "MPI_Info_f2c");
+    CHECK(MPI_Op_f2c(MPI_Op_c2f(op)) == op, "MPI_Op_f2c");
+    CHECK(MPI_Errhandler_f2c(MPI_Errhandler_c2f(eh)) == eh, "MPI_Errhandler_f2c");
+    CHECK(MPI_Request_f2c(MPI_Request_c2f(MPI_REQUEST_NULL)) == MPI_REQUEST_NULL, "MPI_Request_f2c");
+    CHECK(MPI_Win_f2c(MPI_Win_c2f(MPI_WIN_NULL)) == MPI_WIN_NULL, "MPI_Win_f2c");
+    CHECK(MPI_File_f2c(MPI_File_c2f(MPI_FILE_NULL)) == MPI_FILE_NULL, "MPI_File_f2c");
+    CHECK(MPI_Session_f2c(MPI_Session_c2f(MPI_SESSION_NULL)) == MPI_SESSION_NULL, "MPI_Session_f2c");
+    CHECK(MPI_Message_f2c(MPI_Message_c2f(MPI_MESSAGE_NULL)) == MPI_MESSAGE_NULL, "MPI_Message_f2c");
+    {
+        MPI_Status c = {0}, back = {0};
+        MPI_Fint f[MPI_F_STATUS_SIZE];
+        c.MPI_SOURCE = 3;
+        c.MPI_TAG = 44;
+        c.MPI_ERROR = MPI_ERR_TAG;
+        CHECK_MPI(MPI_Status_c2f(&c, f));
+        CHECK_EQ(3, f[MPI_F_SOURCE], "Fortran status source");
+        CHECK_EQ(44, f[MPI_F_TAG], "Fortran status tag");
+        CHECK_EQ(MPI_ERR_TAG, f[MPI_F_ERROR], "Fortran status error");
+        CHECK_MPI(MPI_Status_f2c(f, &back));
+        CHECK(memcmp(&c, &back, sizeof c) == 0, "status round trip through Fortran");
+        CHECK_EQ(MPI_ERR_ARG, MPI_Status_c2f(NULL, f), "MPI_Status_c2f(NULL)");
+    }
 
     CHECK_MPI(MPI_Win_create(&winmem, sizeof(int), sizeof(int), MPI_INFO_NULL, dup, &win));
     v = MPI_Win_toint(win);

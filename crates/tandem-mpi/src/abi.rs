@@ -951,6 +951,11 @@ mod tests {
         assert_eq!(std::mem::offset_of!(MPI_Status, MPI_TAG), 4);
         assert_eq!(std::mem::offset_of!(MPI_Status, MPI_ERROR), 8);
         assert_eq!(std::mem::offset_of!(MPI_Status, internal), 12);
+        // MPI_Status_c2f/f2c copy a status to and from a Fortran one.
+        assert_eq!(
+            size_of::<MPI_Status>(),
+            MPI_F_STATUS_SIZE as usize * size_of::<MPI_Fint>()
+        );
     }
 
     #[test]

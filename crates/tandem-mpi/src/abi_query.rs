@@ -289,3 +289,37 @@ pub unsafe extern "C" fn MPI_Status_set_error(status: *mut MPI_Status, error: c_
         set_field(status, error, |s, v| s.MPI_ERROR = v)
     })
 }
+
+/// `MPI_Status_c2f`: a Fortran status is eight INTEGERs laid out as
+/// `MPI_Status` (`MPI_F_STATUS_SIZE`, `MPI_F_SOURCE` ...).
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_c2f(
+    c_status: *const MPI_Status,
+    f_status: *mut MPI_Fint,
+) -> c_int {
+    call_stateless("MPI_Status_c2f", || {
+        if c_status.is_null() || f_status.is_null() {
+            return MPI_ERR_ARG;
+        }
+        // SAFETY: checked non-null; a status and MPI_F_STATUS_SIZE integers
+        // the caller owns (the layouts are the same size, checked in abi.rs).
+        unsafe { f_status.cast::<MPI_Status>().write_unaligned(*c_status) };
+        MPI_SUCCESS
+    })
+}
+
+/// `MPI_Status_f2c`: the other way.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Status_f2c(
+    f_status: *const MPI_Fint,
+    c_status: *mut MPI_Status,
+) -> c_int {
+    call_stateless("MPI_Status_f2c", || {
+        if c_status.is_null() || f_status.is_null() {
+            return MPI_ERR_ARG;
+        }
+        // SAFETY: as in MPI_Status_c2f.
+        unsafe { c_status.write(f_status.cast::<MPI_Status>().read_unaligned()) };
+        MPI_SUCCESS
+    })
+}

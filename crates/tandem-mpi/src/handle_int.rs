@@ -263,6 +263,98 @@ conversions! {
     Win, MPI_Win, win_toint, win_fromint;
 }
 
+// Fortran handles (MPI_<Kind>_c2f, _f2c): Tandem's Fortran bindings name
+// every object by its `MPI_<Kind>_toint` integer, so the conversions are
+// those. Spelled out for build.rs's PMPI_ aliases, as above.
+#[no_mangle]
+pub extern "C" fn MPI_Comm_c2f(comm: MPI_Comm) -> MPI_Fint {
+    comm_toint(comm)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Comm_f2c(comm: MPI_Fint) -> MPI_Comm {
+    comm_fromint(comm)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Errhandler_c2f(errhandler: MPI_Errhandler) -> MPI_Fint {
+    errhandler_toint(errhandler)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Errhandler_f2c(errhandler: MPI_Fint) -> MPI_Errhandler {
+    errhandler_fromint(errhandler)
+}
+#[no_mangle]
+pub extern "C" fn MPI_File_c2f(file: MPI_File) -> MPI_Fint {
+    file_toint(file)
+}
+#[no_mangle]
+pub extern "C" fn MPI_File_f2c(file: MPI_Fint) -> MPI_File {
+    file_fromint(file)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Group_c2f(group: MPI_Group) -> MPI_Fint {
+    group_toint(group)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Group_f2c(group: MPI_Fint) -> MPI_Group {
+    group_fromint(group)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Info_c2f(info: MPI_Info) -> MPI_Fint {
+    info_toint(info)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Info_f2c(info: MPI_Fint) -> MPI_Info {
+    info_fromint(info)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Message_c2f(message: MPI_Message) -> MPI_Fint {
+    message_toint(message)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Message_f2c(message: MPI_Fint) -> MPI_Message {
+    message_fromint(message)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Op_c2f(op: MPI_Op) -> MPI_Fint {
+    op_toint(op)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Op_f2c(op: MPI_Fint) -> MPI_Op {
+    op_fromint(op)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Request_c2f(request: MPI_Request) -> MPI_Fint {
+    request_toint(request)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Request_f2c(request: MPI_Fint) -> MPI_Request {
+    request_fromint(request)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Session_c2f(session: MPI_Session) -> MPI_Fint {
+    session_toint(session)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Session_f2c(session: MPI_Fint) -> MPI_Session {
+    session_fromint(session)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Type_c2f(datatype: MPI_Datatype) -> MPI_Fint {
+    type_toint(datatype)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Type_f2c(datatype: MPI_Fint) -> MPI_Datatype {
+    type_fromint(datatype)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Win_c2f(win: MPI_Win) -> MPI_Fint {
+    win_toint(win)
+}
+#[no_mangle]
+pub extern "C" fn MPI_Win_f2c(win: MPI_Fint) -> MPI_Win {
+    win_fromint(win)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
