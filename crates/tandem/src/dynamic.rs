@@ -11,7 +11,7 @@
 //! processes talk over TCP, also on one host.
 //!
 //! Every connection ends in the leaders' swap of intercommunicator
-//! creation ([`Runtime::intercomm_over`]). The two leaders find each other
+//! creation (`Runtime::intercomm_over`). The two leaders find each other
 //! on the bridge context, which belongs to no communicator: its frames carry
 //! their sender's process id as source, so any two processes can use it,
 //! and the tag tells the operation:
