@@ -207,6 +207,11 @@ pub struct RunSpec {
     /// What the run leaves out or changes, for its output (replicated
     /// variants skipped, ...).
     pub notes: Vec<String>,
+    /// Another MPI library's launch that does not finish within this (or
+    /// fails) leaves that library out of the run, with a note, instead of
+    /// failing it: the report goes on with what works. `None`: every
+    /// launch has `timeout`, and any failure fails the run.
+    pub other_library_timeout: Option<Duration>,
 }
 
 impl RunSpec {
@@ -637,6 +642,7 @@ pub fn spec_from_args(
         placement: None,
         separate_launches: false,
         notes,
+        other_library_timeout: None,
     })
 }
 
@@ -723,6 +729,8 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
     let rounds = spec.rounds.min(repeat).max(1);
     let mut runs = Vec::new();
     let mut pooled: Vec<Vec<Value>> = vec![Vec::new(); spec.libs.len()];
+    // Other libraries left out after a failed launch (other_library_timeout).
+    let mut dropped: Vec<Option<String>> = vec![None; spec.libs.len()];
     // Per unreplicated library, the iteration counts of its launches so
     // far, for the replicated launches of a kernel calibrated by the clock.
     let mut calibrated: BTreeMap<String, Vec<Vec<u64>>> = BTreeMap::new();
@@ -738,6 +746,10 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
         };
         for i in launch_order(round, spec.libs.len()) {
             let lib = &spec.libs[i];
+            if dropped[i].is_some() {
+                continue;
+            }
+            let forgiving = spec.other_library_timeout.filter(|_| lib.family != Family::Tandem);
             let shared_mpi = match shared {
                 Some((_, mpi)) if mpi == i => continue,
                 Some((rw, mpi)) if rw == i => Some(mpi),
@@ -812,18 +824,31 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                 if rounds > 1 {
                     label.push_str(&format!(" {}/{}", round + 1, rounds));
                 }
-                let out = run::launch(&run::Launch {
+                let launched = run::launch(&run::Launch {
                     lib,
                     program: &exes[i],
                     np,
                     kernel_args,
                     lib_set,
                     transport: spec.transport.clone(),
-                    timeout: spec.timeout,
+                    timeout: forgiving.unwrap_or(spec.timeout),
                     label,
                     progress: spec.progress,
                     placement: spec.placement.as_ref(),
-                })?;
+                });
+                let out = match (launched, forgiving) {
+                    (Ok(out), _) => out,
+                    (Err(e), None) => return Err(e),
+                    (Err(e), Some(_)) => {
+                        let first = e.lines().next().unwrap_or_default().to_string();
+                        progress::note(&format!(
+                            "tandem bench: leaving {} out of {}: {first}",
+                            lib.name, spec.kernel.name
+                        ));
+                        dropped[i] = Some(first);
+                        break;
+                    }
+                };
                 // Repetition numbers stay distinct across rounds.
                 if let Some(mpi) = shared_mpi {
                     let (rw_out, mpi_out) = split_shared(out, &spec.libs[mpi].name);
@@ -857,7 +882,9 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
         .libs
         .iter()
         .zip(&pooled)
-        .map(|(lib, recs)| {
+        .zip(&dropped)
+        .filter(|(_, gone)| gone.is_none())
+        .map(|((lib, recs), _)| {
             (
                 lib.name.clone(),
                 analyze::analyse(spec.kernel.name, recs, &spec.params),
@@ -877,7 +904,13 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
         tables,
         shared_launches: shared
             .map(|(rw, mpi)| (spec.libs[rw].name.clone(), spec.libs[mpi].name.clone())),
-        notes: run_notes(spec),
+        notes: run_notes(spec)
+            .into_iter()
+            .chain(spec.libs.iter().zip(&dropped).filter_map(|(lib, why)| {
+                why.as_ref()
+                    .map(|why| format!("{} left out of this kernel: {why}", lib.name))
+            }))
+            .collect(),
     })
 }
 
@@ -1640,6 +1673,7 @@ mod tests {
             placement: None,
             separate_launches: false,
             notes: vec![],
+            other_library_timeout: None,
         }
     }
 

@@ -2264,6 +2264,7 @@ pub fn specs(
             placement: None,
             separate_launches: false,
             notes: vec![],
+            other_library_timeout: None,
         });
     }
     Ok(out)

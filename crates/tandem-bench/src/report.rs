@@ -145,6 +145,11 @@ struct Plan {
 /// progress-engine section shows them.
 const PROGRESS_POLICIES: [&str; 4] = ["poll", "adaptive", "thread", "signal"];
 
+/// How long a launch of another MPI library may take in the report before
+/// that library is left out of the kernel (a report kernel's launch takes
+/// seconds; an oversubscribed library that spins can take for ever).
+const OTHER_LIBRARY_TIMEOUT: Duration = Duration::from_secs(90);
+
 /// The report's kernels; the ping-pong over `pingpong` sizes (see
 /// [`model::pingpong_sizes`]); with `replicated`, the time to solution.
 fn plans(a: &ReportArgs, pingpong: &[u64], replicated: bool) -> Result<Vec<Plan>, String> {
@@ -1135,6 +1140,7 @@ fn measure(
                 placement: None,
                 separate_launches: false,
                 notes,
+                other_library_timeout: Some(OTHER_LIBRARY_TIMEOUT),
             };
             let skipped = run_libs
                 .iter()
