@@ -33,9 +33,11 @@ if [ "${TANDEM_SETUP_TESTS:-0}" = 1 ]; then
     fi
     command -v srun >/dev/null 2>&1 || need_apt+=(slurmd slurmctld slurm-client)
     # Its PMIx plugin (`srun --mpi=pmix`) and the OpenPMIx client library
-    # Tandem loads under it.
+    # Tandem loads under it; the plugin opens the unversioned libpmix.so,
+    # which only libpmix-dev provides.
     dpkg -s slurm-wlm-basic-plugins >/dev/null 2>&1 || need_apt+=(slurm-wlm-basic-plugins)
     ldconfig -p 2>/dev/null | grep -q 'libpmix.so.2 ' || need_apt+=(libpmix2)
+    ldconfig -p 2>/dev/null | grep -q 'libpmix.so ' || need_apt+=(libpmix-dev)
     # Headless Chromium: the benchmark report's page checked in a browser.
     command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
