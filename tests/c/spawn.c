@@ -10,7 +10,7 @@
  *      child's MPI_APPNUM and world size;
  *   3. a program that does not exist: MPI_ERR_SPAWN through the
  *      communicator's handler, every error code MPI_ERR_SPAWN, no
- *      intercommunicator;
+ *      intercommunicator; a program that ends without MPI_Init: the same;
  *   4. (2 or more parents) rank 0 alone spawns 2 children, which connect to
  *      a port rank 1 opened: a process meets processes started after it,
  *      that it had not heard of;
@@ -187,6 +187,11 @@ static void missing_program(void)
         CHECK_EQ(MPI_ERR_SPAWN, errcodes[0], "errcodes[0] of a failed spawn");
         CHECK_EQ(MPI_ERR_SPAWN, errcodes[1], "errcodes[1] of a failed spawn");
     }
+    /* A program that ends without MPI_Init: the spawn fails, it does not
+       wait for ever. */
+    rc = MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, dup, &inter, MPI_ERRCODES_IGNORE);
+    tc_expect_class(rc, MPI_ERR_SPAWN, "spawning a program that is not an MPI program");
+    CHECK(inter == MPI_COMM_NULL, "a failed spawn's intercommunicator");
     CHECK_MPI(MPI_Comm_free(&dup));
 }
 

@@ -749,7 +749,9 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
             if dropped[i].is_some() {
                 continue;
             }
-            let forgiving = spec.other_library_timeout.filter(|_| lib.family != Family::Tandem);
+            let forgiving = spec
+                .other_library_timeout
+                .filter(|_| lib.family != Family::Tandem);
             let shared_mpi = match shared {
                 Some((_, mpi)) if mpi == i => continue,
                 Some((rw, mpi)) if rw == i => Some(mpi),

@@ -994,6 +994,7 @@ impl Job {
             sys::signal_group(pid, libc::SIGKILL);
             supervise::reap(pid);
             self.ranks[i].running = false;
+            self.service.ended(rank, &how.describe());
             self.stdin.close_process(rank);
             if self.replicated() {
                 let failure = self.failure(rank, how);
@@ -1125,6 +1126,7 @@ impl Job {
                     };
                     self.ranks[i].running = false;
                     self.remote_reader_ended(h, rank);
+                    self.service.ended(rank, &how.describe());
                     if self.replicated() {
                         let failure = self.failure(rank, how);
                         self.flush_remote_output(rank, failure.is_none());

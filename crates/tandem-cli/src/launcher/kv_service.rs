@@ -304,6 +304,18 @@ impl KvService {
         }
     }
 
+    /// Process `rank` has ended: if its world was spawned and has not
+    /// passed its first fence, the spawning root is told the spawn failed
+    /// (it would otherwise wait for ever: a spawned program that never
+    /// calls `MPI_Init`, or dies first).
+    pub fn ended(&mut self, rank: u32, why: &str) {
+        let w = self.world_of(rank);
+        if let Some((conn, _)) = self.worlds[w].spawned_answer.take() {
+            let text = format!("ERROR spawned process {rank} {why} before MPI_Init completed");
+            self.send(conn, &text.replace('\n', " "));
+        }
+    }
+
     /// Answers a request now (a spawn that failed).
     pub fn answer(&mut self, conn: u64, answer: &str) {
         self.send(conn, answer);
