@@ -352,7 +352,7 @@ fn size_of(s: &State, comm: MPI_Comm, id: CommId) -> Result<(u32, u32), Fail> {
     Ok((c.size(), c.rank))
 }
 
-fn root_arg(comm: MPI_Comm, root: c_int, n: u32) -> Result<u32, Fail> {
+pub(crate) fn root_arg(comm: MPI_Comm, root: c_int, n: u32) -> Result<u32, Fail> {
     u32::try_from(root).ok().filter(|&r| r < n).ok_or_else(|| {
         Fail::new(
             comm,

@@ -180,16 +180,7 @@ fn spawn(
 ) -> Result<(), Fail> {
     let id = args::intra_comm(s, comm)?;
     let size = s.rt.comm(id).map_err(fail(comm))?.size();
-    let root = u32::try_from(root)
-        .ok()
-        .filter(|&r| r < size)
-        .ok_or_else(|| {
-            Fail::new(
-                comm,
-                ErrorClass::Root,
-                format!("root {root} is not in 0..{size}"),
-            )
-        })?;
+    let root = crate::coll::root_arg(comm, root, size)?;
     args::out_ptr(comm, intercomm, "intercomm")?;
     // SAFETY: checked non-null.
     unsafe { put(intercomm, MPI_COMM_NULL) };
@@ -360,16 +351,7 @@ unsafe fn connection(
     let id = args::intra_comm(s, comm)?;
     let c = s.rt.comm(id).map_err(fail(comm))?;
     let (me, size) = (c.rank, c.size());
-    let root = u32::try_from(root)
-        .ok()
-        .filter(|&r| r < size)
-        .ok_or_else(|| {
-            Fail::new(
-                comm,
-                ErrorClass::Root,
-                format!("root {root} is not in 0..{size}"),
-            )
-        })?;
+    let root = crate::coll::root_arg(comm, root, size)?;
     args::out_ptr(comm, newcomm, "newcomm")?;
     // SAFETY: checked non-null.
     unsafe { put(newcomm, MPI_COMM_NULL) };

@@ -25,9 +25,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::os::fd::RawFd;
 
-use crate::coll::CollCall;
 use crate::error::{Error, ErrorClass, Result};
-use crate::intercomm::{class_from_code, LeaderLink};
+use crate::intercomm::LeaderLink;
 use crate::p2p::{Envelope, SendMode};
 use crate::runtime::{CommId, Runtime, SELF, WORLD};
 use crate::transport::tcp::MAX_PROCESSES;
@@ -258,55 +257,6 @@ impl Runtime {
             .chunks_exact(4)
             .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
             .collect())
-    }
-
-    /// Broadcasts the root's outcome over `comm`: `[0, words...]` or the
-    /// class of the root's error; every member gets the words or an error.
-    fn share_outcome(
-        &mut self,
-        comm: CommId,
-        root: u32,
-        outcome: Option<Result<Vec<u32>>>,
-        n: usize,
-    ) -> Result<Vec<u32>> {
-        let mut msg = vec![0u32; 1 + n];
-        let mut failure = None;
-        match outcome {
-            Some(Ok(words)) => {
-                msg[1..1 + words.len().min(n)].copy_from_slice(&words[..words.len().min(n)])
-            }
-            Some(Err(e)) => {
-                msg[0] = e.class.code() as u32;
-                failure = Some(e);
-            }
-            None => {}
-        }
-        let mut bytes: Vec<u8> = msg.iter().flat_map(|w| w.to_le_bytes()).collect();
-        // SAFETY: `bytes` outlives the broadcast, which completes here.
-        unsafe {
-            self.coll(
-                comm,
-                CollCall::Bcast {
-                    buf: bytes.as_mut_ptr(),
-                    len: bytes.len(),
-                    root,
-                },
-            )?
-        };
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        let words: Vec<u32> = bytes
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
-            .collect();
-        if words[0] != 0 {
-            return Err(Error::new(
-                class_from_code(words[0]),
-                "the root failed (see the error it reported)",
-            ));
-        }
-        Ok(words[1..].to_vec())
     }
 
     /// `MPI_Comm_spawn(_multiple)`, collective over the intracommunicator

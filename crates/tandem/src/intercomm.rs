@@ -67,7 +67,7 @@ pub struct LeaderLink {
 pub type PeerArgs = std::result::Result<(CommId, u32, i32), Error>;
 
 /// Error classes a failed leader passes on to its group.
-pub(crate) fn class_from_code(code: u32) -> ErrorClass {
+fn class_from_code(code: u32) -> ErrorClass {
     [
         ErrorClass::Comm,
         ErrorClass::Rank,
@@ -201,59 +201,70 @@ impl Runtime {
         mine: &[u32],
         cap: usize,
     ) -> Result<Vec<u32>> {
-        // [error class or 0, words, the words...]
-        let mut msg = vec![0u32; 2 + cap];
-        let mut failure = None;
-        if let Some(link) = link {
-            let got = match link {
-                Ok(link) => {
-                    let send: Vec<u8> = mine.iter().flat_map(|w| w.to_le_bytes()).collect();
-                    let mut recv = vec![0u8; 4 * cap];
-                    // SAFETY: both buffers live until the swap completes, in it.
-                    unsafe {
-                        self.swap_bytes(
-                            link,
-                            send.as_ptr(),
-                            send.len(),
-                            recv.as_mut_ptr(),
-                            recv.len(),
-                        )
-                    }
-                    .and_then(|n| {
-                        if n % 4 == 0 {
-                            Ok(recv[..n].to_vec())
-                        } else {
-                            Err(Error::new(
-                                ErrorClass::Intern,
-                                format!("intercommunicator leaders' message of {n} bytes"),
-                            ))
-                        }
-                    })
-                }
-                Err(e) => Err(e),
-            };
-            match got {
-                Ok(bytes) => {
-                    msg[1] = (bytes.len() / 4) as u32;
-                    for (i, w) in bytes.chunks_exact(4).enumerate() {
-                        msg[2 + i] = u32::from_le_bytes(w.try_into().expect("4 bytes"));
-                    }
-                }
-                Err(e) => {
-                    msg[0] = e.class.code() as u32;
-                    failure = Some(e);
-                }
+        // The leader's outcome, shared as [words received, the words...].
+        let outcome = link.map(|link| {
+            let link = link?;
+            let send: Vec<u8> = mine.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let mut recv = vec![0u8; 4 * cap];
+            // SAFETY: both buffers live until the swap completes, in it.
+            let n = unsafe {
+                self.swap_bytes(
+                    link,
+                    send.as_ptr(),
+                    send.len(),
+                    recv.as_mut_ptr(),
+                    recv.len(),
+                )
+            }?;
+            if n % 4 != 0 {
+                return Err(Error::new(
+                    ErrorClass::Intern,
+                    format!("intercommunicator leaders' message of {n} bytes"),
+                ));
             }
+            let mut words = vec![(n / 4) as u32];
+            words.extend(
+                recv[..n]
+                    .chunks_exact(4)
+                    .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes"))),
+            );
+            Ok(words)
+        });
+        let words = self.share_outcome(local, leader, outcome, 1 + cap)?;
+        let n = (words[0] as usize).min(cap);
+        Ok(words[1..1 + n].to_vec())
+    }
+
+    /// Broadcasts the root's outcome over `comm`: `[0, words...]` or the
+    /// class of the root's error; every member gets the words or an error.
+    pub(crate) fn share_outcome(
+        &mut self,
+        comm: CommId,
+        root: u32,
+        outcome: Option<Result<Vec<u32>>>,
+        n: usize,
+    ) -> Result<Vec<u32>> {
+        let mut msg = vec![0u32; 1 + n];
+        let mut failure = None;
+        match outcome {
+            Some(Ok(words)) => {
+                msg[1..1 + words.len().min(n)].copy_from_slice(&words[..words.len().min(n)])
+            }
+            Some(Err(e)) => {
+                msg[0] = e.class.code() as u32;
+                failure = Some(e);
+            }
+            None => {}
         }
         let mut bytes: Vec<u8> = msg.iter().flat_map(|w| w.to_le_bytes()).collect();
         // SAFETY: `bytes` outlives the broadcast, which completes here.
         unsafe {
             self.coll(
-                local,
+                comm,
                 CollCall::Bcast {
                     buf: bytes.as_mut_ptr(),
                     len: bytes.len(),
-                    root: leader,
+                    root,
                 },
             )?
         };
@@ -267,11 +278,10 @@ impl Runtime {
         if words[0] != 0 {
             return Err(Error::new(
                 class_from_code(words[0]),
-                "the group's leader failed (see the error it reported)",
+                "the root failed (see the error it reported)",
             ));
         }
-        let n = (words[1] as usize).min(cap);
-        Ok(words[2..2 + n].to_vec())
+        Ok(words[1..].to_vec())
     }
 
     /// The link between the leaders (local rank 0 of each group) of an

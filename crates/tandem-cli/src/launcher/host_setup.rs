@@ -2,8 +2,15 @@
 //! (the master for its own host, `tandem _host` for the others): the
 //! shared-memory segment, and variables every rank of the host gets.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use tandem::bootstrap::env as job_env;
+use tandem::dynamic::SpawnApp;
 use tandem::params::Settings;
-use tandem::transport::shm::{HostResources, Layout};
+use tandem::transport::shm::{env as shm_env, HostResources, Layout};
+
+use super::supervise::{self, App};
 
 /// The shared-memory segment and wake-up descriptors for a host's ranks,
 /// when the job's parameters ask for the shm transport.
@@ -75,6 +82,66 @@ fn with_rseq_off(tunables: &str) -> Option<String> {
 /// ranks count theirs the same way.
 fn usable_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Where a process of a spawned world stands: its world (`total`
+/// processes from process `base`), the spawn that made it (`spawn`, the
+/// parents' `root` and group size `parents`), and its place on its host.
+pub struct SpawnedPlace<'a> {
+    pub base: u32,
+    pub total: u32,
+    pub spawn: u32,
+    pub root: u32,
+    pub parents: u32,
+    pub local: u32,
+    pub local_size: u32,
+    pub shm: Option<&'a HostResources>,
+}
+
+/// The program and variables of world rank `rank` of a spawned world: the
+/// apps take the ranks in turn. `None` if `rank` is beyond them.
+pub fn spawned_process(
+    apps: &[SpawnApp],
+    rank: u32,
+    at: &SpawnedPlace<'_>,
+) -> Option<(App, Vec<(String, String)>)> {
+    let mut first = 0u32;
+    let (appnum, a) = apps.iter().enumerate().find(|(_, a)| {
+        first = first.saturating_add(a.procs);
+        rank < first
+    })?;
+    let app = App {
+        ranks: a.procs,
+        program: OsStr::from_bytes(&a.command).to_os_string(),
+        args: a
+            .args
+            .iter()
+            .map(|w| OsStr::from_bytes(w).to_os_string())
+            .collect(),
+        wdir: a.wdir.as_ref().map(|w| OsStr::from_bytes(w).to_os_string()),
+    };
+    let mut env = vec![
+        (job_env::RANK.to_string(), rank.to_string()),
+        (job_env::SIZE.to_string(), at.total.to_string()),
+        (job_env::LOCAL_SIZE.to_string(), at.local_size.to_string()),
+        (job_env::WORLD_BASE.to_string(), at.base.to_string()),
+        (
+            job_env::PARENT.to_string(),
+            format!("{}:{}:{}", at.spawn, at.root, at.parents),
+        ),
+        (job_env::APPNUM.to_string(), appnum.to_string()),
+    ];
+    match at.shm {
+        Some(h) => env.extend(h.env(at.local)),
+        None => env.push((shm_env::LOCAL_RANK.to_string(), at.local.to_string())),
+    }
+    env.extend(supervise::conventional_env(
+        rank,
+        at.total,
+        at.local,
+        at.local_size,
+    ));
+    Some((app, env))
 }
 
 #[cfg(test)]

@@ -592,43 +592,19 @@ impl Helper {
             }
         };
         for (local, &world_rank) in here.iter().enumerate() {
-            let local = local as u32;
-            // The program of `world_rank`: the apps take the ranks in turn.
-            let mut first = 0u32;
-            let Some((appnum, a)) = apps.iter().enumerate().find(|(_, a)| {
-                first += a.procs;
-                world_rank < first
-            }) else {
+            let at = host_setup::SpawnedPlace {
+                base,
+                total,
+                spawn,
+                root,
+                parents,
+                local: local as u32,
+                local_size,
+                shm: shm.as_ref(),
+            };
+            let Some((app, env)) = host_setup::spawned_process(&apps, world_rank, &at) else {
                 return Step::Abandon;
             };
-            let app = App {
-                ranks: a.procs,
-                program: OsStr::from_bytes(&a.command).to_os_string(),
-                args: a
-                    .args
-                    .iter()
-                    .map(|w| OsStr::from_bytes(w).to_os_string())
-                    .collect(),
-                wdir: a.wdir.as_ref().map(|w| OsStr::from_bytes(w).to_os_string()),
-            };
-            let mut env = vec![
-                (job_env::RANK.to_string(), world_rank.to_string()),
-                (job_env::SIZE.to_string(), total.to_string()),
-                (job_env::LOCAL_SIZE.to_string(), local_size.to_string()),
-                (job_env::WORLD_BASE.to_string(), base.to_string()),
-                (
-                    job_env::PARENT.to_string(),
-                    format!("{spawn}:{root}:{parents}"),
-                ),
-                (job_env::APPNUM.to_string(), appnum.to_string()),
-            ];
-            match &shm {
-                Some(h) => env.extend(h.env(local)),
-                None => env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
-            }
-            env.extend(supervise::conventional_env(
-                world_rank, total, local, local_size,
-            ));
             let process = base + world_rank;
             match supervise::spawn_rank(&self.command, &app, &env, false) {
                 Ok(s) => {

@@ -652,42 +652,18 @@ impl Job {
         let local_size = ranks.len() as u32;
         let host = host_setup::shared_memory(local_size, &self.settings)?;
         for (local, &i) in ranks.iter().enumerate() {
-            let local = local as u32;
-            let mut first = 0u32;
-            let (appnum, a) = apps
-                .iter()
-                .enumerate()
-                .find(|(_, a)| {
-                    first += a.procs;
-                    i < first
-                })
-                .ok_or("malformed spawn request")?;
-            let app = App {
-                ranks: a.procs,
-                program: OsStr::from_bytes(&a.command).to_os_string(),
-                args: a
-                    .args
-                    .iter()
-                    .map(|w| OsStr::from_bytes(w).to_os_string())
-                    .collect(),
-                wdir: a.wdir.as_ref().map(|w| OsStr::from_bytes(w).to_os_string()),
+            let at = host_setup::SpawnedPlace {
+                base,
+                total,
+                spawn,
+                root,
+                parents,
+                local: local as u32,
+                local_size,
+                shm: host.as_ref(),
             };
-            let mut env = vec![
-                (job_env::RANK.to_string(), i.to_string()),
-                (job_env::SIZE.to_string(), total.to_string()),
-                (job_env::LOCAL_SIZE.to_string(), local_size.to_string()),
-                (job_env::WORLD_BASE.to_string(), base.to_string()),
-                (
-                    job_env::PARENT.to_string(),
-                    format!("{spawn}:{root}:{parents}"),
-                ),
-                (job_env::APPNUM.to_string(), appnum.to_string()),
-            ];
-            match &host {
-                Some(h) => env.extend(h.env(local)),
-                None => env.push((shm_env::LOCAL_RANK.to_string(), local.to_string())),
-            }
-            env.extend(supervise::conventional_env(i, total, local, local_size));
+            let (app, env) =
+                host_setup::spawned_process(apps, i, &at).ok_or("malformed spawn request")?;
             if let Err((msg, _)) = self.start_process(base + i, &app, &env, false) {
                 // The processes started already cannot be told apart
                 // from a world that failed: the job ends.

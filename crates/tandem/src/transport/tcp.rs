@@ -1341,49 +1341,35 @@ impl TcpTransport {
         self.cfg.size = total;
         for peer in old..total {
             if let Some(c) = self.parked_peer(peer) {
-                self.handshakes += 1;
                 self.parked -= 1;
-                // Frames it sent meanwhile wait in the socket; the next
-                // progress pass reads them.
-                if let Served::Close(why) = self.establish_quietly(c, peer) {
-                    self.lost_pending.push((peer, why));
+                // Frames it sent meanwhile wait in the socket, and frames
+                // for it in its queue: the next progress pass reads the
+                // ones and writes the others.
+                let events = (libc::EPOLLIN | libc::EPOLLOUT) as u32;
+                match self.mark_established(c, peer, events) {
+                    Ok(()) => self.conn(c).watching_out = true,
+                    Err(why) => self.lost_pending.push((peer, why)),
                 }
             }
         }
     }
 
-    /// [`TcpTransport::establish`] outside a progress pass: queued frames
-    /// leave at the next one.
-    fn establish_quietly(&mut self, c: usize, peer: u32) -> Served {
-        self.handshakes -= 1;
+    /// Makes connection `c` (out of its handshake, or parked) `peer`'s,
+    /// watched for `events`.
+    fn mark_established(&mut self, c: usize, peer: u32, events: u32) -> Result<(), String> {
         let conn = self.conn(c);
         conn.state = ConnState::Established;
         conn.hs_len = 0;
         self.peers[peer as usize].conn = Some(c);
         let fd = self.conn(c).fd.as_raw_fd();
-        let events = (libc::EPOLLIN | libc::EPOLLOUT) as u32;
-        if self
-            .epoll_ctl(libc::EPOLL_CTL_MOD, fd, events, c as u64)
-            .is_err()
-        {
-            return Served::Close("epoll_ctl failed".into());
-        }
-        self.conn(c).watching_out = true;
-        Served::Fine
+        self.epoll_ctl(libc::EPOLL_CTL_MOD, fd, events, c as u64)
+            .map_err(|_| "epoll_ctl failed".to_string())
     }
 
     fn establish(&mut self, c: usize, peer: u32, sink: &mut dyn FrameSink) -> Served {
         self.handshakes -= 1;
-        let conn = self.conn(c);
-        conn.state = ConnState::Established;
-        conn.hs_len = 0;
-        self.peers[peer as usize].conn = Some(c);
-        let fd = self.conn(c).fd.as_raw_fd();
-        if self
-            .epoll_ctl(libc::EPOLL_CTL_MOD, fd, libc::EPOLLIN as u32, c as u64)
-            .is_err()
-        {
-            return Served::Close("epoll_ctl failed".into());
+        if let Err(why) = self.mark_established(c, peer, libc::EPOLLIN as u32) {
+            return Served::Close(why);
         }
         if self.peers[peer as usize].sendq.is_empty() {
             Served::Fine
