@@ -842,7 +842,12 @@ pub fn run_spec(spec: &RunSpec) -> Result<KernelResult, String> {
                     (Ok(out), _) => out,
                     (Err(e), None) => return Err(e),
                     (Err(e), Some(_)) => {
-                        let first = e.lines().next().unwrap_or_default().to_string();
+                        // The report's limit, not the user's --timeout.
+                        let first = e
+                            .lines()
+                            .next()
+                            .unwrap_or_default()
+                            .replace(" (raise --timeout)", "");
                         progress::note(&format!(
                             "tandem bench: leaving {} out of {}: {first}",
                             lib.name, spec.kernel.name
