@@ -182,31 +182,6 @@ impl Client {
         }
     }
 
-    pub fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
-        self.command("kvs-put", &[("key", key), ("value", value)])
-            .map(|_| ())
-    }
-
-    pub fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
-        let a = self.command("kvs-get", &[("srcid", "-1"), ("key", key)])?;
-        Ok(match a.get("found").map(String::as_str) {
-            Some("TRUE") => a.get("value").cloned(),
-            _ => None,
-        })
-    }
-
-    pub fn fence(&mut self) -> Result<(), Error> {
-        self.command("kvs-fence", &[]).map(|_| ())
-    }
-
-    pub fn finalize(&mut self) -> Result<(), Error> {
-        self.command("finalize", &[]).map(|_| ())
-    }
-
-    pub fn abort(&mut self, message: &str) {
-        let _ = self.send("abort", &[("isworldabort", "TRUE"), ("msg", message)]);
-    }
-
     /// A job attribute (`PMI_process_mapping`, ...).
     pub fn job_attr(&mut self, key: &str) -> Option<String> {
         let a = self.command("info-getjobattr", &[("key", key)]).ok()?;
@@ -287,20 +262,31 @@ pub fn parse_mapping(text: &str, rank: u32) -> Option<(u32, u32)> {
 
 impl super::ProcessManager for Client {
     fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
-        Client::put(self, key, value)
+        self.command("kvs-put", &[("key", key), ("value", value)])
+            .map(|_| ())
     }
+
     fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
-        Client::get(self, key)
+        let a = self.command("kvs-get", &[("srcid", "-1"), ("key", key)])?;
+        Ok(match a.get("found").map(String::as_str) {
+            Some("TRUE") => a.get("value").cloned(),
+            _ => None,
+        })
     }
+
     fn fence(&mut self) -> Result<(), Error> {
-        Client::fence(self)
+        self.command("kvs-fence", &[]).map(|_| ())
     }
+
     fn finalize(&mut self) -> Result<(), Error> {
-        Client::finalize(self)
+        self.command("finalize", &[]).map(|_| ())
     }
+
     fn abort(&mut self, code: i32, message: &str) {
-        Client::abort(self, &format!("error code {code}: {message}"));
+        let message = format!("error code {code}: {message}");
+        let _ = self.send("abort", &[("isworldabort", "TRUE"), ("msg", &message)]);
     }
+
     fn fd(&self) -> RawFd {
         Client::fd(self)
     }

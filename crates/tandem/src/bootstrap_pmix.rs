@@ -278,10 +278,12 @@ impl Client {
             Ok(found)
         }
     }
+}
 
+impl super::ProcessManager for Client {
     /// Publishes `key = value` for every process of the job (after the
     /// next fence).
-    pub fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
         let key_c = CString::new(key).map_err(|_| err("a key with a NUL byte"))?;
         let value_c = CString::new(value).map_err(|_| err("a value with a NUL byte"))?;
         let mut v = Value {
@@ -300,7 +302,7 @@ impl Client {
 
     /// Commits what this process put and waits for every process of the
     /// job, collecting everyone's data.
-    pub fn fence(&mut self) -> Result<(), Error> {
+    fn fence(&mut self) -> Result<(), Error> {
         // SAFETY: no arguments.
         let rc = unsafe { (self.lib.commit)() };
         if rc != 0 {
@@ -326,7 +328,7 @@ impl Client {
     }
 
     /// A key published before the last fence, by the rank the key names.
-    pub fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
+    fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
         let owner = key
             .rsplit_once('.')
             .and_then(|(_, r)| r.parse::<u32>().ok())
@@ -344,7 +346,7 @@ impl Client {
     }
 
     /// Says this process is done with the server.
-    pub fn finalize(&mut self) -> Result<(), Error> {
+    fn finalize(&mut self) -> Result<(), Error> {
         if std::mem::replace(&mut self.finalized, true) {
             return Ok(());
         }
@@ -357,28 +359,10 @@ impl Client {
     }
 
     /// Asks the server to end the job.
-    pub fn abort(&mut self, code: i32, message: &str) {
+    fn abort(&mut self, code: i32, message: &str) {
         let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
         // SAFETY: a valid message; no procs (the whole job).
         unsafe { (self.lib.abort)(code, text.as_ptr(), std::ptr::null_mut(), 0) };
-    }
-}
-
-impl super::ProcessManager for Client {
-    fn put(&mut self, key: &str, value: &str) -> Result<(), Error> {
-        Client::put(self, key, value)
-    }
-    fn get(&mut self, key: &str) -> Result<Option<String>, Error> {
-        Client::get(self, key)
-    }
-    fn fence(&mut self) -> Result<(), Error> {
-        Client::fence(self)
-    }
-    fn finalize(&mut self) -> Result<(), Error> {
-        Client::finalize(self)
-    }
-    fn abort(&mut self, code: i32, message: &str) {
-        Client::abort(self, code, message);
     }
     fn fd(&self) -> std::os::fd::RawFd {
         // The server is the library's business.
