@@ -3,7 +3,8 @@
  * MPI_Comm_join.
  *
  *   1. the world spawns 3 copies of this program (wdir info key): every
- *      child sees its parents, exchanges a message with the parents' root,
+ *      child sees its parents and its own world (also as a session's
+ *      mpi://WORLD), exchanges a message with the parents' root,
  *      and both sides merge the intercommunicator and reduce over it; the
  *      children reduce over their own world; all disconnect;
  *   2. MPI_Comm_spawn_multiple of two programs (1 + 2 processes): each
@@ -82,6 +83,20 @@ static int child(int argc, char **argv)
     psize = atoi(argv[2]);
     CHECK_MPI(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     CHECK_EQ(wsize, sum, "sum over the children's world");
+    {
+        /* A session's mpi://WORLD is the children's own world. */
+        MPI_Session session;
+        MPI_Group pset, world;
+        int cmp = -1;
+        CHECK_MPI(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &session));
+        CHECK_MPI(MPI_Group_from_session_pset(session, "mpi://WORLD", &pset));
+        CHECK_MPI(MPI_Comm_group(MPI_COMM_WORLD, &world));
+        CHECK_MPI(MPI_Group_compare(pset, world, &cmp));
+        CHECK_EQ(MPI_IDENT, cmp, "mpi://WORLD of a spawned world");
+        CHECK_MPI(MPI_Group_free(&pset));
+        CHECK_MPI(MPI_Group_free(&world));
+        CHECK_MPI(MPI_Session_finalize(&session));
+    }
 
     if (strcmp(argv[1], "die") == 0) {
         int v;

@@ -167,8 +167,9 @@ fn check_host(comm: MPI_Comm, host: &str) -> Result<(), Fail> {
 
 /// The part of both spawns after the root has read its programs: checks,
 /// the core's spawn, the outputs. `local_count` is how many processes this
-/// process's own arguments ask for (the error codes it writes when the
-/// spawn fails; after a spawn every process writes as many as started).
+/// process's own arguments ask for: it writes that many error codes when
+/// the spawn fails, and at most that many (as many as started) when it
+/// succeeds.
 fn spawn(
     s: &mut State,
     comm: MPI_Comm,
@@ -208,7 +209,9 @@ fn spawn(
             let h = register(s, id, Some(inter), CommExt::default());
             // SAFETY: checked non-null.
             unsafe { put(intercomm, h) };
-            write_codes(MPI_SUCCESS, n as usize);
+            // A process other than the root may size its array by its own
+            // (unsignificant) count: never write past that.
+            write_codes(MPI_SUCCESS, (n as usize).min(local_count));
             Ok(())
         }
         Err(f) => {
@@ -339,6 +342,9 @@ pub unsafe extern "C" fn MPI_Close_port(port_name: *const c_char) -> c_int {
 
 /// `MPI_Comm_accept` and `MPI_Comm_connect`: collective over `comm`; the
 /// port matters at `root` only.
+///
+/// # Safety
+/// `port_name` is null or a NUL-terminated string (at the root).
 unsafe fn connection(
     s: &mut State,
     port_name: *const c_char,

@@ -96,7 +96,7 @@ fn c_string<'a>(p: *const c_char, what: &str) -> Result<&'a [u8], Fail> {
 fn pset_members(s: &State, name: &[u8]) -> Result<Arc<[u32]>, Fail> {
     let is = |p: &str| name.eq_ignore_ascii_case(p.as_bytes());
     if is(PSETS[0]) {
-        Ok((0..s.rt.size()).collect())
+        Ok(s.rt.world_group())
     } else if is(PSETS[1]) {
         Ok(Arc::from(vec![s.rt.rank()]))
     } else {
